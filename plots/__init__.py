@@ -1,0 +1,1 @@
+"""Figures from result files. Plots read runs, ledgers and sweeps; they never simulate."""

@@ -1,0 +1,96 @@
+"""The cost model of a model-driven prune pass, shared by every model-driven policy.
+
+The model reads an *index* of the candidate spans (its size grows with their
+number), judges which are stale (correctly with probability
+``selection_quality``), selects the largest spans it judged stale, and writes a
+*rationale* whose size grows with the number selected. Nothing here knows any
+published figure: index, rationale and net reclamation come out of the window's
+contents at the moment of the pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.spans import PRUNABLE_KINDS, Span
+
+from .base import ModelPass, WindowView
+
+ARTIFACT_KINDS = frozenset({"prune_index", "prune_rationale"})
+
+
+@dataclass(slots=True)
+class Plan:
+    """What a model-driven pass would do, before anyone decides whether to run it."""
+
+    candidates: list[Span]
+    selected: list[Span]
+    index_tokens: int
+    rationale_base: int
+    rationale_per_span: list[int]
+
+    @property
+    def selected_tokens(self) -> int:
+        return sum(s.tokens for s in self.selected)
+
+    @property
+    def rationale_tokens(self) -> int:
+        return self.rationale_base + sum(self.rationale_per_span)
+
+    @property
+    def overhead(self) -> int:
+        return self.index_tokens + self.rationale_tokens
+
+    def as_pass(self, **options) -> ModelPass:
+        return ModelPass(
+            selected=tuple(s.id for s in self.selected),
+            index_tokens=self.index_tokens,
+            rationale_base=self.rationale_base,
+            rationale_per_span=tuple(self.rationale_per_span),
+            candidates=len(self.candidates),
+            **options,
+        )
+
+
+def is_candidate(span: Span, turn: int, protect_recent_turns: int, protected: frozenset[int]) -> bool:
+    """A span the editor may consider: prunable kind, not pinned or constraint, old enough.
+
+    Prune artifacts of earlier passes are candidates at once: they are the
+    self-eligibility the decision-in-band failure feeds on.
+    """
+    if span.pinned or span.is_constraint or span.kind not in PRUNABLE_KINDS or span.id in protected:
+        return False
+    if span.kind in ARTIFACT_KINDS:
+        return True
+    return span.turn <= turn - protect_recent_turns
+
+
+def plan_pass(
+    view: WindowView,
+    params,
+    rng: np.random.Generator,
+    protected: frozenset[int] = frozenset(),
+) -> Plan:
+    """Draw the plan a model-driven pass makes on ``view`` (``params`` is the scenario's ``decision``)."""
+    candidates = [s for s in view.spans if is_candidate(s, view.turn, params.protect_recent_turns, protected)]
+    n = len(candidates)
+    index_tokens = int(round(params.index_base + params.index_per_candidate * n))
+    # How many spans the model means to select this pass.
+    extra_max = max(0, params.select_max - 1)
+    p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (params.select_mean - 1) / extra_max))
+    want = 1 + int(rng.binomial(extra_max, p)) if extra_max else 1
+    # The model's staleness judgement, right with probability `selection_quality`.
+    draws = rng.random(n)
+    judged = [
+        s
+        for s, u in zip(candidates, draws)
+        if (u < params.selection_quality) == s.is_stale(view.turn)
+    ]
+    # It frees the most by naming the largest spans it believes stale; ties go to the oldest.
+    judged.sort(key=lambda s: -s.tokens)
+    selected = judged[:want]
+    noise = rng.lognormal(0.0, params.rationale_sigma, len(selected)) if selected else []
+    per_span = [max(1, int(round(params.rationale_per_span * x))) for x in noise]
+    return Plan(candidates, selected, index_tokens, int(params.rationale_base), per_span)

@@ -1,0 +1,38 @@
+"""recency: non-model eviction of the lowest-recency spans, no decision tokens."""
+
+from __future__ import annotations
+
+from sim.spans import PRUNABLE_KINDS
+
+from .base import Action, Evict, Policy, WindowView
+
+
+def oldest_prunable(view: WindowView, protect_recent_turns: int) -> list[int]:
+    """Prunable span ids, oldest first, excluding the most recent turns."""
+    last = view.turn - protect_recent_turns
+    return [
+        s.id
+        for s in view.spans
+        if s.kind in PRUNABLE_KINDS and not s.pinned and not s.is_constraint and s.turn <= last
+    ]
+
+
+class RecencyPolicy(Policy):
+    name = "recency"
+    summary = "drops the oldest prunable spans once utilization reaches the trigger"
+
+    def decide(self, view: WindowView) -> list[Action]:
+        trigger = self.scenario.trigger
+        if view.utilization < trigger:
+            return []
+        # Free down to the trigger minus the low-water gap, oldest first.
+        target = trigger - self.scenario.recency.low_water_gap
+        need = view.utilization - target
+        chosen: list[int] = []
+        sizes = {s.id: s.tokens for s in view.spans}
+        for span_id in oldest_prunable(view, self.scenario.decision.protect_recent_turns):
+            if need <= 0:
+                break
+            chosen.append(span_id)
+            need -= sizes[span_id]
+        return [Evict(tuple(chosen), reason="recency")] if chosen else []

@@ -1,0 +1,1 @@
+"""Scenario files shipped with prunesim (TOML). ``prunesim list`` shows them."""

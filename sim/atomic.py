@@ -1,0 +1,84 @@
+"""Atomic file output: write beside the target, flush, then rename into place.
+
+A reader (or a crash) sees either the old file or the whole new one, never a
+half-written file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def json_ready(value):
+    """Plain JSON values: infinities become the string "inf" (JSON has no infinity)."""
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if math.isnan(value):
+            return "nan"
+        return value
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return json_ready(value.item())
+    return value
+
+
+def dumps_json(value) -> str:
+    return json.dumps(json_ready(value), indent=2, sort_keys=True) + "\n"
+
+
+def write_json(path: Path, value) -> None:
+    write_text(path, dumps_json(value))
+
+
+def format_cell(value) -> str:
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(round(value, 6))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([format_cell(v) for v in row])
+    return buf.getvalue()
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Sequence]) -> None:
+    write_text(path, csv_text(columns, rows))

@@ -1,0 +1,1 @@
+"""Subcommands of ``prunesim``: one module each, each with ``register(subparsers)``."""

@@ -1,0 +1,303 @@
+"""The engine: one scenario, one policy, one seed, as a pure function.
+
+``run_one`` builds a SimPy environment, a window, the workload and the policy
+(each with its own random stream), runs the agent process and returns a
+:class:`RunResult`. The engine decides when the policy is consulted (at the end
+of every turn), applies what it answers, and reports every change to its
+observers (the recorder and the metrics).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from policies import get_policy
+from policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView
+
+from . import __version__
+from .metrics import MetricsObserver
+from .recorder import Recorder
+from .scenario import Scenario
+from .spans import Span
+from .window import Window
+from .workload import Arrival, SyntheticToolLoop, TurnPlan
+
+# Random streams are children of the run's seed; each component gets its own,
+# so that a policy's draws never shift the workload's.
+STREAM_WORKLOAD = 0
+STREAM_POLICY = 1
+
+
+def streams(seed: int) -> dict[str, np.random.Generator]:
+    children = np.random.SeedSequence(seed).spawn(2)
+    return {
+        "workload": np.random.Generator(np.random.PCG64(children[STREAM_WORKLOAD])),
+        "policy": np.random.Generator(np.random.PCG64(children[STREAM_POLICY])),
+    }
+
+
+@dataclass
+class RunResult:
+    """A finished run: its identity, its summary and (if recorded) its trace."""
+
+    scenario: Scenario
+    policy: str
+    seed: int
+    summary: dict
+    recorder: Recorder
+    version: str = __version__
+    params: dict = field(default_factory=dict)
+
+    @property
+    def ledger(self) -> list[tuple]:
+        return self.recorder.ledger
+
+    @property
+    def events(self) -> list[tuple]:
+        return self.recorder.events
+
+    def trace(self) -> dict[str, np.ndarray]:
+        return self.recorder.trace_arrays()
+
+
+class Engine:
+    def __init__(self, scenario: Scenario, policy: Policy, workload, recorder: Recorder, metrics: MetricsObserver):
+        self.scenario = scenario
+        self.policy = policy
+        self.workload = workload
+        self.recorder = recorder
+        self.metrics = metrics
+        self.window = Window(scenario.window, scenario.budget, scenario.hard)
+        self.env = simpy.Environment()
+        self.turn = 0
+        self.pass_count = 0
+        lat = scenario.latency
+        self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
+
+    # -- observers -------------------------------------------------------------
+    def _changed(self, event: str, span: Span, delta: int) -> None:
+        w = self.window
+        self.metrics.utilization(w.utilization)
+        self.recorder.change(
+            self.env.now, self.turn, event, span.kind, span.id, delta, w.utilization, w.appended_total, w.removed_total
+        )
+
+    def _event(self, event: str, **detail) -> None:
+        self.recorder.event(self.env.now, self.turn, event, json.dumps(detail, sort_keys=True))
+
+    # -- window changes ----------------------------------------------------------
+    def place(self, arrival: Arrival, **span_fields) -> Span:
+        span = Span(
+            id=self.window.new_id(),
+            kind=arrival.kind,
+            tokens=arrival.tokens,
+            turn=self.turn,
+            key=arrival.key,
+            stale_at=self.turn + arrival.stale_after,
+            pinned=arrival.pinned,
+            tags=arrival.tags,
+            **span_fields,
+        )
+        return self.append(span)
+
+    def append(self, span: Span) -> Span:
+        wanted = span.tokens
+        outcome = self.window.append(span)
+        if outcome.kept:
+            self._changed("append", span, outcome.kept)
+        if outcome.cut:
+            self.metrics.truncation(outcome.cut)
+            if span.is_constraint:
+                self.metrics.constraint_lost()
+            self._event("forced_truncation", kind=span.kind, wanted=wanted, kept=outcome.kept)
+        return span
+
+    def remove(self, span_id: int, event: str) -> Span:
+        span = self.window.remove(span_id)
+        if span.is_constraint:
+            self.metrics.constraint_lost()
+        self._changed(event, span, -span.tokens)
+        return span
+
+    # -- model calls -----------------------------------------------------------
+    def model_latency(self, input_tokens: int, output_tokens: int) -> float:
+        base, per_in, per_out = self._lat
+        return base + per_in * input_tokens + per_out * output_tokens
+
+    # -- the agent -------------------------------------------------------------
+    def agent(self):
+        for arrival in self.workload.initial():
+            self.place(arrival)
+        for plan in self.workload:
+            self.turn = plan.turn
+            yield from self.take_turn(plan)
+            self.metrics.turn_reached(self.turn, self.window.utilization)
+            view = self.view()
+            actions = self.policy.decide(view)
+            for action in actions:
+                yield from self.apply(action)
+            w = self.window
+            self.metrics.turn_end(self.turn, w.utilization)
+            self.recorder.turn_end(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
+
+    def take_turn(self, plan: TurnPlan):
+        prompt = self.window.utilization
+        output = plan.reasoning.tokens + plan.tool_call.tokens
+        self.metrics.model_call(prompt, output, decision=False)
+        yield self.env.timeout(self.model_latency(prompt, output))
+        self.place(plan.reasoning)
+        self.place(plan.tool_call)
+        yield self.env.timeout(plan.tool_latency_s)
+        self.place(plan.tool_output)
+        for arrival in plan.extra:
+            self.place(arrival)
+
+    def view(self) -> WindowView:
+        w = self.window
+        return WindowView(self.turn, w.utilization, w.budget, w.size, w.hard, w.spans())
+
+    # -- actions ---------------------------------------------------------------
+    def apply(self, action):
+        if isinstance(action, ModelPass):
+            yield from self.model_pass(action)
+        elif isinstance(action, Evict):
+            self.evict(action)
+        elif isinstance(action, Truncate):
+            self.truncate(action)
+        elif isinstance(action, Summarize):
+            self.summarize(action)
+        elif isinstance(action, BoundaryEvent):
+            self._event("boundary", reason=action.reason, **action.numbers)
+        else:
+            raise TypeError(f"policy {self.policy.name!r} returned {action!r}, which is not an action")
+
+    def model_pass(self, p: ModelPass):
+        """Read the index, write the rationale (cut at a hard ceiling), evict what was written."""
+        w = self.window
+        self.pass_count += 1
+        before = w.utilization
+        in_window = p.placement == "window"
+        kind_opts = dict(pass_id=self.pass_count, pinned=p.protect_artifacts)
+        index = Span(w.new_id(), "prune_index", p.index_tokens, self.turn, stale_at=self.turn, **kind_opts)
+        # The pass's prompt must fit under the ceiling: a runtime at its limit drops
+        # the oldest prunable content to make room (a forced truncation, lost content).
+        self.make_room(p.index_tokens, exclude=frozenset(p.selected))
+        if in_window:
+            self.append(index)
+            index_kept = index.tokens
+        else:  # the index is read from the edit log: billed, but it must still fit the call
+            index_kept = min(p.index_tokens, max(0, w.ceiling - w.utilization))
+        # The rationale is written selection by selection; a hard ceiling cuts it short.
+        room = max(0, w.ceiling - w.utilization - (0 if in_window else index_kept))
+        written = 0
+        rationale = min(p.rationale_base, room)
+        for extra in p.rationale_per_span:
+            if rationale + extra > room:
+                break
+            rationale += extra
+            written += 1
+        cut = rationale < p.rationale_tokens
+        chosen = p.selected[:written]
+        prompt = before + index_kept
+        self.metrics.model_call(prompt, rationale, decision=True)
+        yield self.env.timeout(self.model_latency(prompt, rationale))
+        if in_window and rationale:
+            note = Span(w.new_id(), "prune_rationale", rationale, self.turn, stale_at=self.turn + 1,
+                        names=tuple(chosen), **kind_opts)
+            w.append(note)
+            self._changed("append", note, rationale)
+        if cut:
+            self.metrics.truncation(p.rationale_tokens - rationale)
+            self._event("rationale_cut", wanted=p.rationale_tokens, written=rationale, selections=written)
+        peak = w.utilization
+        evicted = spans = stale = 0
+        for span_id in chosen:
+            if span_id in w:
+                span = self.remove(span_id, "evict")
+                evicted += span.tokens
+                spans += 1
+                stale += span.is_stale(self.turn)
+                if p.tombstone_tokens:
+                    self.tombstone(span)
+        net = evicted - index_kept - rationale
+        self.metrics.prune_pass(self.turn, index_kept, rationale, evicted, spans, cut)
+        self.recorder.prune_pass((
+            self.pass_count, self.turn, self.env.now, before, peak, w.utilization, w.budget - before,
+            p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut), stale,
+        ))
+
+    def make_room(self, tokens: int, exclude: frozenset[int] = frozenset()) -> None:
+        """Drop the oldest unpinned spans until ``tokens`` fit under the ceiling."""
+        w = self.window
+        if w.utilization + tokens <= w.ceiling:
+            return
+        for span in w.spans():
+            if w.utilization + tokens <= w.ceiling:
+                break
+            if span.pinned or span.id in exclude:
+                continue
+            self.remove(span.id, "forced_drop")
+            self.metrics.truncation(span.tokens)
+            self._event("forced_drop", kind=span.kind, tokens=span.tokens)
+
+    def tombstone(self, span: Span) -> None:
+        marker = Span(self.window.new_id(), "tombstone", self.scenario_tombstone_tokens(), self.turn,
+                      key=span.key, pinned=True)
+        self.append(marker)
+
+    def scenario_tombstone_tokens(self) -> int:
+        return getattr(getattr(self.scenario, "tombstone", None), "tokens", 0)
+
+    def evict(self, action: Evict) -> None:
+        freed = 0
+        for span_id in action.span_ids:
+            if span_id in self.window:
+                freed += self.remove(span_id, f"fallback_{action.reason}").tokens
+        self.metrics.fallback(freed)
+        self._event("fallback", reason=action.reason, spans=len(action.span_ids), freed=freed)
+
+    def truncate(self, action: Truncate) -> None:
+        if action.span_id not in self.window:
+            return
+        span = self.window.get(action.span_id)
+        freed = self.window.shrink(action.span_id, action.keep_tokens)
+        if span.is_constraint:
+            self.metrics.constraint_lost()
+        self._changed(f"fallback_{action.reason}", span, -freed)
+        self.metrics.fallback(freed)
+        self._event("fallback", reason=action.reason, spans=1, freed=freed)
+
+    def summarize(self, action: Summarize) -> None:
+        freed = 0
+        for span_id in action.span_ids:
+            if span_id in self.window:
+                freed += self.remove(span_id, f"fallback_{action.reason}").tokens
+        summary = Span(self.window.new_id(), "summary", action.summary_tokens, self.turn, stale_at=self.turn + 1)
+        self.append(summary)
+        self.metrics.fallback(freed - summary.tokens)
+        self._event("fallback", reason=action.reason, spans=len(action.span_ids), freed=freed - summary.tokens)
+
+    # -- running ---------------------------------------------------------------
+    def run(self) -> None:
+        self.env.process(self.agent())
+        self.env.run()
+        self.metrics.sim_time = self.env.now
+
+
+def run_one(scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all") -> RunResult:
+    """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes."""
+    name = policy or scenario.policy
+    seed = scenario.seed if seed is None else seed
+    rngs = streams(seed)
+    policy_obj = get_policy(name)(scenario, rngs["policy"])
+    lat = scenario.latency
+    workload = SyntheticToolLoop(scenario.workload, scenario.turns, lat.tool_mean_s, lat.tool_sigma, rngs["workload"])
+    recorder = Recorder(mode=trace)
+    metrics = MetricsObserver(scenario.turns, scenario.trigger, scenario.budget, scenario.hard)
+    engine = Engine(scenario, policy_obj, workload, recorder, metrics)
+    engine.run()
+    return RunResult(scenario, name, seed, metrics.summary(), recorder)

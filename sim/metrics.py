@@ -1,0 +1,238 @@
+"""Every metric prunesim reports, named and defined once.
+
+:data:`METRICS` is the table (name, unit, definition) that the README and
+``prunesim metrics`` print. :class:`MetricsObserver` computes them from the
+engine's event stream, incrementally, so that a run of any length needs no
+stored trace. Terms used in the definitions:
+
+* *utilization*: tokens in the window, sampled at every change (the
+  transient state inside a prune pass, index and rationale written but nothing
+  evicted yet, is a recorded point).
+* *pass*: one model-driven prune pass. *index* is what the model read,
+  *rationale* what it wrote, *evicted* the tokens of the spans it removed;
+  ``net = evicted - index - rationale``.
+* *first trigger*: the first turn whose arrivals bring utilization to the
+  scenario's ``trigger`` or above, before the policy is consulted. The *post-trigger turns* run from it to the last turn.
+* *band*: the utilization range [band_floor, trigger] that a run stays in after
+  the first trigger; its *width* is ``trigger - band_floor``.
+* *oscillation*: the run is held in the band by passes that do not pay for
+  themselves. Precisely: at least ``OSC_MIN_PASSES`` passes after the first
+  trigger, the band narrower than ``OSC_BAND_PASSES`` times the mean pass
+  overhead (utilization never gets far below the trigger), and at least one
+  net-negative pass. A run that frees real room on every pass, or that stops
+  needing passes, does not oscillate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+OSC_MIN_PASSES = 3
+OSC_BAND_PASSES = 2.0
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    definition: str
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("turns", "turns", "Turns simulated."),
+    Metric("sim_time_s", "s", "Simulated time at the end of the run (model calls, tool runs, prune passes)."),
+    Metric("final_utilization", "tokens", "Utilization after the last turn."),
+    Metric("peak_utilization", "tokens", "Maximum utilization at any recorded point of the run."),
+    Metric("min_headroom", "tokens", "budget - peak_utilization (negative when a soft budget was exceeded)."),
+    Metric("first_trigger_turn", "turn", "First turn whose arrivals bring utilization to the trigger or above (before the policy acts); -1 if none."),
+    Metric("band_floor", "tokens", "Minimum utilization at any recorded point after the first trigger; -1 if none."),
+    Metric("band_width", "tokens", "trigger - band_floor; -1 if no trigger."),
+    Metric("oscillating", "bool", "The run oscillates as defined in the module docstring of sim/metrics.py."),
+    Metric("passes", "passes", "Model-driven prune passes."),
+    Metric("passes_first_half", "passes", "Passes in the first half of the post-trigger turns."),
+    Metric("passes_second_half", "passes", "Passes in the second half of the post-trigger turns."),
+    Metric("pass_trend", "passes", "passes_second_half - passes_first_half; positive when pass frequency rises."),
+    Metric("mean_index_tokens", "tokens", "Mean index size per pass (0 with no passes)."),
+    Metric("mean_rationale_tokens", "tokens", "Mean rationale size per pass, as written (after any cut)."),
+    Metric("mean_evicted_tokens", "tokens", "Mean tokens evicted per pass."),
+    Metric("mean_net_tokens", "tokens", "Mean of evicted - index - rationale per pass."),
+    Metric("sum_overhead_tokens", "tokens", "Sum over passes of index + rationale."),
+    Metric("sum_net_tokens", "tokens", "Sum over passes of net."),
+    Metric(
+        "overhead_ratio",
+        "ratio",
+        'sum_overhead_tokens / sum_net_tokens; "inf" when sum_net_tokens <= 0 and there was a pass, 0 with no passes.',
+    ),
+    Metric("net_negative_passes", "passes", "Passes whose net is below zero."),
+    Metric("zero_yield_passes", "passes", "Passes that evicted nothing."),
+    Metric("cut_passes", "passes", "Passes whose rationale was cut by a hard budget (decided in band)."),
+    Metric("evicted_spans", "spans", "Spans evicted by model-driven passes."),
+    Metric("fallback_evictions", "actions", "Non-model evictions (recency drop, truncation, template summary)."),
+    Metric("fallback_tokens", "tokens", "Tokens freed by non-model evictions, net of any summary written."),
+    Metric("forced_truncations", "appends", "Appends cut short because they would have crossed a hard budget or the window."),
+    Metric("truncated_tokens", "tokens", "Tokens lost to forced truncations."),
+    Metric("overflow_turns", "turns", "Turns ending above a soft budget."),
+    Metric("re_retrievals", "runs", "Tool runs repeated because pruned content was needed and nothing recorded it."),
+    Metric("lost_constraints", "spans", "Constraint spans evicted, cut or truncated."),
+    Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls and prune passes)."),
+    Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of prune-pass calls."),
+    Metric("decision_share", "fraction", "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes)."),
+)
+
+METRIC_NAMES = tuple(m.name for m in METRICS)
+
+
+def overhead_ratio(sum_overhead: float, sum_net: float, passes: int) -> float:
+    """sum(index + rationale) / sum(net); infinite when the passes freed nothing net."""
+    if passes == 0:
+        return 0.0
+    if sum_net <= 0:
+        return math.inf
+    return sum_overhead / sum_net
+
+
+def is_oscillating(passes_after_trigger: int, band_width: float, mean_overhead: float, net_negative: int) -> bool:
+    """The oscillation test of the module docstring, on a run's figures."""
+    return (
+        passes_after_trigger >= OSC_MIN_PASSES
+        and 0 <= band_width < OSC_BAND_PASSES * mean_overhead
+        and net_negative > 0
+    )
+
+
+class MetricsObserver:
+    """Accumulates every metric from the engine's calls; ``summary()`` gives the record."""
+
+    def __init__(self, turns: int, trigger: int, budget: int, hard: bool):
+        self.turns = turns
+        self.trigger = trigger
+        self.budget = budget
+        self.hard = hard
+        self.peak = 0
+        self.first_trigger_turn = -1
+        self.band_floor = -1
+        self.pass_turns: list[int] = []
+        self.sum_index = self.sum_rationale = self.sum_evicted = 0
+        self.net_negative = self.zero_yield = self.cut_passes = self.evicted_spans = 0
+        self.fallbacks = self.fallback_tokens = 0
+        self.forced_truncations = self.truncated_tokens = 0
+        self.overflow_turns = 0
+        self.re_retrievals = 0
+        self.lost_constraints = 0
+        self.input_billed = 0
+        self.decision_billed = 0
+        self.decision_output = 0
+        self.final_utilization = 0
+        self.sim_time = 0.0
+        self.extra: dict[str, object] = {}
+
+    # -- event stream --------------------------------------------------------
+    def utilization(self, value: int) -> None:
+        if value > self.peak:
+            self.peak = value
+        if self.first_trigger_turn >= 0 and value < self.band_floor:
+            self.band_floor = value
+
+    def turn_reached(self, turn: int, value: int) -> None:
+        """Utilization after the turn's arrivals, before the policy is consulted."""
+        if self.first_trigger_turn < 0 and value >= self.trigger:
+            self.first_trigger_turn = turn
+            self.band_floor = value
+
+    def turn_end(self, turn: int, value: int) -> None:
+        if not self.hard and value > self.budget:
+            self.overflow_turns += 1
+        self.final_utilization = value
+
+    def prune_pass(self, turn: int, index: int, rationale: int, evicted: int, spans: int, cut: bool) -> None:
+        self.pass_turns.append(turn)
+        self.sum_index += index
+        self.sum_rationale += rationale
+        self.sum_evicted += evicted
+        self.evicted_spans += spans
+        net = evicted - index - rationale
+        self.net_negative += net < 0
+        self.zero_yield += spans == 0
+        self.cut_passes += cut
+
+    def fallback(self, freed: int) -> None:
+        self.fallbacks += 1
+        self.fallback_tokens += freed
+
+    def truncation(self, cut: int) -> None:
+        self.forced_truncations += 1
+        self.truncated_tokens += cut
+
+    def model_call(self, input_tokens: int, output_tokens: int, decision: bool) -> None:
+        self.input_billed += input_tokens
+        if decision:
+            self.decision_billed += input_tokens + output_tokens
+            self.decision_output += output_tokens
+
+    def constraint_lost(self) -> None:
+        self.lost_constraints += 1
+
+    def re_retrieval(self) -> None:
+        self.re_retrievals += 1
+
+    # -- the record ----------------------------------------------------------
+    def summary(self) -> dict[str, object]:
+        n = len(self.pass_turns)
+        overhead = self.sum_index + self.sum_rationale
+        net = self.sum_evicted - overhead
+        first, second = self._halves()
+        band_width = self.trigger - self.band_floor if self.first_trigger_turn >= 0 else -1
+        after = sum(1 for t in self.pass_turns if self.first_trigger_turn >= 0 and t >= self.first_trigger_turn)
+        billed_all = self.input_billed + self.decision_output
+        out: dict[str, object] = {
+            "turns": self.turns,
+            "sim_time_s": round(self.sim_time, 6),
+            "final_utilization": self.final_utilization,
+            "peak_utilization": self.peak,
+            "min_headroom": self.budget - self.peak,
+            "first_trigger_turn": self.first_trigger_turn,
+            "band_floor": self.band_floor,
+            "band_width": band_width,
+            "oscillating": is_oscillating(after, band_width, overhead / n if n else 0.0, self.net_negative),
+            "passes": n,
+            "passes_first_half": first,
+            "passes_second_half": second,
+            "pass_trend": second - first,
+            "mean_index_tokens": _mean(self.sum_index, n),
+            "mean_rationale_tokens": _mean(self.sum_rationale, n),
+            "mean_evicted_tokens": _mean(self.sum_evicted, n),
+            "mean_net_tokens": _mean(net, n),
+            "sum_overhead_tokens": overhead,
+            "sum_net_tokens": net,
+            "overhead_ratio": overhead_ratio(overhead, net, n),
+            "net_negative_passes": self.net_negative,
+            "zero_yield_passes": self.zero_yield,
+            "cut_passes": self.cut_passes,
+            "evicted_spans": self.evicted_spans,
+            "fallback_evictions": self.fallbacks,
+            "fallback_tokens": self.fallback_tokens,
+            "forced_truncations": self.forced_truncations,
+            "truncated_tokens": self.truncated_tokens,
+            "overflow_turns": self.overflow_turns,
+            "re_retrievals": self.re_retrievals,
+            "lost_constraints": self.lost_constraints,
+            "input_tokens_billed": self.input_billed,
+            "decision_tokens_billed": self.decision_billed,
+            "decision_share": round(self.decision_billed / billed_all, 6) if billed_all else 0.0,
+        }
+        out.update(self.extra)
+        return out
+
+    def _halves(self) -> tuple[int, int]:
+        if self.first_trigger_turn < 0:
+            return 0, 0
+        start = self.first_trigger_turn
+        mid = start + (self.turns - start + 1) / 2
+        first = sum(1 for t in self.pass_turns if start <= t < mid)
+        second = sum(1 for t in self.pass_turns if t >= mid)
+        return first, second
+
+
+def _mean(total: float, n: int) -> float:
+    return round(total / n, 3) if n else 0.0

@@ -1,0 +1,401 @@
+"""Scenario files (TOML): schema, validation and ``--set`` overrides.
+
+A scenario is a tree of plain dataclasses. Loading walks the TOML against the
+dataclass fields, so an unknown key, a wrong type or an out-of-range value is
+reported with the file and the dotted key that holds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import UserError
+from .spans import KINDS
+
+
+# -- the schema ---------------------------------------------------------------
+@dataclass
+class SizeDist:
+    """Token sizes drawn from a lognormal with this mean, clipped to [min, max]."""
+
+    mean: float
+    sigma: float = 0.5
+    min: int = 1
+    max: int = 100_000
+
+    def check(self, key: str, where: str) -> None:
+        _positive(self.mean, f"{key}.mean", where)
+        _non_negative(self.sigma, f"{key}.sigma", where)
+        _non_negative(self.min, f"{key}.min", where)
+        if self.max < self.min:
+            raise UserError(where, f"{key}.max", f"{self.max} is below min {self.min}")
+
+
+@dataclass
+class InitialSpan:
+    """A span present before the first turn (system prompt, constraints, task)."""
+
+    kind: str
+    tokens: int
+    pinned: bool = True
+    key: str = ""
+    tags: list[str] = field(default_factory=list)
+    stale_after: int = 1_000_000_000
+
+    def check(self, key: str, where: str) -> None:
+        _kind(self.kind, f"{key}.kind", where)
+        _non_negative(self.tokens, f"{key}.tokens", where)
+        _non_negative(self.stale_after, f"{key}.stale_after", where)
+
+
+@dataclass
+class ScriptedEvent:
+    """A span that arrives at a given turn, after the turn's own tool output.
+
+    With ``replaces_output`` the event *is* that turn's tool output.
+    """
+
+    turn: int
+    tokens: int
+    kind: str = "tool_output"
+    key: str = ""
+    stale_after: int = 1_000_000_000
+    tags: list[str] = field(default_factory=list)
+    pinned: bool = False
+    replaces_output: bool = True
+
+    def check(self, key: str, where: str) -> None:
+        _positive(self.turn, f"{key}.turn", where)
+        _kind(self.kind, f"{key}.kind", where)
+        _non_negative(self.tokens, f"{key}.tokens", where)
+        _non_negative(self.stale_after, f"{key}.stale_after", where)
+
+
+@dataclass
+class Workload:
+    """What arrives each turn: a reasoning span, a tool call and the tool's output."""
+
+    reasoning: SizeDist = field(default_factory=lambda: SizeDist(150.0))
+    tool_call: SizeDist = field(default_factory=lambda: SizeDist(40.0, 0.3))
+    tool_output: SizeDist = field(default_factory=lambda: SizeDist(400.0, 0.8))
+    reasoning_stale_after: float = 3.0
+    output_stale_after: float = 8.0
+    initial: list[InitialSpan] = field(default_factory=list)
+    events: list[ScriptedEvent] = field(default_factory=list)
+
+    def check(self, key: str, where: str) -> None:
+        self.reasoning.check(f"{key}.reasoning", where)
+        self.tool_call.check(f"{key}.tool_call", where)
+        self.tool_output.check(f"{key}.tool_output", where)
+        _positive(self.reasoning_stale_after, f"{key}.reasoning_stale_after", where)
+        _positive(self.output_stale_after, f"{key}.output_stale_after", where)
+        for i, span in enumerate(self.initial):
+            span.check(f"{key}.initial[{i}]", where)
+        for i, event in enumerate(self.events):
+            event.check(f"{key}.events[{i}]", where)
+
+
+@dataclass
+class Latency:
+    """Simulated seconds: a model call costs base + per input token + per output token."""
+
+    model_base_s: float = 0.4
+    model_per_input_token_s: float = 0.00002
+    model_per_output_token_s: float = 0.015
+    tool_mean_s: float = 1.5
+    tool_sigma: float = 0.6
+
+    def check(self, key: str, where: str) -> None:
+        for f in dataclasses.fields(self):
+            _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+
+
+@dataclass
+class Decision:
+    """Cost and quality of a model-driven prune pass (see ``policies/decision.py``)."""
+
+    index_base: float = 100.0
+    index_per_candidate: float = 8.0
+    rationale_base: float = 40.0
+    rationale_per_span: float = 120.0
+    rationale_sigma: float = 0.2
+    select_mean: float = 3.0
+    select_max: int = 5
+    selection_quality: float = 0.9
+    protect_recent_turns: int = 2
+
+    def check(self, key: str, where: str) -> None:
+        for f in dataclasses.fields(self):
+            _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+        _positive(self.select_max, f"{key}.select_max", where)
+        if not 1 <= self.select_mean <= self.select_max:
+            raise UserError(where, f"{key}.select_mean", f"{self.select_mean} is not within [1, select_max]")
+        _fraction(self.selection_quality, f"{key}.selection_quality", where)
+
+
+@dataclass
+class RecencyParams:
+    """The ``recency`` baseline frees down to ``trigger - low_water_gap``."""
+
+    low_water_gap: int = 1000
+
+    def check(self, key: str, where: str) -> None:
+        _non_negative(self.low_water_gap, f"{key}.low_water_gap", where)
+
+
+@dataclass
+class Scenario:
+    """One experiment: the window, the workload and the parameters of every policy."""
+
+    name: str = "scenario"
+    description: str = ""
+    turns: int = 40
+    window: int = 32_000
+    budget: int = 24_000
+    budget_kind: Literal["hard", "soft"] = "hard"
+    trigger: int = 22_000
+    seed: int = 0
+    policy: str = "naive"
+    workload: Workload = field(default_factory=Workload)
+    latency: Latency = field(default_factory=Latency)
+    decision: Decision = field(default_factory=Decision)
+    recency: RecencyParams = field(default_factory=RecencyParams)
+
+    @property
+    def hard(self) -> bool:
+        return self.budget_kind == "hard"
+
+    def check(self, where: str) -> None:
+        _positive(self.turns, "turns", where)
+        _positive(self.window, "window", where)
+        _positive(self.budget, "budget", where)
+        _non_negative(self.trigger, "trigger", where)
+        _non_negative(self.seed, "seed", where)
+        if self.budget > self.window:
+            raise UserError(where, "budget", f"{self.budget} is above the window size {self.window}")
+        if self.trigger > self.budget:
+            raise UserError(where, "trigger", f"{self.trigger} is above the budget {self.budget}")
+        from policies import REGISTRY  # late: policies import this module
+
+        if self.policy not in REGISTRY:
+            raise UserError(where, "policy", f"unknown policy {self.policy!r} (known: {', '.join(sorted(REGISTRY))})")
+        self.workload.check("workload", where)
+        self.latency.check("latency", where)
+        self.decision.check("decision", where)
+        self.recency.check("recency", where)
+        for i, ev in enumerate(self.workload.events):
+            if ev.turn > self.turns:
+                raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# -- value checks -------------------------------------------------------------
+def _non_negative(value, key: str, where: str) -> None:
+    if value < 0:
+        raise UserError(where, key, f"must not be negative (got {value})")
+
+
+def _positive(value, key: str, where: str) -> None:
+    if value <= 0:
+        raise UserError(where, key, f"must be positive (got {value})")
+
+
+def _fraction(value, key: str, where: str) -> None:
+    if not 0 <= value <= 1:
+        raise UserError(where, key, f"must be between 0 and 1 (got {value})")
+
+
+def _kind(value: str, key: str, where: str) -> None:
+    if value not in KINDS:
+        raise UserError(where, key, f"unknown span kind {value!r} (known: {', '.join(KINDS)})")
+
+
+# -- building dataclasses from plain data -------------------------------------
+_MAX_INT = 10**12  # larger sizes are typos, and would overflow numpy's draws
+
+
+def _coerce(value: Any, tp: Any, key: str, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise UserError(where, key, f"must be a table, got {_type_name(value)}")
+        return _build(tp, value, key, where)
+    if origin is list:
+        (item_tp,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise UserError(where, key, f"must be a list, got {_type_name(value)}")
+        return [_coerce(v, item_tp, f"{key}[{i}]", where) for i, v in enumerate(value)]
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise UserError(where, key, f"must be one of {', '.join(map(str, choices))} (got {value!r})")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise UserError(where, key, f"must be true or false, got {_type_name(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+                value = int(value)
+            else:
+                raise UserError(where, key, f"must be an integer, got {_type_name(value)} {value!r}")
+        if abs(value) > _MAX_INT:
+            raise UserError(where, key, f"{value} is out of range (at most {_MAX_INT})")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UserError(where, key, f"must be a number, got {_type_name(value)} {value!r}")
+        if not math.isfinite(value):
+            raise UserError(where, key, f"must be a finite number (got {value})")
+        if abs(value) > _MAX_INT:
+            raise UserError(where, key, f"{value} is out of range (at most {_MAX_INT})")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise UserError(where, key, f"must be a string, got {_type_name(value)}")
+        return value
+    raise TypeError(f"unsupported schema type {tp!r}")  # a bug in the schema, not user input
+
+
+def _build(cls, data: dict, prefix: str, where: str):
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for name, value in data.items():
+        key = f"{prefix}.{name}" if prefix else name
+        if name not in names:
+            raise UserError(where, key, "unknown key")
+        kwargs[name] = _coerce(value, hints[name], key, where)
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        key = f"{prefix}.{missing[0]}" if prefix else missing[0]
+        raise UserError(where, key, "missing required key")
+    return cls(**kwargs)
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+# -- overrides ----------------------------------------------------------------
+def parse_set(text: str) -> tuple[str, Any]:
+    """Parse one ``--set key=value``; the value is read as a TOML value, else as a bare string."""
+    if "=" not in text:
+        raise UserError("--set", text, "expected key=value")
+    key, raw = text.split("=", 1)
+    key, raw = key.strip(), raw.strip()
+    if not key or any(not part for part in key.split(".")):
+        raise UserError("--set", text, "empty key")
+    if raw == "":
+        raise UserError("--set", key, "empty value")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserError("--set", key, f"must be a finite number (got {raw})")
+    return key, value
+
+
+def apply_overrides(data: dict, overrides: dict[str, Any], where: str = "--set") -> dict:
+    """A copy of ``data`` with dotted-key overrides placed in it."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for dotted, value in overrides.items():
+        parts = dotted.split(".")
+        node = out
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise UserError(where, dotted, f"{part!r} is not a table")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+# -- loading ------------------------------------------------------------------
+def shipped_scenarios() -> dict[str, Path]:
+    """Scenario files shipped inside the installed ``scenarios`` package, by name."""
+    root = resources.files("scenarios")
+    return {
+        Path(entry.name).stem: Path(str(entry))
+        for entry in root.iterdir()
+        if entry.name.endswith(".toml")
+    }
+
+
+def resolve_path(name_or_path: str) -> Path:
+    """A scenario path: an existing file, else the name of a shipped scenario."""
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists() or "/" in name_or_path:
+        if path.is_dir():
+            raise UserError(str(path), None, "is a directory, not a scenario file")
+        if not path.exists():
+            raise UserError(str(path), None, "no such scenario file")
+        return path
+    shipped = shipped_scenarios()
+    if name_or_path not in shipped:
+        known = ", ".join(sorted(shipped))
+        raise UserError(name_or_path, None, f"unknown scenario (shipped: {known}; or give a path to a .toml file)")
+    return shipped[name_or_path]
+
+
+def read_toml(path: Path) -> dict:
+    where = str(path)
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise UserError(where, None, "is a directory, not a scenario file") from None
+    except OSError as err:
+        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(where, None, "not a text file (invalid UTF-8)") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(where, None, f"malformed TOML: {err}") from None
+
+
+def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
+    scenario = _build(Scenario, data, "", where)
+    scenario.check(where)
+    return scenario
+
+
+def load(name_or_path: str, overrides: dict[str, Any] | None = None) -> Scenario:
+    """Load, override and validate a scenario; every problem is a :class:`UserError`."""
+    path = resolve_path(name_or_path)
+    data = read_toml(path)
+    data.setdefault("name", path.stem)
+    if overrides:
+        data = apply_overrides(data, overrides)
+        where = f"{path} (with --set)"
+    else:
+        where = str(path)
+    return from_dict(data, where)
+
+
+def replace(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
+    """A new scenario with dotted-key overrides, validated."""
+    return from_dict(apply_overrides(scenario.to_dict(), overrides), f"{scenario.name} (with overrides)")

@@ -1,0 +1,54 @@
+"""Spans: the items that occupy the context window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Every kind a span can have. Pinned kinds are never offered to a policy.
+KINDS = (
+    "system",
+    "constraint",
+    "user",
+    "reasoning",
+    "tool_call",
+    "tool_output",
+    "prune_index",
+    "prune_rationale",
+    "tombstone",
+    "summary",
+)
+
+# Kinds a model-driven editor may consider by default.
+PRUNABLE_KINDS = frozenset(
+    {"user", "reasoning", "tool_call", "tool_output", "prune_index", "prune_rationale", "summary"}
+)
+
+
+@dataclass(slots=True)
+class Span:
+    """One item in the window.
+
+    ``key`` identifies what the span holds (for a tool output, the normalized
+    command that produced it); ``stale_at`` is the turn from which its content
+    is no longer useful; ``pinned`` spans are never candidates for eviction.
+    """
+
+    id: int
+    kind: str
+    tokens: int
+    turn: int
+    key: str = ""
+    stale_at: int = 1 << 30
+    pinned: bool = False
+    tags: frozenset[str] = field(default_factory=frozenset)
+    # Prune-pass number that created this span (prune_index / prune_rationale), else -1.
+    pass_id: int = -1
+    # For a rationale: the ids of the spans its plan names.
+    names: tuple[int, ...] = ()
+
+    def is_stale(self, turn: int) -> bool:
+        return turn >= self.stale_at
+
+    @property
+    def is_constraint(self) -> bool:
+        return self.kind == "constraint" or "constraint" in self.tags
