@@ -83,7 +83,8 @@ class Engine:
         w = self.window
         self.metrics.utilization(w.utilization)
         self.recorder.change(
-            self.env.now, self.turn, event, span.kind, span.id, delta, w.utilization, w.appended_total, w.removed_total
+            self.env.now, self.turn, event, span.kind, span.id, span.key, delta, w.utilization, w.appended_total,
+            w.removed_total,
         )
 
     def _event(self, event: str, **detail) -> None:

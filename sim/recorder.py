@@ -19,6 +19,7 @@ TRACE_COLUMNS = (
     "event",
     "kind",
     "span_id",
+    "key",
     "delta",
     "utilization",
     "appended_total",
@@ -57,15 +58,15 @@ class Recorder:
     events: list[tuple] = field(default_factory=list)
     _seq: int = 0
 
-    def change(self, time_s, turn, event, kind, span_id, delta, utilization, appended, removed) -> None:
+    def change(self, time_s, turn, event, kind, span_id, key, delta, utilization, appended, removed) -> None:
         if self.mode != "all":
             return
-        self._row(time_s, turn, event, kind, span_id, delta, utilization, appended, removed)
+        self._row(time_s, turn, event, kind, span_id, key, delta, utilization, appended, removed)
 
     def turn_end(self, time_s, turn, utilization, appended, removed) -> None:
         if self.mode != "turns":
             return
-        self._row(time_s, turn, "turn_end", "", -1, 0, utilization, appended, removed)
+        self._row(time_s, turn, "turn_end", "", -1, "", 0, utilization, appended, removed)
 
     def _row(self, *values) -> None:
         self._seq += 1
@@ -86,5 +87,5 @@ class Recorder:
         """The trace as numpy columns (strings stay object arrays)."""
         out = {}
         for name, values in self.trace.items():
-            out[name] = np.array(values, dtype=object if name in ("event", "kind") else None)
+            out[name] = np.array(values, dtype=object if name in ("event", "kind", "key") else None)
         return out
