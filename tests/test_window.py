@@ -1,0 +1,53 @@
+from sim.spans import Span
+from sim.window import Window
+
+
+def span(i, tokens, kind="tool_output"):
+    return Span(id=i, kind=kind, tokens=tokens, turn=1)
+
+
+def test_append_and_remove_keep_totals():
+    w = Window(size=1000, budget=800, hard=True)
+    w.append(span(1, 300))
+    w.append(span(2, 200))
+    assert w.utilization == 500
+    w.remove(1)
+    assert w.utilization == 200
+    assert w.appended_total - w.removed_total == w.utilization
+    assert [s.id for s in w.spans()] == [2]
+
+
+def test_hard_budget_cuts_the_append_to_fit():
+    w = Window(size=1000, budget=800, hard=True)
+    w.append(span(1, 700))
+    out = w.append(span(2, 300))
+    assert (out.kept, out.cut) == (100, 200)
+    assert w.utilization == 800
+
+
+def test_full_hard_window_keeps_nothing_of_the_append():
+    w = Window(size=1000, budget=500, hard=True)
+    w.append(span(1, 500))
+    out = w.append(span(2, 50))
+    assert (out.kept, out.cut) == (0, 50)
+    assert 2 not in w
+
+
+def test_soft_budget_overflows_up_to_the_window():
+    w = Window(size=1000, budget=800, hard=False)
+    w.append(span(1, 700))
+    out = w.append(span(2, 250))
+    assert (out.kept, out.cut, out.over_budget) == (250, 0, 150)
+    out = w.append(span(3, 100))
+    assert (out.kept, out.cut) == (50, 50)
+    assert w.utilization == 1000
+
+
+def test_shrink_removes_only_the_cut():
+    w = Window(size=1000, budget=800, hard=True)
+    w.append(span(1, 400))
+    assert w.shrink(1, 100) == 300
+    assert w.get(1).tokens == 100
+    assert w.utilization == 100
+    assert w.shrink(1, 0) == 100
+    assert len(w) == 0
