@@ -2,9 +2,10 @@
 
 The interval is a percentile bootstrap: ``resamples`` resamples (with
 replacement) of the group's values, the median of each, and the 2.5th and
-97.5th percentiles of those medians. The percentiles are order statistics
-(numpy's ``inverted_cdf``: a value that really occurred among the resampled
-medians, never an interpolation), which is what keeps infinities well behaved.
+97.5th percentiles of those medians, taken as order statistics: with B
+resamples, the ceil(0.025 B)-th and ceil(0.975 B)-th smallest medians (the 50th
+and 1950th of 2000). A bound is a median that really occurred, never an
+interpolation between two, which is what keeps infinities well behaved.
 
 Each group draws from its own generator, seeded from ``seed`` and a hash of the
 group's key (policy and grid values), so the output is deterministic and one
@@ -60,9 +61,19 @@ def _ci_sorted(x: np.ndarray, idx: np.ndarray, confidence: float) -> tuple[float
     n = len(x)
     lo, hi = x[idx[:, (n - 1) // 2]], x[idx[:, n // 2]]
     medians = np.where(lo == hi, lo, (lo + hi) / 2)  # equal infinities stay inf, never NaN
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(medians, [tail, 1 - tail], method="inverted_cdf")
-    return float(low), float(high)
+    medians.sort()
+    return float(medians[_rank(tail_share(confidence), len(medians))]), float(
+        medians[_rank(1 - tail_share(confidence), len(medians))]
+    )
+
+
+def tail_share(confidence: float) -> float:
+    return (1 - confidence) / 2
+
+
+def _rank(q: float, count: int) -> int:
+    """0-based index of the ceil(q * count)-th smallest of ``count`` values (float noise rounded away)."""
+    return min(count - 1, max(0, math.ceil(round(q * count, 9)) - 1))
 
 
 def _median(x: np.ndarray) -> float:

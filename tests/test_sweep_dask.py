@@ -1,0 +1,29 @@
+"""The Dask executor, on a local cluster on loopback, writes the same rows as the local executor."""
+
+import pytest
+
+from sim.sweep import RUNS_FILE, execute, plan_sweep, read_runs
+
+pytest.importorskip("distributed", reason="the dask extra is not installed")
+
+
+def test_dask_rows_are_identical_to_the_local_executors(tmp_path):
+    plan = plan_sweep("oscillation-40", {"trigger": [20000, 22000]}, ["naive", "recency"], range(4))
+    local = execute(plan, tmp_path / "local", jobs=1, progress=False)
+    dask = execute(plan, tmp_path / "dask", jobs=2, executor="dask", progress=False)
+    assert local.complete and dask.complete and dask.ran == 16
+    assert read_runs(tmp_path / "dask") == read_runs(tmp_path / "local")
+    assert (tmp_path / "dask" / RUNS_FILE).read_bytes() == (tmp_path / "local" / RUNS_FILE).read_bytes()
+
+
+def test_the_command_line_uses_a_running_scheduler(tmp_path, capsys):
+    from distributed import LocalCluster
+
+    from sim.cli import main
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster:
+        args = ["sweep", "oscillation-40", "--grid", "trigger=21000,22000", "--policies", "naive", "--seeds", "0:3",
+                "--executor", "dask", "--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "s")]
+        assert main(args) == 0
+    assert "6 run now" in capsys.readouterr().out
+    assert len(read_runs(tmp_path / "s")) == 6
