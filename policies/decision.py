@@ -11,6 +11,7 @@ contents at the moment of the pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from sim.spans import PRUNABLE_KINDS, Span
 from .base import ModelPass, WindowView
 
 ARTIFACT_KINDS = frozenset({"prune_index", "prune_rationale"})
+_tokens = attrgetter("tokens")
 
 
 @dataclass(slots=True)
@@ -74,7 +76,21 @@ def plan_pass(
     protected: frozenset[int] = frozenset(),
 ) -> Plan:
     """Draw the plan a model-driven pass makes on ``view`` (``params`` is the scenario's ``decision``)."""
-    candidates = [s for s in view.spans if is_candidate(s, view.turn, params.protect_recent_turns, protected)]
+    turn = view.turn
+    # is_candidate, inlined (a pass can run every turn over a full window): prunable kinds never
+    # include "constraint", so only the tag is left to check.
+    cutoff = turn - params.protect_recent_turns
+    prunable, artifacts = PRUNABLE_KINDS, ARTIFACT_KINDS
+    candidates = [
+        s
+        for s in view.spans
+        if not s.pinned
+        and s.kind in prunable
+        and (s.turn <= cutoff or s.kind in artifacts)
+        and not (s.tags and "constraint" in s.tags)
+    ]
+    if protected:
+        candidates = [s for s in candidates if s.id not in protected]
     n = len(candidates)
     index_tokens = int(round(params.index_base + params.index_per_candidate * n))
     # How many spans the model means to select this pass.
@@ -82,15 +98,13 @@ def plan_pass(
     p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (params.select_mean - 1) / extra_max))
     want = 1 + int(rng.binomial(extra_max, p)) if extra_max else 1
     # The model's staleness judgement, right with probability `selection_quality`.
-    draws = rng.random(n)
-    judged = [
-        s
-        for s, u in zip(candidates, draws)
-        if (u < params.selection_quality) == s.is_stale(view.turn)
-    ]
-    # It frees the most by naming the largest spans it believes stale; ties go to the oldest.
-    judged.sort(key=lambda s: -s.tokens)
+    quality = params.selection_quality
+    draws = rng.random(n).tolist()
+    judged = [s for s, u in zip(candidates, draws, strict=True) if (u < quality) == (turn >= s.stale_at)]
+    # It frees the most by naming the largest spans it believes stale; ties go to the oldest
+    # (a reverse sort is stable too).
+    judged.sort(key=_tokens, reverse=True)
     selected = judged[:want]
-    noise = rng.lognormal(0.0, params.rationale_sigma, len(selected)) if selected else []
+    noise = rng.lognormal(0.0, params.rationale_sigma, len(selected)).tolist() if selected else []
     per_span = [max(1, int(round(params.rationale_per_span * x))) for x in noise]
     return Plan(candidates, selected, index_tokens, int(params.rationale_base), per_span)

@@ -82,12 +82,16 @@ class Engine:
     def _changed(self, event: str, span: Span, delta: int) -> None:
         w = self.window
         self.metrics.utilization(w.utilization)
+        if self.recorder.mode != "all":  # the recorder keeps no per-change rows
+            return
         self.recorder.change(
             self.env.now, self.turn, event, span.kind, span.id, span.key, delta, w.utilization, w.appended_total,
             w.removed_total,
         )
 
     def _event(self, event: str, **detail) -> None:
+        if self.recorder.mode == "none":  # nothing kept: skip encoding the detail
+            return
         self.recorder.event(self.env.now, self.turn, event, json.dumps(detail, sort_keys=True))
 
     # -- window changes ----------------------------------------------------------

@@ -69,15 +69,19 @@ class Window:
 
     def append(self, span: Span) -> AppendOutcome:
         """Place ``span`` at the end, cut to the ceiling when needed."""
-        room = max(0, self.ceiling - self.utilization)
-        cut = max(0, span.tokens - room)
-        span.tokens -= cut
-        if span.tokens > 0:
+        room = (self.budget if self.hard else self.size) - self.utilization  # the ceiling's room
+        cut = span.tokens - room if room > 0 else span.tokens
+        if cut > 0:
+            span.tokens -= cut
+        else:
+            cut = 0
+        kept = span.tokens
+        if kept > 0:
             self._spans[span.id] = span
-            self.utilization += span.tokens
-            self.appended_total += span.tokens
-        over = max(0, self.utilization - self.budget)
-        return AppendOutcome(kept=span.tokens, cut=cut, over_budget=over)
+            self.utilization += kept
+            self.appended_total += kept
+        over = self.utilization - self.budget
+        return AppendOutcome(kept, cut, over if over > 0 else 0)
 
     def remove(self, span_id: int) -> Span:
         span = self._spans.pop(span_id)

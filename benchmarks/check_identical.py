@@ -1,0 +1,59 @@
+"""Before/after check for engine optimisations: summaries and traces must not change.
+
+    python benchmarks/check_identical.py save /tmp/before.json   # on the old code
+    python benchmarks/check_identical.py check /tmp/before.json  # on the new code
+
+Covers every registered policy, several seeds and run lengths, and the full
+trace and ledger of a few runs (as a hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from policies import REGISTRY  # noqa: E402
+from sim import scenario as scenario_mod  # noqa: E402
+from sim.atomic import json_ready  # noqa: E402
+from sim.engine import run_one  # noqa: E402
+
+
+def snapshot() -> dict:
+    out = {}
+    for turns in (40, 400, 3000):
+        for trigger in (20000, 22000):
+            sc = scenario_mod.load("oscillation-40", {"turns": turns, "trigger": trigger})
+            for policy in sorted(REGISTRY):
+                for seed in range(5 if turns < 3000 else 2):
+                    trace = "all" if seed == 0 and turns == 400 else "none"
+                    r = run_one(sc, policy, seed, trace=trace)
+                    entry = {"summary": json_ready(r.summary)}
+                    if trace == "all":
+                        blob = repr((r.recorder.trace, r.ledger, r.events)).encode()
+                        entry["trace_sha"] = hashlib.sha256(blob).hexdigest()
+                    out[f"{policy}/{turns}/{trigger}/{seed}"] = entry
+    return out
+
+
+def main() -> int:
+    mode, path = sys.argv[1], Path(sys.argv[2])
+    snap = snapshot()
+    if mode == "save":
+        path.write_text(json.dumps(snap, indent=1, sort_keys=True))
+        print(f"saved {len(snap)} runs to {path}")
+        return 0
+    before = json.loads(path.read_text())
+    common = sorted(set(before) & set(snap))
+    bad = [k for k in common if before[k] != snap[k]]
+    print(f"compared {len(common)} runs: {len(bad)} differ")
+    for k in bad[:10]:
+        print("  differs:", k)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
