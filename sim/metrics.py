@@ -112,7 +112,9 @@ class MetricsObserver:
         self.peak = 0
         self.first_trigger_turn = -1
         self.band_floor = -1
-        self.pass_turns: list[int] = []
+        # Pass counts, kept as counters so that a run of any length holds O(1) state.
+        self.pass_count = 0
+        self.passes_first = self.passes_second = 0  # halves of the post-trigger turns
         self.sum_index = self.sum_rationale = self.sum_evicted = 0
         self.net_negative = self.zero_yield = self.cut_passes = self.evicted_spans = 0
         self.fallbacks = self.fallback_tokens = 0
@@ -146,7 +148,13 @@ class MetricsObserver:
         self.final_utilization = value
 
     def prune_pass(self, turn: int, index: int, rationale: int, evicted: int, spans: int, cut: bool) -> None:
-        self.pass_turns.append(turn)
+        self.pass_count += 1
+        start = self.first_trigger_turn
+        if start >= 0 and turn >= start:  # the first trigger is known before any pass at or after it
+            if turn < start + (self.turns - start + 1) / 2:
+                self.passes_first += 1
+            else:
+                self.passes_second += 1
         self.sum_index += index
         self.sum_rationale += rationale
         self.sum_evicted += evicted
@@ -178,12 +186,12 @@ class MetricsObserver:
 
     # -- the record ----------------------------------------------------------
     def summary(self) -> dict[str, object]:
-        n = len(self.pass_turns)
+        n = self.pass_count
         overhead = self.sum_index + self.sum_rationale
         net = self.sum_evicted - overhead
-        first, second = self._halves()
+        first, second = self.passes_first, self.passes_second
         band_width = self.trigger - self.band_floor if self.first_trigger_turn >= 0 else -1
-        after = sum(1 for t in self.pass_turns if self.first_trigger_turn >= 0 and t >= self.first_trigger_turn)
+        after = first + second  # passes at or after the first trigger
         billed_all = self.input_billed + self.decision_output
         out: dict[str, object] = {
             "turns": self.turns,
@@ -223,15 +231,6 @@ class MetricsObserver:
         }
         out.update(self.extra)
         return out
-
-    def _halves(self) -> tuple[int, int]:
-        if self.first_trigger_turn < 0:
-            return 0, 0
-        start = self.first_trigger_turn
-        mid = start + (self.turns - start + 1) / 2
-        first = sum(1 for t in self.pass_turns if start <= t < mid)
-        second = sum(1 for t in self.pass_turns if t >= mid)
-        return first, second
 
 
 def _mean(total: float, n: int) -> float:

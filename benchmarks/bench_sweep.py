@@ -1,0 +1,160 @@
+"""Benchmarks for sweeps and long runs (not part of the test run).
+
+    python benchmarks/bench_sweep.py                 # everything (a few minutes on 2 cores)
+    python benchmarks/bench_sweep.py --only sweep    # the reference sweep, --jobs 1 and 2
+    python benchmarks/bench_sweep.py --only long     # 100k / 300k / 1M-turn runs and the SimPy floor
+
+The reference sweep is ``--grid trigger=16000:23500:250`` (31 points) x naive,
+recency (and slack-gated when it is registered) x seeds 0:100 on
+oscillation-40, run as a real ``python -m sim sweep`` command with ``--jobs 1``
+and ``--jobs 2``; parallel efficiency is T1 / (2 T2). Goals on a 2-core machine:
+under 20 s with --jobs 2, efficiency >= 85%.
+
+The long run is one run of N turns (``turns=N``, trace "none") in a fresh
+process per N, reporting turns per second and the process's peak resident
+memory (``ru_maxrss``), so flat memory shows as the same peak at 100k, 300k and
+1M turns. In the same process, a bare SimPy loop schedules the same number of
+events (two ``env.timeout`` per turn): the SimPy floor, and prunesim's event rate
+as a fraction of it. Goals: >= 50,000 turns/s, peak < 300 MB and flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def reference_policies() -> list[str]:
+    from policies import REGISTRY
+
+    return ["naive", "recency"] + (["slack-gated"] if "slack-gated" in REGISTRY else [])
+
+
+def sweep_command(out: Path, jobs: int, seeds: str) -> list[str]:
+    return [
+        sys.executable, "-m", "sim", "sweep", "oscillation-40", "--grid", "trigger=16000:23500:250",
+        "--policies", ",".join(reference_policies()), "--seeds", seeds, "--jobs", str(jobs), "--quiet",
+        "--out", str(out),
+    ]
+
+
+def bench_sweep(repeats: int, seeds: str) -> dict:
+    times: dict[int, list[float]] = {1: [], 2: []}
+    outputs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(repeats):
+            for jobs in (1, 2):
+                out = Path(tmp) / f"j{jobs}-{rep}"
+                start = time.perf_counter()
+                subprocess.run(sweep_command(out, jobs, seeds), cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+                times[jobs].append(time.perf_counter() - start)
+                outputs[jobs] = (out / "runs.csv").read_bytes()
+    t1, t2 = sorted(times[1])[len(times[1]) // 2], sorted(times[2])[len(times[2]) // 2]
+    runs = outputs[1].count(b"\n") - 1
+    return {
+        "policies": reference_policies(),
+        "runs": runs,
+        "t1_s": round(t1, 2),
+        "t2_s": round(t2, 2),
+        "all_t1_s": [round(t, 2) for t in times[1]],
+        "all_t2_s": [round(t, 2) for t in times[2]],
+        "efficiency": round(t1 / (2 * t2), 3),
+        "runs_per_s_jobs2": round(runs / t2, 1),
+        "identical_runs_csv": outputs[1] == outputs[2],
+    }
+
+
+def long_run_child(turns: int, policy: str) -> dict:
+    """In a fresh process: one prunesim run of ``turns`` turns, then the bare SimPy loop."""
+    import simpy
+
+    from sim import scenario as scenario_mod
+    from sim.engine import run_one
+
+    sc = scenario_mod.load("oscillation-40", {"turns": turns})
+    start = time.perf_counter()
+    result = run_one(sc, policy, 0, trace="none")
+    elapsed = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
+
+    def loop(env, n):
+        for _ in range(n):
+            yield env.timeout(1.0)
+            yield env.timeout(1.0)
+
+    env = simpy.Environment()
+    env.process(loop(env, turns))
+    start = time.perf_counter()
+    env.run()
+    floor = time.perf_counter() - start
+    return {
+        "turns": turns,
+        "policy": policy,
+        "seconds": round(elapsed, 3),
+        "turns_per_s": round(turns / elapsed),
+        "passes": result.summary["passes"],
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "simpy_floor_s": round(floor, 3),
+        "simpy_floor_turns_per_s": round(turns / floor),
+        "ratio_to_simpy_floor": round(floor / elapsed, 3),
+    }
+
+
+def bench_long(sizes: list[int], policies: list[str]) -> list[dict]:
+    rows = []
+    for policy in policies:
+        for turns in sizes:
+            cmd = [sys.executable, __file__, "--child", str(turns), "--policy", policy]
+            done = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True)
+            rows.append(json.loads(done.stdout))
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", choices=("sweep", "long"))
+    ap.add_argument("--repeats", type=int, default=1, help="reference sweep repetitions (median quoted)")
+    ap.add_argument("--seeds", default="0:100", help="seeds of the reference sweep")
+    ap.add_argument("--sizes", default="100000,300000,1000000", help="long-run lengths in turns")
+    ap.add_argument("--policies", default="naive,recency,noop", help="policies of the long runs")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--policy", default="naive", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(long_run_child(args.child, args.policy)))
+        return 0
+    report: dict = {"cpus": os.cpu_count()}
+    if args.only in (None, "sweep"):
+        report["sweep"] = s = bench_sweep(args.repeats, args.seeds)
+        if not args.json:
+            print(f"reference sweep: {s['runs']} runs ({', '.join(s['policies'])}); --jobs 1 {s['t1_s']} s, "
+                  f"--jobs 2 {s['t2_s']} s ({s['runs_per_s_jobs2']} runs/s); efficiency T1/(2 T2) = "
+                  f"{100 * s['efficiency']:.1f}%; runs.csv identical: {s['identical_runs_csv']}")
+    if args.only in (None, "long"):
+        sizes = [int(x) for x in args.sizes.split(",")]
+        report["long"] = rows = bench_long(sizes, args.policies.split(","))
+        if not args.json:
+            print(f"{'policy':9s} {'turns':>9s} {'seconds':>8s} {'turns/s':>9s} {'peak MB':>8s} "
+                  f"{'SimPy floor turns/s':>20s} {'prunesim/floor':>15s}")
+            for r in rows:
+                print(f"{r['policy']:9s} {r['turns']:>9,d} {r['seconds']:>8.2f} {r['turns_per_s']:>9,d} "
+                      f"{r['peak_rss_mb']:>8.1f} {r['simpy_floor_turns_per_s']:>20,d} "
+                      f"{r['ratio_to_simpy_floor']:>15.3f}")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
