@@ -257,25 +257,43 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None) -> I
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _dask_results(batches: list[tuple], jobs: int, traces_dir: str | None, scheduler: str | None) -> Iterator[list]:
-    from distributed import Client, LocalCluster, as_completed
+class DaskRunner:
+    """A Dask client (on ``scheduler``, or on a LocalCluster on loopback), connected before anything is written."""
 
-    cluster = None
-    if scheduler:
-        client = Client(scheduler)
-    else:
-        cluster = LocalCluster(
-            n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-        )
-        client = Client(cluster)
-    try:
-        futures = [client.submit(run_batch, sc, policy, items, traces_dir, pure=False) for sc, policy, items in batches]
-        for fut in as_completed(futures):
-            yield fut.result()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    def __init__(self, jobs: int, scheduler: str | None):
+        from distributed import Client, LocalCluster
+
+        self.cluster = None
+        try:
+            if scheduler:
+                self.client = Client(scheduler)  # timeout: distributed.comm.timeouts.connect
+            else:
+                self.cluster = LocalCluster(
+                    n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                )
+                self.client = Client(self.cluster)
+        except (OSError, TimeoutError) as err:
+            if self.cluster is not None:
+                self.cluster.close()
+            raise UserError("--scheduler" if scheduler else "--executor", scheduler or "dask",
+                            f"cannot start or reach the Dask cluster: {err}") from None
+
+    def results(self, batches: list[tuple], traces_dir: str | None) -> Iterator[list]:
+        from distributed import as_completed
+
+        futures = [
+            self.client.submit(run_batch, sc, policy, items, traces_dir, pure=False) for sc, policy, items in batches
+        ]
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        finally:
+            self.client.cancel(futures)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
 
 
 def check_executor(executor: str, scheduler: str | None) -> None:
@@ -343,7 +361,6 @@ def execute(
     scheduler: str | None = None,
     traces: bool = False,
     progress: bool = True,
-    log: Callable[[str], None] | None = None,
 ) -> SweepStats:
     """Run every run of ``plan`` not yet in ``out/runs.csv``; resumable, locked, crash-safe."""
     started = time.perf_counter()
@@ -356,6 +373,16 @@ def execute(
         raise UserError("--out", str(out), "exists and is not a directory")
     if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
+    dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
+    try:
+        return _execute(plan, out, jobs, dask, traces, progress, started)
+    finally:
+        if dask is not None:
+            dask.close()
+
+
+def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
+             started: float) -> SweepStats:
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out)
     try:
@@ -414,8 +441,8 @@ def execute(
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
             batches = _batches(plan, pending, jobs)
-            if executor == "dask":
-                results = _dask_results(batches, jobs, traces_dir, scheduler)
+            if dask is not None:
+                results = dask.results(batches, traces_dir)
             else:
                 results = _local_results(batches, jobs, traces_dir)
             for batch in results:

@@ -27,3 +27,18 @@ def test_the_command_line_uses_a_running_scheduler(tmp_path, capsys):
         assert main(args) == 0
     assert "6 run now" in capsys.readouterr().out
     assert len(read_runs(tmp_path / "s")) == 6
+
+
+def test_an_unreachable_scheduler_is_one_line_and_nothing_is_written(tmp_path, capsys):
+    import dask
+
+    from sim.cli import main
+
+    out = tmp_path / "s"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        args = ["sweep", "oscillation-40", "--seeds", "0:2", "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9",
+                "--out", str(out)]
+        assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--scheduler: tcp://127.0.0.1:9: cannot start or reach the Dask cluster" in err
+    assert not out.exists()
