@@ -237,7 +237,21 @@ def _batches(plan: SweepPlan, pending: list[RunSpec], jobs: int) -> list[tuple]:
     return out
 
 
-def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None) -> Iterator[list]:
+def _worker_init(lock_fd: int) -> None:
+    """In a forked worker: let go of the sweep's lock, and die with the sweep."""
+    os.close(lock_fd)  # the lock stays held by the sweep's own descriptor
+    try:  # Linux: SIGKILL this worker when its parent dies, so a killed sweep leaves no orphans
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the line above
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
+
+
+def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock_fd: int) -> Iterator[list]:
     if jobs <= 1 or len(batches) <= 1:
         for sc, policy, items in batches:
             yield run_batch(sc, policy, items, traces_dir)
@@ -245,10 +259,12 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None) -> I
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    # forkserver: workers do not inherit the sweep's lock file, and die with it.
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["sim.sweep"])
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(batches)), mp_context=ctx)
+    workers = min(jobs, len(batches))
+    if "fork" in multiprocessing.get_all_start_methods():  # fast: the code is already imported
+        ctx = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(lock_fd,))
+    else:  # spawned workers inherit no descriptors
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     try:
         futures = [pool.submit(run_batch, sc, policy, items, traces_dir) for sc, policy, items in batches]
         for fut in as_completed(futures):
@@ -444,7 +460,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             if dask is not None:
                 results = dask.results(batches, traces_dir)
             else:
-                results = _local_results(batches, jobs, traces_dir)
+                results = _local_results(batches, jobs, traces_dir, lock)
             for batch in results:
                 fresh = [(rid, summary) for rid, summary in batch if rid not in done]
                 if fresh:

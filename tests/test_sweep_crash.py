@@ -27,8 +27,8 @@ def data_lines(path):
     return path.read_bytes().count(b"\n") - 1 if path.exists() else 0
 
 
-@pytest.mark.parametrize("kill_after_rows", [1, 20])
-def test_sigkill_then_resume_gives_every_run_exactly_once(tmp_path, kill_after_rows):
+@pytest.mark.parametrize("kill_after_rows, whole_group", [(1, True), (20, True), (10, False)])
+def test_sigkill_then_resume_gives_every_run_exactly_once(tmp_path, kill_after_rows, whole_group):
     out = tmp_path / "s"
     proc = subprocess.Popen(sweep_command(out), cwd=ROOT, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -37,13 +37,18 @@ def test_sigkill_then_resume_gives_every_run_exactly_once(tmp_path, kill_after_r
     while data_lines(runs) < kill_after_rows and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.005)
     assert proc.poll() is None, "the sweep finished before it could be killed; make it longer"
-    os.killpg(proc.pid, signal.SIGKILL)  # the sweep and its workers, with no chance to clean up
+    if whole_group:  # the sweep and its workers, with no chance to clean up
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:  # the sweep's own process only: its workers must not outlive it holding the lock
+        os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     proc.stderr.close()
     killed_at = data_lines(runs)
     assert 0 < killed_at < TOTAL
 
     resumed = subprocess.run(sweep_command(out), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if not whole_group and _group_alive(proc.pid):  # tidy up, whatever happened
+        os.killpg(proc.pid, signal.SIGKILL)
     assert resumed.returncode == 0, resumed.stderr
     assert f"{TOTAL} runs" in resumed.stdout and "complete" in resumed.stdout
 
@@ -60,3 +65,11 @@ def test_sigkill_then_resume_gives_every_run_exactly_once(tmp_path, kill_after_r
         return
     frame = pd.read_csv(runs)
     assert len(frame) == TOTAL and frame["run_id"].is_unique
+
+
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
