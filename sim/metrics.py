@@ -68,6 +68,18 @@ METRICS: tuple[Metric, ...] = (
     Metric("zero_yield_passes", "passes", "Passes that evicted nothing."),
     Metric("cut_passes", "passes", "Passes whose rationale was cut by a hard budget (decided in band)."),
     Metric("evicted_spans", "spans", "Spans evicted by model-driven passes."),
+    Metric("gate_runs", "decisions", "Gate evaluations that allowed a model-driven pass."),
+    Metric("refusals_over_budget", "decisions", "Gate refusals because utilization was above the budget."),
+    Metric(
+        "refusals_decision_in_band",
+        "decisions",
+        "Gate refusals because headroom was below the pass's own overhead: no slack to decide.",
+    ),
+    Metric(
+        "refusals_insufficient_net",
+        "decisions",
+        "Gate refusals because reclaimable tokens after overhead did not clear the margin: nothing worth pruning.",
+    ),
     Metric("fallback_evictions", "actions", "Non-model evictions (recency drop, truncation, template summary)."),
     Metric("fallback_tokens", "tokens", "Tokens freed by non-model evictions, net of any summary written."),
     Metric("forced_truncations", "appends", "Appends cut short because they would have crossed a hard budget or the window."),
@@ -120,6 +132,7 @@ class MetricsObserver:
         self.overflow_turns = 0
         self.re_retrievals = 0
         self.lost_constraints = 0
+        self.boundary_counts = {"run": 0, "over_budget": 0, "decision_in_band": 0, "insufficient_net": 0}
         self.input_billed = 0
         self.decision_billed = 0
         self.decision_output = 0
@@ -155,6 +168,9 @@ class MetricsObserver:
         self.net_negative += net < 0
         self.zero_yield += spans == 0
         self.cut_passes += cut
+
+    def boundary(self, reason: str) -> None:
+        self.boundary_counts[reason] = self.boundary_counts.get(reason, 0) + 1
 
     def fallback(self, freed: int) -> None:
         self.fallbacks += 1
@@ -210,6 +226,10 @@ class MetricsObserver:
             "zero_yield_passes": self.zero_yield,
             "cut_passes": self.cut_passes,
             "evicted_spans": self.evicted_spans,
+            "gate_runs": self.boundary_counts["run"],
+            "refusals_over_budget": self.boundary_counts["over_budget"],
+            "refusals_decision_in_band": self.boundary_counts["decision_in_band"],
+            "refusals_insufficient_net": self.boundary_counts["insufficient_net"],
             "fallback_evictions": self.fallbacks,
             "fallback_tokens": self.fallback_tokens,
             "forced_truncations": self.forced_truncations,
