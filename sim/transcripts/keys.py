@@ -40,7 +40,7 @@ def digest(text: str) -> str:
 def shorten(key: str) -> str:
     if len(key) <= MAX_KEY:
         return key
-    return f"{key[:MAX_KEY - 14]}..#{digest(key)}"
+    return f"{key[:MAX_KEY - 15]}..#{digest(key)}"
 
 
 def normalize_command(command: str) -> str:
