@@ -306,14 +306,25 @@ class Engine:
         self.metrics.final_utilization = self.window.utilization
 
 
-def run_one(scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all") -> RunResult:
-    """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes."""
+def run_one(
+    scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all", workload=None
+) -> RunResult:
+    """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes.
+
+    ``workload`` replaces the synthetic tool loop: a ready workload object, or a
+    factory called with the workload's random generator.
+    """
     name = policy or scenario.policy
     seed = scenario.seed if seed is None else seed
     rngs = streams(seed)
     policy_obj = get_policy(name)(scenario, rngs["policy"])
     lat = scenario.latency
-    workload = SyntheticToolLoop(scenario.workload, scenario.turns, lat.tool_mean_s, lat.tool_sigma, rngs["workload"])
+    if workload is None:
+        workload = SyntheticToolLoop(
+            scenario.workload, scenario.turns, lat.tool_mean_s, lat.tool_sigma, rngs["workload"]
+        )
+    elif callable(workload) and not hasattr(workload, "initial"):
+        workload = workload(rngs["workload"])
     recorder = Recorder(mode=trace)
     metrics = MetricsObserver(scenario.turns, scenario.trigger, scenario.budget, scenario.hard)
     engine = Engine(scenario, policy_obj, workload, recorder, metrics)

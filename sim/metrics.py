@@ -90,6 +90,21 @@ METRICS: tuple[Metric, ...] = (
     Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls and prune passes)."),
     Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of prune-pass calls."),
     Metric("decision_share", "fraction", "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes)."),
+    # Replays of imported transcripts only (sim/transcripts/replay.py); absent from synthetic runs.
+    Metric("repeats", "calls", "Tool calls whose content key was already called earlier in the transcript."),
+    Metric(
+        "repeats_after_prune",
+        "calls",
+        "Repeats made when every earlier span holding the key had been removed by the policy (re-retrieval caused by "
+        "pruning).",
+    ),
+    Metric("repeats_in_window", "calls", "Repeats made while an earlier span holding the key was still in the window."),
+    Metric(
+        "repeat_gap_mean",
+        "turns",
+        "Mean turns from the latest removal of a key's content to its repeat, over repeats_after_prune (0 if none).",
+    ),
+    Metric("repeat_gap_max", "turns", "Largest such gap (0 if none)."),
 )
 
 METRIC_NAMES = tuple(m.name for m in METRICS)
