@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+import matplotlib
 import numpy as np
 
 from sim.errors import UserError
@@ -133,9 +134,9 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
         finite = z[np.isfinite(z)]
         vmin, vmax = (0.0, 1.0) if stat == "share" else (
             (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
-        image = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap="viridis",
+        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")
+        image = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap=cmap,
                           vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1)
-        image.cmap.set_bad("#dddddd")
         for i in range(len(ys)):
             for j in range(len(xs)):
                 v = z[i, j]
