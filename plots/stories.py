@@ -127,5 +127,6 @@ def reentrancy_figures(run_dirs: dict[str, Path], out_dir: Path, key_prefix: str
 def _life(ax, i: int, start: float, stop: float, kind: str, colour: str, label: str) -> None:
     tomb = kind == "tombstone"
     height = 0.12 if tomb else 0.4
-    ax.broken_barh([(start, max(stop - start, 0.05))], (i - height / 2, height),
+    bars = ax.broken_barh([(start, max(stop - start, 0.05))], (i - height / 2, height),
                           facecolors="black" if tomb else colour, alpha=0.5 if tomb else 0.6)
+    bars.set_gid(f"{'tombstone' if tomb else 'life'}:{label}")
