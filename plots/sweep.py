@@ -129,17 +129,16 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None):
             ok = np.isfinite(med)
             (line,) = ax.plot(px[ok], med[ok], color=c, ls=ls, marker="o", ms=4, label=f"{label}: median")
             line.set_gid(f"median:{label}")
-            handles.append(line)
             band = ax.fill_between(px, np.nan_to_num(lo, posinf=top, neginf=0.0),
                                    np.nan_to_num(hi, posinf=top, neginf=0.0), color=c, alpha=0.18, lw=0,
                                    label=f"{label}: 95% band")
             band.set_gid(f"band:{label}")
-            handles.append(band)
+            handles.append(((band, line), f"{label}: median, 95% band"))
             if (~ok).any():
                 inf = ax.plot(px[~ok], [top] * int((~ok).sum()), ls="none", marker="^", ms=7, color=c,
                               clip_on=False, label=f"{label}: median infinite (drawn at the top)")[0]
                 inf.set_gid(f"inf:{label}")
-                handles.append(inf)
+                handles.append((inf, inf.get_label()))
         if not numeric:
             ax.set_xticks(range(len(xvals)), [str(v) for v in xvals])
         ax.set_ylim(min(0.0, min(finite, default=0.0)), top)
@@ -147,5 +146,5 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None):
         ax.set_ylabel(metric_label(metric))
         ax.set_title(f"{sweep.scenario_name}: {metric} against {x}, median and 95% band, "
                      f"{', '.join(policies)} ({style.seeds_text(sweep.seeds)}; from {source})", wrap=True)
-        style.legend_outside(ax, handles, [h.get_label() for h in handles])
+        style.legend_outside(ax, [h for h, _ in handles], [t for _, t in handles])
     return fig

@@ -127,6 +127,7 @@ def test_sweep_curve_from_runs(tmp_path):
     assert ys.min() <= min(want) and ys.max() >= max(want)
     assert ax.get_xlabel() == "trigger (tokens)" and ax.get_ylabel() == "passes (passes)"
     assert "95% band" in ax.get_title() and "seeds 0-2" in ax.get_title()
+    assert "naive, decision.rationale_per_span=60: median, 95% band" in legend_labels(ax)
 
 
 def test_sweep_infinite_medians_are_drawn_at_the_top(tmp_path):
@@ -134,6 +135,9 @@ def test_sweep_infinite_medians_are_drawn_at_the_top(tmp_path):
     ax = sweep_figure(sweep, "overhead_ratio", x="decision.rationale_per_span").axes[0]
     assert ax.get_ylabel() == "overhead_ratio (ratio)"
     assert all(np.isfinite(ln.get_ydata()).all() for ln in by_gid(ax, "median:"))
+    (inf,) = by_gid(ax, "inf:naive, trigger=23500")  # the naive median at 23.5k is infinite
+    assert list(inf.get_xdata()) == PER_SPAN and set(inf.get_ydata()) == {ax.get_ylim()[1]}
+    assert "naive, trigger=23500: median infinite (drawn at the top)" in legend_labels(ax)
 
 
 def test_sweep_prefers_aggregate(tmp_path):
@@ -159,7 +163,7 @@ def test_phase_share_and_boundary(tmp_path):
     # per row: overhead = median(index + rationale) = 600 + 40 + 3*per; boundary trigger = 24000 - overhead
     for per, row in zip(PER_SPAN, range(len(PER_SPAN)), strict=True):
         target = 24000 - (640 + 3 * per)
-        pos = (target - TRIGGERS[0]) / 1000
+        pos = np.interp(target, TRIGGERS, range(len(TRIGGERS)))
         assert list(line.get_xdata()[2 * row:2 * row + 2]) == pytest.approx([pos, pos])
         assert list(line.get_ydata()[2 * row:2 * row + 2]) == [row - 0.5, row + 0.5]
     assert ax.get_xlabel() == "trigger (tokens)" and ax.get_ylabel() == "decision.rationale_per_span (tokens)"
