@@ -87,6 +87,10 @@ def boundary(sweep: Sweep, runs: list[dict], x: str, y: str, xs: list, ys: list)
     if not runs or "mean_index_tokens" not in runs[0] or "mean_rationale_tokens" not in runs[0]:
         return None, "boundary not drawn: runs.csv lacks mean_index_tokens or mean_rationale_tokens"
     sc = sweep.meta.get("scenario") if isinstance(sweep.meta.get("scenario"), dict) else {}
+    known = {k for k in ("budget", "trigger") if k in sc or k in runs[0] or k == other}
+    missing = sorted({"budget", "trigger"} - {h} - known)
+    if missing:
+        return None, f"boundary not drawn: sweep.json's scenario gives no {', '.join(missing)}"
     pts = []
     for j, ov in enumerate(ovals):
         row = [r for r in runs if _key(r.get(other)) == ov and as_float(r.get("passes", 1)) > 0]

@@ -195,3 +195,14 @@ def test_output_is_deterministic(runs, tmp_path):
         b = style.render(trace_figure([run]), fmt)
         assert a == b
     assert b"Date" not in style.render(ledger_figure(run), "svg")
+
+
+def test_phase_without_a_budget_says_why_no_boundary(tmp_path):
+    import json
+
+    path = make_sweep(tmp_path)
+    meta = json.loads((path / "sweep.json").read_text())
+    meta["scenario"] = "oscillation-40"
+    (path / "sweep.json").write_text(json.dumps(meta))
+    ax = phase_figure(read_sweep(path), "trigger", "decision.rationale_per_span", "passes", policy="naive").axes[0]
+    assert not by_gid(ax, "boundary") and "gives no budget" in ax.get_title()
