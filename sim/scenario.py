@@ -291,9 +291,8 @@ def _build(cls, data: dict, prefix: str, where: str):
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}.get(
-        type(value), type(value).__name__
-    )
+    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    return names.get(type(value), type(value).__name__)
 
 
 # -- overrides ----------------------------------------------------------------
