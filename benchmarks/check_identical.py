@@ -24,18 +24,24 @@ from sim.engine import run_one  # noqa: E402
 
 def snapshot() -> dict:
     out = {}
-    for turns in (40, 400, 3000):
-        for trigger in (20000, 22000):
-            sc = scenario_mod.load("oscillation-40", {"turns": turns, "trigger": trigger})
-            for policy in sorted(REGISTRY):
-                for seed in range(5 if turns < 3000 else 2):
-                    trace = "all" if seed == 0 and turns == 400 else "none"
-                    r = run_one(sc, policy, seed, trace=trace)
-                    entry = {"summary": json_ready(r.summary)}
-                    if trace == "all":
-                        blob = repr((r.recorder.trace, r.ledger, r.events)).encode()
-                        entry["trace_sha"] = hashlib.sha256(blob).hexdigest()
-                    out[f"{policy}/{turns}/{trigger}/{seed}"] = entry
+    variants = [{"turns": t, "trigger": g} for t in (40, 400, 3000) for g in (20000, 22000)]
+    variants += [
+        {"turns": 400, "decision.concurrent": True},
+        {"turns": 400, "decision.reclaim_target": 0.0},
+        {"turns": 400, "trigger": 12000, "decision.concurrent": True},
+    ]
+    for overrides in variants:
+        sc = scenario_mod.load("oscillation-40", overrides)
+        tag = ",".join(f"{k}={v}" for k, v in overrides.items())
+        for policy in sorted(REGISTRY):
+            for seed in range(5 if sc.turns < 3000 else 2):
+                trace = "all" if seed == 0 and sc.turns == 400 else "none"
+                r = run_one(sc, policy, seed, trace=trace)
+                entry = {"summary": json_ready(r.summary)}
+                if trace == "all":
+                    blob = repr((r.recorder.trace, r.ledger, r.events)).encode()
+                    entry["trace_sha"] = hashlib.sha256(blob).hexdigest()
+                out[f"{policy}/{tag}/{seed}"] = entry
     return out
 
 

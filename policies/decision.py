@@ -93,10 +93,6 @@ def plan_pass(
         candidates = [s for s in candidates if s.id not in protected]
     n = len(candidates)
     index_tokens = int(round(params.index_base + params.index_per_candidate * n))
-    # How many spans the model means to select this pass.
-    extra_max = max(0, params.select_max - 1)
-    p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (params.select_mean - 1) / extra_max))
-    want = 1 + int(rng.binomial(extra_max, p)) if extra_max else 1
     # The model's staleness judgement, right with probability `selection_quality`.
     quality = params.selection_quality
     draws = rng.random(n).tolist()
@@ -104,7 +100,21 @@ def plan_pass(
     # It frees the most by naming the largest spans it believes stale; ties go to the oldest
     # (a reverse sort is stable too).
     judged.sort(key=_tokens, reverse=True)
-    selected = judged[:want]
+    if params.reclaim_target > 0:
+        # It names spans until they add up to what it was asked to free (or it runs out).
+        selected = []
+        total = 0
+        for span in judged:
+            if total >= params.reclaim_target or len(selected) >= params.select_max:
+                break
+            selected.append(span)
+            total += span.tokens
+    else:
+        # It names a number of spans drawn around `select_mean`.
+        extra_max = max(0, params.select_max - 1)
+        p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (params.select_mean - 1) / extra_max))
+        want = 1 + int(rng.binomial(extra_max, p)) if extra_max else 1
+        selected = judged[:want]
     noise = rng.lognormal(0.0, params.rationale_sigma, len(selected)).tolist() if selected else []
     per_span = [max(1, int(round(params.rationale_per_span * x))) for x in noise]
     return Plan(candidates, selected, index_tokens, int(params.rationale_base), per_span)

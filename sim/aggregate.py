@@ -22,7 +22,8 @@ net) count as larger than every finite value:
 
 They are written as the string ``inf`` (``pandas.read_csv`` reads it as a float).
 Booleans (``oscillating``) count as 0/1, so their mean is a fraction of runs.
-Empty cells (a metric a run did not report) are left out of that metric's n.
+Empty cells (a metric a run did not report) are left out of that metric's n;
+a metric no run of a group reported gets no row for that group.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def aggregate(
     """The aggregate table of a sweep directory: one dict per (policy, grid point, numeric metric)."""
     desc = read_description(out)
     rows = read_runs(out)
-    axes = [a["name"] for a in desc["grid"]]
+    axes = list(desc["grid"])
     fixed = set(ID_COLUMNS) | set(axes)
     columns = [c for c in desc.get("columns", []) if c not in fixed]
     groups: dict[tuple, list[dict]] = {}
@@ -115,15 +116,14 @@ def aggregate(
             x = np.sort(np.array([float(v) for v in raw if v is not None], dtype=float))
             x = x[~np.isnan(x)]
             n = len(x)
+            if n == 0:  # no run of this group reported the metric
+                continue
+            if n not in resampled:
+                resampled[n] = _sorted_resamples(rng, n, resamples)
+            low, high = _ci_sorted(x, resampled[n], confidence)
+            mean = math.inf if np.isposinf(x).any() else float(np.mean(x))
             record = {"policy": key[0], **dict(zip(axes, key[1:], strict=True)), "metric": metric, "n": n}
-            if n == 0:
-                record.update(median=None, mean=None, ci_low=None, ci_high=None)
-            else:
-                if n not in resampled:
-                    resampled[n] = _sorted_resamples(rng, n, resamples)
-                low, high = _ci_sorted(x, resampled[n], confidence)
-                mean = math.inf if np.isposinf(x).any() else float(np.mean(x))
-                record.update(median=_median(x), mean=mean, ci_low=low, ci_high=high)
+            record.update(median=_median(x), mean=mean, ci_low=low, ci_high=high)
             table.append(record)
     return table
 
@@ -131,7 +131,7 @@ def aggregate(
 def write_aggregate(out: str | Path, table: list[dict]) -> Path:
     """``out/aggregate.csv``, written atomically (tidy long form)."""
     desc = read_description(out)
-    columns = ["policy", *(a["name"] for a in desc["grid"]), *STAT_COLUMNS]
+    columns = ["policy", *desc["grid"], *STAT_COLUMNS]
     path = Path(out) / AGGREGATE_FILE
     atomic.write_csv(path, columns, ([("" if r[c] is None else r[c]) for c in columns] for r in table))
     return path

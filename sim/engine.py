@@ -75,6 +75,8 @@ class Engine:
         self.env = simpy.Environment()
         self.turn = 0
         self.pass_count = 0
+        self.deciding = False
+        self.concurrent = scenario.decision.concurrent
         lat = scenario.latency
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
 
@@ -141,13 +143,20 @@ class Engine:
             self.turn = plan.turn
             yield from self.take_turn(plan)
             self.metrics.turn_reached(self.turn, self.window.utilization)
-            view = self.view()
-            actions = self.policy.decide(view)
-            for action in actions:
-                yield from self.apply(action)
+            if not self.deciding:  # one model-driven pass at a time
+                for action in self.policy.decide(self.view()):
+                    if isinstance(action, ModelPass) and self.concurrent:
+                        self.deciding = True
+                        self.env.process(self.concurrent_pass(action))
+                    else:
+                        yield from self.apply(action)
             w = self.window
             self.metrics.turn_end(self.turn, w.utilization)
             self.recorder.turn_end(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
+
+    def concurrent_pass(self, action: ModelPass):
+        yield from self.model_pass(action)
+        self.deciding = False
 
     def take_turn(self, plan: TurnPlan):
         prompt = self.window.utilization
@@ -176,26 +185,35 @@ class Engine:
         elif isinstance(action, Summarize):
             self.summarize(action)
         elif isinstance(action, BoundaryEvent):
+            self.metrics.boundary(action.reason)
             self._event("boundary", reason=action.reason, **action.numbers)
         else:
             raise TypeError(f"policy {self.policy.name!r} returned {action!r}, which is not an action")
 
     def model_pass(self, p: ModelPass):
-        """Read the index, write the rationale (cut at a hard ceiling), evict what was written."""
+        """Read the index, write the rationale (cut at a hard ceiling), evict what was written.
+
+        The model call takes simulated time. In a concurrent runtime the agent's
+        turns go on meanwhile, so their arrivals compete with the rationale for
+        the room left under the ceiling.
+        """
         w = self.window
         self.pass_count += 1
+        pass_turn = self.turn
         before = w.utilization
         in_window = p.placement == "window"
         kind_opts = dict(pass_id=self.pass_count, pinned=p.protect_artifacts)
-        index = Span(w.new_id(), "prune_index", p.index_tokens, self.turn, stale_at=self.turn, **kind_opts)
         # The pass's prompt must fit under the ceiling: a runtime at its limit drops
         # the oldest prunable content to make room (a forced truncation, lost content).
         self.make_room(p.index_tokens, exclude=frozenset(p.selected))
         if in_window:
-            self.append(index)
+            index = self.append(Span(w.new_id(), "prune_index", p.index_tokens, self.turn, stale_at=self.turn,
+                                     **kind_opts))
             index_kept = index.tokens
         else:  # the index is read from the edit log: billed, but it must still fit the call
             index_kept = min(p.index_tokens, max(0, w.ceiling - w.utilization))
+        prompt = before + index_kept
+        yield self.env.timeout(self.model_latency(prompt, p.rationale_tokens))
         # The rationale is written selection by selection; a hard ceiling cuts it short.
         room = max(0, w.ceiling - w.utilization - (0 if in_window else index_kept))
         written = 0
@@ -207,9 +225,7 @@ class Engine:
             written += 1
         cut = rationale < p.rationale_tokens
         chosen = p.selected[:written]
-        prompt = before + index_kept
         self.metrics.model_call(prompt, rationale, decision=True)
-        yield self.env.timeout(self.model_latency(prompt, rationale))
         if in_window and rationale:
             note = Span(w.new_id(), "prune_rationale", rationale, self.turn, stale_at=self.turn + 1,
                         names=tuple(chosen), **kind_opts)
@@ -229,10 +245,11 @@ class Engine:
                 if p.tombstone_tokens:
                     self.tombstone(span)
         net = evicted - index_kept - rationale
-        self.metrics.prune_pass(self.turn, index_kept, rationale, evicted, spans, cut)
+        in_band = w.budget - before < p.overhead
+        self.metrics.prune_pass(pass_turn, index_kept, rationale, evicted, spans, cut, in_band)
         self.recorder.prune_pass((
-            self.pass_count, self.turn, self.env.now, before, peak, w.utilization, w.budget - before,
-            p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut), stale,
+            self.pass_count, pass_turn, self.env.now, before, peak, w.utilization, w.budget - before,
+            p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut), stale, int(in_band),
         ))
 
     def make_room(self, tokens: int, exclude: frozenset[int] = frozenset()) -> None:
@@ -291,16 +308,28 @@ class Engine:
         self.env.process(self.agent())
         self.env.run()
         self.metrics.sim_time = self.env.now
+        self.metrics.final_utilization = self.window.utilization
 
 
-def run_one(scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all") -> RunResult:
-    """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes."""
+def run_one(
+    scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all", workload=None
+) -> RunResult:
+    """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes.
+
+    ``workload`` replaces the synthetic tool loop: a ready workload object, or a
+    factory called with the workload's random generator.
+    """
     name = policy or scenario.policy
     seed = scenario.seed if seed is None else seed
     rngs = streams(seed)
     policy_obj = get_policy(name)(scenario, rngs["policy"])
     lat = scenario.latency
-    workload = SyntheticToolLoop(scenario.workload, scenario.turns, lat.tool_mean_s, lat.tool_sigma, rngs["workload"])
+    if workload is None:
+        workload = SyntheticToolLoop(
+            scenario.workload, scenario.turns, lat.tool_mean_s, lat.tool_sigma, rngs["workload"]
+        )
+    elif callable(workload) and not hasattr(workload, "initial"):
+        workload = workload(rngs["workload"])
     recorder = Recorder(mode=trace)
     metrics = MetricsObserver(scenario.turns, scenario.trigger, scenario.budget, scenario.hard)
     engine = Engine(scenario, policy_obj, workload, recorder, metrics)

@@ -12,15 +12,21 @@ stored trace. Terms used in the definitions:
   *rationale* what it wrote, *evicted* the tokens of the spans it removed;
   ``net = evicted - index - rationale``.
 * *first trigger*: the first turn whose arrivals bring utilization to the
-  scenario's ``trigger`` or above, before the policy is consulted. The *post-trigger turns* run from it to the last turn.
+  scenario's ``trigger`` or above, before the policy is consulted. The
+  *post-trigger turns* run from it to the last turn.
 * *band*: the utilization range [band_floor, trigger] that a run stays in after
   the first trigger; its *width* is ``trigger - band_floor``.
-* *oscillation*: the run is held in the band by passes that do not pay for
-  themselves. Precisely: at least ``OSC_MIN_PASSES`` passes after the first
-  trigger, the band narrower than ``OSC_BAND_PASSES`` times the mean pass
+* *decided in band*: a pass whose headroom at decision time (budget minus
+  utilization) is below its own overhead (the index plus the rationale it
+  means to write). Under a hard budget such a pass cannot finish: its
+  rationale is cut at the ceiling and the selections it did not get to write
+  are not evicted, so it is net-negative by construction.
+* *oscillation*: the run is pinned just under the trigger by passes that are
+  decided in band. Precisely: at least ``OSC_MIN_PASSES`` passes after the
+  first trigger, a band narrower than ``OSC_BAND_PASSES`` times the mean pass
   overhead (utilization never gets far below the trigger), and at least one
-  net-negative pass. A run that frees real room on every pass, or that stops
-  needing passes, does not oscillate.
+  pass decided in band. A run whose passes all have the slack to decide, or
+  that stops needing passes, does not oscillate.
 """
 
 from __future__ import annotations
@@ -45,7 +51,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("final_utilization", "tokens", "Utilization after the last turn."),
     Metric("peak_utilization", "tokens", "Maximum utilization at any recorded point of the run."),
     Metric("min_headroom", "tokens", "budget - peak_utilization (negative when a soft budget was exceeded)."),
-    Metric("first_trigger_turn", "turn", "First turn whose arrivals bring utilization to the trigger or above (before the policy acts); -1 if none."),
+    Metric(
+        "first_trigger_turn",
+        "turn",
+        "First turn whose arrivals bring utilization to the trigger or above (before the policy acts); -1 if none.",
+    ),
     Metric("band_floor", "tokens", "Minimum utilization at any recorded point after the first trigger; -1 if none."),
     Metric("band_width", "tokens", "trigger - band_floor; -1 if no trigger."),
     Metric("oscillating", "bool", "The run oscillates as defined in the module docstring of sim/metrics.py."),
@@ -66,18 +76,58 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("net_negative_passes", "passes", "Passes whose net is below zero."),
     Metric("zero_yield_passes", "passes", "Passes that evicted nothing."),
-    Metric("cut_passes", "passes", "Passes whose rationale was cut by a hard budget (decided in band)."),
+    Metric("cut_passes", "passes", "Passes whose rationale was cut short by a hard budget."),
+    Metric(
+        "in_band_passes",
+        "passes",
+        "Passes decided in band: headroom at decision time below the pass's own overhead (index + rationale wanted).",
+    ),
     Metric("evicted_spans", "spans", "Spans evicted by model-driven passes."),
+    Metric("gate_runs", "decisions", "Gate evaluations that allowed a model-driven pass."),
+    Metric("refusals_over_budget", "decisions", "Gate refusals because utilization was above the budget."),
+    Metric(
+        "refusals_decision_in_band",
+        "decisions",
+        "Gate refusals because headroom was below the pass's own overhead: no slack to decide.",
+    ),
+    Metric(
+        "refusals_insufficient_net",
+        "decisions",
+        "Gate refusals because reclaimable tokens after overhead did not clear the margin: nothing worth pruning.",
+    ),
     Metric("fallback_evictions", "actions", "Non-model evictions (recency drop, truncation, template summary)."),
     Metric("fallback_tokens", "tokens", "Tokens freed by non-model evictions, net of any summary written."),
-    Metric("forced_truncations", "appends", "Appends cut short because they would have crossed a hard budget or the window."),
+    Metric(
+        "forced_truncations",
+        "appends",
+        "Appends cut short, or spans dropped by the runtime, because the hard budget or the window was reached.",
+    ),
     Metric("truncated_tokens", "tokens", "Tokens lost to forced truncations."),
     Metric("overflow_turns", "turns", "Turns ending above a soft budget."),
     Metric("re_retrievals", "runs", "Tool runs repeated because pruned content was needed and nothing recorded it."),
     Metric("lost_constraints", "spans", "Constraint spans evicted, cut or truncated."),
     Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls and prune passes)."),
     Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of prune-pass calls."),
-    Metric("decision_share", "fraction", "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes)."),
+    Metric(
+        "decision_share",
+        "fraction",
+        "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes).",
+    ),
+    # Replays of imported transcripts only (sim/transcripts/replay.py); absent from synthetic runs.
+    Metric("repeats", "calls", "Tool calls whose content key was already called earlier in the transcript."),
+    Metric(
+        "repeats_after_prune",
+        "calls",
+        "Repeats made when every earlier span holding the key had been removed by the policy (re-retrieval caused by "
+        "pruning).",
+    ),
+    Metric("repeats_in_window", "calls", "Repeats made while an earlier span holding the key was still in the window."),
+    Metric(
+        "repeat_gap_mean",
+        "turns",
+        "Mean turns from the latest removal of a key's content to its repeat, over repeats_after_prune (0 if none).",
+    ),
+    Metric("repeat_gap_max", "turns", "Largest such gap (0 if none)."),
 )
 
 METRIC_NAMES = tuple(m.name for m in METRICS)
@@ -92,12 +142,12 @@ def overhead_ratio(sum_overhead: float, sum_net: float, passes: int) -> float:
     return sum_overhead / sum_net
 
 
-def is_oscillating(passes_after_trigger: int, band_width: float, mean_overhead: float, net_negative: int) -> bool:
+def is_oscillating(passes_after_trigger: int, band_width: float, mean_overhead: float, in_band_passes: int) -> bool:
     """The oscillation test of the module docstring, on a run's figures."""
     return (
         passes_after_trigger >= OSC_MIN_PASSES
         and 0 <= band_width < OSC_BAND_PASSES * mean_overhead
-        and net_negative > 0
+        and in_band_passes > 0
     )
 
 
@@ -115,13 +165,15 @@ class MetricsObserver:
         # Pass counts, kept as counters so that a run of any length holds O(1) state.
         self.pass_count = 0
         self.passes_first = self.passes_second = 0  # halves of the post-trigger turns
+        self.early_pass_turns: list[int] = []  # turns of passes recorded before the first trigger
         self.sum_index = self.sum_rationale = self.sum_evicted = 0
-        self.net_negative = self.zero_yield = self.cut_passes = self.evicted_spans = 0
+        self.net_negative = self.zero_yield = self.cut_passes = self.in_band = self.evicted_spans = 0
         self.fallbacks = self.fallback_tokens = 0
         self.forced_truncations = self.truncated_tokens = 0
         self.overflow_turns = 0
         self.re_retrievals = 0
         self.lost_constraints = 0
+        self.boundary_counts = {"run": 0, "over_budget": 0, "decision_in_band": 0, "insufficient_net": 0}
         self.input_billed = 0
         self.decision_billed = 0
         self.decision_output = 0
@@ -147,14 +199,14 @@ class MetricsObserver:
             self.overflow_turns += 1
         self.final_utilization = value
 
-    def prune_pass(self, turn: int, index: int, rationale: int, evicted: int, spans: int, cut: bool) -> None:
+    def prune_pass(
+        self, turn: int, index: int, rationale: int, evicted: int, spans: int, cut: bool, in_band: bool
+    ) -> None:
         self.pass_count += 1
-        start = self.first_trigger_turn
-        if start >= 0 and turn >= start:  # the first trigger is known before any pass at or after it
-            if turn < start + (self.turns - start + 1) / 2:
-                self.passes_first += 1
-            else:
-                self.passes_second += 1
+        if self.first_trigger_turn >= 0:
+            self._count_half(turn)
+        else:  # classified once the first trigger is known (usually none: passes follow the trigger)
+            self.early_pass_turns.append(turn)
         self.sum_index += index
         self.sum_rationale += rationale
         self.sum_evicted += evicted
@@ -163,6 +215,10 @@ class MetricsObserver:
         self.net_negative += net < 0
         self.zero_yield += spans == 0
         self.cut_passes += cut
+        self.in_band += in_band
+
+    def boundary(self, reason: str) -> None:
+        self.boundary_counts[reason] = self.boundary_counts.get(reason, 0) + 1
 
     def fallback(self, freed: int) -> None:
         self.fallbacks += 1
@@ -185,11 +241,29 @@ class MetricsObserver:
         self.re_retrievals += 1
 
     # -- the record ----------------------------------------------------------
+    def _half(self, turn: int) -> int | None:
+        """0 or 1: the half of the post-trigger turns that ``turn`` is in; None before the first trigger."""
+        start = self.first_trigger_turn
+        if turn < start:
+            return None
+        return 0 if turn < start + (self.turns - start + 1) / 2 else 1
+
+    def _count_half(self, turn: int) -> None:
+        half = self._half(turn)
+        if half == 0:
+            self.passes_first += 1
+        elif half == 1:
+            self.passes_second += 1
+
     def summary(self) -> dict[str, object]:
         n = self.pass_count
         overhead = self.sum_index + self.sum_rationale
         net = self.sum_evicted - overhead
         first, second = self.passes_first, self.passes_second
+        for turn in self.early_pass_turns if self.first_trigger_turn >= 0 else ():
+            half = self._half(turn)
+            first += half == 0
+            second += half == 1
         band_width = self.trigger - self.band_floor if self.first_trigger_turn >= 0 else -1
         after = first + second  # passes at or after the first trigger
         billed_all = self.input_billed + self.decision_output
@@ -202,7 +276,7 @@ class MetricsObserver:
             "first_trigger_turn": self.first_trigger_turn,
             "band_floor": self.band_floor,
             "band_width": band_width,
-            "oscillating": is_oscillating(after, band_width, overhead / n if n else 0.0, self.net_negative),
+            "oscillating": is_oscillating(after, band_width, overhead / n if n else 0.0, self.in_band),
             "passes": n,
             "passes_first_half": first,
             "passes_second_half": second,
@@ -217,7 +291,12 @@ class MetricsObserver:
             "net_negative_passes": self.net_negative,
             "zero_yield_passes": self.zero_yield,
             "cut_passes": self.cut_passes,
+            "in_band_passes": self.in_band,
             "evicted_spans": self.evicted_spans,
+            "gate_runs": self.boundary_counts["run"],
+            "refusals_over_budget": self.boundary_counts["over_budget"],
+            "refusals_decision_in_band": self.boundary_counts["decision_in_band"],
+            "refusals_insufficient_net": self.boundary_counts["insufficient_net"],
             "fallback_evictions": self.fallbacks,
             "fallback_tokens": self.fallback_tokens,
             "forced_truncations": self.forced_truncations,

@@ -128,12 +128,15 @@ class Decision:
     rationale_sigma: float = 0.2
     select_mean: float = 3.0
     select_max: int = 5
+    reclaim_target: float = 0.0
     selection_quality: float = 0.9
     protect_recent_turns: int = 2
+    concurrent: bool = False
 
     def check(self, key: str, where: str) -> None:
         for f in dataclasses.fields(self):
-            _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+            if f.type != "bool":
+                _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
         _positive(self.select_max, f"{key}.select_max", where)
         if not 1 <= self.select_mean <= self.select_max:
             raise UserError(where, f"{key}.select_mean", f"{self.select_mean} is not within [1, select_max]")
@@ -288,9 +291,8 @@ def _build(cls, data: dict, prefix: str, where: str):
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}.get(
-        type(value), type(value).__name__
-    )
+    names = {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+    return names.get(type(value), type(value).__name__)
 
 
 # -- overrides ----------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 A sweep directory holds
 
-* ``sweep.json``: the resolved description (scenario name and resolved base
-  scenario, grid axes with their expanded values, policies, seeds, overrides,
-  prunesim version, and the column set of ``runs.csv``);
+* ``sweep.json``: the resolved description (``scenario_name``, ``scenario``: the
+  resolved base scenario, ``grid``: each axis and its expanded values in axis
+  order, ``policies``, ``seeds``, ``overrides``, ``prunesim_version``, and
+  ``columns``: the column set of ``runs.csv``);
 * ``runs.csv``: one tidy row per finished run. Rows are appended as runs
   finish, each batch of complete lines with one ``os.write`` and an
   ``fdatasync``, so a crash can leave at most one trailing partial line, which
@@ -98,17 +99,26 @@ class SweepPlan:
     runs: list[RunSpec] = field(default_factory=list)
 
     def description(self) -> dict:
-        """What sweep.json holds (without the column set, which is fixed at the first start)."""
+        """What sweep.json holds (without the column set, which is fixed at the first start).
+
+        ``grid`` is an object in axis order (the order of expansion and of the columns);
+        ``scenario`` is the resolved base scenario (its ``name`` is the scenario's name).
+        """
         return {
             "format": FORMAT,
-            "scenario": self.scenario_name,
-            "base": self.base.to_dict(),
-            "grid": [{"name": name, "values": values} for name, values in self.axes.items()],
+            "scenario_name": self.scenario_name,
+            "scenario": self.base.to_dict(),
+            "grid": dict(self.axes),
             "policies": self.policies,
             "seeds": self.seeds,
             "overrides": self.overrides,
             "prunesim_version": self.version,
         }
+
+
+def description_json(desc: dict) -> str:
+    """sweep.json's text: keys in insertion order (the grid's order is meaningful), values JSON-ready."""
+    return json.dumps(atomic.json_ready(desc), indent=2) + "\n"
 
 
 def plan_sweep(
@@ -402,7 +412,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock(out)
     try:
-        desc = json.loads(atomic.dumps_json(plan.description()))
+        desc = json.loads(description_json(plan.description()))
         sweep_path, runs_path = out / SWEEP_FILE, out / RUNS_FILE
         probes: dict[str, dict] = {}
         traces_dir = str(out / TRACES_DIR) if traces else None
@@ -423,16 +433,18 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             if not isinstance(columns, list):
                 raise UserError(str(sweep_path), "columns", "missing; use a new --out directory")
         else:
-            # The column set is fixed now: the fixed metrics, then any a policy adds, seen on a first run.
+            # The column set is fixed now: the metrics the policies report on a first run, those of
+            # sim.metrics in its order, then any others a policy adds, sorted.
             first = plan.runs[0]
             for policy in plan.policies:
                 spec = next(s for s in plan.runs if s.policy == policy and s.point == first.point)
                 items = [(spec.run_id, spec.seed)]
                 probes[spec.run_id] = run_batch(plan.scenarios[spec.point], policy, items, traces_dir)[0][1]
-            extras = sorted({k for summary in probes.values() for k in summary} - set(METRIC_NAMES))
+            reported = {k for summary in probes.values() for k in summary}
+            metrics = [m for m in METRIC_NAMES if m in reported] + sorted(reported - set(METRIC_NAMES))
             fixed = list(ID_COLUMNS) + list(plan.axes)
-            columns = fixed + [metric_column(m, fixed) for m in (*METRIC_NAMES, *extras)]
-            atomic.write_json(sweep_path, {**desc, "columns": columns})
+            columns = fixed + [metric_column(m, fixed) for m in metrics]
+            atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))
         if not runs_path.exists():
             atomic.write_text(runs_path, _csv_line(columns))
         header, body = _read_rows(runs_path, repair=True)
@@ -590,7 +602,7 @@ def read_runs(out: str | Path) -> list[dict]:
     """
     desc = read_description(out)
     header, body = _read_rows(Path(out) / RUNS_FILE, repair=False)
-    axes = {a["name"]: {atomic.format_cell(v): v for v in a["values"]} for a in desc["grid"]}
+    axes = {name: {atomic.format_cell(v): v for v in values} for name, values in desc["grid"].items()}
     rows = []
     for cells in body:
         row = {}
@@ -608,8 +620,8 @@ def read_runs(out: str | Path) -> list[dict]:
 def _sort_key(desc: dict) -> Callable[[dict], tuple]:
     policies = {p: i for i, p in enumerate(desc["policies"])}
     seeds = {s: i for i, s in enumerate(desc["seeds"])}
-    names = [a["name"] for a in desc["grid"]]
-    positions = [{atomic.format_cell(v): i for i, v in enumerate(a["values"])} for a in desc["grid"]]
+    names = list(desc["grid"])
+    positions = [{atomic.format_cell(v): i for i, v in enumerate(values)} for values in desc["grid"].values()]
 
     def key(row: dict) -> tuple:
         point = tuple(pos.get(atomic.format_cell(row[n]), len(pos)) for n, pos in zip(names, positions, strict=True))

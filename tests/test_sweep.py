@@ -34,7 +34,9 @@ def test_runs_csv_is_one_tidy_row_per_run_with_fixed_columns(tmp_path):
     with open(tmp_path / "s" / RUNS_FILE, newline="") as fh:
         header = next(csv.reader(fh))
     assert header[: len(ID_COLUMNS) + 1] == [*ID_COLUMNS, "trigger"]
-    assert header[len(ID_COLUMNS) + 1 :][: len(METRIC_NAMES)] == list(METRIC_NAMES)
+    summary = run_one(scenario_mod.load("oscillation-40"), "naive", 0, trace="none").summary
+    in_order = [m for m in METRIC_NAMES if m in summary]
+    assert header[len(ID_COLUMNS) + 1 :] == in_order + sorted(set(summary) - set(METRIC_NAMES))
     assert len({r["run_id"] for r in rows}) == len(rows)
     # Sorted by (policy, grid point, seed) in the order given.
     assert [(r["policy"], r["trigger"], r["seed"]) for r in rows[:4]] == [
@@ -100,7 +102,7 @@ def test_a_different_sweep_in_the_same_directory_is_refused(tmp_path):
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(UserError, match=r"sweep.json: seeds: this directory holds a different sweep"):
         execute(small_plan(seeds=range(4)), out, jobs=1, progress=False)
-    with pytest.raises(UserError, match=r"grid\[0\].values"):
+    with pytest.raises(UserError, match=r"sweep.json: grid.trigger\[1\]: .*was 22000, now 21000"):
         execute(small_plan(grid={"trigger": [20000, 21000]}), out, jobs=1, progress=False)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
@@ -186,3 +188,21 @@ def test_read_runs_ignores_a_partial_line_without_touching_the_file(tmp_path):
     rows = read_runs(out)
     assert len(rows) == 11
     assert path.read_bytes() == cut
+
+
+def test_sweep_json_is_the_resolved_description_the_plots_read(tmp_path):
+    import json
+
+    from plots.io import read_sweep
+
+    out = tmp_path / "s"
+    grid = {"trigger": [20000, 22000], "decision.rationale_per_span": [90.0, 300.0]}
+    run_sweep("oscillation-40", grid, ["naive"], range(2), out)
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["scenario_name"] == meta["scenario"]["name"] == "oscillation-40"
+    assert meta["scenario"]["budget"] == 24000
+    assert list(meta["grid"]) == ["trigger", "decision.rationale_per_span"]  # axis order kept
+    assert meta["policies"] == ["naive"] and meta["seeds"] == [0, 1]
+    assert meta["columns"][5:7] == ["trigger", "decision.rationale_per_span"]
+    sweep = read_sweep(out)
+    assert sweep.grid == grid and sweep.policies == ["naive"] and len(sweep.runs) == 8

@@ -13,10 +13,10 @@ import pytest
 from sim.sweep import RUNS_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
-# 3 grid points x 2 policies x 12 seeds = 72 runs of 300 turns: a few seconds of work.
+# 3 grid points x 2 policies x 16 seeds = 96 runs of 600 turns: a second or two of work.
 ARGS = ["sweep", "oscillation-40", "--grid", "trigger=20000:22000:1000", "--policies", "naive,recency",
-        "--seeds", "0:12", "--set", "turns=300", "--jobs", "2", "--quiet"]
-TOTAL = 72
+        "--seeds", "0:16", "--set", "turns=600", "--jobs", "2", "--quiet"]
+TOTAL = 96
 
 
 def sweep_command(out):

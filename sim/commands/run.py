@@ -14,7 +14,9 @@ from ._common import add_set, non_negative_int, parse_sets
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="run one scenario under one policy and seed")
-    p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
+    p.add_argument("scenario", nargs="?", help="a scenario file or the name of a shipped scenario "
+                   "(default with --workload: transcript)")
+    p.add_argument("--workload", type=Path, help="replay an imported workload (or a one-run transcript) instead")
     p.add_argument("--policy", help="policy name (default: the scenario's)")
     p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
     add_set(p)
@@ -26,7 +28,12 @@ def register(sub) -> None:
 def main(args) -> int:
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UserError("--out", str(args.out), "exists and is not a directory")
-    result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set))
+    if args.workload is not None:
+        result = _replay_workload(args)
+    elif args.scenario is None:
+        raise UserError("run", None, "give a SCENARIO or --workload FILE")
+    else:
+        result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set))
     if args.out is not None:
         api.write(result, args.out)
     if args.json:
@@ -34,6 +41,21 @@ def main(args) -> int:
     else:
         print(format_summary(result))
     return 0
+
+
+def _replay_workload(args):
+    from policies import get_policy
+    from sim.transcripts.replay import iter_workloads, replay
+
+    base = api.load_scenario(args.scenario or "transcript", parse_sets(args.set))
+    if args.policy is not None:
+        get_policy(args.policy)
+    runs = iter_workloads(args.workload)
+    data = next(runs)
+    if next(runs, None) is not None:
+        raise UserError(str(args.workload), None, "holds several runs; import it and pass one workload file")
+    result, _ = replay(data, base, args.policy, args.seed)
+    return result
 
 
 def format_summary(result) -> str:
@@ -46,7 +68,7 @@ def format_summary(result) -> str:
         f"  utilization   peak {s['peak_utilization']}, final {s['final_utilization']}, "
         f"band floor {s['band_floor']} (first trigger at turn {s['first_trigger_turn']})",
         f"  passes        {s['passes']} (first half {s['passes_first_half']}, second half {s['passes_second_half']}), "
-        f"net-negative {s['net_negative_passes']}, zero-yield {s['zero_yield_passes']}, cut {s['cut_passes']}",
+        f"net-negative {s['net_negative_passes']}, zero-yield {s['zero_yield_passes']}, in band {s['in_band_passes']}",
         f"  per pass      index {s['mean_index_tokens']:.0f}, rationale {s['mean_rationale_tokens']:.0f}, "
         f"evicted {s['mean_evicted_tokens']:.0f}, net {s['mean_net_tokens']:.0f}",
         f"  overhead      ratio {ratio if isinstance(ratio, str) else f'{ratio:.2f}'} "
@@ -58,6 +80,11 @@ def format_summary(result) -> str:
         f"  billed        input {s['input_tokens_billed']}, deciding {s['decision_tokens_billed']} "
         f"({100 * s['decision_share']:.1f}%)",
     ]
+    if "repeats" in s:
+        lines.append(
+            f"  repeats       {s['repeats']}: {s['repeats_after_prune']} after the policy pruned the content "
+            f"(gap mean {s['repeat_gap_mean']}, max {s['repeat_gap_max']} turns), {s['repeats_in_window']} in window"
+        )
     for key in sorted(k for k in s if k.startswith("refusals_")):
         lines.append(f"  {key:13s} {s[key]}")
     return "\n".join(lines)

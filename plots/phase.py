@@ -1,0 +1,172 @@
+"""A phase diagram of the failure: a metric over two grid parameters, with seed 000's boundary.
+
+Each cell is the runs of one (x, y) grid point for one policy (other grid
+parameters held at the values given with ``fix``). The cell shows either the
+median of the metric over those runs or, with ``stat="share"``, the share of
+runs where the metric is true or above zero (the default for booleans and for
+failure counts such as ``net_negative_passes``).
+
+The boundary drawn over it is where headroom equals the decision's overhead:
+``budget - trigger = index + rationale``. When one axis is ``trigger`` (or
+``budget``), for each value of the other axis the overhead is the median, over
+that row's or column's runs that made at least one pass, of
+``mean_index_tokens + mean_rationale_tokens``; the boundary trigger is
+``budget - overhead`` (the boundary budget ``trigger + overhead``), with budget
+and trigger from sweep.json's scenario unless the other axis sets them. It is
+placed on the axis by linear interpolation between the grid's values and drawn
+as a step across each row (column). On the trigger side beyond it (trigger
+above ``budget - overhead``) a pass is decided with less headroom than it
+costs. When neither axis is trigger or budget, no boundary is drawn and the
+title says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+
+from sim.errors import UserError
+
+from . import style
+from .io import Sweep, as_float, parse_cell
+from .sweep import _key, metric_label, param_label
+
+SHARE_METRICS = (
+    "oscillating", "net_negative_passes", "zero_yield_passes", "cut_passes", "in_band_passes",
+    "forced_truncations", "re_retrievals", "lost_constraints", "overflow_turns",
+)
+STATS = ("median", "share")
+
+
+def default_stat(sweep: Sweep, metric: str) -> str:
+    values = [r.get(metric) for r in sweep.runs]
+    if metric in SHARE_METRICS or all(isinstance(v, bool) for v in values):
+        return "share"
+    return "median"
+
+
+def select_runs(sweep: Sweep, x: str, y: str, policy: str | None, fix: dict[str, str]) -> tuple[str, list[dict]]:
+    policies = sweep.policies
+    if policy is None:
+        if len(policies) != 1:
+            raise UserError("--policy", None, f"the sweep has policies {', '.join(policies)}; choose one")
+        policy = policies[0]
+    elif policy not in policies:
+        raise UserError("--policy", policy, f"not in this sweep (policies: {', '.join(policies)})")
+    for p in fix:
+        sweep.check_param(p, "--fix")
+    rest = [p for p in sweep.grid if p not in (x, y)]
+    for p in rest:
+        if len(sweep.grid[p]) > 1 and p not in fix:
+            raise UserError("--fix", p, f"grid parameter varies ({sweep.grid[p]}); fix it with --fix {p}=VALUE")
+    wanted = {p: _key(parse_cell(str(v))) for p, v in fix.items()}
+    runs = [r for r in sweep.runs
+            if str(r["policy"]) == policy and all(_key(r.get(p)) == v for p, v in wanted.items())]
+    if not runs:
+        raise UserError("--fix", None, "no runs match the chosen policy and fixed parameters")
+    return policy, runs
+
+
+def to_index(values: list[float], v: float) -> float:
+    """Position of ``v`` on an axis whose cells hold ``values`` (ascending), extrapolating linearly."""
+    if len(values) == 1:
+        return 0.0
+    i = int(np.clip(np.searchsorted(values, v) - 1, 0, len(values) - 2))
+    return i + (v - values[i]) / (values[i + 1] - values[i])
+
+
+def boundary(sweep: Sweep, runs: list[dict], x: str, y: str, xs: list, ys: list):
+    """(points as (x index, y index), legend text) of the headroom = overhead boundary, or (None, why)."""
+    h = "trigger" if "trigger" in (x, y) else "budget" if "budget" in (x, y) else None
+    if h is None:
+        return None, "boundary not drawn: neither axis is trigger or budget"
+    other = y if h == x else x
+    hvals, ovals = (xs, ys) if h == x else (ys, xs)
+    if not all(isinstance(v, float) for v in hvals):
+        return None, f"boundary not drawn: {h} values are not numbers"
+    if not runs or "mean_index_tokens" not in runs[0] or "mean_rationale_tokens" not in runs[0]:
+        return None, "boundary not drawn: runs.csv lacks mean_index_tokens or mean_rationale_tokens"
+    sc = sweep.meta.get("scenario") if isinstance(sweep.meta.get("scenario"), dict) else {}
+    known = {k for k in ("budget", "trigger") if k in sc or k in runs[0] or k == other}
+    missing = sorted({"budget", "trigger"} - {h} - known)
+    if missing:
+        return None, f"boundary not drawn: sweep.json's scenario gives no {', '.join(missing)}"
+    pts = []
+    for j, ov in enumerate(ovals):
+        row = [r for r in runs if _key(r.get(other)) == ov and as_float(r.get("passes", 1)) > 0]
+        if not row:
+            continue
+        overhead = float(np.median([as_float(r["mean_index_tokens"]) + as_float(r["mean_rationale_tokens"])
+                                    for r in row]))
+        budget = ov if other == "budget" else as_float(sc.get("budget", row[0].get("budget", math.nan)))
+        trigger = ov if other == "trigger" else as_float(sc.get("trigger", row[0].get("trigger", math.nan)))
+        target = budget - overhead if h == "trigger" else trigger + overhead
+        if not math.isfinite(target):
+            continue
+        hp = to_index(hvals, target)
+        for op in (j - 0.5, j + 0.5):
+            pts.append((hp, op) if h == x else (op, hp))
+    if not pts:
+        return None, "boundary not drawn: no runs with passes to measure the overhead"
+    return pts, "budget - trigger = median(index + rationale): headroom equals decision overhead"
+
+
+def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = None, policy: str | None = None,
+                 fix: dict[str, str] | None = None):
+    sweep.check_param(x, "--x")
+    sweep.check_param(y, "--y")
+    if x == y:
+        raise UserError("--y", y, "must differ from --x")
+    sweep.check_metric(metric)
+    stat = stat or default_stat(sweep, metric)
+    if stat not in STATS:
+        raise UserError("--stat", stat, f"unknown statistic (known: {', '.join(STATS)})")
+    policy, runs = select_runs(sweep, x, y, policy, fix or {})
+    xs = sorted({_key(v) for v in sweep.grid[x]}, key=lambda v: (isinstance(v, str), v))
+    ys = sorted({_key(v) for v in sweep.grid[y]}, key=lambda v: (isinstance(v, str), v))
+    z = np.full((len(ys), len(xs)), np.nan)
+    n = np.zeros((len(ys), len(xs)), dtype=int)
+    for i, yv in enumerate(ys):
+        for j, xv in enumerate(xs):
+            vals = np.array([as_float(r[metric]) for r in runs if _key(r[x]) == xv and _key(r[y]) == yv])
+            n[i, j] = vals.size
+            if vals.size:
+                z[i, j] = float(np.mean(vals > 0)) if stat == "share" else float(np.median(vals))
+    fig, axes = style.new_figure()
+    ax = axes[0][0]
+    with style.rc():
+        finite = z[np.isfinite(z)]
+        vmin, vmax = (0.0, 1.0) if stat == "share" else (
+            (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
+        cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")
+        image = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap=cmap,
+                          vmin=vmin, vmax=vmax if vmax > vmin else vmin + 1)
+        for i in range(len(ys)):
+            for j in range(len(xs)):
+                v = z[i, j]
+                text = "-" if n[i, j] == 0 else "inf" if math.isinf(v) else f"{v:.2f}" if abs(v) < 100 else f"{v:,.0f}"
+                light = not math.isfinite(v) or (v - vmin) / ((vmax - vmin) or 1) > 0.6
+                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if light else "white")
+        if stat == "share":
+            what = f"share of runs with {metric}" + ("" if all(isinstance(r[metric], bool) for r in runs) else " > 0")
+        else:
+            what = f"median {metric_label(metric)}"
+        fig.colorbar(image, ax=ax, label=what if stat == "share" else what.removeprefix("median "))
+        ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else v for v in xs])
+        ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else v for v in ys])
+        ax.set_xlabel(param_label(x))
+        ax.set_ylabel(param_label(y))
+        ax.grid(False)
+        pts, note = boundary(sweep, runs, x, y, xs, ys)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], color="#D55E00", lw=2.2, label=note)[0].set_gid(
+                "boundary")
+            ax.set_xlim(-0.5, len(xs) - 0.5)
+            ax.set_ylim(-0.5, len(ys) - 0.5)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), framealpha=0.85)
+        fixed = "".join(f", {p}={v}" for p, v in (fix or {}).items())
+        ax.set_title(f"{sweep.scenario_name}, {policy}{fixed}: {what} ({style.seeds_text(r['seed'] for r in runs)})"
+                     + ("" if pts else f"\n{note}"))
+    return fig

@@ -1,0 +1,132 @@
+"""The two story figures, drawn from run directories that a replay wrote.
+
+``oscillation_figures``: the decision-in-band failure, variants of one workload
+(e.g. naive at 22k against slack-gated) with their utilization traces overlaid
+and, below, every pass's net reclamation. ``reentrancy_figures``: the life of
+one tool output (the span keyed ``kubectl describe ...``) under each variant:
+when it was appended, evicted, re-run, and whether a tombstone stayed behind.
+These functions only read files; the replay command runs the simulations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from . import style
+from .io import Run, read_run
+from .trace import at_time, draw_traces, positions, title_for
+
+
+def _read(run_dirs: dict[str, Path]) -> dict[str, Run]:
+    return {label: read_run(path) for label, path in run_dirs.items()}
+
+
+def _ratio(run: Run) -> str:
+    r = run.metrics.get("overhead_ratio")
+    return r if isinstance(r, str) else f"{float(r):.2f}" if r is not None else "?"
+
+
+def oscillation_figures(run_dirs: dict[str, Path], out_dir: Path, fmt: str = "png") -> dict:
+    """Write ``out_dir/oscillation.<fmt>``; returns {"oscillation": Figure}."""
+    runs = _read(run_dirs)
+    fig, axes = style.new_figure(2, 1, size=(9.0, 7.0), sharex=True)
+    top, bottom = axes[0][0], axes[1][0]
+    with style.rc():
+        handles = draw_traces(top, runs, "turn")
+        top.set_title(title_for(list(runs.values()), "the decision-in-band oscillation"))
+        style.legend_outside(top, handles, [h.get_label() for h in handles])
+        width = 0.8 / max(1, len(runs))
+        for i, (label, run) in enumerate(runs.items()):
+            turns = np.array([int(r["turn"]) for r in run.ledger], dtype=float)
+            net = np.array([float(r["net"]) for r in run.ledger])
+            text = f"{label}: {len(turns)} passes, overhead ratio {_ratio(run)}"
+            bottom.bar(turns + (i - (len(runs) - 1) / 2) * width, net, width, color=style.colour(i),
+                              edgecolor="black", linewidth=0.4, label=text)
+        bottom.axhline(0, color="black", lw=0.8)
+        bottom.set_xlabel("turn")
+        bottom.set_ylabel("net per pass, evicted - index - rationale (tokens)")
+        bottom.set_title("each model-driven pass's net reclamation (below zero: the pass cost more than it freed)")
+        style.legend_outside(bottom)
+    style.save(fig, Path(out_dir) / f"oscillation.{fmt}", fmt)
+    return {"oscillation": fig}
+
+
+def _matches(run: Run, prefix: str) -> list[dict]:
+    return [r for r in run.trace if str(r.get("key", "")).startswith(prefix)]
+
+
+def reentrancy_figures(run_dirs: dict[str, Path], out_dir: Path, key_prefix: str = "kubectl describe",
+                       fmt: str = "png") -> dict:
+    """Write ``out_dir/reentrancy.<fmt>``; returns {"reentrancy": Figure}."""
+    runs = _read(run_dirs)
+    fig, axes = style.new_figure(2, 1, size=(9.0, 7.0), sharex=True, height_ratios=(3, 2))
+    top, bottom = axes[0][0], axes[1][0]
+    kinds_seen: set[str] = set()
+    with style.rc():
+        handles = draw_traces(top, runs, "turn")
+        top.set_title(title_for(list(runs.values()), "self-edit reentrancy"))
+        style.legend_outside(top, handles, [h.get_label() for h in handles])
+        for i, (label, run) in enumerate(runs.items()):
+            xs, times = positions(run, "turn")
+            end = xs[-1] if xs else 0.0
+            where = {id(r): xv for r, xv in zip(run.trace, xs, strict=True)}
+            rows = _matches(run, key_prefix)
+            if not rows:
+                bottom.text(0.0, i, f"  no span keyed {key_prefix!r}", va="center", fontsize=8)
+            opened: dict[int, tuple[float, str]] = {}
+            for r in rows:
+                xv, kind, sid = where[id(r)], str(r["kind"]), int(r["span_id"])
+                if kind == "tool_call":
+                    continue
+                if r["event"] == "append":
+                    opened[sid] = (xv, kind)
+                    kinds_seen.add("tombstone" if kind == "tombstone" else "append")
+                    bottom.plot([xv], [i], marker="d" if kind == "tombstone" else "o", color="black" if
+                                kind == "tombstone" else style.colour(i), mec="black", ls="none",
+                                gid=f"{'tombstone' if kind == 'tombstone' else 'append'}:{label}")
+                elif sid in opened:
+                    start, k = opened.pop(sid)
+                    _life(bottom, i, start, xv, k, style.colour(i), label)
+                    model = r["event"] == "evict"
+                    kinds_seen.add("evict" if model else "drop")
+                    bottom.plot([xv], [i], marker="v" if model else "X", color=style.colour(i), mec="black",
+                                ls="none", gid=f"{'evict' if model else 'drop'}:{label}")
+            for start, k in opened.values():
+                _life(bottom, i, start, end, k, style.colour(i), label)
+            for ev in run.events_named("re_retrieval"):
+                if str(ev["detail"].get("key", "")).startswith(key_prefix):
+                    j = at_time(xs, times, float(ev["time_s"]))
+                    if j is not None:
+                        kinds_seen.add("re_retrieval")
+                        bottom.plot([xs[j]], [i + 0.25], marker="^", ms=9, color="#D55E00", mec="black",
+                                    ls="none", gid=f"re_retrieval:{label}")
+        legend = {
+            "append": Line2D([], [], ls="none", marker="o", mfc="white", mec="black", label="output appended"),
+            "evict": Line2D([], [], ls="none", marker="v", mfc="white", mec="black", label="evicted by a pass"),
+            "drop": Line2D([], [], ls="none", marker="X", mfc="white", mec="black", label="dropped (fallback/forced)"),
+            "re_retrieval": Line2D([], [], ls="none", marker="^", color="#D55E00", mec="black",
+                                   label="re-retrieval: tool re-run"),
+            "tombstone": Line2D([], [], ls="none", marker="d", color="black", label="tombstone left"),
+        }
+        hs = [Patch(color=style.GREY, alpha=0.6, label="output in the window")]
+        hs += [h for k, h in legend.items() if k in kinds_seen]
+        style.legend_outside(bottom, hs, [h.get_label() for h in hs])
+        bottom.set_yticks(range(len(runs)), list(runs))
+        bottom.set_ylim(-0.6, len(runs) - 0.4)
+        bottom.set_xlabel("turn")
+        bottom.set_ylabel("variant")
+        bottom.set_title(f"the life of the output keyed {key_prefix!r}...: appended, evicted, re-run")
+    style.save(fig, Path(out_dir) / f"reentrancy.{fmt}", fmt)
+    return {"reentrancy": fig}
+
+
+def _life(ax, i: int, start: float, stop: float, kind: str, colour: str, label: str) -> None:
+    tomb = kind == "tombstone"
+    height = 0.12 if tomb else 0.4
+    bars = ax.broken_barh([(start, max(stop - start, 0.05))], (i - height / 2, height),
+                          facecolors="black" if tomb else colour, alpha=0.5 if tomb else 0.6)
+    bars.set_gid(f"{'tombstone' if tomb else 'life'}:{label}")

@@ -1,0 +1,108 @@
+"""prunesim plot and replay --plot from the command line; the story figures from run directories."""
+
+from __future__ import annotations
+
+import pytest
+from plot_fixtures import add_event, make_run, make_sweep, read_rows, write_rows
+
+from plots.stories import oscillation_figures, reentrancy_figures
+from sim.cli import main
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return make_run(tmp_path_factory.mktemp("cli"), "naive")
+
+
+def test_plot_commands_write_figures(run_dir, tmp_path, capsys):
+    sweep = make_sweep(tmp_path)
+    cases = [
+        (["plot", "trace", str(run_dir), str(run_dir), "--x", "time", "--out", str(tmp_path / "t.svg")], "t.svg"),
+        (["plot", "ledger", str(run_dir), "--out", str(tmp_path / "figs"), "--format", "svg"], "figs/ledger.svg"),
+        (["plot", "sweep", str(sweep), "--metric", "passes", "--x", "trigger", "--out", str(tmp_path)],
+         "sweep-passes-trigger.png"),
+        (["plot", "phase", str(sweep), "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
+          "oscillating", "--policy", "naive", "--out", str(tmp_path / "p.png")], "p.png"),
+    ]
+    for argv, name in cases:
+        assert main(argv) == 0, argv
+        assert (tmp_path / name).stat().st_size > 1000
+    assert capsys.readouterr().out.splitlines()[-1].endswith("p.png")
+
+
+def test_plot_output_bytes_are_identical_across_runs(run_dir, tmp_path):
+    for fmt in ("svg", "png"):
+        a, b = tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"
+        assert main(["plot", "trace", str(run_dir), "--out", str(a)]) == 0
+        assert main(["plot", "trace", str(run_dir), "--out", str(b)]) == 0
+        assert a.read_bytes() == b.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["plot", "trace", "{tmp}/missing"], "no such run directory"),
+        (["plot", "ledger", "{tmp}/empty"], "summary.json: missing"),
+        (["plot", "sweep", "{sweep}", "--metric", "nope", "--x", "trigger"], "--metric: nope: not a column"),
+        (["plot", "sweep", "{sweep}", "--metric", "passes", "--x", "budget"], "--x: budget: not a grid parameter"),
+        (["plot", "sweep", "{sweep}", "--metric", "passes"], "choose one of"),
+        (["plot", "phase", "{sweep}", "--x", "trigger", "--y", "window", "--metric", "passes", "--policy", "naive"],
+         "--y: window: not a grid parameter"),
+        (["plot", "phase", "{sweep}", "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
+          "passes", "--policy", "recency"], "not in this sweep"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_no_file(tmp_path, capsys, argv, message):
+    (tmp_path / "empty").mkdir()
+    sweep = make_sweep(tmp_path)
+    out = tmp_path / "out"
+    argv = [a.format(tmp=tmp_path, sweep=sweep) for a in argv] + ["--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_oscillation_story_figure(tmp_path):
+    dirs = {"naive @22k": make_run(tmp_path, "a", seed=0),
+            "naive @20k": make_run(tmp_path, "b", seed=0, overrides={"trigger": 20000})}
+    fig = oscillation_figures(dirs, tmp_path / "out")["oscillation"]
+    assert (tmp_path / "out" / "oscillation.png").is_file()
+    top, bottom = fig.axes
+    assert [ln.get_label() for ln in top.get_lines() if (ln.get_gid() or "").startswith("trace:")] == list(dirs)
+    assert {"trigger 22,000 tokens", "trigger 20,000 tokens"} <= {t.get_text() for t in top.get_legend().get_texts()}
+    for label, path in dirs.items():
+        ledger = read_rows(path / "ledger.csv")
+        (bars,) = [c for c in bottom.containers if c.get_label().startswith(label + ":")]
+        assert [p.get_height() for p in bars.patches] == [float(r["net"]) for r in ledger]
+        assert f"{len(ledger)} passes" in bars.get_label()
+
+
+def test_reentrancy_story_figure(tmp_path):
+    key = "kubectl describe pod web-0"
+    dirs = {"naive": make_run(tmp_path, "n", seed=3), "recency": make_run(tmp_path, "r", policy="recency", seed=3)}
+    for path in dirs.values():  # give one tool output the story's key
+        rows = read_rows(path / "trace.csv")
+        for r in rows:
+            if r["key"] == "cmd-5":
+                r["key"] = key
+        write_rows(path / "trace.csv", rows, list(rows[0]))
+    add_event(dirs["naive"], 200.0, 30, "re_retrieval", {"key": key, "tokens": 400, "turns_since_prune": 6})
+    fig = reentrancy_figures(dirs, tmp_path / "out")["reentrancy"]
+    assert (tmp_path / "out" / "reentrancy.png").is_file()
+    timeline = fig.axes[1]
+    gids = [a.get_gid() for a in timeline.get_children() if a.get_gid()]
+    assert "append:naive" in gids and "append:recency" in gids
+    assert "life:naive" in gids and "re_retrieval:naive" in gids and "re_retrieval:recency" not in gids
+    assert "drop:recency" in gids  # the recency policy dropped it without a model pass
+    assert [t.get_text() for t in timeline.get_yticklabels()] == ["naive", "recency"]
+    assert "kubectl describe" in timeline.get_title()
+
+
+def test_replay_plot_writes_runs_and_figure(tmp_path, capsys):
+    out = tmp_path / "figs"
+    assert main(["replay", "oscillation", "--seeds", "0:2", "--plot", str(out)]) == 0
+    assert (out / "oscillation.png").is_file()
+    assert (out / "runs" / "naive-22k" / "trace.csv").is_file()
+    assert (out / "runs" / "naive-20k" / "summary.json").is_file()
+    assert "figure:" in capsys.readouterr().out

@@ -1,0 +1,92 @@
+"""The policy contract, the registry, and a differential test of a reference policy."""
+
+import pytest
+
+import policies
+from policies.base import Evict, ModelPass, Policy, WindowView
+from sim.engine import run_one
+from sim.spans import Span
+
+
+def view_of(spans, turn=10, utilization=None, budget=1000):
+    used = sum(s.tokens for s in spans) if utilization is None else utilization
+    return WindowView(turn=turn, utilization=used, budget=budget, size=2000, hard=True, spans=spans)
+
+
+def test_registry_names_match_classes():
+    for name, cls in policies.REGISTRY.items():
+        assert cls.name == name and issubclass(cls, Policy) and cls.summary
+
+
+def test_unknown_policy_is_a_user_error():
+    from sim.errors import UserError
+
+    with pytest.raises(UserError, match="unknown policy"):
+        policies.get_policy("nope")
+
+
+def test_noop_answers_nothing(oscillation):
+    import numpy as np
+
+    policy = policies.get_policy("noop")(oscillation, np.random.default_rng(0))
+    assert policy.decide(view_of([Span(1, "tool_output", 500, 1)], utilization=23000)) == []
+
+
+def test_naive_waits_for_the_trigger_then_passes(oscillation):
+    import numpy as np
+
+    policy = policies.get_policy("naive")(oscillation, np.random.default_rng(0))
+    spans = [Span(i, "tool_output", 400, 1, stale_at=2) for i in range(1, 30)]
+    assert policy.decide(view_of(spans, utilization=oscillation.trigger - 1)) == []
+    (action,) = policy.decide(view_of(spans, utilization=oscillation.trigger))
+    assert isinstance(action, ModelPass)
+    d = oscillation.decision
+    assert action.index_tokens == round(d.index_base + d.index_per_candidate * action.candidates)
+    assert 1 <= len(action.selected) <= d.select_max
+    assert len(action.rationale_per_span) == len(action.selected)
+
+
+def test_naive_never_offers_pinned_or_constraint_spans(oscillation):
+    import numpy as np
+
+    policy = policies.get_policy("naive")(oscillation, np.random.default_rng(1))
+    spans = [Span(1, "system", 5000, 0, pinned=True), Span(2, "constraint", 300, 0, stale_at=0),
+             Span(3, "tool_output", 300, 0, stale_at=0, tags=frozenset({"constraint"}))]
+    spans += [Span(i, "tool_output", 200, 1, stale_at=1) for i in range(4, 20)]
+    for _ in range(20):
+        (action,) = policy.decide(view_of(spans, utilization=23000))
+        assert not {1, 2, 3} & set(action.selected)
+
+
+class ReferenceRecency(Policy):
+    """The recency baseline written as plainly as possible, for the differential test."""
+
+    name = "reference-recency"
+    summary = "test reference"
+
+    def decide(self, view):
+        if view.utilization < self.scenario.trigger:
+            return []
+        target = self.scenario.trigger - self.scenario.recency.low_water_gap
+        newest_allowed = view.turn - self.scenario.decision.protect_recent_turns
+        eligible = [
+            s for s in view.spans
+            if s.kind in ("user", "reasoning", "tool_call", "tool_output", "prune_index", "prune_rationale", "summary")
+            and not s.pinned and s.kind != "constraint" and "constraint" not in s.tags and s.turn <= newest_allowed
+        ]
+        drop, used = [], view.utilization
+        for s in eligible:  # window order is oldest first
+            if used <= target:
+                break
+            drop.append(s.id)
+            used -= s.tokens
+        return [Evict(tuple(drop), reason="recency")] if drop else []
+
+
+def test_recency_matches_the_reference_run_for_run(oscillation, monkeypatch):
+    monkeypatch.setitem(policies.REGISTRY, ReferenceRecency.name, ReferenceRecency)
+    for seed in range(20):
+        real = run_one(oscillation, "recency", seed)
+        ref = run_one(oscillation, "reference-recency", seed)
+        assert real.summary == ref.summary
+        assert real.recorder.trace == ref.recorder.trace
