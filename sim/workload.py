@@ -82,15 +82,18 @@ class SyntheticToolLoop:
         o_stale = rng.geometric(1.0 / p.output_stale_after, n)
         mu = np.log(max(self.tool_mean_s, 1e-9)) - self.tool_sigma**2 / 2
         tool_s = rng.lognormal(mu, self.tool_sigma, n) if self.tool_mean_s > 0 else np.zeros(n)
-        for i in range(n):
+        # As Python ints and floats (the same values): indexing numpy arrays item by item is slow.
+        columns = (reasoning.tolist(), call.tolist(), output.tolist(), r_stale.tolist(), o_stale.tolist(),
+                   tool_s.tolist())
+        for i, (r_tok, c_tok, o_tok, r_st, o_st, t_s) in enumerate(zip(*columns, strict=True)):
             turn = first + i
             key = f"cmd-{turn}"
             plan = TurnPlan(
                 turn=turn,
-                reasoning=Arrival("reasoning", int(reasoning[i]), f"think-{turn}", int(r_stale[i])),
-                tool_call=Arrival("tool_call", int(call[i]), key, int(o_stale[i])),
-                tool_output=Arrival("tool_output", int(output[i]), key, int(o_stale[i])),
-                tool_latency_s=float(tool_s[i]),
+                reasoning=Arrival("reasoning", r_tok, f"think-{turn}", r_st),
+                tool_call=Arrival("tool_call", c_tok, key, o_st),
+                tool_output=Arrival("tool_output", o_tok, key, o_st),
+                tool_latency_s=t_s,
             )
             for ev in self.events.get(turn, ()):
                 arrival = _event_arrival(ev)
