@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -32,8 +32,8 @@ MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small)
 def expand_grid(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every combination of the axes' values, one dict per grid point.
 
-    ``axes`` maps a parameter name to a list (or tuple) of values; any other value,
-    strings included, is a single value. No axes give one empty point. An axis
+    ``axes`` maps a parameter name to its values: a list, tuple, range or any other
+    iterable; a string or any non-iterable is a single value. No axes give one empty point. An axis
     with no values is an error naming it (a grid with a hole would silently be empty).
 
     >>> expand_grid({"a": [1, 2], "b": "x"})
@@ -42,12 +42,22 @@ def expand_grid(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
     names = list(axes)
     columns = []
     for name in names:
-        values = axes[name]
-        values = list(values) if isinstance(values, (list, tuple)) else [values]
+        values = axis_values(axes[name])
         if not values:
             raise UserError("--grid", name, "has no values")
         columns.append(values)
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*columns)]
+
+
+def axis_values(values: Any) -> list[Any]:
+    """An axis's values as a list: strings (and tables) are one value, other iterables many.
+
+    Numpy scalars become plain Python numbers, so that a grid built with numpy
+    (``np.linspace``) validates and hashes like one typed by hand.
+    """
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        values = [values]
+    return [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in values]
 
 
 def parse_axis(text: str, flag: str = "--grid") -> tuple[str, list[Any]]:

@@ -46,7 +46,7 @@ from . import __version__, atomic
 from . import scenario as scenario_mod
 from .engine import run_one
 from .errors import UserError
-from .grid import expand_grid
+from .grid import axis_values, expand_grid
 from .metrics import METRIC_NAMES
 from .results import write_run
 from .scenario import Scenario
@@ -134,7 +134,7 @@ def plan_sweep(
         base = scenario_mod.replace(scenario, overrides) if overrides else scenario
     else:
         base = scenario_mod.load(str(scenario), overrides)
-    axes = {n: list(v) if isinstance(v, (list, tuple)) else [v] for n, v in (axes or {}).items()}
+    axes = {name: axis_values(values) for name, values in (axes or {}).items()}
     base_dict = base.to_dict()
     for name in axes:
         _check_axis_name(name, base_dict, overrides)
@@ -158,6 +158,8 @@ def plan_sweep(
         scenarios.append(scenario_mod.from_dict(data, where) if point else base)
     plan = SweepPlan(base.name, base, axes, points, scenarios, policies, seeds, overrides)
     dicts = [sc.to_dict() for sc in scenarios]
+    if len({json.dumps(atomic.json_ready(d), sort_keys=True) for d in dicts}) != len(dicts):
+        raise UserError("--grid", None, "two grid points give the same scenario (a value is repeated)")
     plan.runs = [
         RunSpec(run_id(dicts[i], policy, seed, plan.version), i, policy, seed)
         for policy in policies

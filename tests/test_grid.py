@@ -92,3 +92,11 @@ def test_the_command_line_refuses_a_bad_grid_in_one_line_and_writes_nothing(tmp_
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not out.exists()
+
+
+def test_any_iterable_is_an_axis_and_numpy_numbers_become_python_numbers():
+    np = pytest.importorskip("numpy")
+    points = expand_grid({"trigger": range(20000, 22001, 1000), "q": np.array([0.5, 0.9])})
+    assert len(points) == 6
+    assert points[0] == {"trigger": 20000, "q": 0.5} and type(points[0]["q"]) is float
+    assert expand_grid({"budget_kind": "soft", "turns": 40}) == [{"budget_kind": "soft", "turns": 40}]

@@ -206,3 +206,10 @@ def test_sweep_json_is_the_resolved_description_the_plots_read(tmp_path):
     assert meta["columns"][5:7] == ["trigger", "decision.rationale_per_span"]
     sweep = read_sweep(out)
     assert sweep.grid == grid and sweep.policies == ["naive"] and len(sweep.runs) == 8
+
+
+def test_the_api_takes_ranges_and_refuses_repeated_points(tmp_path):
+    rows = run_sweep("oscillation-40", {"trigger": range(20000, 22001, 2000)}, ["noop"], range(2), tmp_path / "s")
+    assert [r["trigger"] for r in rows] == [20000, 20000, 22000, 22000]
+    with pytest.raises(UserError, match="two grid points give the same scenario"):
+        plan_sweep("oscillation-40", {"trigger": [20000, 20000.0]}, ["noop"], range(2))
