@@ -33,7 +33,7 @@ from . import style
 from .io import Sweep, as_float, parse_cell
 from .sweep import _key, metric_label, param_label
 
-SHARE_METRICS = ("oscillating", "net_negative_passes", "zero_yield_passes", "cut_passes", "forced_truncations",
+SHARE_METRICS = ("oscillating", "net_negative_passes", "zero_yield_passes", "cut_passes", "in_band_passes", "forced_truncations",
                  "re_retrievals", "lost_constraints", "overflow_turns")
 STATS = ("median", "share")
 

@@ -16,11 +16,21 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_MODE = 0o666 & ~_umask()  # what open() would have given: mkstemp alone makes files 0600
+
+
 def write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _MODE)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -241,10 +241,11 @@ class Engine:
                 if p.tombstone_tokens:
                     self.tombstone(span)
         net = evicted - index_kept - rationale
-        self.metrics.prune_pass(pass_turn, index_kept, rationale, evicted, spans, cut)
+        in_band = w.budget - before < p.overhead
+        self.metrics.prune_pass(pass_turn, index_kept, rationale, evicted, spans, cut, in_band)
         self.recorder.prune_pass((
             self.pass_count, pass_turn, self.env.now, before, peak, w.utilization, w.budget - before,
-            p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut), stale,
+            p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut), stale, int(in_band),
         ))
 
     def make_room(self, tokens: int, exclude: frozenset[int] = frozenset()) -> None:

@@ -12,15 +12,21 @@ stored trace. Terms used in the definitions:
   *rationale* what it wrote, *evicted* the tokens of the spans it removed;
   ``net = evicted - index - rationale``.
 * *first trigger*: the first turn whose arrivals bring utilization to the
-  scenario's ``trigger`` or above, before the policy is consulted. The *post-trigger turns* run from it to the last turn.
+  scenario's ``trigger`` or above, before the policy is consulted. The
+  *post-trigger turns* run from it to the last turn.
 * *band*: the utilization range [band_floor, trigger] that a run stays in after
   the first trigger; its *width* is ``trigger - band_floor``.
-* *oscillation*: the run is held in the band by passes that do not pay for
-  themselves. Precisely: at least ``OSC_MIN_PASSES`` passes after the first
-  trigger, the band narrower than ``OSC_BAND_PASSES`` times the mean pass
+* *decided in band*: a pass whose headroom at decision time (budget minus
+  utilization) is below its own overhead (the index plus the rationale it
+  means to write). Under a hard budget such a pass cannot finish: its
+  rationale is cut at the ceiling and the selections it did not get to write
+  are not evicted, so it is net-negative by construction.
+* *oscillation*: the run is pinned just under the trigger by passes that are
+  decided in band. Precisely: at least ``OSC_MIN_PASSES`` passes after the
+  first trigger, a band narrower than ``OSC_BAND_PASSES`` times the mean pass
   overhead (utilization never gets far below the trigger), and at least one
-  net-negative pass. A run that frees real room on every pass, or that stops
-  needing passes, does not oscillate.
+  pass decided in band. A run whose passes all have the slack to decide, or
+  that stops needing passes, does not oscillate.
 """
 
 from __future__ import annotations
@@ -45,7 +51,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("final_utilization", "tokens", "Utilization after the last turn."),
     Metric("peak_utilization", "tokens", "Maximum utilization at any recorded point of the run."),
     Metric("min_headroom", "tokens", "budget - peak_utilization (negative when a soft budget was exceeded)."),
-    Metric("first_trigger_turn", "turn", "First turn whose arrivals bring utilization to the trigger or above (before the policy acts); -1 if none."),
+    Metric(
+        "first_trigger_turn",
+        "turn",
+        "First turn whose arrivals bring utilization to the trigger or above (before the policy acts); -1 if none.",
+    ),
     Metric("band_floor", "tokens", "Minimum utilization at any recorded point after the first trigger; -1 if none."),
     Metric("band_width", "tokens", "trigger - band_floor; -1 if no trigger."),
     Metric("oscillating", "bool", "The run oscillates as defined in the module docstring of sim/metrics.py."),
@@ -66,7 +76,12 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("net_negative_passes", "passes", "Passes whose net is below zero."),
     Metric("zero_yield_passes", "passes", "Passes that evicted nothing."),
-    Metric("cut_passes", "passes", "Passes whose rationale was cut by a hard budget (decided in band)."),
+    Metric("cut_passes", "passes", "Passes whose rationale was cut short by a hard budget."),
+    Metric(
+        "in_band_passes",
+        "passes",
+        "Passes decided in band: headroom at decision time below the pass's own overhead (index + rationale wanted).",
+    ),
     Metric("evicted_spans", "spans", "Spans evicted by model-driven passes."),
     Metric("gate_runs", "decisions", "Gate evaluations that allowed a model-driven pass."),
     Metric("refusals_over_budget", "decisions", "Gate refusals because utilization was above the budget."),
@@ -82,14 +97,22 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("fallback_evictions", "actions", "Non-model evictions (recency drop, truncation, template summary)."),
     Metric("fallback_tokens", "tokens", "Tokens freed by non-model evictions, net of any summary written."),
-    Metric("forced_truncations", "appends", "Appends cut short because they would have crossed a hard budget or the window."),
+    Metric(
+        "forced_truncations",
+        "appends",
+        "Appends cut short, or spans dropped by the runtime, because the hard budget or the window was reached.",
+    ),
     Metric("truncated_tokens", "tokens", "Tokens lost to forced truncations."),
     Metric("overflow_turns", "turns", "Turns ending above a soft budget."),
     Metric("re_retrievals", "runs", "Tool runs repeated because pruned content was needed and nothing recorded it."),
     Metric("lost_constraints", "spans", "Constraint spans evicted, cut or truncated."),
     Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls and prune passes)."),
     Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of prune-pass calls."),
-    Metric("decision_share", "fraction", "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes)."),
+    Metric(
+        "decision_share",
+        "fraction",
+        "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes).",
+    ),
     # Replays of imported transcripts only (sim/transcripts/replay.py); absent from synthetic runs.
     Metric("repeats", "calls", "Tool calls whose content key was already called earlier in the transcript."),
     Metric(
@@ -119,12 +142,12 @@ def overhead_ratio(sum_overhead: float, sum_net: float, passes: int) -> float:
     return sum_overhead / sum_net
 
 
-def is_oscillating(passes_after_trigger: int, band_width: float, mean_overhead: float, net_negative: int) -> bool:
+def is_oscillating(passes_after_trigger: int, band_width: float, mean_overhead: float, in_band_passes: int) -> bool:
     """The oscillation test of the module docstring, on a run's figures."""
     return (
         passes_after_trigger >= OSC_MIN_PASSES
         and 0 <= band_width < OSC_BAND_PASSES * mean_overhead
-        and net_negative > 0
+        and in_band_passes > 0
     )
 
 
@@ -141,7 +164,7 @@ class MetricsObserver:
         self.band_floor = -1
         self.pass_turns: list[int] = []
         self.sum_index = self.sum_rationale = self.sum_evicted = 0
-        self.net_negative = self.zero_yield = self.cut_passes = self.evicted_spans = 0
+        self.net_negative = self.zero_yield = self.cut_passes = self.in_band = self.evicted_spans = 0
         self.fallbacks = self.fallback_tokens = 0
         self.forced_truncations = self.truncated_tokens = 0
         self.overflow_turns = 0
@@ -173,7 +196,9 @@ class MetricsObserver:
             self.overflow_turns += 1
         self.final_utilization = value
 
-    def prune_pass(self, turn: int, index: int, rationale: int, evicted: int, spans: int, cut: bool) -> None:
+    def prune_pass(
+        self, turn: int, index: int, rationale: int, evicted: int, spans: int, cut: bool, in_band: bool
+    ) -> None:
         self.pass_turns.append(turn)
         self.sum_index += index
         self.sum_rationale += rationale
@@ -183,6 +208,7 @@ class MetricsObserver:
         self.net_negative += net < 0
         self.zero_yield += spans == 0
         self.cut_passes += cut
+        self.in_band += in_band
 
     def boundary(self, reason: str) -> None:
         self.boundary_counts[reason] = self.boundary_counts.get(reason, 0) + 1
@@ -225,7 +251,7 @@ class MetricsObserver:
             "first_trigger_turn": self.first_trigger_turn,
             "band_floor": self.band_floor,
             "band_width": band_width,
-            "oscillating": is_oscillating(after, band_width, overhead / n if n else 0.0, self.net_negative),
+            "oscillating": is_oscillating(after, band_width, overhead / n if n else 0.0, self.in_band),
             "passes": n,
             "passes_first_half": first,
             "passes_second_half": second,
@@ -240,6 +266,7 @@ class MetricsObserver:
             "net_negative_passes": self.net_negative,
             "zero_yield_passes": self.zero_yield,
             "cut_passes": self.cut_passes,
+            "in_band_passes": self.in_band,
             "evicted_spans": self.evicted_spans,
             "gate_runs": self.boundary_counts["run"],
             "refusals_over_budget": self.boundary_counts["over_budget"],

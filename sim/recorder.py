@@ -43,6 +43,7 @@ LEDGER_COLUMNS = (
     "net",
     "cut",
     "truly_stale",
+    "in_band",
 )
 
 EVENT_COLUMNS = ("seq", "time_s", "turn", "event", "detail")
@@ -72,7 +73,7 @@ class Recorder:
         self._seq += 1
         t = self.trace
         t["seq"].append(self._seq)
-        for name, value in zip(TRACE_COLUMNS[1:], values):
+        for name, value in zip(TRACE_COLUMNS[1:], values, strict=True):
             t[name].append(value)
 
     def prune_pass(self, row: tuple) -> None:

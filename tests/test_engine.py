@@ -41,7 +41,7 @@ def test_ledger_net_is_evicted_minus_index_minus_rationale(oscillation):
     assert result.ledger
     for row in result.ledger:
         d = dict(zip(("pass", "turn", "time_s", "before", "peak", "after", "headroom", "candidates", "selected",
-                      "spans", "index", "rationale", "evicted", "net", "cut", "stale"), row))
+                      "spans", "index", "rationale", "evicted", "net", "cut", "stale", "in_band"), row, strict=True))
         assert d["net"] == d["evicted"] - d["index"] - d["rationale"]
         assert d["after"] == d["peak"] - d["evicted"]
 
@@ -74,7 +74,7 @@ def test_every_policy_meets_the_same_workload(oscillation):
         first_cut = min(cut_turns, default=oscillation.turns + 1)
         t = result.trace()
         checked = 0
-        for turn, event, kind, delta in zip(t["turn"], t["event"], t["kind"], t["delta"]):
+        for turn, event, kind, delta in zip(t["turn"], t["event"], t["kind"], t["delta"], strict=True):
             if event == "append" and kind in ("reasoning", "tool_call", "tool_output") and turn < first_cut:
                 assert delta == planned[(turn, kind)], (policy, turn, kind)
                 checked += 1

@@ -5,13 +5,8 @@ from sim.errors import UserError
 
 
 def test_shipped_oscillation_holds_the_seed_setting(oscillation):
-    assert (oscillation.window, oscillation.budget, oscillation.budget_kind, oscillation.trigger, oscillation.turns) == (
-        32000,
-        24000,
-        "hard",
-        22000,
-        40,
-    )
+    o = oscillation
+    assert (o.window, o.budget, o.budget_kind, o.trigger, o.turns) == (32000, 24000, "hard", 22000, 40)
 
 
 def test_every_parameter_of_the_shipped_scenario_is_commented():

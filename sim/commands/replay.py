@@ -83,13 +83,14 @@ def _num(x: float) -> str:
 def format_report(report) -> str:
     lines = [
         f"replay {report.name}: scenario {report.scenario}, {len(report.seeds)} seeds",
-        f"{'variant':13s} {'figure':44s} {'published':>10s} {'median':>9s} {'p10..p90':>17s}  in range",
+        f"{'variant':13s} {'figure':44s} {'published':>10s} {'median':>9s} {'p10..p90':>17s}  accepted  in range",
     ]
     for r in report.figures:
         f = r.figure
-        spread = f"{_num(r.p10)}..{_num(r.p90)}"
+        spread = f"{_num(r.p10)}..{_num(r.p90)}" if f.reduce == "median" else "(share of seeds)"
+        accepted = f"{_num(f.low)}..{_num(f.high)}"
         lines.append(
             f"{f.variant:13s} {f.label:44s} {f.published:>10s} {_num(r.median):>9s} {spread:>17s}  "
-            f"{'yes' if r.ok else 'NO'}"
+            f"{accepted}  {'yes' if r.ok else 'NO'}"
         )
     return "\n".join(lines)

@@ -68,7 +68,7 @@ def format_summary(result) -> str:
         f"  utilization   peak {s['peak_utilization']}, final {s['final_utilization']}, "
         f"band floor {s['band_floor']} (first trigger at turn {s['first_trigger_turn']})",
         f"  passes        {s['passes']} (first half {s['passes_first_half']}, second half {s['passes_second_half']}), "
-        f"net-negative {s['net_negative_passes']}, zero-yield {s['zero_yield_passes']}, cut {s['cut_passes']}",
+        f"net-negative {s['net_negative_passes']}, zero-yield {s['zero_yield_passes']}, in band {s['in_band_passes']}",
         f"  per pass      index {s['mean_index_tokens']:.0f}, rationale {s['mean_rationale_tokens']:.0f}, "
         f"evicted {s['mean_evicted_tokens']:.0f}, net {s['mean_net_tokens']:.0f}",
         f"  overhead      ratio {ratio if isinstance(ratio, str) else f'{ratio:.2f}'} "
