@@ -22,12 +22,9 @@ from sim import scenario as sc
 from sim.cli import main
 from sim.engine import run_one
 from sim.errors import UserError
+from sim.recorder import LEDGER_COLUMNS as LEDGER
 from sim.results import write_run
 from sim.spans import Span
-
-LEDGER = ("pass", "turn", "time_s", "before", "peak", "after", "headroom", "candidates", "selected", "spans",
-          "index", "rationale", "evicted", "net", "cut", "stale")
-
 
 # -- the boundary: a table of cases -------------------------------------------------
 # (utilization, budget, sizes, index, rationale, factor) -> (reason, headroom, overhead, reclaimable, margin)
@@ -229,7 +226,7 @@ def test_every_gated_pass_is_net_positive_and_the_budget_holds_over_100_seeds(os
         assert result.summary["net_negative_passes"] == 0 and result.summary["cut_passes"] == 0, seed
         for row in result.ledger:
             d = dict(zip(LEDGER, row, strict=True))
-            assert d["net"] > 0, (seed, d)
+            assert d["net"] > 0 and d["in_band"] == 0, (seed, d)
             rows += 1
     assert rows > 100
 
