@@ -8,6 +8,7 @@ from .base import Policy
 from .naive import NaivePolicy
 from .noop import NoopPolicy
 from .recency import RecencyPolicy
+from .slack_gated import SlackGatedPolicy
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls
@@ -15,6 +16,7 @@ REGISTRY: dict[str, type[Policy]] = {
         NoopPolicy,
         RecencyPolicy,
         NaivePolicy,
+        SlackGatedPolicy,
     )
 }
 

@@ -154,6 +154,31 @@ class RecencyParams:
 
 
 @dataclass
+class Gate:
+    """The ``slack-gated`` policy (see ``policies/slack_gated.py`` and ``docs/policies.md``).
+
+    At ``trigger`` (-1: the scenario's own trigger) it draws a model-driven plan
+    and asks the decision boundary whether to run it; on a refusal it takes the
+    non-model ``fallback`` instead, freeing down to ``trigger - low_water_gap``.
+    """
+
+    trigger: int = -1
+    margin_factor: float = 1.5
+    fallback: Literal["recency", "truncate", "template"] = "recency"
+    low_water_gap: int = 1000
+    truncate_keep: int = 200
+    template_tokens: int = 300
+
+    def check(self, key: str, where: str, budget: int) -> None:
+        if self.trigger != -1:
+            _non_negative(self.trigger, f"{key}.trigger", where)
+            if self.trigger > budget:
+                raise UserError(where, f"{key}.trigger", f"{self.trigger} is above the budget {budget}")
+        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
+            _non_negative(getattr(self, name), f"{key}.{name}", where)
+
+
+@dataclass
 class Scenario:
     """One experiment: the window, the workload and the parameters of every policy."""
 
@@ -170,6 +195,7 @@ class Scenario:
     latency: Latency = field(default_factory=Latency)
     decision: Decision = field(default_factory=Decision)
     recency: RecencyParams = field(default_factory=RecencyParams)
+    gate: Gate = field(default_factory=Gate)
 
     @property
     def hard(self) -> bool:
@@ -193,6 +219,7 @@ class Scenario:
         self.latency.check("latency", where)
         self.decision.check("decision", where)
         self.recency.check("recency", where)
+        self.gate.check("gate", where, self.budget)
         for i, ev in enumerate(self.workload.events):
             if ev.turn > self.turns:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")
