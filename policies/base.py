@@ -121,3 +121,7 @@ class Policy:
 
     def decide(self, view: WindowView) -> list[Action]:
         raise NotImplementedError
+
+    def acting_trigger(self) -> int:
+        """The utilization at which this policy starts to act; the metrics' band is measured against it."""
+        return self.scenario.trigger

@@ -85,6 +85,9 @@ class SlackGatedPolicy(Policy):
         self.trigger = scenario.trigger if gate.trigger < 0 else gate.trigger
         self.low_water = self.trigger - gate.low_water_gap
 
+    def acting_trigger(self) -> int:
+        return self.trigger
+
     def decide(self, view: WindowView) -> list[Action]:
         if view.utilization < self.trigger:
             return []

@@ -327,7 +327,7 @@ def run_one(
     elif callable(workload) and not hasattr(workload, "initial"):
         workload = workload(rngs["workload"])
     recorder = Recorder(mode=trace)
-    metrics = MetricsObserver(scenario.turns, scenario.trigger, scenario.budget, scenario.hard)
+    metrics = MetricsObserver(scenario.turns, policy_obj.acting_trigger(), scenario.budget, scenario.hard)
     engine = Engine(scenario, policy_obj, workload, recorder, metrics)
     engine.run()
     return RunResult(scenario, name, seed, metrics.summary(), recorder)

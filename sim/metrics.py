@@ -11,8 +11,10 @@ stored trace. Terms used in the definitions:
 * *pass*: one model-driven prune pass. *index* is what the model read,
   *rationale* what it wrote, *evicted* the tokens of the spans it removed;
   ``net = evicted - index - rationale``.
+* *trigger*: the utilization at which the policy starts to act: the
+  scenario's ``trigger``, or a policy's own (``[gate] trigger`` for slack-gated).
 * *first trigger*: the first turn whose arrivals bring utilization to the
-  scenario's ``trigger`` or above, before the policy is consulted. The
+  trigger or above, before the policy is consulted. The
   *post-trigger turns* run from it to the last turn.
 * *band*: the utilization range [band_floor, trigger] that a run stays in after
   the first trigger; its *width* is ``trigger - band_floor``.
