@@ -40,6 +40,10 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
     }
 
 
+class PolicyContractError(RuntimeError):
+    """A policy broke the contract (for example, it named a span that is not in the window)."""
+
+
 @dataclass
 class RunResult:
     """A finished run: its identity, its summary and (if recorded) its trace."""
@@ -142,6 +146,7 @@ class Engine:
             if not self.deciding:  # one model-driven pass at a time
                 for action in self.policy.decide(self.view()):
                     if isinstance(action, ModelPass) and self.concurrent:
+                        self.check_contract(action)
                         self.deciding = True
                         self.env.process(self.concurrent_pass(action))
                     else:
@@ -172,6 +177,7 @@ class Engine:
 
     # -- actions ---------------------------------------------------------------
     def apply(self, action):
+        self.check_contract(action)
         if isinstance(action, ModelPass):
             yield from self.model_pass(action)
         elif isinstance(action, Evict):
@@ -185,6 +191,22 @@ class Engine:
             self._event("boundary", reason=action.reason, **action.numbers)
         else:
             raise TypeError(f"policy {self.policy.name!r} returned {action!r}, which is not an action")
+
+    def check_contract(self, action) -> None:
+        """A policy may only name spans that are in the window; anything else is a bug in the policy."""
+        if isinstance(action, ModelPass):
+            named = action.selected
+        elif isinstance(action, (Evict, Summarize)):
+            named = action.span_ids
+        elif isinstance(action, Truncate):
+            named = (action.span_id,)
+        else:
+            return
+        missing = [i for i in named if i not in self.window]
+        if missing:
+            raise PolicyContractError(
+                f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})"
+            )
 
     def model_pass(self, p: ModelPass):
         """Read the index, write the rationale (cut at a hard ceiling), evict what was written.
