@@ -30,7 +30,7 @@ CASES = [
     ("binary file", "run {bad}/binary.toml --out {out}", "not a text file"),
     ("event after the last turn", "run {bad}/event_after_end.toml --out {out}", "workload.events[0].turn"),
     ("unknown fallback", "run {bad}/bad_fallback.toml --out {out}", "gate.fallback: must be one of"),
-    ("fraction above one", "run {bad}/quality_above_one.toml --out {out}", "selection_quality: must be between 0 and 1"),
+    ("fraction above one", "run {bad}/quality_above_one.toml --out {out}", "selection_quality: must be between"),
     ("directory as scenario", "run {bad} --out {out}", "is a directory"),
     ("missing scenario file", "run {bad}/nope.toml --out {out}", "no such scenario file"),
     ("dangling symlink", "run {tmp}/dangling.toml --out {out}", "no such scenario file"),
@@ -51,7 +51,7 @@ CASES = [
     ("unknown command", "frobnicate", "invalid choice"),
     ("compare unknown policy", "compare oscillation-40 --policies naive,magic", "unknown policy 'magic'"),
     # workload files
-    ("truncated workload", "run --workload {bad}/truncated.workload.jsonl --policy naive --out {out}", "malformed JSON"),
+    ("truncated workload", "run --workload {bad}/truncated.workload.jsonl --policy naive --out {out}", "malformed"),
     ("negative tokens", "run --workload {bad}/negative.workload.jsonl --policy naive --out {out}", "tokens"),
     ("NaN tokens", "run --workload {bad}/nan.workload.jsonl --policy naive --out {out}", "tokens"),
     ("string tokens", "run --workload {bad}/wrong_type.workload.jsonl --policy naive --out {out}", "tokens"),
@@ -87,7 +87,10 @@ def test_bad_input(name, argv, words, paths, capsys):
     assert not Path(paths["out"]).exists()
 
 
-@pytest.mark.parametrize("argv", ["run {bad}/truncated.toml --out {out}", "import {bad}/truncated.traj.json --out {out}"])
+REAL = ["run {bad}/truncated.toml --out {out}", "import {bad}/truncated.traj.json --out {out}"]
+
+
+@pytest.mark.parametrize("argv", REAL)
 def test_a_real_process_prints_one_line(argv, paths):
     proc = subprocess.run([sys.executable, "-m", "sim", *argv.format(**paths).split()], capture_output=True,
                           text=True, timeout=60)
