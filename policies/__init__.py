@@ -8,6 +8,7 @@ from .base import Policy
 from .naive import NaivePolicy
 from .noop import NoopPolicy
 from .recency import RecencyPolicy
+from .tombstoned import GatedTombstonedPolicy, TombstonedPolicy
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls
@@ -15,8 +16,14 @@ REGISTRY: dict[str, type[Policy]] = {
         NoopPolicy,
         RecencyPolicy,
         NaivePolicy,
+        TombstonedPolicy,
     )
 }
+# Composed policies are registered once their planner is: the composition looks the
+# planner up by name when it is built, so it works with whatever class holds that name.
+for _composed in (GatedTombstonedPolicy,):
+    if _composed.planner in REGISTRY:
+        REGISTRY[_composed.name] = _composed
 
 
 def get_policy(name: str, where: str = "--policy") -> type[Policy]:
