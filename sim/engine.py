@@ -53,6 +53,9 @@ class RunResult:
     recorder: Recorder
     version: str = __version__
     params: dict = field(default_factory=dict)
+    # The external edit log of a policy that keeps one (records in order), and its tombstones.
+    edit_log: tuple = ()
+    tombstones: dict = field(default_factory=dict)
 
     @property
     def ledger(self) -> list[tuple]:
@@ -323,6 +326,12 @@ class Engine:
         """The plan and its rationale, written to the log before anything is evicted."""
         self._pass_id = self.pass_count
         self._pass_tombstones = p.tombstone_tokens
+        if self.needs is not None or self.keeps_log:  # runs that tell a provenance story name what each plan names
+            note = self.window.spans()[-1] if p.placement == "window" and rationale else None
+            self._event("prune_plan", pass_id=self.pass_count, selected=[i for i in chosen if i in self.window],
+                        keys=[self.window.get(i).key for i in chosen if i in self.window],
+                        rationale_span=note.id if note is not None and note.kind == "prune_rationale" else -1,
+                        rationale=rationale, own_rationale=bool(getattr(p, "prune_own_rationale", False)))
         if not self.keeps_log:
             return
         w = self.window
@@ -356,7 +365,7 @@ class Engine:
             stale_at = self.turn + arrival.stale_after
             self.content[arrival.key] = (call, arrival.tokens, stale_at, arrival.tags)
             if self.needs is not None:
-                self.needs.observe(arrival.key, self.turn, stale_at)
+                self.needs.observe(arrival.key, self.turn, stale_at, arrival.tags)
 
     def holds(self, key: str) -> bool:
         return any(s.key == key and s.kind == "tool_output" for s in self.window.spans())
@@ -489,7 +498,8 @@ def run_one(
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
     engine = Engine(scenario, policy_obj, workload, recorder, metrics, needs)
     engine.run()
-    return RunResult(scenario, name, seed, metrics.summary(), recorder)
+    return RunResult(scenario, name, seed, metrics.summary(), recorder, edit_log=engine.edit_log.records,
+                     tombstones=dict(engine.tombstones))
 
 
 def span_hash(span: Span) -> str:

@@ -4,9 +4,11 @@ Every turn, each content key the agent has seen (a tool output's key, first
 seen on an earlier turn within ``need.horizon`` turns) may come to mind:
 
 * a key whose content is still relevant comes to mind with probability
-  ``need.relevant``, and is then truly needed;
+  ``need.relevant`` (``need.focus`` for a key whose output is tagged
+  ``need.focus_tag``: the object of the investigation), and is then truly
+  needed;
 * a key whose content is stale is truly needed with probability ``need.stale``
-  (rarely); otherwise, when it comes to mind (probability ``need.relevant``),
+  (rarely); otherwise, when it comes to mind (as above),
   the agent takes it for relevant with probability ``need.misjudge``: a
   *spurious* need, which a record of the earlier judgement would dispel.
 
@@ -40,13 +42,16 @@ class NeedModel:
         self.rng = rng
         self.first_seen: dict[str, int] = {}  # key -> turn first seen, in order of first sight
         self.stale_at: dict[str, int] = {}
+        self.focus: set[str] = set()
 
-    def observe(self, key: str, turn: int, stale_at: int) -> None:
+    def observe(self, key: str, turn: int, stale_at: int, tags=frozenset()) -> None:
         """A tool output of ``key`` arrived from the workload at ``turn``."""
         if not key:
             return
         self.first_seen.setdefault(key, turn)
         self.stale_at[key] = stale_at
+        if self.params.focus_tag in tags:
+            self.focus.add(key)
 
     def draw(self, turn: int) -> list[Need]:
         """The needs of ``turn``, in order of first sight of their keys."""
@@ -60,11 +65,12 @@ class NeedModel:
         out = []
         for key, (u_mind, u_judge) in zip(keys, u, strict=True):
             stale = turn >= self.stale_at[key]
+            mind = p.focus if key in self.focus else p.relevant
             if not stale:
-                if u_mind < p.relevant:
+                if u_mind < mind:
                     out.append(Need(key, True, False))
             elif u_mind < p.stale:
                 out.append(Need(key, True, True))
-            elif u_mind < p.relevant and u_judge < p.misjudge:
+            elif u_mind < mind and u_judge < p.misjudge:
                 out.append(Need(key, False, True))
         return out

@@ -166,18 +166,21 @@ class NeedParams:
     stale: float = 0.0  # per turn, chance that a key whose content is stale is truly needed
     misjudge: float = 0.0  # chance that stale content that comes to mind is taken for relevant
     horizon: int = 1000  # keys first seen more than this many turns ago never come to mind
+    focus: float = 0.0  # per turn, chance that a key whose output is tagged `focus_tag` comes to mind
+    focus_tag: str = "focus"  # the tag marking the object of the investigation (e.g. the pod being debugged)
 
     @property
     def enabled(self) -> bool:
-        return self.relevant > 0 or self.stale > 0
+        return self.relevant > 0 or self.stale > 0 or self.focus > 0
 
     def check(self, key: str, where: str) -> None:
         _fraction(self.relevant, f"{key}.relevant", where)
         _fraction(self.stale, f"{key}.stale", where)
         _fraction(self.misjudge, f"{key}.misjudge", where)
         _positive(self.horizon, f"{key}.horizon", where)
-        if self.stale > self.relevant:
-            raise UserError(where, f"{key}.stale", f"{self.stale} is above relevant {self.relevant}")
+        _fraction(self.focus, f"{key}.focus", where)
+        if self.stale > max(self.relevant, self.focus):
+            raise UserError(where, f"{key}.stale", f"{self.stale} is above both relevant and focus")
 
 
 @dataclass
