@@ -388,8 +388,8 @@ class Engine:
             return
         for need in self.needs.draw(self.turn):
             key = need.key
-            if self.holds(key) or key not in self.content:
-                continue
+            if key not in self.removed_turn or self.holds(key):
+                continue  # in the window, or never seen whole (cut on arrival): nothing to fetch again
             record = self.record_of(key)
             since = self.turn - self.removed_turn.get(key, self.turn)
             if record and not need.truly:
