@@ -100,7 +100,7 @@ METRICS: tuple[Metric, ...] = (
         "stale: explicit overrides, made only when the content is truly needed.",
     ),
     Metric("dismissed_needs", "needs", "Needs for pruned content that a record in the window showed to be stale."),
-    Metric("readmit_cycles", "cycles", "Prune/re-admit cycles: pruned content brought back (re-retrievals and overrides)."),
+    Metric("readmit_cycles", "cycles", "Prune/re-admit cycles: pruned content run again (re-retrievals + overrides)."),
     Metric("readmit_keys", "keys", "Content keys brought back at least once."),
     Metric("readmit_max_per_key", "cycles", "Most prune/re-admit cycles of any one content key."),
     Metric("lost_constraints", "spans", "Constraint spans evicted, cut or truncated."),
