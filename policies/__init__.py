@@ -9,6 +9,7 @@ from .naive import NaivePolicy
 from .noop import NoopPolicy
 from .recency import RecencyPolicy
 from .slack_gated import SlackGatedPolicy
+from .tombstoned import GatedTombstonedPolicy, TombstonedPolicy
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls
@@ -17,6 +18,8 @@ REGISTRY: dict[str, type[Policy]] = {
         RecencyPolicy,
         NaivePolicy,
         SlackGatedPolicy,
+        TombstonedPolicy,
+        GatedTombstonedPolicy,
     )
 }
 

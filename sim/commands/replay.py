@@ -28,7 +28,8 @@ def register(sub) -> None:
     p.add_argument("--plot", type=Path, metavar="DIR",
                    help="also run every variant once with a full trace, write the runs under DIR/runs/ "
                         "and draw the story figure into DIR")
-    p.add_argument("--plot-seed", type=non_negative_int, default=0, help="the seed of the plotted runs (default 0)")
+    p.add_argument("--plot-seed", type=non_negative_int, default=None,
+                   help="the seed of the plotted runs (default: the scenario's seed)")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="format of the --plot figure")
     p.set_defaults(func=main)
 
@@ -45,9 +46,10 @@ def main(args) -> int:
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
     else:
-        print(format_report(report))
+        print(getattr(replay, "format_report", format_report)(report))
     if args.plot is not None:
-        run_dirs = write_variant_runs(replay, args.plot / "runs", args.plot_seed)
+        seed = load(replay.scenario).seed if args.plot_seed is None else args.plot_seed
+        run_dirs = write_variant_runs(replay, args.plot / "runs", seed)
         from plots import stories
 
         figures = getattr(stories, FIGURES[args.name])(run_dirs, args.plot, fmt=args.format)
@@ -65,7 +67,7 @@ def write_variant_runs(replay, out: Path, seed: int) -> dict[str, Path]:
     base = load(replay.scenario)
     run_dirs = {}
     for v in replay.variants:
-        if v.policy not in REGISTRY:
+        if v.policy not in REGISTRY or getattr(REGISTRY[v.policy], "planner", None) not in (None, *REGISTRY):
             continue  # a variant whose policy this build lacks is skipped, as in the replay itself
         sc = replace(base, v.overrides) if v.overrides else base
         path = out / slug(v.label)
