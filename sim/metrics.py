@@ -49,6 +49,11 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric("turns", "turns", "Turns simulated."),
+    Metric(
+        "acting_trigger",
+        "tokens",
+        "The utilization at which the policy starts to act: the scenario's trigger, or the policy's own.",
+    ),
     Metric("sim_time_s", "s", "Simulated time at the end of the run (model calls, tool runs, prune passes)."),
     Metric("final_utilization", "tokens", "Utilization after the last turn."),
     Metric("peak_utilization", "tokens", "Maximum utilization at any recorded point of the run."),
@@ -303,6 +308,7 @@ class MetricsObserver:
         billed_all = self.input_billed + self.decision_output
         out: dict[str, object] = {
             "turns": self.turns,
+            "acting_trigger": self.trigger,
             "sim_time_s": round(self.sim_time, 6),
             "final_utilization": self.final_utilization,
             "peak_utilization": self.peak,

@@ -160,6 +160,26 @@ OSCILLATION = FigureReplay(
     ),
 )
 
+def median_seed(report: ReplayReport, metrics: tuple[str, ...] = ("passes", "band_floor", "overhead_ratio")) -> int:
+    """The seed whose run under the first variant lies nearest the medians over all seeds.
+
+    Distance is the sum over ``metrics`` of |value - median| / spread, spread
+    being the 10..90 percentile range (1 when it is zero); ties go to the
+    lowest seed. A figure drawn from this seed shows a typical run, not a
+    chosen one.
+    """
+    summaries = next(iter(report.runs.values()))
+    columns = {m: metric_values(summaries, m) for m in metrics}
+    distance = np.zeros(len(summaries))
+    for values in columns.values():
+        finite = np.where(np.isinf(values), np.nan, values)
+        med = np.nanmedian(finite)
+        lo, hi = np.nanpercentile(finite, [10, 90])
+        spread = (hi - lo) or 1.0
+        distance += np.nan_to_num(np.abs(finite - med) / spread, nan=1e9)
+    return report.seeds[int(np.argmin(distance))]
+
+
 REPLAYS: dict[str, Callable] = {"oscillation": OSCILLATION}
 
 

@@ -27,7 +27,8 @@ def run_record(result: RunResult) -> dict:
         "budget": result.scenario.budget,
         "budget_kind": result.scenario.budget_kind,
         "window": result.scenario.window,
-        "trigger": result.scenario.trigger,
+        "trigger": result.summary.get("acting_trigger", result.scenario.trigger),
+        "scenario_trigger": result.scenario.trigger,
         "metrics": result.summary,
     }
 
