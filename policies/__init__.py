@@ -8,6 +8,8 @@ from .base import Policy
 from .naive import NaivePolicy
 from .noop import NoopPolicy
 from .recency import RecencyPolicy
+from .slack_gated import SlackGatedPolicy
+from .tombstoned import GatedTombstonedPolicy, TombstonedPolicy
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls
@@ -15,6 +17,9 @@ REGISTRY: dict[str, type[Policy]] = {
         NoopPolicy,
         RecencyPolicy,
         NaivePolicy,
+        SlackGatedPolicy,
+        TombstonedPolicy,
+        GatedTombstonedPolicy,
     )
 }
 

@@ -61,6 +61,8 @@ class ModelPass:
     placement: str = "window"
     protect_artifacts: bool = False
     tombstone_tokens: int = 0  # size of the marker each evicted span leaves (0: none)
+    # A reentrant plan: its own rationale, written into the window, is evicted with its selections.
+    prune_own_rationale: bool = False
 
     @property
     def rationale_tokens(self) -> int:
@@ -121,3 +123,7 @@ class Policy:
 
     def decide(self, view: WindowView) -> list[Action]:
         raise NotImplementedError
+
+    def acting_trigger(self) -> int:
+        """The utilization at which this policy starts to act; the metrics' band is measured against it."""
+        return self.scenario.trigger

@@ -19,7 +19,9 @@ from policies import get_policy
 from policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView
 
 from . import __version__
+from .editlog import EditLog, SelfEditRefused, Tombstone, content_hash
 from .metrics import MetricsObserver
+from .needs import NeedModel
 from .recorder import Recorder
 from .scenario import Scenario
 from .spans import Span
@@ -40,6 +42,10 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
     }
 
 
+class PolicyContractError(RuntimeError):
+    """A policy broke the contract (for example, it named a span that is not in the window)."""
+
+
 @dataclass
 class RunResult:
     """A finished run: its identity, its summary and (if recorded) its trace."""
@@ -51,6 +57,9 @@ class RunResult:
     recorder: Recorder
     version: str = __version__
     params: dict = field(default_factory=dict)
+    # The external edit log of a policy that keeps one (records in order), and its tombstones.
+    edit_log: tuple = ()
+    tombstones: dict = field(default_factory=dict)
 
     @property
     def ledger(self) -> list[tuple]:
@@ -65,7 +74,8 @@ class RunResult:
 
 
 class Engine:
-    def __init__(self, scenario: Scenario, policy: Policy, workload, recorder: Recorder, metrics: MetricsObserver):
+    def __init__(self, scenario: Scenario, policy: Policy, workload, recorder: Recorder, metrics: MetricsObserver,
+                 needs: NeedModel | None = None):
         self.scenario = scenario
         self.policy = policy
         self.workload = workload
@@ -79,6 +89,7 @@ class Engine:
         self.concurrent = scenario.decision.concurrent
         lat = scenario.latency
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
+        self._init_provenance(needs)
 
     # -- observers -------------------------------------------------------------
     def _changed(self, event: str, span: Span, delta: int) -> None:
@@ -128,6 +139,7 @@ class Engine:
         if span.is_constraint:
             self.metrics.constraint_lost()
         self._changed(event, span, -span.tokens)
+        self._removed(span, event)
         return span
 
     # -- model calls -----------------------------------------------------------
@@ -146,6 +158,7 @@ class Engine:
             if not self.deciding:  # one model-driven pass at a time
                 for action in self.policy.decide(self.view()):
                     if isinstance(action, ModelPass) and self.concurrent:
+                        self.check_contract(action)
                         self.deciding = True
                         self.env.process(self.concurrent_pass(action))
                     else:
@@ -155,7 +168,8 @@ class Engine:
             self.recorder.turn_end(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
 
     def concurrent_pass(self, action: ModelPass):
-        yield from self.model_pass(action)
+        if self.authorized(action):
+            yield from self.model_pass(action)
         self.deciding = False
 
     def take_turn(self, plan: TurnPlan):
@@ -169,6 +183,8 @@ class Engine:
         self.place(plan.tool_output)
         for arrival in plan.extra:
             self.place(arrival)
+        self._saw(plan)
+        yield from self.meet_needs()
 
     def view(self) -> WindowView:
         w = self.window
@@ -176,6 +192,9 @@ class Engine:
 
     # -- actions ---------------------------------------------------------------
     def apply(self, action):
+        self.check_contract(action)
+        if not self.authorized(action):
+            return
         if isinstance(action, ModelPass):
             yield from self.model_pass(action)
         elif isinstance(action, Evict):
@@ -189,6 +208,22 @@ class Engine:
             self._event("boundary", reason=action.reason, **action.numbers)
         else:
             raise TypeError(f"policy {self.policy.name!r} returned {action!r}, which is not an action")
+
+    def check_contract(self, action) -> None:
+        """A policy may only name spans that are in the window; anything else is a bug in the policy."""
+        if isinstance(action, ModelPass):
+            named = action.selected
+        elif isinstance(action, (Evict, Summarize)):
+            named = action.span_ids
+        elif isinstance(action, Truncate):
+            named = (action.span_id,)
+        else:
+            return
+        missing = [i for i in named if i not in self.window]
+        if missing:
+            raise PolicyContractError(
+                f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})"
+            )
 
     def model_pass(self, p: ModelPass):
         """Read the index, write the rationale (cut at a hard ceiling), evict what was written.
@@ -235,6 +270,7 @@ class Engine:
             self.metrics.truncation(p.rationale_tokens - rationale)
             self._event("rationale_cut", wanted=p.rationale_tokens, written=rationale, selections=written)
         peak = w.utilization
+        self._pass_started(p, chosen, index_kept, rationale)
         evicted = spans = stale = 0
         for span_id in chosen:
             if span_id in w:
@@ -242,8 +278,12 @@ class Engine:
                 evicted += span.tokens
                 spans += 1
                 stale += span.is_stale(self.turn)
-                if p.tombstone_tokens:
-                    self.tombstone(span)
+        if getattr(p, "prune_own_rationale", False) and in_window and rationale and note.id in w:
+            # A reentrant plan: its own justification was one of its candidates.
+            evicted += self.remove(note.id, "evict").tokens
+            spans += 1
+            stale += 1
+        self._pass_tombstones = 0
         net = evicted - index_kept - rationale
         in_band = w.budget - before < p.overhead
         self.metrics.prune_pass(pass_turn, index_kept, rationale, evicted, spans, cut, in_band)
@@ -266,13 +306,159 @@ class Engine:
             self.metrics.truncation(span.tokens)
             self._event("forced_drop", kind=span.kind, tokens=span.tokens)
 
-    def tombstone(self, span: Span) -> None:
-        marker = Span(self.window.new_id(), "tombstone", self.scenario_tombstone_tokens(), self.turn,
-                      key=span.key, pinned=True)
-        self.append(marker)
+    def tombstone(self, span: Span, reason: str, record_seq: int = 0, tokens: int | None = None) -> Span:
+        """Leave a pinned marker for ``span``: its content hash, the turn and the reason."""
+        size = self.scenario.tombstone.tokens if tokens is None else tokens
+        info = Tombstone(span.id, span.key, span.kind, span.tokens, span_hash(span), self.turn, reason, record_seq)
+        marker = self.append(Span(self.window.new_id(), "tombstone", size, self.turn, key=span.key, pinned=True,
+                                  tags=frozenset({"provenance"})))
+        self.tombstones[marker.id] = info
+        return marker
 
-    def scenario_tombstone_tokens(self) -> int:
-        return getattr(getattr(self.scenario, "tombstone", None), "tokens", 0)
+    # -- provenance: the edit log, tombstones, needs and re-retrieval -------------
+    def _init_provenance(self, needs: NeedModel | None) -> None:
+        self.keeps_log = bool(getattr(self.policy, "keeps_edit_log", False))
+        self.edit_log = EditLog()
+        self.anchor = self.edit_log.anchor()  # kept apart from the records, updated on every append
+        self.tombstones: dict[int, Tombstone] = {}  # tombstone span id -> what it records
+        self.evicted: dict[int, Span] = {}  # every span removed from the window, by id
+        self.removed_turn: dict[str, int] = {}  # content key -> turn its content last left the window
+        self.content: dict[str, tuple] = {}  # content key -> (call tokens, output tokens, stale_at, tags)
+        self.needs = needs
+        self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
+        self._pass_id = 0
+
+    def log(self, kind: str, **fields):
+        record = self.edit_log.append(kind, turn=self.turn, time_s=round(self.env.now, 9), **fields)
+        self.anchor = self.edit_log.anchor()
+        return record
+
+    def authorized(self, action) -> bool:
+        """Ask the policy's guard, if it has one; a refusal is recorded, never swallowed."""
+        guard = getattr(self.policy, "authorize", None)
+        if guard is None:
+            return True
+        try:
+            guard(action, self.view())
+        except SelfEditRefused as err:
+            self.metrics.self_edit_refused()
+            if self.keeps_log:
+                self.log("refusal", reason=err.reason, span_ids=list(err.span_ids), action=type(action).__name__)
+            self._event("self_edit_refused", reason=err.reason, span_ids=list(err.span_ids),
+                        action=type(action).__name__)
+            return False
+        return True
+
+    def _pass_started(self, p: ModelPass, chosen, index_tokens: int, rationale: int) -> None:
+        """The plan and its rationale, written to the log before anything is evicted."""
+        self._pass_id = self.pass_count
+        self._pass_tombstones = p.tombstone_tokens
+        if self.needs is not None or self.keeps_log:  # runs that tell a provenance story name what each plan names
+            note = self.window.spans()[-1] if p.placement == "window" and rationale else None
+            self._event("prune_plan", pass_id=self.pass_count, selected=[i for i in chosen if i in self.window],
+                        keys=[self.window.get(i).key for i in chosen if i in self.window],
+                        rationale_span=note.id if note is not None and note.kind == "prune_rationale" else -1,
+                        rationale=rationale, own_rationale=bool(getattr(p, "prune_own_rationale", False)))
+        if not self.keeps_log:
+            return
+        w = self.window
+        named = [{"span_id": i, "key": w.get(i).key, "kind": w.get(i).kind, "tokens": w.get(i).tokens,
+                  "stale": w.get(i).is_stale(self.turn)} for i in chosen if i in w]
+        self.log("plan", pass_id=self.pass_count, placement=p.placement, index=index_tokens, rationale=rationale,
+                 candidates=p.candidates, selected=named)
+
+    def _removed(self, span: Span, event: str) -> None:
+        """Bookkeeping for every span that leaves the window; under provenance, its record and tombstone."""
+        self.evicted[span.id] = span
+        if span.kind == "tool_output" and span.key:
+            self.removed_turn[span.key] = self.turn
+        if span.kind in ("prune_index", "prune_rationale", "tombstone"):
+            return
+        if not (self.keeps_log or self._pass_tombstones):
+            return
+        reason = f"pass {self._pass_id}: judged stale" if event == "evict" else event
+        seq = 0
+        if self.keeps_log:
+            seq = self.log("evict", span_id=span.id, key=span.key, span_kind=span.kind, tokens=span.tokens,
+                           span_turn=span.turn, content_hash=span_hash(span), reason=reason).seq
+        self.tombstone(span, reason, seq, self._pass_tombstones or None)
+
+    def _saw(self, plan: TurnPlan) -> None:
+        """Remember what each tool output held, so that the tool can be run again."""
+        for arrival in (plan.tool_output, *plan.extra):
+            if arrival.kind != "tool_output" or not arrival.key:
+                continue
+            call = plan.tool_call.tokens if arrival is plan.tool_output else 0
+            stale_at = self.turn + arrival.stale_after
+            self.content[arrival.key] = (call, arrival.tokens, stale_at, arrival.tags)
+            if self.needs is not None:
+                self.needs.observe(arrival.key, self.turn, stale_at, arrival.tags)
+
+    def holds(self, key: str) -> bool:
+        return any(s.key == key and s.kind == "tool_output" for s in self.window.spans())
+
+    def record_of(self, key: str) -> str:
+        """What in the window records that ``key``'s content was pruned: "tombstone", "rationale" or ""."""
+        rationale = False
+        for s in self.window.spans():
+            if s.kind == "tombstone" and s.key == key:
+                return "tombstone"
+            if s.kind == "prune_rationale" and any(
+                i in self.evicted and self.evicted[i].key == key for i in s.names
+            ):
+                rationale = True
+        return "rationale" if rationale else ""
+
+    def meet_needs(self):
+        """The agent reaches for content it saw before; pruned content with no record is fetched again."""
+        if self.needs is None:
+            return
+        for need in self.needs.draw(self.turn):
+            key = need.key
+            if key not in self.removed_turn or self.holds(key):
+                continue  # in the window, or never seen whole (cut on arrival): nothing to fetch again
+            record = self.record_of(key)
+            since = self.turn - self.removed_turn.get(key, self.turn)
+            if record and not need.truly:
+                self.metrics.need_dismissed()
+                self._event("need_dismissed", key=key, record=record, turns_since_prune=since)
+                continue
+            call, tokens, stale_at, tags = self.content[key]
+            stale_after = max(0, stale_at - self.turn)
+            if call:
+                self.place(Arrival("tool_call", call, key, stale_after))
+            yield self.env.timeout(self.scenario.latency.tool_mean_s)
+            out = self.place(Arrival("tool_output", tokens, key, stale_after, tags=tags))
+            if record:  # the record said stale; the agent overrides it because it truly needs the content
+                self.metrics.override(out.tokens)
+                self._event("override_retrieval", key=key, tokens=out.tokens, turns_since_prune=since,
+                            record=record)
+                if self.keeps_log:
+                    self.log("override", key=key, tokens=out.tokens, turns_since_prune=since, record=record)
+            else:
+                self.metrics.re_retrieval(out.tokens, since)
+                self._event("re_retrieval", key=key, tokens=out.tokens, turns_since_prune=since)
+            self.metrics.readmit(key)
+
+    def unrecorded_evictions(self) -> int:
+        """Evicted content spans with neither a tombstone nor a surviving rationale naming them."""
+        w = self.window
+        recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
+        for s in w.spans():
+            if s.kind == "prune_rationale":
+                recorded.update(s.names)
+        return sum(
+            1
+            for sid, span in self.evicted.items()
+            if span.kind not in ("prune_index", "prune_rationale", "tombstone") and sid not in recorded
+        )
+
+    def finish_provenance(self) -> None:
+        w = self.window
+        self.metrics.unrecorded_evictions = self.unrecorded_evictions()
+        self.metrics.tombstone_tokens = sum(s.tokens for s in w.spans() if s.kind == "tombstone")
+        self.metrics.edit_log_records = len(self.edit_log)
+        self.metrics.edit_log_verified = self.keeps_log and self.edit_log.verify(self.anchor).ok
 
     def evict(self, action: Evict) -> None:
         freed = 0
@@ -290,6 +476,8 @@ class Engine:
         if span.is_constraint:
             self.metrics.constraint_lost()
         self._changed(f"fallback_{action.reason}", span, -freed)
+        if action.span_id not in self.window:  # cut to nothing: it left the window
+            self._removed(span, f"fallback_{action.reason}")
         self.metrics.fallback(freed)
         self._event("fallback", reason=action.reason, spans=1, freed=freed)
 
@@ -307,6 +495,7 @@ class Engine:
     def run(self) -> None:
         self.env.process(self.agent())
         self.env.run()
+        self.finish_provenance()
         self.metrics.sim_time = self.env.now
         self.metrics.final_utilization = self.window.utilization
 
@@ -331,7 +520,15 @@ def run_one(
     elif callable(workload) and not hasattr(workload, "initial"):
         workload = workload(rngs["workload"])
     recorder = Recorder(mode=trace)
-    metrics = MetricsObserver(scenario.turns, scenario.trigger, scenario.budget, scenario.hard)
-    engine = Engine(scenario, policy_obj, workload, recorder, metrics)
+    metrics = MetricsObserver(scenario.turns, policy_obj.acting_trigger(), scenario.budget, scenario.hard)
+    # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
+    needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
+    engine = Engine(scenario, policy_obj, workload, recorder, metrics, needs)
     engine.run()
-    return RunResult(scenario, name, seed, metrics.summary(), recorder)
+    return RunResult(scenario, name, seed, metrics.summary(), recorder, edit_log=engine.edit_log.records,
+                     tombstones=dict(engine.tombstones))
+
+
+def span_hash(span: Span) -> str:
+    """The content hash a tombstone carries: what the span held (kind, key, size, turn), not where it sat."""
+    return content_hash(span.kind, span.key, span.tokens, span.turn)

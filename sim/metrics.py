@@ -11,8 +11,10 @@ stored trace. Terms used in the definitions:
 * *pass*: one model-driven prune pass. *index* is what the model read,
   *rationale* what it wrote, *evicted* the tokens of the spans it removed;
   ``net = evicted - index - rationale``.
+* *trigger*: the utilization at which the policy starts to act: the
+  scenario's ``trigger``, or a policy's own (``[gate] trigger`` for slack-gated).
 * *first trigger*: the first turn whose arrivals bring utilization to the
-  scenario's ``trigger`` or above, before the policy is consulted. The
+  trigger or above, before the policy is consulted. The
   *post-trigger turns* run from it to the last turn.
 * *band*: the utilization range [band_floor, trigger] that a run stays in after
   the first trigger; its *width* is ``trigger - band_floor``.
@@ -47,6 +49,11 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric("turns", "turns", "Turns simulated."),
+    Metric(
+        "acting_trigger",
+        "tokens",
+        "The utilization at which the policy starts to act: the scenario's trigger, or the policy's own.",
+    ),
     Metric("sim_time_s", "s", "Simulated time at the end of the run (model calls, tool runs, prune passes)."),
     Metric("final_utilization", "tokens", "Utilization after the last turn."),
     Metric("peak_utilization", "tokens", "Maximum utilization at any recorded point of the run."),
@@ -105,7 +112,40 @@ METRICS: tuple[Metric, ...] = (
     Metric("truncated_tokens", "tokens", "Tokens lost to forced truncations."),
     Metric("overflow_turns", "turns", "Turns ending above a soft budget."),
     Metric("re_retrievals", "runs", "Tool runs repeated because pruned content was needed and nothing recorded it."),
+    Metric("re_retrieved_tokens", "tokens", "Output tokens that re-entered the window through re_retrievals."),
+    Metric(
+        "re_retrieval_gap_mean",
+        "turns",
+        "Mean turns from the removal of a key's content to its re-retrieval (0 if none); each re-retrieval is an "
+        "events.csv re_retrieval row with {key, tokens, turns_since_prune}.",
+    ),
+    Metric(
+        "override_retrievals",
+        "runs",
+        "Tool runs repeated although a record in the window (tombstone or rationale) said the content was pruned as "
+        "stale: explicit overrides, made only when the content is truly needed.",
+    ),
+    Metric("dismissed_needs", "needs", "Needs for pruned content that a record in the window showed to be stale."),
+    Metric("readmit_cycles", "cycles", "Prune/re-admit cycles: pruned content run again (re-retrievals + overrides)."),
+    Metric("readmit_keys", "keys", "Content keys brought back at least once."),
+    Metric("readmit_max_per_key", "cycles", "Most prune/re-admit cycles of any one content key."),
     Metric("lost_constraints", "spans", "Constraint spans evicted, cut or truncated."),
+    Metric(
+        "unrecorded_evictions",
+        "spans",
+        "Spans removed from the window (prune artifacts and tombstones aside) with, at the end of the run, neither "
+        "a tombstone nor a surviving rationale naming them in the window.",
+    ),
+    Metric("tombstone_tokens", "tokens", "Tokens held by tombstones in the window at the end of the run."),
+    Metric("self_edit_refusals", "plans", "Plans a policy's guard refused (overlapping its own rationale, a "
+           "tombstone, a log record or a constraint); each is an events.csv self_edit_refused row."),
+    Metric("edit_log_records", "records", "Records in the external edit log (0 for policies that keep none)."),
+    Metric(
+        "edit_log_verified",
+        "bool",
+        "The policy keeps an edit log and its hash chain verifies against the anchor at the end of the run "
+        "(false for policies that keep none).",
+    ),
     Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls and prune passes)."),
     Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of prune-pass calls."),
     Metric(
@@ -172,6 +212,16 @@ class MetricsObserver:
         self.forced_truncations = self.truncated_tokens = 0
         self.overflow_turns = 0
         self.re_retrievals = 0
+        self.re_retrieved_tokens = 0
+        self.re_retrieval_gaps = 0
+        self.override_retrievals = 0
+        self.dismissed_needs = 0
+        self.readmits: dict[str, int] = {}
+        self.unrecorded_evictions = 0
+        self.tombstone_tokens = 0
+        self.self_edit_refusals = 0
+        self.edit_log_records = 0
+        self.edit_log_verified = False
         self.lost_constraints = 0
         self.boundary_counts = {"run": 0, "over_budget": 0, "decision_in_band": 0, "insufficient_net": 0}
         self.input_billed = 0
@@ -237,8 +287,22 @@ class MetricsObserver:
     def constraint_lost(self) -> None:
         self.lost_constraints += 1
 
-    def re_retrieval(self) -> None:
+    def re_retrieval(self, tokens: int = 0, turns_since_prune: int = 0) -> None:
         self.re_retrievals += 1
+        self.re_retrieved_tokens += tokens
+        self.re_retrieval_gaps += turns_since_prune
+
+    def override(self, tokens: int) -> None:
+        self.override_retrievals += 1
+
+    def need_dismissed(self) -> None:
+        self.dismissed_needs += 1
+
+    def readmit(self, key: str) -> None:
+        self.readmits[key] = self.readmits.get(key, 0) + 1
+
+    def self_edit_refused(self) -> None:
+        self.self_edit_refusals += 1
 
     # -- the record ----------------------------------------------------------
     def _half(self, turn: int) -> int | None:
@@ -269,6 +333,7 @@ class MetricsObserver:
         billed_all = self.input_billed + self.decision_output
         out: dict[str, object] = {
             "turns": self.turns,
+            "acting_trigger": self.trigger,
             "sim_time_s": round(self.sim_time, 6),
             "final_utilization": self.final_utilization,
             "peak_utilization": self.peak,
@@ -303,7 +368,19 @@ class MetricsObserver:
             "truncated_tokens": self.truncated_tokens,
             "overflow_turns": self.overflow_turns,
             "re_retrievals": self.re_retrievals,
+            "re_retrieved_tokens": self.re_retrieved_tokens,
+            "re_retrieval_gap_mean": _mean(self.re_retrieval_gaps, self.re_retrievals),
+            "override_retrievals": self.override_retrievals,
+            "dismissed_needs": self.dismissed_needs,
+            "readmit_cycles": sum(self.readmits.values()),
+            "readmit_keys": len(self.readmits),
+            "readmit_max_per_key": max(self.readmits.values(), default=0),
             "lost_constraints": self.lost_constraints,
+            "unrecorded_evictions": self.unrecorded_evictions,
+            "tombstone_tokens": self.tombstone_tokens,
+            "self_edit_refusals": self.self_edit_refusals,
+            "edit_log_records": self.edit_log_records,
+            "edit_log_verified": self.edit_log_verified,
             "input_tokens_billed": self.input_billed,
             "decision_tokens_billed": self.decision_billed,
             "decision_share": round(self.decision_billed / billed_all, 6) if billed_all else 0.0,

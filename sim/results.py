@@ -6,6 +6,7 @@ never run simulations.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from . import atomic
@@ -13,6 +14,7 @@ from .engine import RunResult
 from .recorder import EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
 
 FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv")
+EDIT_LOG_FILE = "editlog.jsonl"  # one JSON record per line, written for policies that keep an edit log
 
 
 def run_record(result: RunResult) -> dict:
@@ -25,7 +27,8 @@ def run_record(result: RunResult) -> dict:
         "budget": result.scenario.budget,
         "budget_kind": result.scenario.budget_kind,
         "window": result.scenario.window,
-        "trigger": result.scenario.trigger,
+        "trigger": result.summary.get("acting_trigger", result.scenario.trigger),
+        "scenario_trigger": result.scenario.trigger,
         "metrics": result.summary,
     }
 
@@ -41,4 +44,9 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
     atomic.write_csv(out_dir / "events.csv", EVENT_COLUMNS, result.events)
     atomic.write_json(out_dir / "scenario.json", result.scenario.to_dict())
     atomic.write_json(out_dir / "summary.json", run_record(result))
-    return [out_dir / f for f in FILES]
+    written = [out_dir / f for f in FILES]
+    if result.edit_log:  # only policies that keep an edit log have one
+        lines = "".join(json.dumps(r.as_dict(), sort_keys=True) + "\n" for r in result.edit_log)
+        atomic.write_text(out_dir / EDIT_LOG_FILE, lines)
+        written.append(out_dir / EDIT_LOG_FILE)
+    return written

@@ -132,6 +132,11 @@ class Decision:
     selection_quality: float = 0.9
     protect_recent_turns: int = 2
     concurrent: bool = False
+    # Reentrant self-edit: the pass writes its rationale into the window before applying
+    # its plan, and the rationale is itself a candidate of that plan (the editor may
+    # prune its own justification). Only policies that keep the rationale in the window
+    # can do this.
+    reentrant: bool = False
 
     def check(self, key: str, where: str) -> None:
         for f in dataclasses.fields(self):
@@ -154,6 +159,66 @@ class RecencyParams:
 
 
 @dataclass
+class Gate:
+    """The ``slack-gated`` policy (see ``policies/slack_gated.py`` and ``docs/policies.md``).
+
+    At ``trigger`` (-1: the scenario's own trigger) it draws a model-driven plan
+    and asks the decision boundary whether to run it; on a refusal it takes the
+    non-model ``fallback`` instead, freeing down to ``trigger - low_water_gap``.
+    """
+
+    trigger: int = -1
+    margin_factor: float = 1.5
+    fallback: Literal["recency", "truncate", "template"] = "recency"
+    low_water_gap: int = 1000
+    truncate_keep: int = 200
+    template_tokens: int = 300
+
+    def check(self, key: str, where: str, budget: int) -> None:
+        if self.trigger != -1:
+            _non_negative(self.trigger, f"{key}.trigger", where)
+            if self.trigger > budget:
+                raise UserError(where, f"{key}.trigger", f"{self.trigger} is above the budget {budget}")
+        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
+            _non_negative(getattr(self, name), f"{key}.{name}", where)
+
+
+@dataclass
+class NeedParams:
+    """How often the agent needs content it saw before (see ``sim/needs.py``). All zero: never."""
+
+    relevant: float = 0.0  # per turn, chance that a key whose content is still relevant comes to mind
+    stale: float = 0.0  # per turn, chance that a key whose content is stale is truly needed
+    misjudge: float = 0.0  # chance that stale content that comes to mind is taken for relevant
+    horizon: int = 1000  # keys first seen more than this many turns ago never come to mind
+    focus: float = 0.0  # per turn, chance that a key whose output is tagged `focus_tag` comes to mind
+    focus_tag: str = "focus"  # the tag marking the object of the investigation (e.g. the pod being debugged)
+
+    @property
+    def enabled(self) -> bool:
+        return self.relevant > 0 or self.stale > 0 or self.focus > 0
+
+    def check(self, key: str, where: str) -> None:
+        _fraction(self.relevant, f"{key}.relevant", where)
+        _fraction(self.stale, f"{key}.stale", where)
+        _fraction(self.misjudge, f"{key}.misjudge", where)
+        _positive(self.horizon, f"{key}.horizon", where)
+        _fraction(self.focus, f"{key}.focus", where)
+        if self.stale > max(self.relevant, self.focus):
+            raise UserError(where, f"{key}.stale", f"{self.stale} is above both relevant and focus")
+
+
+@dataclass
+class TombstoneParams:
+    """The marker an evicted span leaves under a provenance-keeping policy."""
+
+    tokens: int = 24  # size of one tombstone in the window
+
+    def check(self, key: str, where: str) -> None:
+        _positive(self.tokens, f"{key}.tokens", where)
+
+
+@dataclass
 class Scenario:
     """One experiment: the window, the workload and the parameters of every policy."""
 
@@ -170,6 +235,9 @@ class Scenario:
     latency: Latency = field(default_factory=Latency)
     decision: Decision = field(default_factory=Decision)
     recency: RecencyParams = field(default_factory=RecencyParams)
+    gate: Gate = field(default_factory=Gate)
+    need: NeedParams = field(default_factory=NeedParams)
+    tombstone: TombstoneParams = field(default_factory=TombstoneParams)
 
     @property
     def hard(self) -> bool:
@@ -193,6 +261,9 @@ class Scenario:
         self.latency.check("latency", where)
         self.decision.check("decision", where)
         self.recency.check("recency", where)
+        self.gate.check("gate", where, self.budget)
+        self.need.check("need", where)
+        self.tombstone.check("tombstone", where)
         for i, ev in enumerate(self.workload.events):
             if ev.turn > self.turns:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")

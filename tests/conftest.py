@@ -10,3 +10,18 @@ from sim import scenario as scenario_mod
 @pytest.fixture(scope="session")
 def oscillation():
     return scenario_mod.load("oscillation-40")
+
+
+# -- hypothesis profiles: a few hundred examples by default, thousands with --slow
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("slow", max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="run property tests with thousands of examples")
+
+
+def pytest_configure(config):
+    settings.load_profile("slow" if config.getoption("--slow") else "default")

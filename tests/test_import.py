@@ -14,7 +14,7 @@ from sim.cli import main
 from sim.scenario import load
 from sim.transcripts import formats, replay
 from sim.transcripts import workload as wl
-from sim.transcripts.tokens import count_chars
+from sim.transcripts.tokens import count_pieces
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOOD = sorted(p for p in FIXTURES.iterdir() if p.is_file())
@@ -73,7 +73,7 @@ def test_workload_parts_carry_tokens_and_keys_not_text():
     text = wl.dumps(data)
     assert "count(n)" not in text  # no transcript text in a workload
     first = data.parts[0]
-    assert first["kind"] == "system" and first["tokens"] == count_chars(
+    assert first["kind"] == "system" and first["tokens"] == count_pieces(
         "You are a helpful assistant that runs one bash command per turn.")
     assert all("key" in p for p in data.parts if p["kind"] == "tool_output")
 

@@ -10,8 +10,20 @@ from sim.transcripts import tokens
 from sim.transcripts.keys import MAX_KEY, command_key, normalize_command, tool_key
 
 
-def test_default_counter_is_chars_over_3_3():
+def test_default_counter_splits_like_a_byte_pair_encoder():
     count = tokens.get_counter()
+    assert count is tokens.count_pieces
+    assert count("") == 0
+    assert count("hello") == 1  # a short word
+    assert count("internationalization") == 4  # 20 letters: one token per six
+    assert count("1234567") == 3  # digits by three
+    assert count("a, b") == 3  # a | , | b: the single space joins the word after it
+    assert count("x\n        y") == 5  # x | nine blanks by four (3) | y
+    assert count("héllo wörld") == 2  # letters beyond ASCII are letters
+
+
+def test_chars_counter_is_chars_over_3_3():
+    count = tokens.get_counter("chars")
     assert count("") == 0
     assert count("a") == 1
     assert count("x" * 33) == 10

@@ -10,7 +10,7 @@ from policies import REGISTRY
 from sim.atomic import json_ready
 from sim.engine import run_one
 from sim.errors import UserError
-from sim.replay import REPLAYS, get_replay
+from sim.replay import REPLAYS, get_replay, median_seed
 from sim.results import write_run
 from sim.scenario import load, replace
 
@@ -28,7 +28,9 @@ def register(sub) -> None:
     p.add_argument("--plot", type=Path, metavar="DIR",
                    help="also run every variant once with a full trace, write the runs under DIR/runs/ "
                         "and draw the story figure into DIR")
-    p.add_argument("--plot-seed", type=non_negative_int, default=0, help="the seed of the plotted runs (default 0)")
+    p.add_argument("--plot-seed", type=plot_seed, default=None, metavar="N|median",
+                   help="the seed of the plotted runs: a number, or 'median' for the run nearest the medians "
+                        "over --seeds (default: the scenario's seed)")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="format of the --plot figure")
     p.set_defaults(func=main)
 
@@ -45,15 +47,28 @@ def main(args) -> int:
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
     else:
-        print(format_report(report))
+        print(getattr(replay, "format_report", format_report)(report))
     if args.plot is not None:
-        run_dirs = write_variant_runs(replay, args.plot / "runs", args.plot_seed)
+        if args.plot_seed == "median":
+            if not hasattr(report, "runs"):
+                raise UserError("--plot-seed", "median", f"the {args.name} replay has no per-seed figures")
+            seed = median_seed(report)
+        else:
+            seed = load(replay.scenario).seed if args.plot_seed is None else args.plot_seed
+        print(f"plotted seed: {seed}")
+        run_dirs = write_variant_runs(replay, args.plot / "runs", seed)
         from plots import stories
 
         figures = getattr(stories, FIGURES[args.name])(run_dirs, args.plot, fmt=args.format)
         for name in figures:
             print(f"figure: {args.plot / f'{name}.{args.format}'}")
     return 0
+
+
+def plot_seed(text: str):
+    if text == "median":
+        return text
+    return non_negative_int(text)
 
 
 def slug(label: str) -> str:
@@ -65,7 +80,7 @@ def write_variant_runs(replay, out: Path, seed: int) -> dict[str, Path]:
     base = load(replay.scenario)
     run_dirs = {}
     for v in replay.variants:
-        if v.policy not in REGISTRY:
+        if v.policy not in REGISTRY or getattr(REGISTRY[v.policy], "planner", None) not in (None, *REGISTRY):
             continue  # a variant whose policy this build lacks is skipped, as in the replay itself
         sc = replace(base, v.overrides) if v.overrides else base
         path = out / slug(v.label)

@@ -85,6 +85,11 @@ def format_summary(result) -> str:
             f"  repeats       {s['repeats']}: {s['repeats_after_prune']} after the policy pruned the content "
             f"(gap mean {s['repeat_gap_mean']}, max {s['repeat_gap_max']} turns), {s['repeats_in_window']} in window"
         )
-    for key in sorted(k for k in s if k.startswith("refusals_")):
-        lines.append(f"  {key:13s} {s[key]}")
+    gate = [s.get(k, 0) for k in ("gate_runs", "refusals_over_budget", "refusals_decision_in_band",
+                                  "refusals_insufficient_net")]
+    if any(gate):
+        lines.append(
+            f"  gate          ran {gate[0]}; refused: over budget {gate[1]}, no slack to decide {gate[2]}, "
+            f"nothing worth pruning {gate[3]}"
+        )
     return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""slack-gated: a model-driven pass only when the decision boundary says it pays.
+
+Once utilization reaches the gate's own trigger (``[gate] trigger``, below the
+point where the window is full, so that there is still room to decide) the
+policy draws the plan a model-driven pass would make (:func:`plan_pass`) and
+asks :func:`evaluate_boundary` about it:
+
+* ``stale_candidate_sizes`` are the sizes of the spans the plan selects (what
+  the model judged stale and would evict), ``index_size`` the plan's index and
+  ``expected_rationale_size`` the rationale it would write;
+* on ``"run"`` the pass is taken as planned; the boundary guarantees that it
+  frees more than ``margin`` net of its own index and rationale;
+* on a refusal it takes the scenario's non-model ``[gate] fallback``, which
+  costs no decision tokens, and frees down to ``trigger - low_water_gap``
+  (low-water mark) where it can:
+
+  - ``"recency"``: drop the oldest prunable spans outside the protected recent turns;
+  - ``"truncate"``: cut the oldest tool outputs, one after another, to ``truncate_keep`` tokens;
+  - ``"template"``: replace the oldest prunable spans by one fixed-size summary of
+    ``template_tokens`` (only when that frees something).
+
+Every consultation is recorded as a :class:`BoundaryEvent` carrying the reason
+and the numbers behind it. The plan is drawn on every consultation, whether it
+runs or not, so the policy's random stream advances the same way in both cases.
+"""
+
+from __future__ import annotations
+
+from .base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
+from .boundary import BoundaryDecision, evaluate_boundary
+from .decision import plan_pass
+from .recency import oldest_prunable
+
+__all__ = ["BoundaryDecision", "SlackGatedPolicy", "evaluate_boundary", "fallback_actions"]
+
+
+def fallback_actions(view: WindowView, gate, target: int, protect_recent_turns: int) -> list[Action]:
+    """The non-model eviction ``gate.fallback`` takes to bring ``view`` down to ``target`` tokens.
+
+    It frees what it can: fewer tokens than asked when the eligible spans run out.
+    """
+    need = view.utilization - target
+    if need <= 0:
+        return []
+    spans = {s.id: s for s in view.spans}
+    eligible = [spans[i] for i in oldest_prunable(view, protect_recent_turns)]
+    if gate.fallback == "recency":
+        chosen = []
+        for span in eligible:
+            if need <= 0:
+                break
+            chosen.append(span.id)
+            need -= span.tokens
+        return [Evict(tuple(chosen), reason="recency")] if chosen else []
+    if gate.fallback == "truncate":
+        actions: list[Action] = []
+        for span in eligible:
+            if need <= 0:
+                break
+            if span.kind == "tool_output" and span.tokens > gate.truncate_keep:
+                actions.append(Truncate(span.id, gate.truncate_keep, reason="truncate"))
+                need -= span.tokens - gate.truncate_keep
+        return actions
+    if gate.fallback == "template":
+        chosen, total = [], 0
+        for span in eligible:
+            if total - gate.template_tokens >= need:
+                break
+            chosen.append(span.id)
+            total += span.tokens
+        if total <= gate.template_tokens:
+            return []  # a summary would not free anything
+        return [Summarize(tuple(chosen), gate.template_tokens, reason="template")]
+    raise ValueError(f"unknown fallback {gate.fallback!r}")  # the scenario schema rules this out
+
+
+class SlackGatedPolicy(Policy):
+    name = "slack-gated"
+    model_driven = True
+    summary = "model-driven pass only when the decision boundary says it pays; non-model fallback otherwise"
+
+    def __init__(self, scenario, rng):
+        super().__init__(scenario, rng)
+        gate = scenario.gate
+        self.trigger = scenario.trigger if gate.trigger < 0 else gate.trigger
+        self.low_water = self.trigger - gate.low_water_gap
+
+    def acting_trigger(self) -> int:
+        return self.trigger
+
+    def decide(self, view: WindowView) -> list[Action]:
+        if view.utilization < self.trigger:
+            return []
+        gate = self.scenario.gate
+        params = self.scenario.decision
+        plan = plan_pass(view, params, self.rng)  # drawn whatever the gate says
+        decision = evaluate_boundary(
+            view.utilization,
+            view.budget,
+            [s.tokens for s in plan.selected],
+            plan.index_tokens,
+            plan.rationale_tokens,
+            gate.margin_factor,
+        )
+        numbers = {
+            "utilization": view.utilization,
+            "trigger": self.trigger,
+            "headroom": decision.headroom,
+            "overhead": decision.overhead,
+            "reclaimable": decision.reclaimable,
+            "margin": decision.margin,
+            "index": plan.index_tokens,
+            "rationale": plan.rationale_tokens,
+            "candidates": len(plan.candidates),
+            "selected": len(plan.selected),
+            "selected_tokens": plan.selected_tokens,
+        }
+        if decision.run:
+            return [BoundaryEvent(decision.reason, numbers), plan.as_pass()]
+        numbers["fallback"] = gate.fallback
+        event = BoundaryEvent(decision.reason, numbers)
+        return [event, *fallback_actions(view, gate, self.low_water, params.protect_recent_turns)]

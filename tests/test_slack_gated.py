@@ -1,0 +1,312 @@
+"""The decision boundary, the slack-gated policy and its fallbacks."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import dataclasses
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from policies import REGISTRY
+from policies.base import BoundaryEvent, Evict, ModelPass, Summarize, Truncate, WindowView
+from policies.boundary import REASONS
+from policies.decision import plan_pass
+from policies.slack_gated import SlackGatedPolicy, evaluate_boundary
+from sim import scenario as sc
+from sim.cli import main
+from sim.engine import run_one
+from sim.errors import UserError
+from sim.recorder import LEDGER_COLUMNS as LEDGER
+from sim.results import write_run
+from sim.spans import Span
+
+# -- the boundary: a table of cases -------------------------------------------------
+# (utilization, budget, sizes, index, rationale, factor) -> (reason, headroom, overhead, reclaimable, margin)
+CASES = {
+    "runs with slack and a paying plan": ((20000, 24000, [900, 800, 700], 500, 300, 1.5),
+                                          ("run", 4000, 800, 1600, 450.0)),
+    "headroom exactly the overhead is not in band": ((23200, 24000, [1500, 1000], 500, 300, 1.5),
+                                                     ("run", 800, 800, 1700, 450.0)),
+    "headroom one below the overhead is in band": ((23201, 24000, [1500, 1000], 500, 300, 1.5),
+                                                   ("decision_in_band", 799, 800, 1700, 450.0)),
+    "reclaimable exactly the margin is refused": ((20000, 24000, [1250], 500, 300, 1.5),
+                                                  ("insufficient_net", 4000, 800, 450, 450.0)),
+    "reclaimable one above the margin runs": ((20000, 24000, [1251], 500, 300, 1.5),
+                                              ("run", 4000, 800, 451, 450.0)),
+    "empty candidate list: nothing to prune": ((20000, 24000, [], 500, 300, 1.5),
+                                               ("insufficient_net", 4000, 800, -800, 450.0)),
+    "empty candidates, free decision, zero margin": ((20000, 24000, [], 0, 0, 0.0),
+                                                     ("insufficient_net", 4000, 0, 0, 0.0)),
+    "negative headroom is over budget": ((24001, 24000, [5000], 10, 10, 1.5),
+                                         ("over_budget", -1, 20, 4980, 15.0)),
+    "headroom exactly zero with no overhead is not over budget": ((24000, 24000, [100], 0, 0, 1.5),
+                                                                  ("run", 0, 0, 100, 0.0)),
+    "over budget wins over in band and insufficient net": ((25000, 24000, [], 500, 300, 1.5),
+                                                           ("over_budget", -1000, 800, -800, 450.0)),
+    "in band wins over insufficient net": ((23900, 24000, [], 500, 300, 1.5),
+                                           ("decision_in_band", 100, 800, -800, 450.0)),
+    "margin factor zero: any positive net runs": ((20000, 24000, [801], 500, 300, 0.0),
+                                                  ("run", 4000, 800, 1, 0.0)),
+    "margin factor zero: zero net is refused": ((20000, 24000, [800], 500, 300, 0.0),
+                                                ("insufficient_net", 4000, 800, 0, 0.0)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_boundary_table(case):
+    args, (reason, headroom, overhead, reclaimable, margin) = CASES[case]
+    d = evaluate_boundary(*args)
+    assert (d.reason, d.headroom, d.overhead, d.reclaimable, d.margin) == (reason, headroom, overhead, reclaimable,
+                                                                           margin)
+    assert d.run is (reason == "run")
+
+
+def test_boundary_default_margin_factor_is_one_and_a_half():
+    assert evaluate_boundary(0, 100, [50], 0, 10).margin == 15.0
+
+
+def test_boundary_decision_is_frozen_and_plain():
+    d = evaluate_boundary(20000, 24000, [2000], 500, 300)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.run = False
+    assert d.as_dict() == {"run": True, "reason": "run", "headroom": 4000, "overhead": 800, "reclaimable": 1200,
+                           "margin": 450.0}
+
+
+@pytest.mark.parametrize("args", [
+    (0, 100, [-1], 0, 0, 1.5),
+    (0, 100, [10], -1, 0, 1.5),
+    (0, 100, [10], 0, -1, 1.5),
+    (0, 100, [10], 0, 0, -0.5),
+])
+def test_boundary_rejects_negative_sizes(args):
+    with pytest.raises(ValueError):
+        evaluate_boundary(*args)
+
+
+def test_boundary_module_needs_only_the_standard_library():
+    """A real runtime can import policies/boundary.py without the simulator or numpy."""
+    tree = ast.parse((Path(__file__).parents[1] / "policies" / "boundary.py").read_text())
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "relative import"
+            modules.add(node.module.split(".")[0])
+    assert modules <= {"__future__", "collections", "dataclasses"}
+
+
+sizes = st.integers(0, 20_000)
+
+
+@given(utilization=st.integers(0, 40_000), budget=st.integers(1, 40_000), stale=st.lists(sizes, max_size=12),
+       index=st.integers(0, 3_000), rationale=st.integers(0, 3_000),
+       factor=st.floats(0, 5, allow_nan=False, allow_infinity=False))
+def test_when_the_gate_runs_the_pass_pays_more_than_the_margin(utilization, budget, stale, index, rationale, factor):
+    d = evaluate_boundary(utilization, budget, stale, index, rationale, factor)
+    assert d.reason in REASONS and d.run is (d.reason == "run")
+    if d.run:
+        # the pass that follows, on the same inputs: evicts `stale`, pays index + rationale
+        assert sum(stale) - index - rationale > factor * rationale
+        # and it fits in the room left, so a hard ceiling never cuts its rationale
+        assert budget - utilization >= index + rationale >= 0
+
+
+# -- the policy on hand-built views -------------------------------------------------
+def make_view(turn=30, utilization=None, budget=24000, n=40, size=200):
+    """A window of a pinned system prompt and ``n`` spans spread over ``turn`` turns, most of them stale."""
+    spans = [Span(0, "system", 8000, 0, pinned=True)]
+    for i in range(1, n + 1):
+        kind = ("reasoning", "tool_call", "tool_output")[i % 3]
+        spans.append(Span(i, kind, size + 5 * i, turn=i * turn // (n + 1), stale_at=i * turn // (n + 1) + 2))
+    used = sum(s.tokens for s in spans)
+    return WindowView(turn, used if utilization is None else utilization, budget, 32000, True, spans)
+
+
+def gated(oscillation, **gate):
+    return sc.replace(oscillation, {f"gate.{k}": v for k, v in gate.items()})
+
+
+def test_slack_gated_is_registered():
+    assert REGISTRY["slack-gated"] is SlackGatedPolicy
+    assert SlackGatedPolicy.model_driven
+
+
+def test_below_its_trigger_it_does_nothing_and_draws_nothing(oscillation):
+    scenario = gated(oscillation, trigger=20000)
+    rng = np.random.default_rng(1)
+    state = rng.bit_generator.state
+    view = make_view(utilization=19999)
+    assert SlackGatedPolicy(scenario, rng).decide(view) == []
+    assert rng.bit_generator.state == state
+
+
+def test_gate_trigger_defaults_to_the_scenario_trigger(oscillation):
+    assert SlackGatedPolicy(gated(oscillation, trigger=-1), np.random.default_rng(0)).trigger == oscillation.trigger
+    assert SlackGatedPolicy(gated(oscillation, trigger=19000), np.random.default_rng(0)).trigger == 19000
+
+
+def test_random_stream_advances_the_same_whether_it_runs_or_refuses(oscillation):
+    view = make_view()
+    runs = gated(oscillation, trigger=15000, margin_factor=0.0)
+    refuses = gated(oscillation, trigger=15000, margin_factor=1000.0)
+    rng_run, rng_refuse = np.random.default_rng(7), np.random.default_rng(7)
+    ran = SlackGatedPolicy(runs, rng_run).decide(view)
+    refused = SlackGatedPolicy(refuses, rng_refuse).decide(view)
+    assert ran[0].reason == "run" and isinstance(ran[1], ModelPass)
+    assert refused[0].reason == "insufficient_net" and not any(isinstance(a, ModelPass) for a in refused)
+    assert rng_run.bit_generator.state == rng_refuse.bit_generator.state
+    # the pass it runs is the plan drawn from that stream
+    assert ran[1] == plan_pass(view, runs.decision, np.random.default_rng(7)).as_pass()
+
+
+def test_a_run_is_recorded_with_the_numbers_behind_it(oscillation):
+    view = make_view()
+    actions = SlackGatedPolicy(gated(oscillation, trigger=15000, margin_factor=0.0), np.random.default_rng(7)).decide(
+        view)
+    event, p = actions
+    assert isinstance(event, BoundaryEvent)
+    n = event.numbers
+    assert n["headroom"] == view.budget - view.utilization
+    assert n["overhead"] == p.overhead == n["index"] + n["rationale"]
+    assert n["reclaimable"] == n["selected_tokens"] - n["overhead"]
+    assert n["margin"] == 0.0
+    json.dumps(n)  # goes into events.csv as JSON
+
+
+@pytest.mark.parametrize("fallback", ["recency", "truncate", "template"])
+def test_fallbacks_cost_no_decision_tokens_and_free_towards_the_low_water_mark(oscillation, fallback):
+    view = make_view()
+    scenario = gated(oscillation, trigger=view.utilization - 500, low_water_gap=1500, margin_factor=1000.0,
+                     fallback=fallback, truncate_keep=50, template_tokens=200)
+    event, *actions = SlackGatedPolicy(scenario, np.random.default_rng(3)).decide(view)
+    assert event.reason == "insufficient_net" and event.numbers["fallback"] == fallback
+    assert actions and not any(isinstance(a, ModelPass) for a in actions)
+    tokens = {s.id: s for s in view.spans}
+    need = view.utilization - (view.utilization - 500 - 1500)
+    if fallback == "recency":
+        (a,) = actions
+        assert isinstance(a, Evict)
+        freed = sum(tokens[i].tokens for i in a.span_ids)
+        # oldest first, and no more spans than needed
+        assert list(a.span_ids) == sorted(a.span_ids)
+        assert freed >= need and freed - tokens[a.span_ids[-1]].tokens < need
+    elif fallback == "truncate":
+        assert all(isinstance(a, Truncate) and tokens[a.span_id].kind == "tool_output" for a in actions)
+        freed = sum(tokens[a.span_id].tokens - a.keep_tokens for a in actions)
+        assert freed >= need
+    else:
+        (a,) = actions
+        assert isinstance(a, Summarize) and a.summary_tokens == 200
+        assert sum(tokens[i].tokens for i in a.span_ids) - 200 >= need
+    assert all(tokens[i].turn <= view.turn - oscillation.decision.protect_recent_turns
+               for a in actions for i in getattr(a, "span_ids", (getattr(a, "span_id", None),)))
+
+
+def test_template_fallback_never_writes_a_summary_that_frees_nothing(oscillation):
+    view = make_view(n=3, size=20)
+    scenario = gated(oscillation, trigger=1000, margin_factor=1000.0, fallback="template", template_tokens=5000)
+    event, *actions = SlackGatedPolicy(scenario, np.random.default_rng(0)).decide(view)
+    assert event.reason == "insufficient_net" and actions == []
+
+
+# -- the policy in the engine -------------------------------------------------------
+def test_every_gated_pass_is_net_positive_and_the_budget_holds_over_100_seeds(oscillation):
+    rows = 0
+    for seed in range(100):
+        result = run_one(oscillation, "slack-gated", seed, trace="turns")
+        assert result.summary["peak_utilization"] <= oscillation.budget, seed
+        assert result.summary["net_negative_passes"] == 0 and result.summary["cut_passes"] == 0, seed
+        for row in result.ledger:
+            d = dict(zip(LEDGER, row, strict=True))
+            assert d["net"] > 0 and d["in_band"] == 0, (seed, d)
+            rows += 1
+    assert rows > 100
+
+
+def test_each_run_decision_is_followed_by_a_pass_that_clears_its_margin(oscillation):
+    for seed in range(20):
+        result = run_one(oscillation, "slack-gated", seed, trace="turns")
+        runs = [json.loads(e[4]) for e in result.events if e[3] == "boundary" and json.loads(e[4])["reason"] == "run"]
+        assert len(runs) == len(result.ledger) == result.summary["gate_runs"]
+        for numbers, row in zip(runs, result.ledger, strict=True):
+            d = dict(zip(LEDGER, row, strict=True))
+            assert d["index"] == numbers["index"] and d["rationale"] == numbers["rationale"]
+            assert d["evicted"] == numbers["selected_tokens"]
+            assert d["net"] == numbers["reclaimable"] > numbers["margin"]
+
+
+def test_naive_and_gated_meet_the_same_workload(oscillation):
+    def arrivals(policy, seed):
+        t = run_one(oscillation, policy, seed).trace()
+        return [(turn, kind, delta) for turn, event, kind, delta in zip(t["turn"], t["event"], t["kind"], t["delta"],
+                                                                        strict=True)
+                if event == "append" and kind in ("reasoning", "tool_call", "tool_output")]
+
+    for seed in (0, 5):
+        gated_arrivals = arrivals("slack-gated", seed)
+        assert len(gated_arrivals) == 3 * oscillation.turns  # nothing cut: the gate keeps room
+        naive_arrivals = arrivals("naive", seed)
+        # identical until naive's first forced truncation cuts an arrival short
+        pairs = zip(gated_arrivals, naive_arrivals, strict=False)  # naive may lose whole arrivals at the ceiling
+        same = sum(1 for _ in itertools.takewhile(lambda ab: ab[0] == ab[1], pairs))
+        assert same >= 3 * 15
+
+
+def test_refusal_states_are_separate_in_events_and_summary(oscillation, tmp_path):
+    # A gate trigger near the ceiling leaves no slack to decide; a normal one mostly finds nothing worth pruning.
+    tight = gated(oscillation, trigger=oscillation.budget - 300)
+    seen = set()
+    for seed in range(5):
+        for scenario, name in ((tight, "tight"), (oscillation, "normal")):
+            out = tmp_path / f"{name}-{seed}"
+            write_run(run_one(scenario, "slack-gated", seed), out)
+            with open(out / "events.csv", newline="") as f:
+                reasons = [json.loads(r["detail"])["reason"] for r in csv.DictReader(f) if r["event"] == "boundary"]
+            metrics = json.loads((out / "summary.json").read_text())["metrics"]
+            for reason, key in (("run", "gate_runs"), ("over_budget", "refusals_over_budget"),
+                                ("decision_in_band", "refusals_decision_in_band"),
+                                ("insufficient_net", "refusals_insufficient_net")):
+                assert reasons.count(reason) == metrics[key]
+            seen |= set(reasons)
+    assert {"decision_in_band", "insufficient_net", "run"} <= seen
+
+
+def test_a_soft_budget_run_over_budget_is_refused_as_over_budget(oscillation):
+    soft = sc.replace(oscillation, {"budget_kind": "soft", "gate.trigger": 23000, "decision.select_max": 1,
+                                    "decision.select_mean": 1, "gate.low_water_gap": 0, "gate.fallback": "truncate",
+                                    "gate.truncate_keep": 2000, "turns": 80})
+    s = run_one(soft, "slack-gated", 0, trace="none").summary
+    assert s["peak_utilization"] > soft.budget
+    assert s["refusals_over_budget"] > 0
+
+
+# -- bad [gate] input ----------------------------------------------------------------
+@pytest.mark.parametrize("key,value,problem", [
+    ("gate.fallback", "magic", "must be one of"),
+    ("gate.truncate_keep", -1, "must not be negative"),
+    ("gate.template_tokens", -10, "must not be negative"),
+    ("gate.low_water_gap", -1, "must not be negative"),
+    ("gate.margin_factor", -0.5, "must not be negative"),
+    ("gate.trigger", 30000, "above the budget"),
+    ("gate.trigger", -7, "must not be negative"),
+    ("gate.nonsense", 1, "unknown key"),
+])
+def test_bad_gate_values_name_the_key(oscillation, key, value, problem):
+    with pytest.raises(UserError) as err:
+        sc.replace(oscillation, {key: value})
+    assert err.value.key == key and problem in str(err.value)
+
+
+def test_bad_gate_value_on_the_command_line_is_one_line_and_exit_2(capsys):
+    assert main(["run", "oscillation-40", "--policy", "slack-gated", "--set", "gate.fallback=magic"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gate.fallback" in err
