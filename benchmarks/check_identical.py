@@ -24,15 +24,18 @@ from sim.engine import run_one  # noqa: E402
 
 def snapshot() -> dict:
     out = {}
-    variants = [{"turns": t, "trigger": g} for t in (40, 400, 3000) for g in (20000, 22000)]
+    variants = [("oscillation-40", {"turns": t, "trigger": g}) for t in (40, 400, 3000) for g in (20000, 22000)]
     variants += [
-        {"turns": 400, "decision.concurrent": True},
-        {"turns": 400, "decision.reclaim_target": 0.0},
-        {"turns": 400, "trigger": 12000, "decision.concurrent": True},
+        ("oscillation-40", {"turns": 400, "decision.concurrent": True}),
+        ("oscillation-40", {"turns": 400, "decision.reclaim_target": 0.0}),
+        ("oscillation-40", {"turns": 400, "trigger": 12000, "decision.concurrent": True}),
+        ("oscillation-40", {"turns": 3000, "decision.concurrent": True}),
     ]
-    for overrides in variants:
-        sc = scenario_mod.load("oscillation-40", overrides)
-        tag = ",".join(f"{k}={v}" for k, v in overrides.items())
+    if "reentrancy-60" in scenario_mod.shipped_scenarios():
+        variants += [("reentrancy-60", {}), ("reentrancy-60", {"turns": 400}), ("reentrancy-60", {"turns": 3000})]
+    for name, overrides in variants:
+        sc = scenario_mod.load(name, overrides)
+        tag = name + ":" + ",".join(f"{k}={v}" for k, v in overrides.items())
         for policy in sorted(REGISTRY):
             for seed in range(5 if sc.turns < 3000 else 2):
                 trace = "all" if seed == 0 and sc.turns == 400 else "none"

@@ -32,6 +32,7 @@ from .workload import Arrival, SyntheticToolLoop, TurnPlan
 # so that a policy's draws never shift the workload's.
 STREAM_WORKLOAD = 0
 STREAM_POLICY = 1
+FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
 
 
 def streams(seed: int) -> dict[str, np.random.Generator]:
@@ -166,6 +167,8 @@ class Engine:
             w = self.window
             self.metrics.turn_end(self.turn, w.utilization)
             self.recorder.turn_end(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
+            if len(self.evicted) >= self._forget_at and not self.deciding:
+                self.forget_unreferenced()
 
     def concurrent_pass(self, action: ModelPass):
         if self.authorized(action):
@@ -321,7 +324,11 @@ class Engine:
         self.edit_log = EditLog()
         self.anchor = self.edit_log.anchor()  # kept apart from the records, updated on every append
         self.tombstones: dict[int, Tombstone] = {}  # tombstone span id -> what it records
-        self.evicted: dict[int, Span] = {}  # every span removed from the window, by id
+        # Spans removed from the window, by id, while something in the window may still name them
+        # (see forget_unreferenced: a run of any length keeps bounded state).
+        self.evicted: dict[int, Span] = {}
+        self._forget_at = FORGET_AT
+        self._forgotten_unrecorded = 0  # content spans dropped from `evicted`: nothing records them
         self.removed_turn: dict[str, int] = {}  # content key -> turn its content last left the window
         self.content: dict[str, tuple] = {}  # content key -> (call tokens, output tokens, stale_at, tags)
         self.needs = needs
@@ -370,7 +377,7 @@ class Engine:
     def _removed(self, span: Span, event: str) -> None:
         """Bookkeeping for every span that leaves the window; under provenance, its record and tombstone."""
         self.evicted[span.id] = span
-        if span.kind == "tool_output" and span.key:
+        if span.kind == "tool_output" and span.key and self.needs is not None:  # only needs read it
             self.removed_turn[span.key] = self.turn
         if span.kind in ("prune_index", "prune_rationale", "tombstone"):
             return
@@ -385,6 +392,8 @@ class Engine:
 
     def _saw(self, plan: TurnPlan) -> None:
         """Remember what each tool output held, so that the tool can be run again."""
+        if self.needs is None:  # nothing will be run again
+            return
         for arrival in (plan.tool_output, *plan.extra):
             if arrival.kind != "tool_output" or not arrival.key:
                 continue
@@ -440,6 +449,32 @@ class Engine:
                 self._event("re_retrieval", key=key, tokens=out.tokens, turns_since_prune=since)
             self.metrics.readmit(key)
 
+    def _referenced(self) -> set[int]:
+        """Ids of removed spans that something in the window records: a tombstone or a rationale's names."""
+        w = self.window
+        recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
+        for s in w.spans():
+            if s.kind == "prune_rationale":
+                recorded.update(s.names)
+        return recorded
+
+    def forget_unreferenced(self) -> None:
+        """Drop removed spans that nothing in the window names, counting the unrecorded ones.
+
+        Called between turns with no pass in flight: a later plan names only spans in the
+        window, and a tombstone is written when its span leaves, so a removed span that
+        nothing names now is never named again. The run's figures do not change.
+        """
+        keep = self._referenced()
+        kept: dict[int, Span] = {}
+        for sid, span in self.evicted.items():
+            if sid in keep:
+                kept[sid] = span
+            elif span.kind not in ("prune_index", "prune_rationale", "tombstone"):
+                self._forgotten_unrecorded += 1
+        self.evicted = kept
+        self._forget_at = max(FORGET_AT, 2 * len(kept))
+
     def unrecorded_evictions(self) -> int:
         """Evicted content spans with neither a tombstone nor a surviving rationale naming them."""
         w = self.window
@@ -447,7 +482,7 @@ class Engine:
         for s in w.spans():
             if s.kind == "prune_rationale":
                 recorded.update(s.names)
-        return sum(
+        return self._forgotten_unrecorded + sum(
             1
             for sid, span in self.evicted.items()
             if span.kind not in ("prune_index", "prune_rationale", "tombstone") and sid not in recorded
