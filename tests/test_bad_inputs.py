@@ -50,6 +50,15 @@ CASES = [
     ("unknown replay", "replay everything", "unknown replay"),
     ("unknown command", "frobnicate", "invalid choice"),
     ("compare unknown policy", "compare oscillation-40 --policies naive,magic", "unknown policy 'magic'"),
+    # sweeps and aggregation
+    ("empty grid", "sweep oscillation-40 --grid trigger= --seeds 0:2 --out {out}", "trigger: has no values"),
+    ("empty range", "sweep oscillation-40 --grid trigger=5:1:1 --seeds 0:2 --out {out}", "the range is empty"),
+    ("unknown grid parameter", "sweep oscillation-40 --grid trigerr=1,2 --seeds 0:2 --out {out}", "trigerr"),
+    ("grid over a table", "sweep oscillation-40 --grid workload=1,2 --seeds 0:2 --out {out}", "is a table"),
+    ("grid value given twice", "sweep oscillation-40 --grid trigger=20000,20000 --out {out}", "given twice"),
+    ("negative grid value", "sweep oscillation-40 --grid turns=-1,2 --seeds 0:2 --out {out}", "must be positive"),
+    ("sweep unknown policy", "sweep oscillation-40 --grid trigger=1,2 --policies magic --out {out}", "magic"),
+    ("aggregate a folder that is no sweep", "aggregate {bad}", "sweep"),
     # workload files
     ("truncated workload", "run --workload {bad}/truncated.workload.jsonl --policy naive --out {out}", "malformed"),
     ("negative tokens", "run --workload {bad}/negative.workload.jsonl --policy naive --out {out}", "tokens"),

@@ -85,3 +85,28 @@ def test_out_that_is_a_file_is_refused(tmp_path, capsys):
     target.write_text("keep me")
     assert main(["run", "oscillation-40", "--out", str(target)]) == 2
     assert target.read_text() == "keep me"
+
+
+def _subcommands():
+    import argparse
+
+    from sim.cli import build_parser
+
+    out = []
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.append([name])
+                for sub_action in sub._actions:
+                    if isinstance(sub_action, argparse._SubParsersAction):
+                        out.extend([name, inner] for inner in sub_action.choices)
+    return out
+
+
+@pytest.mark.parametrize("argv", _subcommands(), ids=" ".join)
+def test_every_command_has_working_help(argv, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([*argv, "--help"])
+    assert done.value.code == 0
+    assert "usage: prunesim" in capsys.readouterr().out

@@ -28,7 +28,7 @@ def register(sub) -> None:
     _common(led)
     led.set_defaults(func=main_ledger)
 
-    s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95% band")
+    s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95%% band")
     s.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
     s.add_argument("--metric", required=True, help="a column of runs.csv (see prunesim metrics)")
     s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several)")
