@@ -9,11 +9,15 @@ rate of one 100,000-turn run with the full trace recorded.
 from __future__ import annotations
 
 import resource
+import sys
 import time
+from pathlib import Path
 
-from sim import scenario as sc
-from sim.engine import run_one
-from sim.replay import get_replay
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from sim import scenario as sc  # noqa: E402
+from sim.engine import run_one  # noqa: E402
+from sim.replay import get_replay  # noqa: E402
 
 
 def main() -> None:
