@@ -13,26 +13,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sim.atomic import parse_cell
 from sim.errors import UserError
-
-
-def parse_cell(text: str):
-    """A CSV cell as a Python value: bool, int, float (``inf`` included) or str."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("inf", "+inf", "infinity"):
-        return math.inf
-    if low in ("-inf", "-infinity"):
-        return -math.inf
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
 
 
 def read_csv(path: Path) -> list[dict]:

@@ -110,6 +110,17 @@ class BoundaryEvent:
 Action = ModelPass | Evict | Truncate | Summarize | BoundaryEvent
 
 
+def named_spans(action: Action) -> tuple[int, ...]:
+    """The ids of the window spans an action would remove or change (none for a BoundaryEvent)."""
+    if isinstance(action, ModelPass):
+        return action.selected
+    if isinstance(action, (Evict, Summarize)):
+        return action.span_ids
+    if isinstance(action, Truncate):
+        return (action.span_id,)
+    return ()
+
+
 class Policy:
     """Base class: subclasses set ``name`` and ``model_driven`` and override :meth:`decide`."""
 

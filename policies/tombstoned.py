@@ -31,7 +31,7 @@ from sim.editlog import SelfEditRefused
 from sim.errors import UserError
 from sim.spans import Span
 
-from .base import Action, Evict, ModelPass, Policy, Summarize, Truncate, WindowView
+from .base import Action, ModelPass, Policy, WindowView, named_spans
 
 # Kinds that are records of edits: never evicted under provenance separation.
 RECORD_KINDS = frozenset({"prune_index", "prune_rationale"})
@@ -78,15 +78,10 @@ class TombstonedPolicy(Policy):
 
     def authorize(self, action: Action, view: WindowView) -> None:
         """Raise :class:`SelfEditRefused` unless ``action`` edits only what may be edited."""
-        if isinstance(action, ModelPass):
-            if action.prune_own_rationale:
-                raise SelfEditRefused("overlaps_rationale", action.selected)
-            targets = action.selected
-        elif isinstance(action, (Evict, Summarize)):
-            targets = action.span_ids
-        elif isinstance(action, Truncate):
-            targets = (action.span_id,)
-        else:
+        if isinstance(action, ModelPass) and action.prune_own_rationale:
+            raise SelfEditRefused("overlaps_rationale", action.selected)
+        targets = named_spans(action)
+        if not targets:
             return
         spans = {s.id: s for s in view.spans}
         for reason in ("tombstone", "log_record", "constraint"):

@@ -81,6 +81,28 @@ def format_cell(value) -> str:
     return str(value)
 
 
+def parse_cell(text: str):
+    """A CSV cell as written by :func:`format_cell`, back as a value.
+
+    Empty is None, ``true``/``false`` are booleans, then an int, then a float
+    (``inf`` included), else the text itself.
+    """
+    text = text.strip()
+    if text == "":
+        return None
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")

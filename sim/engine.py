@@ -16,7 +16,7 @@ import numpy as np
 import simpy
 
 from policies import get_policy
-from policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView
+from policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView, named_spans
 
 from . import __version__
 from .editlog import EditLog, SelfEditRefused, Tombstone, content_hash
@@ -214,15 +214,7 @@ class Engine:
 
     def check_contract(self, action) -> None:
         """A policy may only name spans that are in the window; anything else is a bug in the policy."""
-        if isinstance(action, ModelPass):
-            named = action.selected
-        elif isinstance(action, (Evict, Summarize)):
-            named = action.span_ids
-        elif isinstance(action, Truncate):
-            named = (action.span_id,)
-        else:
-            return
-        missing = [i for i in named if i not in self.window]
+        missing = [i for i in named_spans(action) if i not in self.window]
         if missing:
             raise PolicyContractError(
                 f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})"

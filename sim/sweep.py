@@ -581,19 +581,8 @@ def read_description(out: str | Path) -> dict:
 
 
 def parse_value(text: str) -> Any:
-    """A runs.csv cell as a Python value: '' is None, true/false bools, inf a float, numbers numbers."""
-    if text == "":
-        return None
-    if text in ("true", "false"):
-        return text == "true"
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
+    """A runs.csv cell as a Python value (see :func:`sim.atomic.parse_cell`)."""
+    return atomic.parse_cell(text)
 
 
 def read_runs(out: str | Path) -> list[dict]:
