@@ -7,7 +7,8 @@ import pytest
 
 from sim import cli
 from sim.engine import run_one, streams
-from sim.replay import REENTRANCY, REPLAYS, key_story
+from sim.reentrancy import REENTRANCY, key_story
+from sim.replay import REPLAYS
 from sim.results import EDIT_LOG_FILE, FILES, write_run
 from sim.scenario import load, replace
 from sim.workload import SyntheticToolLoop
