@@ -3,7 +3,7 @@
 import pytest
 
 from policies import REGISTRY
-from sim import engine
+from sim import engine, provenance
 from sim import scenario as scenario_mod
 
 CASES = [
@@ -19,16 +19,16 @@ def test_forgetting_unreferenced_spans_leaves_every_figure_unchanged(monkeypatch
         pytest.skip(f"{name} is not shipped")
     sc = scenario_mod.load(name, overrides)
     for policy in sorted(REGISTRY):
-        monkeypatch.setattr(engine, "FORGET_AT", 10**9)  # never forget
+        monkeypatch.setattr(provenance, "FORGET_AT", 10**9)  # never forget
         kept = engine.run_one(sc, policy, 3, trace="all")
-        monkeypatch.setattr(engine, "FORGET_AT", 8)  # forget every few turns
+        monkeypatch.setattr(provenance, "FORGET_AT", 8)  # forget every few turns
         forgot = engine.run_one(sc, policy, 3, trace="all")
         assert forgot.summary == kept.summary, policy
         assert (forgot.ledger, forgot.events) == (kept.ledger, kept.events), policy
 
 
 def test_a_long_run_holds_only_what_the_window_still_names(monkeypatch):
-    monkeypatch.setattr(engine, "FORGET_AT", 64)
+    monkeypatch.setattr(provenance, "FORGET_AT", 64)
     sc = scenario_mod.load("oscillation-40", {"turns": 2000})
     seen = {}
     original = engine.Engine.forget_unreferenced
