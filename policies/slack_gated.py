@@ -1,7 +1,8 @@
 """slack-gated: a model-driven pass only when the decision boundary says it pays.
 
-Once utilization reaches the gate's own trigger (``[gate] trigger``, below the
-point where the window is full, so that there is still room to decide) the
+Once headroom falls below the gate's own ``[gate] headroom`` (its trigger is
+``budget - headroom``, below the point where the window is full, so that there
+is still room to decide) the
 policy draws the plan a model-driven pass would make (:func:`plan_pass`) and
 asks :func:`evaluate_boundary` about it:
 
@@ -82,7 +83,7 @@ class SlackGatedPolicy(Policy):
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
         gate = scenario.gate
-        self.trigger = scenario.trigger if gate.trigger < 0 else gate.trigger
+        self.trigger = scenario.trigger if gate.headroom < 0 else scenario.budget - gate.headroom
         self.low_water = self.trigger - gate.low_water_gap
 
     def acting_trigger(self) -> int:

@@ -12,7 +12,7 @@ stored trace. Terms used in the definitions:
   *rationale* what it wrote, *evicted* the tokens of the spans it removed;
   ``net = evicted - index - rationale``.
 * *trigger*: the utilization at which the policy starts to act: the
-  scenario's ``trigger``, or a policy's own (``[gate] trigger`` for slack-gated).
+  scenario's ``trigger``, or a policy's own (``budget - [gate] headroom`` for slack-gated).
 * *first trigger*: the first turn whose arrivals bring utilization to the
   trigger or above, before the policy is consulted. The
   *post-trigger turns* run from it to the last turn.

@@ -162,12 +162,14 @@ class RecencyParams:
 class Gate:
     """The ``slack-gated`` policy (see ``policies/slack_gated.py`` and ``docs/policies.md``).
 
-    At ``trigger`` (-1: the scenario's own trigger) it draws a model-driven plan
-    and asks the decision boundary whether to run it; on a refusal it takes the
-    non-model ``fallback`` instead, freeing down to ``trigger - low_water_gap``.
+    Once headroom (budget minus utilization) falls below ``headroom`` tokens
+    (-1: at the scenario's own trigger) it draws a model-driven plan and asks the
+    decision boundary whether to run it; on a refusal it takes the non-model
+    ``fallback`` instead, freeing down to its trigger minus ``low_water_gap``.
+    Expressed as headroom, the gate keeps its meaning when the budget is swept.
     """
 
-    trigger: int = -1
+    headroom: int = -1
     margin_factor: float = 1.5
     fallback: Literal["recency", "truncate", "template"] = "recency"
     low_water_gap: int = 1000
@@ -175,10 +177,10 @@ class Gate:
     template_tokens: int = 300
 
     def check(self, key: str, where: str, budget: int) -> None:
-        if self.trigger != -1:
-            _non_negative(self.trigger, f"{key}.trigger", where)
-            if self.trigger > budget:
-                raise UserError(where, f"{key}.trigger", f"{self.trigger} is above the budget {budget}")
+        if self.headroom != -1:
+            _non_negative(self.headroom, f"{key}.headroom", where)
+            if self.headroom > budget:
+                raise UserError(where, f"{key}.headroom", f"{self.headroom} is above the budget {budget}")
         for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
             _non_negative(getattr(self, name), f"{key}.{name}", where)
 

@@ -132,6 +132,10 @@ def make_view(turn=30, utilization=None, budget=24000, n=40, size=200):
 
 
 def gated(oscillation, **gate):
+    """The scenario with [gate] values; ``trigger`` is given as the utilization it means (budget - headroom)."""
+    if "trigger" in gate:
+        trigger = gate.pop("trigger")
+        gate["headroom"] = -1 if trigger == -1 else oscillation.budget - trigger
     return sc.replace(oscillation, {f"gate.{k}": v for k, v in gate.items()})
 
 
@@ -281,7 +285,7 @@ def test_refusal_states_are_separate_in_events_and_summary(oscillation, tmp_path
 
 
 def test_a_soft_budget_run_over_budget_is_refused_as_over_budget(oscillation):
-    soft = sc.replace(oscillation, {"budget_kind": "soft", "gate.trigger": 23000, "decision.select_max": 1,
+    soft = sc.replace(oscillation, {"budget_kind": "soft", "gate.headroom": 1000, "decision.select_max": 1,
                                     "decision.select_mean": 1, "gate.low_water_gap": 0, "gate.fallback": "truncate",
                                     "gate.truncate_keep": 2000, "turns": 80})
     s = run_one(soft, "slack-gated", 0, trace="none").summary
@@ -296,8 +300,8 @@ def test_a_soft_budget_run_over_budget_is_refused_as_over_budget(oscillation):
     ("gate.template_tokens", -10, "must not be negative"),
     ("gate.low_water_gap", -1, "must not be negative"),
     ("gate.margin_factor", -0.5, "must not be negative"),
-    ("gate.trigger", 30000, "above the budget"),
-    ("gate.trigger", -7, "must not be negative"),
+    ("gate.headroom", 30000, "above the budget"),
+    ("gate.headroom", -7, "must not be negative"),
     ("gate.nonsense", 1, "unknown key"),
 ])
 def test_bad_gate_values_name_the_key(oscillation, key, value, problem):
