@@ -49,4 +49,6 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
         lines = "".join(json.dumps(r.as_dict(), sort_keys=True) + "\n" for r in result.edit_log)
         atomic.write_text(out_dir / EDIT_LOG_FILE, lines)
         written.append(out_dir / EDIT_LOG_FILE)
+    elif (out_dir / EDIT_LOG_FILE).exists():  # left by an earlier run in this folder: it is not this run's
+        (out_dir / EDIT_LOG_FILE).unlink()
     return written

@@ -110,3 +110,12 @@ def test_every_command_has_working_help(argv, capsys):
         main([*argv, "--help"])
     assert done.value.code == 0
     assert "usage: prunesim" in capsys.readouterr().out
+
+
+def test_a_run_written_over_another_leaves_none_of_the_old_runs_files(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["run", "reentrancy-60", "--policy", "tombstoned", "--set", "turns=45", "--out", str(out)]) == 0
+    assert (out / "editlog.jsonl").is_file()
+    assert main(["run", "reentrancy-60", "--policy", "naive", "--set", "turns=45", "--out", str(out)]) == 0
+    assert not (out / "editlog.jsonl").exists()
+    assert json.loads((out / "summary.json").read_text())["policy"] == "naive"
