@@ -165,6 +165,8 @@ class Engine(Provenance):
                         yield from self.apply(action)
             w = self.window
             self.metrics.turn_end(self.turn, w.utilization)
+            if self.needs is not None:
+                self.note_history()
             self.recorder.turn_end(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()

@@ -137,6 +137,13 @@ METRICS: tuple[Metric, ...] = (
         "a tombstone nor a surviving rationale naming them in the window.",
     ),
     Metric("tombstone_tokens", "tokens", "Tokens held by tombstones in the window at the end of the run."),
+    Metric(
+        "history_gap",
+        "fraction",
+        "Summary drift: at the end of each turn, the share of the commands run so far of which the window holds no "
+        "trace (no output, no tombstone, no rationale naming it), averaged over turns: what a rolling summary "
+        "written from the window can no longer account for. Measured when the scenario models needs; else 0.",
+    ),
     Metric("self_edit_refusals", "plans", "Plans a policy's guard refused (overlapping its own rationale, a "
            "tombstone, a log record or a constraint); each is an events.csv self_edit_refused row."),
     Metric("edit_log_records", "records", "Records in the external edit log (0 for policies that keep none)."),
@@ -230,6 +237,8 @@ class MetricsObserver:
         self.final_utilization = 0
         self.sim_time = 0.0
         self.extra: dict[str, object] = {}
+        self.history_gap_sum = 0.0
+        self.history_turns = 0
 
     # -- event stream --------------------------------------------------------
     def utilization(self, value: int) -> None:
@@ -300,6 +309,11 @@ class MetricsObserver:
 
     def readmit(self, key: str) -> None:
         self.readmits[key] = self.readmits.get(key, 0) + 1
+
+    def history(self, commands_run: int, commands_traced: int) -> None:
+        if commands_run:
+            self.history_gap_sum += 1 - commands_traced / commands_run
+            self.history_turns += 1
 
     def self_edit_refused(self) -> None:
         self.self_edit_refusals += 1
@@ -378,6 +392,7 @@ class MetricsObserver:
             "lost_constraints": self.lost_constraints,
             "unrecorded_evictions": self.unrecorded_evictions,
             "tombstone_tokens": self.tombstone_tokens,
+            "history_gap": round(self.history_gap_sum / self.history_turns, 6) if self.history_turns else 0.0,
             "self_edit_refusals": self.self_edit_refusals,
             "edit_log_records": self.edit_log_records,
             "edit_log_verified": self.edit_log_verified,

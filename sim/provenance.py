@@ -131,6 +131,17 @@ class Provenance:
                 rationale = True
         return "rationale" if rationale else ""
 
+    def note_history(self) -> None:
+        """How much of what the agent did the window still shows (see ``history_gap`` in sim/metrics.py)."""
+        traced: set[str] = set()
+        for s in self.window.spans():
+            if s.kind in ("tool_output", "tombstone") and s.key:
+                traced.add(s.key)
+            elif s.kind == "prune_rationale":
+                traced.update(self.evicted[i].key for i in s.names if i in self.evicted)
+        run = self.content.keys()
+        self.metrics.history(len(run), len(traced & run))
+
     def meet_needs(self):
         """The agent reaches for content it saw before; pruned content with no record is fetched again."""
         if self.needs is None:

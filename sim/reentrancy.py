@@ -162,6 +162,7 @@ def provenance_checks(result) -> dict:
         "edit_log_verified": bool(s["edit_log_verified"]),
         "self_edit_refusals": s["self_edit_refusals"],
         "readmit_cycles": s["readmit_cycles"],
+        "history_gap": s["history_gap"],
     }
 
 
@@ -197,6 +198,7 @@ class ReentrancyReport:
             "edit_log_verified_runs": sum(r["edit_log_verified"] for r in rows),
             "log_records_every_eviction_runs": sum(r["log_records_every_eviction"] for r in rows),
             "self_edit_refusals_total": sum(r["self_edit_refusals"] for r in rows),
+            "median_history_gap": float(np.median([r["history_gap"] for r in rows])) if rows else 0.0,
         }
 
     def as_dict(self) -> dict:
@@ -241,6 +243,8 @@ def format_reentrancy(report: ReentrancyReport) -> str:
                      f"{a['unrecorded_evictions_total']}, self-edit refusals {a['self_edit_refusals_total']}")
         lines.append(f"  edit log verified in {a['edit_log_verified_runs']}/{n} runs, records every eviction in "
                      f"{a['log_records_every_eviction_runs']}/{n}")
+        lines.append(f"  history gap (commands run that the window no longer shows, what a rolling summary "
+                     f"cannot account for): median {a['median_history_gap']:.0%}")
     return "\n".join(lines)
 
 
