@@ -15,7 +15,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from sim.spans import PRUNABLE_KINDS, Span
+from sim.spans import Span
 
 from .base import ModelPass, WindowView
 
@@ -56,17 +56,13 @@ class Plan:
         )
 
 
-def is_candidate(span: Span, turn: int, protect_recent_turns: int, protected: frozenset[int]) -> bool:
+def is_candidate(span: Span, turn: int, protect_recent_turns: int, protected: frozenset[int] = frozenset()) -> bool:
     """A span the editor may consider: prunable kind, not pinned or constraint, old enough.
 
     Prune artifacts of earlier passes are candidates at once: they are the
     self-eligibility the decision-in-band failure feeds on.
     """
-    if span.pinned or span.is_constraint or span.kind not in PRUNABLE_KINDS or span.id in protected:
-        return False
-    if span.kind in ARTIFACT_KINDS:
-        return True
-    return span.turn <= turn - protect_recent_turns
+    return span.offerable and (span.artifact or span.turn <= turn - protect_recent_turns) and span.id not in protected
 
 
 def plan_pass(
@@ -77,18 +73,9 @@ def plan_pass(
 ) -> Plan:
     """Draw the plan a model-driven pass makes on ``view`` (``params`` is the scenario's ``decision``)."""
     turn = view.turn
-    # is_candidate, inlined (a pass can run every turn over a full window): prunable kinds never
-    # include "constraint", so only the tag is left to check.
+    # is_candidate, inlined: a pass can run every turn over a full window.
     cutoff = turn - params.protect_recent_turns
-    prunable, artifacts = PRUNABLE_KINDS, ARTIFACT_KINDS
-    candidates = [
-        s
-        for s in view.spans
-        if not s.pinned
-        and s.kind in prunable
-        and (s.turn <= cutoff or s.kind in artifacts)
-        and not (s.tags and "constraint" in s.tags)
-    ]
+    candidates = [s for s in view.spans if s.offerable and (s.turn <= cutoff or s.artifact)]
     if protected:
         candidates = [s for s in candidates if s.id not in protected]
     n = len(candidates)

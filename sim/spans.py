@@ -45,6 +45,14 @@ class Span:
     pass_id: int = -1
     # For a rationale: the ids of the spans its plan names.
     names: tuple[int, ...] = ()
+    # Set once at creation (kind, pinned and tags never change): may an editor ever consider it?
+    # ``offerable``: a prunable kind, unpinned, not a constraint; ``artifact``: a prune index or rationale.
+    offerable: bool = field(init=False, repr=False, compare=False)
+    artifact: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.offerable = not self.pinned and self.kind in PRUNABLE_KINDS and "constraint" not in self.tags
+        self.artifact = self.kind in ("prune_index", "prune_rationale")
 
     def is_stale(self, turn: int) -> bool:
         return turn >= self.stale_at
