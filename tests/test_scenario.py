@@ -9,8 +9,10 @@ def test_shipped_oscillation_holds_the_seed_setting(oscillation):
     assert (o.window, o.budget, o.budget_kind, o.trigger, o.turns) == (32000, 24000, "hard", 22000, 40)
 
 
-def test_every_parameter_of_the_shipped_scenario_is_commented():
-    path = sc.shipped_scenarios()["oscillation-40"]
+@pytest.mark.parametrize("name", sorted(sc.shipped_scenarios()))
+def test_every_parameter_of_every_shipped_scenario_is_commented_and_valid(name):
+    path = sc.shipped_scenarios()[name]
+    sc.load(name)
     for line in path.read_text().splitlines():
         stripped = line.strip()
         if "=" in stripped and not stripped.startswith("#") and not stripped.startswith("["):
