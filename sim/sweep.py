@@ -563,7 +563,12 @@ def run_sweep(
 ) -> list[dict]:
     """Run (or resume) a sweep into ``out`` and return its tidy table, one dict per run.
 
-    >>> rows = run_sweep("oscillation-40", {"trigger": [20000, 22000]}, ["naive"], range(3), "/tmp/x")  # doctest: +SKIP
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> rows = run_sweep("oscillation-40", {"trigger": [20000, 22000]}, ["naive"], range(3), out, jobs=1)
+    >>> len(rows), sorted({row["trigger"] for row in rows}), sorted({row["seed"] for row in rows})
+    (6, [20000, 22000], [0, 1, 2])
+    >>> import shutil; shutil.rmtree(out)
     """
     plan = plan_sweep(scenario, grid, policies, seeds, overrides)
     execute(plan, out, jobs=jobs, executor=executor, scheduler=scheduler, traces=traces, progress=progress)
