@@ -19,7 +19,6 @@ from sim.spans import Span
 
 from .base import ModelPass, WindowView
 
-ARTIFACT_KINDS = frozenset({"prune_index", "prune_rationale"})
 _tokens = attrgetter("tokens")
 
 
@@ -56,15 +55,6 @@ class Plan:
         )
 
 
-def is_candidate(span: Span, turn: int, protect_recent_turns: int, protected: frozenset[int] = frozenset()) -> bool:
-    """A span the editor may consider: prunable kind, not pinned or constraint, old enough.
-
-    Prune artifacts of earlier passes are candidates at once: they are the
-    self-eligibility the decision-in-band failure feeds on.
-    """
-    return span.offerable and (span.artifact or span.turn <= turn - protect_recent_turns) and span.id not in protected
-
-
 def plan_pass(
     view: WindowView,
     params,
@@ -73,7 +63,8 @@ def plan_pass(
 ) -> Plan:
     """Draw the plan a model-driven pass makes on ``view`` (``params`` is the scenario's ``decision``)."""
     turn = view.turn
-    # is_candidate, inlined: a pass can run every turn over a full window.
+    # Candidates: prunable, unpinned, not a constraint, and older than the protected turns; prune
+    # artifacts of earlier passes at once (the self-eligibility the decision-in-band failure feeds on).
     cutoff = turn - params.protect_recent_turns
     candidates = [s for s in view.spans if s.offerable and (s.turn <= cutoff or s.artifact)]
     if protected:

@@ -59,6 +59,10 @@ class Recorder:
     events: list[tuple] = field(default_factory=list)
     _seq: int = 0
 
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"trace mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+
     def change(self, time_s, turn, event, kind, span_id, key, delta, utilization, appended, removed) -> None:
         if self.mode != "all":
             return

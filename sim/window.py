@@ -59,9 +59,6 @@ class Window:
     def get(self, span_id: int) -> Span | None:
         return self._spans.get(span_id)
 
-    def oldest(self) -> Span | None:
-        return next(iter(self._spans.values()), None)
-
     # -- changing ----------------------------------------------------------
     def new_id(self) -> int:
         self._next_id += 1

@@ -259,13 +259,13 @@ def _mini(data: dict, t: Transcript) -> None:
             key = command_key(command) if command else ""
             t.parts.append(Part(turn, "reasoning", reasoning))
             t.parts.append(Part(turn, "tool_call", command, key, "bash" if command else ""))
-            usage = (((m.get("extra") or {}).get("response") or {}).get("usage") or {}) if isinstance(
-                m.get("extra"), dict) else {}
-            prompt = _int(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+            extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+            response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+            usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+            prompt = _int(usage.get("prompt_tokens"))
             if prompt is not None:
                 t.prompt_tokens[turn] = prompt
-            model = ((m.get("extra") or {}).get("response") or {}).get("model") if isinstance(
-                m.get("extra"), dict) else None
+            model = response.get("model")
             if isinstance(model, str) and not t.model:
                 t.model = model
         elif turn > 0 and key and text.lstrip().startswith("<returncode>"):
