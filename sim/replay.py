@@ -17,6 +17,7 @@ import numpy as np
 
 from policies import REGISTRY
 
+from .compare import quantile
 from .engine import run_one
 from .errors import UserError
 from .scenario import Scenario, load, replace
@@ -97,9 +98,8 @@ def evaluate(figure: Figure, summaries: list[dict]) -> FigureResult:
     if figure.reduce == "share":
         share = float(np.mean(values > 0))
         return FigureResult(figure, share, share, share, figure.low <= share <= figure.high)
-    # Ranks, not interpolation: an infinite ratio stays infinite instead of becoming nan.
-    median = float(np.percentile(values, 50, method="inverted_cdf" if np.isinf(values).any() else "linear"))
-    p10, p90 = (float(x) for x in np.percentile(values, [10, 90], method="inverted_cdf"))
+    # The same quantiles as `prunesim compare`: defined when some values are infinite.
+    median, p10, p90 = (quantile(values.tolist(), q) for q in (0.5, 0.1, 0.9))
     ok = figure.low <= median <= figure.high
     return FigureResult(figure, median, p10, p90, ok)
 
