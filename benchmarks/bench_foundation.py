@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from sim import scenario as sc  # noqa: E402
-from sim.engine import run_one  # noqa: E402
-from sim.replay import get_replay  # noqa: E402
+from prunesim.io import scenario_files as sc  # noqa: E402
+from prunesim.runner import run_one  # noqa: E402
+from prunesim.studies.replay import get_replay  # noqa: E402
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def reference_policies() -> list[str]:
-    from policies import REGISTRY
+    from prunesim.policies import REGISTRY
 
     return ["naive", "recency"] + (["slack-gated"] if "slack-gated" in REGISTRY else [])
 
@@ -77,9 +77,8 @@ def bench_sweep(repeats: int, seeds: str) -> dict:
 def long_run_child(turns: int, policy: str) -> dict:
     """In a fresh process: one prunesim run of ``turns`` turns, then the bare SimPy loop."""
     import simpy
-
-    from sim import scenario as scenario_mod
-    from sim.engine import run_one
+    from prunesim.io import scenario_files as scenario_mod
+    from prunesim.runner import run_one
 
     sc = scenario_mod.load("oscillation-40", {"turns": turns})
     start = time.perf_counter()

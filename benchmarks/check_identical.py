@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from policies import REGISTRY  # noqa: E402
-from sim import scenario as scenario_mod  # noqa: E402
-from sim.atomic import json_ready  # noqa: E402
-from sim.engine import run_one  # noqa: E402
+from prunesim.io import scenario_files as scenario_mod  # noqa: E402
+from prunesim.io.atomic import json_ready  # noqa: E402
+from prunesim.policies import REGISTRY  # noqa: E402
+from prunesim.runner import run_one  # noqa: E402
 
 
 def snapshot() -> dict:

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.atomic import parse_cell
-from sim.errors import UserError
+from prunesim.errors import UserError
+from prunesim.io.atomic import parse_cell
 
 
 def read_csv(path: Path) -> list[dict]:

@@ -9,10 +9,9 @@ overhead ratio of 1: above it the passes cost more than they freed).
 from __future__ import annotations
 
 import numpy as np
-
-from . import style
-from .io import Run
-from .trace import title_for
+from prunesim.plots import style
+from prunesim.plots.io import Run
+from prunesim.plots.trace import title_for
 
 BARS = (("index", "index (read)"), ("rationale", "rationale (written)"), ("evicted", "evicted"), ("net", "net"))
 

@@ -26,12 +26,10 @@ import math
 
 import matplotlib
 import numpy as np
-
-from sim.errors import UserError
-
-from . import style
-from .io import Sweep, as_float, parse_cell
-from .sweep import _key, metric_label, param_label
+from prunesim.errors import UserError
+from prunesim.plots import style
+from prunesim.plots.io import Sweep, as_float, parse_cell
+from prunesim.plots.sweep import _key, metric_label, param_label
 
 SHARE_METRICS = (
     "oscillating", "net_negative_passes", "zero_yield_passes", "cut_passes", "in_band_passes",

@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-
-from . import style
-from .io import Run, read_run
-from .trace import at_time, draw_traces, positions, title_for
+from prunesim.plots import style
+from prunesim.plots.io import Run, read_run
+from prunesim.plots.trace import at_time, draw_traces, positions, title_for
 
 
 def _read(run_dirs: dict[str, Path]) -> dict[str, Run]:

@@ -16,9 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
-
-from sim.atomic import write_bytes  # noqa: E402
-from sim.errors import UserError  # noqa: E402
+from prunesim.errors import UserError  # noqa: E402
+from prunesim.io.atomic import write_bytes  # noqa: E402
 
 # Okabe & Ito (2008), black moved last so that the first lines are coloured.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442", "#000000")

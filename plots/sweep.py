@@ -14,12 +14,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from sim.errors import UserError
-from sim.metrics import METRICS
-
-from . import style
-from .io import Sweep, as_float
+from prunesim.errors import UserError
+from prunesim.observe.metrics import METRICS
+from prunesim.plots import style
+from prunesim.plots.io import Sweep, as_float
 
 BOOT_SEED = 20240601
 BOOT_RESAMPLES = 2000

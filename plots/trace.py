@@ -11,9 +11,8 @@ from __future__ import annotations
 import bisect
 
 from matplotlib.lines import Line2D
-
-from . import style
-from .io import Run
+from prunesim.plots import style
+from prunesim.plots.io import Run
 
 XLABELS = {
     "turn": "turn (changes within a turn spread evenly across it)",

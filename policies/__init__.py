@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from sim.errors import UserError
-
-from .base import Policy
-from .naive import NaivePolicy
-from .noop import NoopPolicy
-from .recency import RecencyPolicy
-from .slack_gated import SlackGatedPolicy
-from .tombstoned import GatedTombstonedPolicy, TombstonedPolicy
+from prunesim.errors import UserError
+from prunesim.policies.base import Policy
+from prunesim.policies.naive import NaivePolicy
+from prunesim.policies.noop import NoopPolicy
+from prunesim.policies.recency import RecencyPolicy
+from prunesim.policies.slack_gated import SlackGatedPolicy
+from prunesim.policies.tombstoned import GatedTombstonedPolicy, TombstonedPolicy
 
 REGISTRY: dict[str, type[Policy]] = {
     cls.name: cls

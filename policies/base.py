@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from sim.scenario import Scenario
-    from sim.spans import Span
+    from prunesim.model.scenario import Scenario
+    from prunesim.model.spans import Span
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
-
-from sim.spans import Span
-
-from .base import ModelPass, WindowView
+from prunesim.model.spans import Span
+from prunesim.policies.base import ModelPass, WindowView
 
 _tokens = attrgetter("tokens")
 

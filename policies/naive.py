@@ -9,8 +9,8 @@ its own justification in the pass that acts on it.
 
 from __future__ import annotations
 
-from .base import Action, Policy, WindowView
-from .decision import plan_pass
+from prunesim.policies.base import Action, Policy, WindowView
+from prunesim.policies.decision import plan_pass
 
 
 class NaivePolicy(Policy):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Action, Policy, WindowView
+from prunesim.policies.base import Action, Policy, WindowView
 
 
 class NoopPolicy(Policy):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from sim.spans import PRUNABLE_KINDS
-
-from .base import Action, Evict, Policy, WindowView
+from prunesim.model.spans import PRUNABLE_KINDS
+from prunesim.policies.base import Action, Evict, Policy, WindowView
 
 
 def oldest_prunable(view: WindowView, protect_recent_turns: int) -> list[int]:

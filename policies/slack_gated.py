@@ -27,10 +27,10 @@ runs or not, so the policy's random stream advances the same way in both cases.
 
 from __future__ import annotations
 
-from .base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
-from .boundary import BoundaryDecision, evaluate_boundary
-from .decision import plan_pass
-from .recency import oldest_prunable
+from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
+from prunesim.policies.boundary import BoundaryDecision, evaluate_boundary
+from prunesim.policies.decision import plan_pass
+from prunesim.policies.recency import oldest_prunable
 
 __all__ = ["BoundaryDecision", "SlackGatedPolicy", "evaluate_boundary", "fallback_actions"]
 

@@ -27,11 +27,10 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from sim.editlog import SelfEditRefused
-from sim.errors import UserError
-from sim.spans import Span
-
-from .base import Action, ModelPass, Policy, WindowView, named_spans
+from prunesim.errors import UserError
+from prunesim.model.editlog import SelfEditRefused
+from prunesim.model.spans import Span
+from prunesim.policies.base import Action, ModelPass, Policy, WindowView, named_spans
 
 # Kinds that are records of edits: never evicted under provenance separation.
 RECORD_KINDS = frozenset({"prune_index", "prune_rationale"})
@@ -57,7 +56,7 @@ class TombstonedPolicy(Policy):
 
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
-        from . import REGISTRY  # late: the registry imports this module
+        from prunesim.policies import REGISTRY  # late: the registry imports this module
 
         cls = REGISTRY.get(self.planner)
         if cls is None:

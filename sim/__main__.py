@@ -1,3 +1,3 @@
-from .cli import entry
+from prunesim.cli import entry
 
 entry()

@@ -1,6 +1,6 @@
 """The Python API: the command line's functions, returning plain objects.
 
->>> from sim import api
+>>> from prunesim import api
 >>> result = api.run("oscillation-40", policy="naive", seed=3)
 >>> result.summary["passes"] > 0
 True
@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from policies import REGISTRY, get_policy
-
-from . import scenario as scenario_mod
-from .engine import RunResult, run_one
-from .results import run_record, write_run
-from .scenario import Scenario
+from prunesim.io import scenario_files as scenario_mod
+from prunesim.io.results import run_record, write_run
+from prunesim.model.scenario import Scenario
+from prunesim.policies import REGISTRY, get_policy
+from prunesim.runner import RunResult, run_one
 
 
 def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None) -> Scenario:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from sim import scenario as scenario_mod
+from prunesim.io import scenario_files as scenario_mod
 
 
 @pytest.fixture(scope="session")

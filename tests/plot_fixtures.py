@@ -6,9 +6,9 @@ import csv
 import json
 from pathlib import Path
 
-from sim.engine import run_one
-from sim.results import write_run
-from sim.scenario import load
+from prunesim.io.results import write_run
+from prunesim.io.scenario_files import load
+from prunesim.runner import run_one
 
 
 def make_run(tmp: Path, name: str, policy: str = "naive", seed: int = 3, overrides: dict | None = None) -> Path:

@@ -5,10 +5,17 @@ import math
 
 import numpy as np
 import pytest
-
-from sim.aggregate import AGGREGATE_FILE, _ci_sorted, _median, _sorted_resamples, aggregate, median_ci, write_aggregate
-from sim.cli import main
-from sim.sweep import run_sweep
+from prunesim.cli import main
+from prunesim.studies.aggregate import (
+    AGGREGATE_FILE,
+    _ci_sorted,
+    _median,
+    _sorted_resamples,
+    aggregate,
+    median_ci,
+    write_aggregate,
+)
+from prunesim.studies.sweep import run_sweep
 
 INF = math.inf
 

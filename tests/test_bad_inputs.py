@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from sim.cli import main
+from prunesim.cli import main
 
 BAD = Path(__file__).parent / "bad_inputs"
 

@@ -5,8 +5,7 @@ import subprocess
 import sys
 
 import pytest
-
-from sim.cli import main
+from prunesim.cli import main
 
 
 def test_run_writes_every_file_and_prints_a_summary(tmp_path, capsys):
@@ -90,7 +89,7 @@ def test_out_that_is_a_file_is_refused(tmp_path, capsys):
 def _subcommands():
     import argparse
 
-    from sim.cli import build_parser
+    from prunesim.cli import build_parser
 
     out = []
     parser = build_parser()

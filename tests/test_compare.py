@@ -6,12 +6,11 @@ import json
 import math
 
 import pytest
-
-from sim import scenario as sc
-from sim.cli import main
-from sim.compare import compare, quantile, reduce
-from sim.engine import run_one
-from sim.errors import UserError
+from prunesim.cli import main
+from prunesim.errors import UserError
+from prunesim.io import scenario_files as sc
+from prunesim.runner import run_one
+from prunesim.studies.compare import compare, quantile, reduce
 
 
 def test_quantile_interpolates_and_survives_infinities():

@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from sim.sweep import RUNS_FILE
+from prunesim.studies.sweep import RUNS_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20

@@ -3,13 +3,11 @@
 import doctest
 
 import pytest
-
-import sim.api
-import sim.grid
-import sim.sweep
+from prunesim import api
+from prunesim.studies import grid, sweep
 
 
-@pytest.mark.parametrize("module", [sim.api, sim.grid, sim.sweep])
+@pytest.mark.parametrize("module", [api, grid, sweep])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0 and result.attempted > 0

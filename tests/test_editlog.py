@@ -3,10 +3,9 @@
 import dataclasses
 
 import pytest
-
-from sim.editlog import GENESIS, EditLog, Record, content_hash, verify_records
-from sim.engine import run_one
-from sim.scenario import load
+from prunesim.io.scenario_files import load
+from prunesim.model.editlog import GENESIS, EditLog, Record, content_hash, verify_records
+from prunesim.runner import run_one
 
 
 def small_log(n=5) -> EditLog:

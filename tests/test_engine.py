@@ -4,12 +4,11 @@ import filecmp
 
 import numpy as np
 import pytest
-
-from policies import REGISTRY
-from sim import scenario as sc
-from sim.engine import run_one, streams
-from sim.results import FILES, write_run
-from sim.workload import SyntheticToolLoop
+from prunesim.io import scenario_files as sc
+from prunesim.io.results import FILES, write_run
+from prunesim.model.workload import SyntheticToolLoop
+from prunesim.policies import REGISTRY
+from prunesim.runner import run_one, streams
 
 POLICIES = sorted(REGISTRY)
 

@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-
-from sim.cli import main
-from sim.scenario import load
-from sim.transcripts import fidelity, replay, tokens
+from prunesim.cli import main
+from prunesim.io.scenario_files import load
+from prunesim.io.transcripts import tokens
+from prunesim.studies import fidelity
+from prunesim.studies import transcript_replay as replay
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -1,10 +1,9 @@
 """Grid parsing and expansion: ranges, lists, strings, and an error that names every bad axis."""
 
 import pytest
-
-from sim.cli import main
-from sim.errors import UserError
-from sim.grid import expand_grid, parse_axes, parse_axis
+from prunesim.cli import main
+from prunesim.errors import UserError
+from prunesim.studies.grid import expand_grid, parse_axes, parse_axis
 
 
 def test_range_includes_both_ends_when_the_step_lands_on_them():

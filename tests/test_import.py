@@ -9,12 +9,12 @@ import os
 from pathlib import Path
 
 import pytest
-
-from sim.cli import main
-from sim.scenario import load
-from sim.transcripts import formats, replay
-from sim.transcripts import workload as wl
-from sim.transcripts.tokens import count_pieces
+from prunesim.cli import main
+from prunesim.io.scenario_files import load
+from prunesim.io.transcripts import formats
+from prunesim.io.transcripts import workload as wl
+from prunesim.io.transcripts.tokens import count_pieces
+from prunesim.studies import transcript_replay as replay
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOOD = sorted(p for p in FIXTURES.iterdir() if p.is_file())

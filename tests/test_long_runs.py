@@ -1,10 +1,10 @@
 """Long runs keep bounded state: forgetting removed spans that nothing names changes no figure."""
 
 import pytest
-
-from policies import REGISTRY
-from sim import engine, provenance
-from sim import scenario as scenario_mod
+from prunesim import runner
+from prunesim.io import scenario_files as scenario_mod
+from prunesim.model import engine, provenance
+from prunesim.policies import REGISTRY
 
 CASES = [
     ("oscillation-40", {"turns": 300}),
@@ -20,9 +20,9 @@ def test_forgetting_unreferenced_spans_leaves_every_figure_unchanged(monkeypatch
     sc = scenario_mod.load(name, overrides)
     for policy in sorted(REGISTRY):
         monkeypatch.setattr(provenance, "FORGET_AT", 10**9)  # never forget
-        kept = engine.run_one(sc, policy, 3, trace="all")
+        kept = runner.run_one(sc, policy, 3, trace="all")
         monkeypatch.setattr(provenance, "FORGET_AT", 8)  # forget every few turns
-        forgot = engine.run_one(sc, policy, 3, trace="all")
+        forgot = runner.run_one(sc, policy, 3, trace="all")
         assert forgot.summary == kept.summary, policy
         assert (forgot.ledger, forgot.events) == (kept.ledger, kept.events), policy
 
@@ -39,6 +39,6 @@ def test_a_long_run_holds_only_what_the_window_still_names(monkeypatch):
         seen["calls"] = seen.get("calls", 0) + 1
 
     monkeypatch.setattr(engine.Engine, "forget_unreferenced", spy)
-    result = engine.run_one(sc, "naive", 0, trace="none")
+    result = runner.run_one(sc, "naive", 0, trace="none")
     assert result.summary["evicted_spans"] > 1000
     assert seen["calls"] > 10 and seen["max_after"] < 64

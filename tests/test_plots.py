@@ -14,14 +14,13 @@ from plot_fixtures import (
     metrics_for,
     read_rows,
 )
-
-from plots import style
-from plots.io import read_run, read_sweep
-from plots.ledger import ledger_figure
-from plots.phase import phase_figure
-from plots.sweep import bootstrap_median, sweep_figure
-from plots.trace import trace_figure
-from sim.errors import UserError
+from prunesim.errors import UserError
+from prunesim.plots import style
+from prunesim.plots.io import read_run, read_sweep
+from prunesim.plots.ledger import ledger_figure
+from prunesim.plots.phase import phase_figure
+from prunesim.plots.sweep import bootstrap_median, sweep_figure
+from prunesim.plots.trace import trace_figure
 
 
 @pytest.fixture(scope="module")

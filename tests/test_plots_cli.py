@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from plot_fixtures import add_event, make_run, make_sweep, read_rows, write_rows
-
-from plots.stories import oscillation_figures, reentrancy_figures
-from sim.cli import main
+from prunesim.cli import main
+from prunesim.plots.stories import oscillation_figures, reentrancy_figures
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,10 @@
 """The policy contract, the registry, and a differential test of a reference policy."""
 
 import pytest
-
-import policies
-from policies.base import Evict, ModelPass, Policy, WindowView
-from sim.engine import run_one
-from sim.spans import Span
+from prunesim import policies
+from prunesim.model.spans import Span
+from prunesim.policies.base import Evict, ModelPass, Policy, WindowView
+from prunesim.runner import run_one
 
 
 def view_of(spans, turn=10, utilization=None, budget=1000):
@@ -19,7 +18,7 @@ def test_registry_names_match_classes():
 
 
 def test_unknown_policy_is_a_user_error():
-    from sim.errors import UserError
+    from prunesim.errors import UserError
 
     with pytest.raises(UserError, match="unknown policy"):
         policies.get_policy("nope")

@@ -7,10 +7,9 @@ runs); ``python -m pytest --slow`` draws 1,500 each.
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-
-import policies
-from sim import scenario as sc
-from sim.engine import run_one
+from prunesim import policies
+from prunesim.io import scenario_files as sc
+from prunesim.runner import run_one
 
 POLICIES = sorted(policies.REGISTRY)
 BASE = sc.load("oscillation-40").to_dict()
@@ -114,7 +113,7 @@ TOMBSTONED = [p for p in POLICIES if getattr(policies.REGISTRY[p], "keeps_edit_l
 
 @given(scenarios(), st.sampled_from(TOMBSTONED), st.integers(0, 2**32 - 1))
 def test_tombstoned_policies_keep_provenance(scenario, policy, seed):
-    from sim.editlog import verify_records
+    from prunesim.model.editlog import verify_records
 
     result = run_one(scenario, policy, seed)
     s = result.summary

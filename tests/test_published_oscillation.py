@@ -6,10 +6,9 @@ model never reads them. Each test states how close the simulated median is.
 
 import numpy as np
 import pytest
-
-from sim import scenario as sc
-from sim.engine import run_one
-from sim.replay import OSCILLATION, evaluate
+from prunesim.io import scenario_files as sc
+from prunesim.runner import run_one
+from prunesim.studies.replay import OSCILLATION, evaluate
 
 SEEDS = range(100)
 
@@ -74,7 +73,7 @@ def test_later_passes_recycle_earlier_decision_artifacts(oscillation):
 
 
 def test_oscillation_definition_both_ways():
-    from sim.metrics import is_oscillating
+    from prunesim.observe.metrics import is_oscillating
 
     assert is_oscillating(passes_after_trigger=8, band_width=900, mean_overhead=1000, in_band_passes=2)
     assert not is_oscillating(passes_after_trigger=8, band_width=900, mean_overhead=1000, in_band_passes=0)
@@ -84,7 +83,7 @@ def test_oscillation_definition_both_ways():
 
 
 def test_evaluate_reports_shares_for_yes_no_figures():
-    from sim.replay import Figure
+    from prunesim.studies.replay import Figure
 
     fig = Figure("v", "x", "oscillating", "yes", 0.5, 1.0, "share")
     res = evaluate(fig, [{"oscillating": True}, {"oscillating": False}, {"oscillating": True}])

@@ -6,8 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from sim.cli import main
+from prunesim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

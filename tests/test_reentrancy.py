@@ -4,14 +4,13 @@ import filecmp
 import json
 
 import pytest
-
-from sim import cli
-from sim.engine import run_one, streams
-from sim.reentrancy import REENTRANCY, key_story
-from sim.replay import REPLAYS
-from sim.results import EDIT_LOG_FILE, FILES, write_run
-from sim.scenario import load, replace
-from sim.workload import SyntheticToolLoop
+from prunesim import cli
+from prunesim.io.results import EDIT_LOG_FILE, FILES, write_run
+from prunesim.io.scenario_files import load, replace
+from prunesim.model.workload import SyntheticToolLoop
+from prunesim.runner import run_one, streams
+from prunesim.studies.reentrancy import REENTRANCY, key_story
+from prunesim.studies.replay import REPLAYS
 
 KEY = "kubectl describe pod api-7f9c"
 
@@ -145,9 +144,8 @@ def test_replay_plot_writes_runs_and_figure(tmp_path, capsys):
 def test_the_window_under_tombstoned_policies_still_accounts_for_every_command_run():
     """Seed 004: with tombstones, a rolling summary written from the window matches what happened."""
     import numpy as np
-
-    from sim import scenario as sc
-    from sim.engine import run_one
+    from prunesim.io import scenario_files as sc
+    from prunesim.runner import run_one
 
     scenario = sc.load("reentrancy-60")
     gaps = {p: [run_one(scenario, p, s, trace="none").summary["history_gap"] for s in range(20)]

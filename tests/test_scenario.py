@@ -1,7 +1,6 @@
 import pytest
-
-from sim import scenario as sc
-from sim.errors import UserError
+from prunesim.errors import UserError
+from prunesim.io import scenario_files as sc
 
 
 def test_shipped_oscillation_holds_the_seed_setting(oscillation):

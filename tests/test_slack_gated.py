@@ -13,19 +13,18 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from policies import REGISTRY
-from policies.base import BoundaryEvent, Evict, ModelPass, Summarize, Truncate, WindowView
-from policies.boundary import REASONS
-from policies.decision import plan_pass
-from policies.slack_gated import SlackGatedPolicy, evaluate_boundary
-from sim import scenario as sc
-from sim.cli import main
-from sim.engine import run_one
-from sim.errors import UserError
-from sim.recorder import LEDGER_COLUMNS as LEDGER
-from sim.results import write_run
-from sim.spans import Span
+from prunesim.cli import main
+from prunesim.errors import UserError
+from prunesim.io import scenario_files as sc
+from prunesim.io.results import write_run
+from prunesim.model.spans import Span
+from prunesim.observe.recorder import LEDGER_COLUMNS as LEDGER
+from prunesim.policies import REGISTRY
+from prunesim.policies.base import BoundaryEvent, Evict, ModelPass, Summarize, Truncate, WindowView
+from prunesim.policies.boundary import REASONS
+from prunesim.policies.decision import plan_pass
+from prunesim.policies.slack_gated import SlackGatedPolicy, evaluate_boundary
+from prunesim.runner import run_one
 
 # -- the boundary: a table of cases -------------------------------------------------
 # (utilization, budget, sizes, index, rationale, factor) -> (reason, headroom, overhead, reclaimable, margin)

@@ -5,14 +5,13 @@ import fcntl
 import os
 
 import pytest
-
-from sim import scenario as scenario_mod
-from sim.atomic import format_cell
-from sim.cli import main
-from sim.engine import run_one
-from sim.errors import UserError
-from sim.metrics import METRIC_NAMES
-from sim.sweep import ID_COLUMNS, RUNS_FILE, execute, plan_sweep, read_runs, run_id, run_sweep
+from prunesim.cli import main
+from prunesim.errors import UserError
+from prunesim.io import scenario_files as scenario_mod
+from prunesim.io.atomic import format_cell
+from prunesim.observe.metrics import METRIC_NAMES
+from prunesim.runner import run_one
+from prunesim.studies.sweep import ID_COLUMNS, RUNS_FILE, execute, plan_sweep, read_runs, run_id, run_sweep
 
 GRID = {"trigger": [20000, 22000]}
 POLICIES = ["naive", "recency"]
@@ -193,7 +192,7 @@ def test_read_runs_ignores_a_partial_line_without_touching_the_file(tmp_path):
 def test_sweep_json_is_the_resolved_description_the_plots_read(tmp_path):
     import json
 
-    from plots.io import read_sweep
+    from prunesim.plots.io import read_sweep
 
     out = tmp_path / "s"
     grid = {"trigger": [20000, 22000], "decision.rationale_per_span": [90.0, 300.0]}

@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from sim.sweep import RUNS_FILE
+from prunesim.studies.sweep import RUNS_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 # 3 grid points x 2 policies x 16 seeds = 96 runs of 600 turns: a second or two of work.

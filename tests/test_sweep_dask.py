@@ -1,8 +1,7 @@
 """The Dask executor, on a local cluster on loopback, writes the same rows as the local executor."""
 
 import pytest
-
-from sim.sweep import RUNS_FILE, execute, plan_sweep, read_runs
+from prunesim.studies.sweep import RUNS_FILE, execute, plan_sweep, read_runs
 
 pytest.importorskip("distributed", reason="the dask extra is not installed")
 
@@ -18,8 +17,7 @@ def test_dask_rows_are_identical_to_the_local_executors(tmp_path):
 
 def test_the_command_line_uses_a_running_scheduler(tmp_path, capsys):
     from distributed import LocalCluster
-
-    from sim.cli import main
+    from prunesim.cli import main
 
     with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as cluster:
         args = ["sweep", "oscillation-40", "--grid", "trigger=21000,22000", "--policies", "naive", "--seeds", "0:3",
@@ -31,8 +29,7 @@ def test_the_command_line_uses_a_running_scheduler(tmp_path, capsys):
 
 def test_an_unreachable_scheduler_is_one_line_and_nothing_is_written(tmp_path, capsys):
     import dask
-
-    from sim.cli import main
+    from prunesim.cli import main
 
     out = tmp_path / "s"
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):

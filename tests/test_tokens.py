@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from sim.cli import main
-from sim.errors import UserError
-from sim.transcripts import tokens
-from sim.transcripts.keys import MAX_KEY, command_key, normalize_command, tool_key
+from prunesim.cli import main
+from prunesim.errors import UserError
+from prunesim.io.transcripts import tokens
+from prunesim.io.transcripts.keys import MAX_KEY, command_key, normalize_command, tool_key
 
 
 def test_default_counter_splits_like_a_byte_pair_encoder():

@@ -3,16 +3,15 @@
 import json
 
 import pytest
-
-import policies
-from policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView
-from policies.decision import plan_pass
-from policies.tombstoned import GatedTombstonedPolicy, TombstonedPolicy
-from sim.editlog import SelfEditRefused
-from sim.engine import run_one, streams
-from sim.errors import UserError
-from sim.scenario import load, replace
-from sim.spans import Span
+from prunesim import policies
+from prunesim.errors import UserError
+from prunesim.io.scenario_files import load, replace
+from prunesim.model.editlog import SelfEditRefused
+from prunesim.model.spans import Span
+from prunesim.policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView
+from prunesim.policies.decision import plan_pass
+from prunesim.policies.tombstoned import GatedTombstonedPolicy, TombstonedPolicy
+from prunesim.runner import run_one, streams
 
 ARTIFACTS = ("prune_index", "prune_rationale", "tombstone")
 

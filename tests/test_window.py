@@ -1,5 +1,5 @@
-from sim.spans import Span
-from sim.window import Window
+from prunesim.model.spans import Span
+from prunesim.model.window import Window
 
 
 def span(i, tokens, kind="tool_output"):

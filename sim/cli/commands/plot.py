@@ -1,0 +1,105 @@
+"""prunesim plot: figures from result files (run directories and sweeps); never simulates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prunesim.errors import UserError
+
+
+def _common(p) -> None:
+    p.add_argument("--out", type=Path, help="a .png/.svg/.pdf file, or a directory for the default file name")
+    p.add_argument("--format", choices=("png", "svg", "pdf"), help="output format (default: from --out, else png)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("plot", help="plot traces, pass ledgers, sweep curves and phase diagrams from result files")
+    kinds = p.add_subparsers(dest="plot", metavar="KIND", parser_class=type(p))
+    kinds.required = True
+
+    t = kinds.add_parser("trace", help="utilization of one or more runs, overlaid")
+    t.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    t.add_argument("--x", choices=("turn", "time"), default="turn", help="x axis: turn (default) or simulated time")
+    _common(t)
+    t.set_defaults(func=main_trace)
+
+    led = kinds.add_parser("ledger", help="one run's prune passes: costs, yields, cumulative overhead vs net")
+    led.add_argument("run", type=Path, metavar="RUN_DIR")
+    _common(led)
+    led.set_defaults(func=main_ledger)
+
+    s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95%% band")
+    s.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
+    s.add_argument("--metric", required=True, help="a column of runs.csv (see prunesim metrics)")
+    s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several)")
+    _common(s)
+    s.set_defaults(func=main_sweep)
+
+    ph = kinds.add_parser("phase", help="a metric over two grid parameters, with the headroom = overhead boundary")
+    ph.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
+    ph.add_argument("--x", required=True, help="grid parameter across")
+    ph.add_argument("--y", required=True, help="grid parameter up")
+    ph.add_argument("--metric", required=True, help="a column of runs.csv")
+    ph.add_argument("--stat", choices=("median", "share"),
+                    help="median of the metric, or share of runs where it is true/above zero "
+                         "(default: share for booleans and failure counts, else median)")
+    ph.add_argument("--policy", help="the policy to show (required when the sweep has several)")
+    ph.add_argument("--fix", action="append", metavar="PARAM=VALUE",
+                    help="hold another grid parameter at one value; repeatable")
+    _common(ph)
+    ph.set_defaults(func=main_phase)
+
+
+def _write(fig, out, default_dir: Path, name: str, fmt) -> int:
+    from prunesim.plots import style
+
+    path, fmt = style.output_path(out, default_dir, name, fmt)
+    style.save(fig, path, fmt)
+    print(path)
+    return 0
+
+
+def main_trace(args) -> int:
+    from prunesim.plots.io import read_run
+    from prunesim.plots.trace import trace_figure
+
+    runs = [read_run(p, need=("trace",)) for p in args.runs]
+    name = "trace" if args.x == "turn" else "trace-time"
+    return _write(trace_figure(runs, x=args.x), args.out, args.runs[0], name, args.format)
+
+
+def main_ledger(args) -> int:
+    from prunesim.plots.io import read_run
+    from prunesim.plots.ledger import ledger_figure
+
+    run = read_run(args.run, need=("ledger",))
+    return _write(ledger_figure(run), args.out, args.run, "ledger", args.format)
+
+
+def main_sweep(args) -> int:
+    from prunesim.plots.io import read_sweep
+    from prunesim.plots.sweep import choose_x, sweep_figure
+
+    sweep = read_sweep(args.sweep)
+    x = choose_x(sweep, args.x)
+    fig = sweep_figure(sweep, args.metric, x)
+    return _write(fig, args.out, args.sweep, f"sweep-{args.metric}-{x}", args.format)
+
+
+def _fixes(items) -> dict[str, str]:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise UserError("--fix", item, "expected PARAM=VALUE")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def main_phase(args) -> int:
+    from prunesim.plots.io import read_sweep
+    from prunesim.plots.phase import phase_figure
+
+    sweep = read_sweep(args.sweep)
+    fig = phase_figure(sweep, args.x, args.y, args.metric, stat=args.stat, policy=args.policy, fix=_fixes(args.fix))
+    return _write(fig, args.out, args.sweep, f"phase-{args.metric}-{args.x}-{args.y}", args.format)

@@ -1,0 +1,110 @@
+"""prunesim replay NAME: a published failure, simulated over many seeds."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from prunesim.cli.commands._common import non_negative_int, parse_seeds
+from prunesim.errors import UserError
+from prunesim.io.atomic import json_ready
+from prunesim.io.results import write_run
+from prunesim.io.scenario_files import load, replace
+from prunesim.policies import REGISTRY
+from prunesim.runner import run_one
+from prunesim.studies.replay import REPLAYS, get_replay, median_seed
+
+# replay name -> name of its story-figure function in plots.stories
+FIGURES = {"oscillation": "oscillation_figures", "reentrancy": "reentrancy_figures"}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("replay", help="replay a published failure over many seeds")
+    p.add_argument("name", help=f"one of: {', '.join(sorted(REPLAYS))}")
+    p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--plot", type=Path, metavar="DIR",
+                   help="also run every variant once with a full trace, write the runs under DIR/runs/ "
+                        "and draw the story figure into DIR")
+    p.add_argument("--plot-seed", type=plot_seed, default=None, metavar="N|median",
+                   help="the seed of the plotted runs: a number, or 'median' for the run nearest the medians "
+                        "over --seeds (default: the scenario's seed)")
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="format of the --plot figure")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    replay = get_replay(args.name)
+    seeds = parse_seeds(args.seeds)
+    if args.plot is not None:
+        if args.name not in FIGURES:
+            raise UserError("--plot", args.name, "this replay has no story figure")
+        if args.plot.exists() and not args.plot.is_dir():
+            raise UserError("--plot", str(args.plot), "exists and is not a directory")
+    report = replay.run(seeds)
+    if args.json:
+        print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
+    else:
+        print(getattr(replay, "format_report", format_report)(report))
+    if args.plot is not None:
+        if args.plot_seed == "median":
+            if not hasattr(report, "runs"):
+                raise UserError("--plot-seed", "median", f"the {args.name} replay has no per-seed figures")
+            seed = median_seed(report)
+        else:
+            seed = load(replay.scenario).seed if args.plot_seed is None else args.plot_seed
+        print(f"plotted seed: {seed}")
+        run_dirs = write_variant_runs(replay, args.plot / "runs", seed)
+        from prunesim.plots import stories
+
+        figures = getattr(stories, FIGURES[args.name])(run_dirs, args.plot, fmt=args.format)
+        for name in figures:
+            print(f"figure: {args.plot / f'{name}.{args.format}'}")
+    return 0
+
+
+def plot_seed(text: str):
+    if text == "median":
+        return text
+    return non_negative_int(text)
+
+
+def slug(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "variant"
+
+
+def write_variant_runs(replay, out: Path, seed: int) -> dict[str, Path]:
+    """Run each variant of ``replay`` once with a full trace; write its run directory under ``out``."""
+    base = load(replay.scenario)
+    run_dirs = {}
+    for v in replay.variants:
+        if v.policy not in REGISTRY or getattr(REGISTRY[v.policy], "planner", None) not in (None, *REGISTRY):
+            continue  # a variant whose policy this build lacks is skipped, as in the replay itself
+        sc = replace(base, v.overrides) if v.overrides else base
+        path = out / slug(v.label)
+        write_run(run_one(sc, v.policy, seed, trace="all"), path)
+        run_dirs[v.label] = path
+    return run_dirs
+
+
+def _num(x: float) -> str:
+    if x != x or abs(x) == float("inf"):
+        return str(x)
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
+
+
+def format_report(report) -> str:
+    lines = [
+        f"replay {report.name}: scenario {report.scenario}, {len(report.seeds)} seeds",
+        f"{'variant':13s} {'figure':44s} {'published':>10s} {'median':>9s} {'p10..p90':>17s}  accepted  in range",
+    ]
+    for r in report.figures:
+        f = r.figure
+        spread = f"{_num(r.p10)}..{_num(r.p90)}" if f.reduce == "median" else "(share of seeds)"
+        accepted = f"{_num(f.low)}..{_num(f.high)}"
+        lines.append(
+            f"{f.variant:13s} {f.label:44s} {f.published:>10s} {_num(r.median):>9s} {spread:>17s}  "
+            f"{accepted}  {'yes' if r.ok else 'NO'}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""prunesim run: one scenario, one policy, one seed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prunesim import api
+from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets
+from prunesim.errors import UserError
+from prunesim.io.atomic import json_ready
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run one scenario under one policy and seed")
+    p.add_argument("scenario", nargs="?", help="a scenario file or the name of a shipped scenario "
+                   "(default with --workload: transcript)")
+    p.add_argument("--workload", type=Path, help="replay an imported workload (or a one-run transcript) instead")
+    p.add_argument("--policy", help="policy name (default: the scenario's)")
+    p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
+    add_set(p)
+    p.add_argument("--out", type=Path, help="write trace.csv, ledger.csv, events.csv and summary.json here")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UserError("--out", str(args.out), "exists and is not a directory")
+    if args.workload is not None:
+        result = _replay_workload(args)
+    elif args.scenario is None:
+        raise UserError("run", None, "give a SCENARIO or --workload FILE")
+    else:
+        result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set))
+    if args.out is not None:
+        api.write(result, args.out)
+    if args.json:
+        print(json.dumps(json_ready(api.record(result)), indent=2, sort_keys=True))
+    else:
+        print(format_summary(result))
+    return 0
+
+
+def _replay_workload(args):
+    from prunesim.policies import get_policy
+    from prunesim.studies.transcript_replay import iter_workloads, replay
+
+    base = api.load_scenario(args.scenario or "transcript", parse_sets(args.set))
+    if args.policy is not None:
+        get_policy(args.policy)
+    runs = iter_workloads(args.workload)
+    data = next(runs)
+    if next(runs, None) is not None:
+        raise UserError(str(args.workload), None, "holds several runs; import it and pass one workload file")
+    result, _ = replay(data, base, args.policy, args.seed)
+    return result
+
+
+def format_summary(result) -> str:
+    s = result.summary
+    sc = result.scenario
+    ratio = s["overhead_ratio"]
+    lines = [
+        f"{sc.name} under {result.policy}, seed {result.seed}: {s['turns']} turns, "
+        f"window {sc.window}, {sc.budget_kind} budget {sc.budget}, trigger {sc.trigger}",
+        f"  utilization   peak {s['peak_utilization']}, final {s['final_utilization']}, "
+        f"band floor {s['band_floor']} (first trigger at turn {s['first_trigger_turn']})",
+        f"  passes        {s['passes']} (first half {s['passes_first_half']}, second half {s['passes_second_half']}), "
+        f"net-negative {s['net_negative_passes']}, zero-yield {s['zero_yield_passes']}, in band {s['in_band_passes']}",
+        f"  per pass      index {s['mean_index_tokens']:.0f}, rationale {s['mean_rationale_tokens']:.0f}, "
+        f"evicted {s['mean_evicted_tokens']:.0f}, net {s['mean_net_tokens']:.0f}",
+        f"  overhead      ratio {ratio if isinstance(ratio, str) else f'{ratio:.2f}'} "
+        f"(sum index+rationale {s['sum_overhead_tokens']} / sum net {s['sum_net_tokens']}), "
+        f"oscillating {'yes' if s['oscillating'] else 'no'}",
+        f"  fallbacks     {s['fallback_evictions']} ({s['fallback_tokens']} tokens); forced truncations "
+        f"{s['forced_truncations']} ({s['truncated_tokens']} tokens); re-retrievals {s['re_retrievals']}; "
+        f"lost constraints {s['lost_constraints']}",
+        f"  billed        input {s['input_tokens_billed']}, deciding {s['decision_tokens_billed']} "
+        f"({100 * s['decision_share']:.1f}%)",
+    ]
+    if "repeats" in s:
+        lines.append(
+            f"  repeats       {s['repeats']}: {s['repeats_after_prune']} after the policy pruned the content "
+            f"(gap mean {s['repeat_gap_mean']}, max {s['repeat_gap_max']} turns), {s['repeats_in_window']} in window"
+        )
+    gate = [s.get(k, 0) for k in ("gate_runs", "refusals_over_budget", "refusals_decision_in_band",
+                                  "refusals_insufficient_net")]
+    if any(gate):
+        lines.append(
+            f"  gate          ran {gate[0]}; refused: over budget {gate[1]}, no slack to decide {gate[2]}, "
+            f"nothing worth pruning {gate[3]}"
+        )
+    return "\n".join(lines)

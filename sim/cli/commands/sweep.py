@@ -1,0 +1,80 @@
+"""prunesim sweep: a scenario over a parameter grid x policies x seeds, in parallel and resumable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets
+from prunesim.errors import UserError
+from prunesim.studies.grid import parse_axes
+from prunesim.studies.sweep import EXECUTORS, RUNS_FILE, execute, plan_sweep
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run a scenario over a parameter grid, policies and seeds (parallel, resumable)",
+        description="Run every (grid point, policy, seed); rows go to OUT/runs.csv as runs finish. "
+        "Run the same command again to resume. See docs/sweeps.md.",
+    )
+    p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
+    p.add_argument(
+        "--grid",
+        action="append",
+        metavar="NAME=VALUES",
+        help="a scenario parameter (dotted names too) and its values: a range A:B:STEP (both ends included "
+        "when the step lands on them) or a list a,b,c; repeatable (the cartesian product is run)",
+    )
+    p.add_argument("--policies", help="comma-separated policy names (default: the scenario's policy)")
+    p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer (default 0:100)")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: every core)")
+    add_set(p)
+    p.add_argument("--out", type=Path, required=True, help="the sweep directory (runs.csv, sweep.json)")
+    p.add_argument("--traces", action="store_true", help="also write each run's files to OUT/traces/<run_id>/")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--executor", default="local", help=f"one of: {', '.join(EXECUTORS)} (default local)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="a running Dask scheduler (with --executor dask)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise UserError("--jobs", str(args.jobs), "must be at least 1")
+    policies = None
+    if args.policies is not None:
+        policies = [p.strip() for p in args.policies.split(",")]
+        if not all(policies):
+            raise UserError("--policies", args.policies, "has an empty name")
+    plan = plan_sweep(
+        args.scenario,
+        parse_axes(args.grid),
+        policies,
+        parse_seeds(args.seeds),
+        parse_sets(args.set),
+    )
+    stats = execute(
+        plan,
+        args.out,
+        jobs=jobs,
+        executor=args.executor,
+        scheduler=args.scheduler,
+        traces=args.traces,
+        progress=not args.quiet,
+    )
+    state = "complete" if stats.complete else "incomplete"
+    shape = " x ".join(
+        _count(n, word) for n, word in ((len(plan.points), "grid point"), (len(plan.policies), "policy"),
+                                        (len(plan.seeds), "seed"))
+    )
+    print(
+        f"sweep {args.out}: {stats.total} runs ({shape}), {stats.ran} run now, {stats.already_done} already done, "
+        f"{stats.seconds:.1f} s, {state}; rows in {args.out / RUNS_FILE}"
+    )
+    return 0
+
+
+def _count(n: int, word: str) -> str:
+    plural = word[:-1] + "ies" if word.endswith("y") else word + "s"
+    return f"{n} {word if n == 1 else plural}"

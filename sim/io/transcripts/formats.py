@@ -1,0 +1,426 @@
+"""Transcript formats: detection and parsing into message parts.
+
+A parser turns one agent run into a :class:`Transcript`: an ordered list of
+:class:`Part` (kind, text, turn, and for tool calls and outputs a content key)
+plus, where the format records them, the API's prompt-token counts per model
+call. Turn ``k`` is the ``k``-th model call; everything before the first model
+call (system prompt, task statement, demonstrations) is turn 0.
+
+Formats (see docs/transcripts.md):
+
+* ``mini-swe-agent``: ``.traj.json``, ``{"messages": [...]}``; an assistant
+  message is ``THOUGHT`` prose plus one fenced bash block; observations are
+  user messages starting ``<returncode>``.
+* ``swe-agent``: ``.traj``, ``{"trajectory": [...], "history": [...]}``; the
+  chat ``history`` is what the model saw.
+* ``openhands``: evaluation output JSON lines, one run per line, ``history`` of
+  events (actions with ``action``/``args``, observations with
+  ``observation``/``content``).
+* ``openai``: a plain message list ``[{role, content, tool_calls}, {role: "tool"}]``
+  (or ``{"messages": [...]}`` holding such a list).
+
+Every problem is a :class:`sim.errors.UserError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prunesim.errors import UserError
+from prunesim.io.transcripts.keys import command_key, tool_key
+
+FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai")
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
+
+
+@dataclass(slots=True)
+class Part:
+    turn: int
+    kind: str  # system, user, reasoning, tool_call, tool_output
+    text: str
+    key: str = ""
+    tool: str = ""
+
+
+@dataclass
+class Transcript:
+    name: str
+    format: str
+    source: str
+    model: str = ""
+    parts: list[Part] = field(default_factory=list)
+    prompt_tokens: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def turns(self) -> int:
+        return max((p.turn for p in self.parts), default=0)
+
+
+# -- reading files ------------------------------------------------------------
+def read_text(path: Path) -> str:
+    where = str(path)
+    if path.is_dir():
+        raise UserError(where, None, "is a directory, not a transcript file")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(where, None, "no such file") from None
+    except OSError as err:
+        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    if b"\x00" in raw[:4096]:
+        raise UserError(where, None, "binary file, not a transcript")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UserError(where, None, "not a text file (invalid UTF-8)") from None
+
+
+def _load_json(text: str, where: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UserError(where, None, f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+
+
+def _first_line(path: Path) -> str:
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if b"\x00" in head:
+        raise UserError(str(path), None, "binary file, not a transcript")
+    return head.decode("utf-8", "replace").lstrip("\ufeff").lstrip()
+
+
+def is_jsonl(path: Path) -> bool:
+    """A JSON-lines file: its first record ends before the file does (or the name says so)."""
+    if path.suffix == ".jsonl":
+        return True
+    return False
+
+
+def iter_transcripts(path: Path) -> Iterator[Transcript]:
+    """The runs in one file, one at a time (a JSON-lines file is read line by line)."""
+    path = Path(path)
+    where = str(path)
+    if path.is_dir():
+        raise UserError(where, None, "is a directory, not a transcript file")
+    if not path.exists():
+        raise UserError(where, None, "no such file")
+    if is_jsonl(path):
+        yield from _iter_jsonl(path)
+        return
+    data = _load_json(read_text(path), where)
+    yield parse_document(data, path)
+
+
+def _iter_jsonl(path: Path) -> Iterator[Transcript]:
+    where = str(path)
+    _first_line(path)  # binary check
+    try:
+        fh = open(path, encoding="utf-8-sig")
+    except OSError as err:
+        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    with fh:
+        n = 0
+        lineno = 0
+        while True:
+            try:
+                line = fh.readline()
+            except UnicodeDecodeError:
+                raise UserError(f"{where}:{lineno + 1}", None, "not a text file (invalid UTF-8)") from None
+            if not line:
+                break
+            lineno += 1
+            if not line.strip():
+                continue
+            data = _load_json(line, f"{where}:{lineno}")
+            n += 1
+            yield parse_document(data, path, lineno)
+            del data
+        if n == 0:
+            raise UserError(where, None, "empty file: no runs")
+
+
+def detect(data) -> str:
+    """The format of a parsed document, or a UserError-ready description of why none fits."""
+    if isinstance(data, list):
+        if data and all(isinstance(m, dict) and "role" in m for m in data):
+            return "openai"
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    if isinstance(data.get("history"), list) and isinstance(data.get("trajectory"), list):
+        return "swe-agent"
+    if isinstance(data.get("history"), list) and ("instance_id" in data or "metadata" in data or "instruction" in data):
+        return "openhands"
+    messages = data.get("messages")
+    if isinstance(messages, list):
+        if str(data.get("trajectory_format", "")).startswith("mini-swe-agent"):
+            return "mini-swe-agent"
+        if any(isinstance(m, dict) and (m.get("tool_calls") or m.get("role") == "tool") for m in messages):
+            return "openai"
+        return "mini-swe-agent"
+    return ""
+
+
+def parse_document(data, path: Path, line: int | None = None) -> Transcript:
+    where = f"{path}:{line}" if line else str(path)
+    fmt = detect(data)
+    if not fmt:
+        raise UserError(where, None, "unknown transcript format (expected mini-swe-agent, SWE-agent, "
+                                     "OpenHands or an OpenAI-style message list)")
+    stem = _stem(path.name)
+    name = stem if line is None else _run_name(data, stem, line)
+    source = path.name if line is None else f"{path.name}:{line}"
+    t = Transcript(name=name, format=fmt, source=source)
+    try:
+        {"mini-swe-agent": _mini, "swe-agent": _swe, "openhands": _openhands, "openai": _openai}[fmt](data, t)
+    except _Missing as err:
+        raise UserError(where, None, f"{fmt}: {err}") from None
+    if t.turns == 0:
+        raise UserError(where, None, f"{fmt}: no model calls in the transcript")
+    return t
+
+
+class _Missing(Exception):
+    pass
+
+
+def _stem(name: str) -> str:
+    for suffix in (".traj.json", ".traj", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _run_name(data, stem: str, line: int) -> str:
+    iid = data.get("instance_id") if isinstance(data, dict) else None
+    if isinstance(iid, str) and re.fullmatch(r"[\w.@+-]{1,120}", iid):
+        return iid
+    return f"{stem}-{line}"
+
+
+def _need(obj, key: str, what: str):
+    if not isinstance(obj, dict) or key not in obj:
+        raise _Missing(f"missing field {key!r} in {what}")
+    return obj[key]
+
+
+def _text(content) -> str:
+    """Message content as text: a string, or the text parts of a content list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for item in content:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict) and isinstance(item.get("text"), str):
+                out.append(item["text"])
+        return "\n".join(out)
+    return json.dumps(content, sort_keys=True, ensure_ascii=False)
+
+
+def _split_action(content: str) -> tuple[str, str]:
+    """(reasoning, command) of an assistant message holding one fenced block; the last block is the action."""
+    blocks = list(_FENCE.finditer(content))
+    if not blocks:
+        return content, ""
+    last = blocks[-1]
+    reasoning = (content[: last.start()] + content[last.end():]).strip()
+    return reasoning, last.group(1)
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+# -- mini-swe-agent -----------------------------------------------------------
+def _mini(data: dict, t: Transcript) -> None:
+    messages = _need(data, "messages", "the document")
+    if not isinstance(messages, list):
+        raise _Missing("'messages' is not a list")
+    turn = 0
+    key = ""
+    for i, m in enumerate(messages):
+        role = _need(m, "role", f"message {i}")
+        text = _text(m.get("content"))
+        if role == "system":
+            t.parts.append(Part(turn, "system", text))
+        elif role == "assistant":
+            turn += 1
+            reasoning, command = _split_action(text)
+            key = command_key(command) if command else ""
+            t.parts.append(Part(turn, "reasoning", reasoning))
+            t.parts.append(Part(turn, "tool_call", command, key, "bash" if command else ""))
+            extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+            response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
+            usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+            prompt = _int(usage.get("prompt_tokens"))
+            if prompt is not None:
+                t.prompt_tokens[turn] = prompt
+            model = response.get("model")
+            if isinstance(model, str) and not t.model:
+                t.model = model
+        elif turn > 0 and key and text.lstrip().startswith("<returncode>"):
+            t.parts.append(Part(turn, "tool_output", text, key, "bash"))
+            key = ""
+        else:  # the task, a format-error notice, a limit message
+            t.parts.append(Part(turn, "user", text))
+    if not t.model:
+        cfg = ((data.get("info") or {}).get("config") or {}).get("model") or {}
+        if isinstance(cfg, dict) and isinstance(cfg.get("model_name"), str):
+            t.model = cfg["model_name"]
+
+
+# -- SWE-agent ----------------------------------------------------------------
+def _swe(data: dict, t: Transcript) -> None:
+    history = _need(data, "history", "the document")
+    turn = 0
+    key = ""
+    for i, m in enumerate(history):
+        role = _need(m, "role", f"history[{i}]")
+        text = _text(m.get("content"))
+        if role == "system":
+            t.parts.append(Part(turn, "system", text))
+        elif role == "assistant":
+            turn += 1
+            if isinstance(m.get("action"), str):
+                command = m["action"]
+                reasoning = m["thought"] if isinstance(m.get("thought"), str) else text.replace(command, "")
+            else:
+                reasoning, command = _split_action(text)
+            key = command_key(command) if command.strip() else ""
+            t.parts.append(Part(turn, "reasoning", reasoning))
+            t.parts.append(Part(turn, "tool_call", command, key, command.split(None, 1)[0] if key else ""))
+        elif turn > 0 and key and role in ("user", "tool"):
+            t.parts.append(Part(turn, "tool_output", text, key, ""))
+            key = ""
+        else:
+            t.parts.append(Part(turn, "user", text))
+    stats = (data.get("info") or {}).get("model_stats") if isinstance(data.get("info"), dict) else None
+    if isinstance(stats, dict) and isinstance(stats.get("model"), str):
+        t.model = stats["model"]
+
+
+# -- OpenHands ----------------------------------------------------------------
+_OH_SKIP_ACTIONS = frozenset({"recall", "change_agent_state", "null"})
+
+
+def _openhands(data: dict, t: Transcript) -> None:
+    history = _need(data, "history", "the run")
+    cfg = ((data.get("metadata") or {}).get("llm_config") or {}) if isinstance(data.get("metadata"), dict) else {}
+    if isinstance(cfg, dict) and isinstance(cfg.get("model"), str):
+        t.model = cfg["model"]
+    turn = 0
+    response_id = None
+    keys: dict[str, str] = {}  # event id -> key of the action that caused it
+    for i, ev in enumerate(history):
+        if not isinstance(ev, dict):
+            raise _Missing(f"history[{i}] is not an object")
+        if "action" in ev:
+            action = ev["action"]
+            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            if action == "system":
+                t.parts.append(Part(turn, "system", _text(args.get("content", ev.get("message")))))
+                continue
+            if ev.get("source") == "user" or action in _OH_SKIP_ACTIONS:
+                if action == "message":
+                    t.parts.append(Part(turn, "user", _text(args.get("content", ev.get("message")))))
+                continue
+            meta = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
+            resp = meta.get("model_response") if isinstance(meta.get("model_response"), dict) else {}
+            rid = resp.get("id") or f"event-{ev.get('id', i)}"
+            new_call = rid != response_id
+            if new_call:
+                turn += 1
+                response_id = rid
+                usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+                prompt = _int(usage.get("prompt_tokens"))
+                if prompt is not None:
+                    t.prompt_tokens[turn] = prompt
+                t.parts.append(Part(turn, "reasoning", _text(args.get("thought", ""))))
+            name, arguments = _oh_call(ev, meta, resp, args)
+            if action in ("message", "finish", "think"):
+                key = ""
+                body = _text(args.get("content") or args.get("final_thought") or "")
+                t.parts.append(Part(turn, "tool_call", body + (arguments if action != "message" else ""), "", name))
+            else:
+                key = tool_key(name, arguments)
+                t.parts.append(Part(turn, "tool_call", arguments, key, name))
+            keys[str(ev.get("id", ""))] = key
+        elif "observation" in ev:
+            obs = ev["observation"]
+            text = _text(ev.get("content"))
+            cause = str(ev.get("cause", ""))
+            if obs == "recall" or turn == 0 or cause not in keys:
+                if text and obs != "recall":
+                    t.parts.append(Part(turn, "user", text))
+                elif obs == "recall" and text:
+                    t.parts.append(Part(turn, "user", text))
+                continue
+            key = keys.pop(cause)
+            t.parts.append(Part(turn, "tool_output", text, key, str(obs)))
+        else:
+            raise _Missing(f"history[{i}] has neither 'action' nor 'observation'")
+
+
+def _oh_call(ev: dict, meta: dict, resp: dict, args: dict) -> tuple[str, str]:
+    """(tool name, arguments text) of an OpenHands action: from the model's own tool call when recorded."""
+    name = meta.get("function_name") if isinstance(meta.get("function_name"), str) else str(ev.get("action"))
+    call_id = meta.get("tool_call_id")
+    for choice in resp.get("choices") or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        for call in (message or {}).get("tool_calls") or []:
+            if isinstance(call, dict) and call.get("id") == call_id:
+                fn = call.get("function") or {}
+                if isinstance(fn.get("arguments"), str):
+                    return name, fn["arguments"]
+    kept = {k: v for k, v in args.items() if k != "thought"}
+    return name, json.dumps(kept, sort_keys=True, ensure_ascii=False)
+
+
+# -- OpenAI-style message lists -----------------------------------------------
+def _openai(data, t: Transcript) -> None:
+    messages = data if isinstance(data, list) else _need(data, "messages", "the document")
+    if isinstance(data, dict) and isinstance(data.get("model"), str):
+        t.model = data["model"]
+    turn = 0
+    keys: dict[str, str] = {}
+    pending: list[str] = []  # keys of calls without an id, answered in order
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise _Missing(f"message {i} is not an object")
+        role = _need(m, "role", f"message {i}")
+        text = _text(m.get("content"))
+        if role in ("system", "developer"):
+            t.parts.append(Part(turn, "system", text))
+        elif role == "assistant":
+            turn += 1
+            t.parts.append(Part(turn, "reasoning", text))
+            usage = m.get("usage") if isinstance(m.get("usage"), dict) else {}
+            prompt = _int(usage.get("prompt_tokens"))
+            if prompt is not None:
+                t.prompt_tokens[turn] = prompt
+            for j, call in enumerate(m.get("tool_calls") or []):
+                fn = _need(call, "function", f"message {i} tool_calls[{j}]")
+                name = _need(fn, "name", f"message {i} tool_calls[{j}].function")
+                arguments = fn.get("arguments", "")
+                args_text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
+                key = tool_key(str(name), arguments)
+                t.parts.append(Part(turn, "tool_call", args_text, key, str(name)))
+                if isinstance(call.get("id"), str):
+                    keys[call["id"]] = key
+                else:
+                    pending.append(key)
+        elif role in ("tool", "function") and turn > 0:
+            call_id = m.get("tool_call_id")
+            key = keys.pop(call_id, "") if isinstance(call_id, str) else (pending.pop(0) if pending else "")
+            t.parts.append(Part(turn, "tool_output", text, key, str(m.get("name", ""))))
+        else:
+            t.parts.append(Part(turn, "user", text))

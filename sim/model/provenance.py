@@ -1,0 +1,224 @@
+"""Provenance: the edit log, tombstones, the agent's needs and re-retrieval.
+
+These are the engine's methods for the self-edit reentrancy model (design
+seed 004), kept apart from the turn loop in ``sim/engine.py``. The engine owns
+an append-only, hash-chained edit log; under a policy that keeps one, every
+removal from the window is logged and leaves a pinned tombstone. Each turn the
+agent may need content it saw before; when that content left the window and
+nothing in the window records it, the agent runs the tool again.
+"""
+
+from __future__ import annotations
+
+from prunesim.model.editlog import EditLog, SelfEditRefused, Tombstone, content_hash
+from prunesim.model.needs import NeedModel
+from prunesim.model.spans import Span
+from prunesim.model.workload import Arrival, TurnPlan
+from prunesim.policies.base import ModelPass
+
+FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
+
+
+class Provenance:
+    """Mixed into :class:`sim.engine.Engine`; uses its window, recorder, metrics and clock."""
+
+    def tombstone(self, span: Span, reason: str, record_seq: int = 0, tokens: int | None = None) -> Span:
+        """Leave a pinned marker for ``span``: its content hash, the turn and the reason."""
+        size = self.scenario.tombstone.tokens if tokens is None else tokens
+        info = Tombstone(span.id, span.key, span.kind, span.tokens, span_hash(span), self.turn, reason, record_seq)
+        marker = self.append(Span(self.window.new_id(), "tombstone", size, self.turn, key=span.key, pinned=True,
+                                  tags=frozenset({"provenance"})))
+        self.tombstones[marker.id] = info
+        return marker
+
+    def _init_provenance(self, needs: NeedModel | None) -> None:
+        self.keeps_log = bool(getattr(self.policy, "keeps_edit_log", False))
+        self.edit_log = EditLog()
+        self.anchor = self.edit_log.anchor()  # kept apart from the records, updated on every append
+        self.tombstones: dict[int, Tombstone] = {}  # tombstone span id -> what it records
+        # Spans removed from the window, by id, while something in the window may still name them
+        # (see forget_unreferenced: a run of any length keeps bounded state).
+        self.evicted: dict[int, Span] = {}
+        self._forget_at = FORGET_AT
+        self._forgotten_unrecorded = 0  # content spans dropped from `evicted`: nothing records them
+        self.removed_turn: dict[str, int] = {}  # content key -> turn its content last left the window
+        self.content: dict[str, tuple] = {}  # content key -> (call tokens, output tokens, stale_at, tags)
+        self.needs = needs
+        self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
+        self._pass_id = 0
+
+    def log(self, kind: str, **fields):
+        record = self.edit_log.append(kind, turn=self.turn, time_s=round(self.env.now, 9), **fields)
+        self.anchor = self.edit_log.anchor()
+        return record
+
+    def authorized(self, action) -> bool:
+        """Ask the policy's guard, if it has one; a refusal is recorded, never swallowed."""
+        guard = getattr(self.policy, "authorize", None)
+        if guard is None:
+            return True
+        try:
+            guard(action, self.view())
+        except SelfEditRefused as err:
+            self.metrics.self_edit_refused()
+            if self.keeps_log:
+                self.log("refusal", reason=err.reason, span_ids=list(err.span_ids), action=type(action).__name__)
+            self._event("self_edit_refused", reason=err.reason, span_ids=list(err.span_ids),
+                        action=type(action).__name__)
+            return False
+        return True
+
+    def _pass_started(self, p: ModelPass, chosen, index_tokens: int, rationale: int) -> None:
+        """The plan and its rationale, written to the log before anything is evicted."""
+        self._pass_id = self.pass_count
+        self._pass_tombstones = p.tombstone_tokens
+        if self.needs is not None or self.keeps_log:  # runs that tell a provenance story name what each plan names
+            note = self.window.spans()[-1] if p.placement == "window" and rationale else None
+            self._event("prune_plan", pass_id=self.pass_count, selected=[i for i in chosen if i in self.window],
+                        keys=[self.window.get(i).key for i in chosen if i in self.window],
+                        rationale_span=note.id if note is not None and note.kind == "prune_rationale" else -1,
+                        rationale=rationale, own_rationale=bool(getattr(p, "prune_own_rationale", False)))
+        if not self.keeps_log:
+            return
+        w = self.window
+        named = [{"span_id": i, "key": w.get(i).key, "kind": w.get(i).kind, "tokens": w.get(i).tokens,
+                  "stale": w.get(i).is_stale(self.turn)} for i in chosen if i in w]
+        self.log("plan", pass_id=self.pass_count, placement=p.placement, index=index_tokens, rationale=rationale,
+                 candidates=p.candidates, selected=named)
+
+    def _removed(self, span: Span, event: str) -> None:
+        """Bookkeeping for every span that leaves the window; under provenance, its record and tombstone."""
+        self.evicted[span.id] = span
+        if span.kind == "tool_output" and span.key and self.needs is not None:  # only needs read it
+            self.removed_turn[span.key] = self.turn
+        if span.kind in ("prune_index", "prune_rationale", "tombstone"):
+            return
+        if not (self.keeps_log or self._pass_tombstones):
+            return
+        reason = f"pass {self._pass_id}: judged stale" if event == "evict" else event
+        seq = 0
+        if self.keeps_log:
+            seq = self.log("evict", span_id=span.id, key=span.key, span_kind=span.kind, tokens=span.tokens,
+                           span_turn=span.turn, content_hash=span_hash(span), reason=reason).seq
+        self.tombstone(span, reason, seq, self._pass_tombstones or None)
+
+    def _saw(self, plan: TurnPlan) -> None:
+        """Remember what each tool output held, so that the tool can be run again."""
+        if self.needs is None:  # nothing will be run again
+            return
+        for arrival in (plan.tool_output, *plan.extra):
+            if arrival.kind != "tool_output" or not arrival.key:
+                continue
+            call = plan.tool_call.tokens if arrival is plan.tool_output else 0
+            stale_at = self.turn + arrival.stale_after
+            self.content[arrival.key] = (call, arrival.tokens, stale_at, arrival.tags)
+            if self.needs is not None:
+                self.needs.observe(arrival.key, self.turn, stale_at, arrival.tags)
+
+    def holds(self, key: str) -> bool:
+        return any(s.key == key and s.kind == "tool_output" for s in self.window.spans())
+
+    def record_of(self, key: str) -> str:
+        """What in the window records that ``key``'s content was pruned: "tombstone", "rationale" or ""."""
+        rationale = False
+        for s in self.window.spans():
+            if s.kind == "tombstone" and s.key == key:
+                return "tombstone"
+            if s.kind == "prune_rationale" and any(
+                i in self.evicted and self.evicted[i].key == key for i in s.names
+            ):
+                rationale = True
+        return "rationale" if rationale else ""
+
+    def note_history(self) -> None:
+        """How much of what the agent did the window still shows (see ``history_gap`` in sim/metrics.py)."""
+        traced: set[str] = set()
+        for s in self.window.spans():
+            if s.kind in ("tool_output", "tombstone") and s.key:
+                traced.add(s.key)
+            elif s.kind == "prune_rationale":
+                traced.update(self.evicted[i].key for i in s.names if i in self.evicted)
+        run = self.content.keys()
+        self.metrics.history(len(run), len(traced & run))
+
+    def meet_needs(self):
+        """The agent reaches for content it saw before; pruned content with no record is fetched again."""
+        if self.needs is None:
+            return
+        for need in self.needs.draw(self.turn):
+            key = need.key
+            if key not in self.removed_turn or self.holds(key):
+                continue  # in the window, or never seen whole (cut on arrival): nothing to fetch again
+            record = self.record_of(key)
+            since = self.turn - self.removed_turn.get(key, self.turn)
+            if record and not need.truly:
+                self.metrics.need_dismissed()
+                self._event("need_dismissed", key=key, record=record, turns_since_prune=since)
+                continue
+            call, tokens, stale_at, tags = self.content[key]
+            stale_after = max(0, stale_at - self.turn)
+            if call:
+                self.place(Arrival("tool_call", call, key, stale_after))
+            yield self.env.timeout(self.scenario.latency.tool_mean_s)
+            out = self.place(Arrival("tool_output", tokens, key, stale_after, tags=tags))
+            if record:  # the record said stale; the agent overrides it because it truly needs the content
+                self.metrics.override(out.tokens)
+                self._event("override_retrieval", key=key, tokens=out.tokens, turns_since_prune=since,
+                            record=record)
+                if self.keeps_log:
+                    self.log("override", key=key, tokens=out.tokens, turns_since_prune=since, record=record)
+            else:
+                self.metrics.re_retrieval(out.tokens, since)
+                self._event("re_retrieval", key=key, tokens=out.tokens, turns_since_prune=since)
+            self.metrics.readmit(key)
+
+    def _referenced(self) -> set[int]:
+        """Ids of removed spans that something in the window records: a tombstone or a rationale's names."""
+        w = self.window
+        recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
+        for s in w.spans():
+            if s.kind == "prune_rationale":
+                recorded.update(s.names)
+        return recorded
+
+    def forget_unreferenced(self) -> None:
+        """Drop removed spans that nothing in the window names, counting the unrecorded ones.
+
+        Called between turns with no pass in flight: a later plan names only spans in the
+        window, and a tombstone is written when its span leaves, so a removed span that
+        nothing names now is never named again. The run's figures do not change.
+        """
+        keep = self._referenced()
+        kept: dict[int, Span] = {}
+        for sid, span in self.evicted.items():
+            if sid in keep:
+                kept[sid] = span
+            elif span.kind not in ("prune_index", "prune_rationale", "tombstone"):
+                self._forgotten_unrecorded += 1
+        self.evicted = kept
+        self._forget_at = max(FORGET_AT, 2 * len(kept))
+
+    def unrecorded_evictions(self) -> int:
+        """Evicted content spans with neither a tombstone nor a surviving rationale naming them."""
+        w = self.window
+        recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
+        for s in w.spans():
+            if s.kind == "prune_rationale":
+                recorded.update(s.names)
+        return self._forgotten_unrecorded + sum(
+            1
+            for sid, span in self.evicted.items()
+            if span.kind not in ("prune_index", "prune_rationale", "tombstone") and sid not in recorded
+        )
+
+    def finish_provenance(self) -> None:
+        w = self.window
+        self.metrics.unrecorded_evictions = self.unrecorded_evictions()
+        self.metrics.tombstone_tokens = sum(s.tokens for s in w.spans() if s.kind == "tombstone")
+        self.metrics.edit_log_records = len(self.edit_log)
+        self.metrics.edit_log_verified = self.keeps_log and self.edit_log.verify(self.anchor).ok
+
+
+def span_hash(span: Span) -> str:
+    """The content hash a tombstone carries: what the span held (kind, key, size, turn), not where it sat."""
+    return content_hash(span.kind, span.key, span.tokens, span.turn)

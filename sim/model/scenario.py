@@ -1,0 +1,291 @@
+"""The scenario's types: one experiment as a tree of plain dataclasses.
+
+Each table checks its own values (``check``) and reports a problem as a
+:class:`~prunesim.errors.UserError` naming the file and the dotted key. Reading
+TOML files and ``--set`` overrides is the I/O layer's work
+(:mod:`prunesim.io.scenario_files`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from prunesim.errors import UserError
+from prunesim.model.spans import KINDS
+
+
+# -- the schema ---------------------------------------------------------------
+@dataclass
+class SizeDist:
+    """Token sizes drawn from a lognormal with this mean, clipped to [min, max]."""
+
+    mean: float
+    sigma: float = 0.5
+    min: int = 1
+    max: int = 100_000
+
+    def check(self, key: str, where: str) -> None:
+        _positive(self.mean, f"{key}.mean", where)
+        _non_negative(self.sigma, f"{key}.sigma", where)
+        _non_negative(self.min, f"{key}.min", where)
+        if self.max < self.min:
+            raise UserError(where, f"{key}.max", f"{self.max} is below min {self.min}")
+
+
+@dataclass
+class InitialSpan:
+    """A span present before the first turn (system prompt, constraints, task)."""
+
+    kind: str
+    tokens: int
+    pinned: bool = True
+    key: str = ""
+    tags: list[str] = field(default_factory=list)
+    stale_after: int = 1_000_000_000
+
+    def check(self, key: str, where: str) -> None:
+        _kind(self.kind, f"{key}.kind", where)
+        _non_negative(self.tokens, f"{key}.tokens", where)
+        _non_negative(self.stale_after, f"{key}.stale_after", where)
+
+
+@dataclass
+class ScriptedEvent:
+    """A span that arrives at a given turn, after the turn's own tool output.
+
+    With ``replaces_output`` the event *is* that turn's tool output.
+    """
+
+    turn: int
+    tokens: int
+    kind: str = "tool_output"
+    key: str = ""
+    stale_after: int = 1_000_000_000
+    tags: list[str] = field(default_factory=list)
+    pinned: bool = False
+    replaces_output: bool = True
+
+    def check(self, key: str, where: str) -> None:
+        _positive(self.turn, f"{key}.turn", where)
+        _kind(self.kind, f"{key}.kind", where)
+        _non_negative(self.tokens, f"{key}.tokens", where)
+        _non_negative(self.stale_after, f"{key}.stale_after", where)
+
+
+@dataclass
+class Workload:
+    """What arrives each turn: a reasoning span, a tool call and the tool's output."""
+
+    reasoning: SizeDist = field(default_factory=lambda: SizeDist(150.0))
+    tool_call: SizeDist = field(default_factory=lambda: SizeDist(40.0, 0.3))
+    tool_output: SizeDist = field(default_factory=lambda: SizeDist(400.0, 0.8))
+    reasoning_stale_after: float = 3.0
+    output_stale_after: float = 8.0
+    initial: list[InitialSpan] = field(default_factory=list)
+    events: list[ScriptedEvent] = field(default_factory=list)
+
+    def check(self, key: str, where: str) -> None:
+        self.reasoning.check(f"{key}.reasoning", where)
+        self.tool_call.check(f"{key}.tool_call", where)
+        self.tool_output.check(f"{key}.tool_output", where)
+        _positive(self.reasoning_stale_after, f"{key}.reasoning_stale_after", where)
+        _positive(self.output_stale_after, f"{key}.output_stale_after", where)
+        for i, span in enumerate(self.initial):
+            span.check(f"{key}.initial[{i}]", where)
+        for i, event in enumerate(self.events):
+            event.check(f"{key}.events[{i}]", where)
+
+
+@dataclass
+class Latency:
+    """Simulated seconds: a model call costs base + per input token + per output token."""
+
+    model_base_s: float = 0.4
+    model_per_input_token_s: float = 0.00002
+    model_per_output_token_s: float = 0.015
+    tool_mean_s: float = 1.5
+    tool_sigma: float = 0.6
+
+    def check(self, key: str, where: str) -> None:
+        for f in dataclasses.fields(self):
+            _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+
+
+@dataclass
+class Decision:
+    """Cost and quality of a model-driven prune pass (see ``policies/decision.py``)."""
+
+    index_base: float = 100.0
+    index_per_candidate: float = 8.0
+    rationale_base: float = 40.0
+    rationale_per_span: float = 120.0
+    rationale_sigma: float = 0.2
+    select_mean: float = 3.0
+    select_max: int = 5
+    reclaim_target: float = 0.0
+    selection_quality: float = 0.9
+    protect_recent_turns: int = 2
+    concurrent: bool = False
+    # Reentrant self-edit: the pass writes its rationale into the window before applying
+    # its plan, and the rationale is itself a candidate of that plan (the editor may
+    # prune its own justification). Only policies that keep the rationale in the window
+    # can do this.
+    reentrant: bool = False
+
+    def check(self, key: str, where: str) -> None:
+        for f in dataclasses.fields(self):
+            if f.type != "bool":
+                _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+        _positive(self.select_max, f"{key}.select_max", where)
+        if not 1 <= self.select_mean <= self.select_max:
+            raise UserError(where, f"{key}.select_mean", f"{self.select_mean} is not within [1, select_max]")
+        _fraction(self.selection_quality, f"{key}.selection_quality", where)
+
+
+@dataclass
+class RecencyParams:
+    """The ``recency`` baseline frees down to ``trigger - low_water_gap``."""
+
+    low_water_gap: int = 1000
+
+    def check(self, key: str, where: str) -> None:
+        _non_negative(self.low_water_gap, f"{key}.low_water_gap", where)
+
+
+@dataclass
+class Gate:
+    """The ``slack-gated`` policy (see ``policies/slack_gated.py`` and ``docs/policies.md``).
+
+    Once headroom (budget minus utilization) falls below ``headroom`` tokens
+    (-1: at the scenario's own trigger) it draws a model-driven plan and asks the
+    decision boundary whether to run it; on a refusal it takes the non-model
+    ``fallback`` instead, freeing down to its trigger minus ``low_water_gap``.
+    Expressed as headroom, the gate keeps its meaning when the budget is swept.
+    """
+
+    headroom: int = -1
+    margin_factor: float = 1.5
+    fallback: Literal["recency", "truncate", "template"] = "recency"
+    low_water_gap: int = 1000
+    truncate_keep: int = 200
+    template_tokens: int = 300
+
+    def check(self, key: str, where: str, budget: int) -> None:
+        if self.headroom != -1:
+            _non_negative(self.headroom, f"{key}.headroom", where)
+            if self.headroom > budget:
+                raise UserError(where, f"{key}.headroom", f"{self.headroom} is above the budget {budget}")
+        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
+            _non_negative(getattr(self, name), f"{key}.{name}", where)
+
+
+@dataclass
+class NeedParams:
+    """How often the agent needs content it saw before (see ``sim/needs.py``). All zero: never."""
+
+    relevant: float = 0.0  # per turn, chance that a key whose content is still relevant comes to mind
+    stale: float = 0.0  # per turn, chance that a key whose content is stale is truly needed
+    misjudge: float = 0.0  # chance that stale content that comes to mind is taken for relevant
+    horizon: int = 1000  # keys first seen more than this many turns ago never come to mind
+    focus: float = 0.0  # per turn, chance that a key whose output is tagged `focus_tag` comes to mind
+    focus_tag: str = "focus"  # the tag marking the object of the investigation (e.g. the pod being debugged)
+
+    @property
+    def enabled(self) -> bool:
+        return self.relevant > 0 or self.stale > 0 or self.focus > 0
+
+    def check(self, key: str, where: str) -> None:
+        _fraction(self.relevant, f"{key}.relevant", where)
+        _fraction(self.stale, f"{key}.stale", where)
+        _fraction(self.misjudge, f"{key}.misjudge", where)
+        _positive(self.horizon, f"{key}.horizon", where)
+        _fraction(self.focus, f"{key}.focus", where)
+        if self.stale > max(self.relevant, self.focus):
+            raise UserError(where, f"{key}.stale", f"{self.stale} is above both relevant and focus")
+
+
+@dataclass
+class TombstoneParams:
+    """The marker an evicted span leaves under a provenance-keeping policy."""
+
+    tokens: int = 24  # size of one tombstone in the window
+
+    def check(self, key: str, where: str) -> None:
+        _positive(self.tokens, f"{key}.tokens", where)
+
+
+@dataclass
+class Scenario:
+    """One experiment: the window, the workload and the parameters of every policy."""
+
+    name: str = "scenario"
+    description: str = ""
+    turns: int = 40
+    window: int = 32_000
+    budget: int = 24_000
+    budget_kind: Literal["hard", "soft"] = "hard"
+    trigger: int = 22_000
+    seed: int = 0
+    policy: str = "naive"
+    workload: Workload = field(default_factory=Workload)
+    latency: Latency = field(default_factory=Latency)
+    decision: Decision = field(default_factory=Decision)
+    recency: RecencyParams = field(default_factory=RecencyParams)
+    gate: Gate = field(default_factory=Gate)
+    need: NeedParams = field(default_factory=NeedParams)
+    tombstone: TombstoneParams = field(default_factory=TombstoneParams)
+
+    @property
+    def hard(self) -> bool:
+        return self.budget_kind == "hard"
+
+    def check(self, where: str) -> None:
+        _positive(self.turns, "turns", where)
+        _positive(self.window, "window", where)
+        _positive(self.budget, "budget", where)
+        _non_negative(self.trigger, "trigger", where)
+        _non_negative(self.seed, "seed", where)
+        if self.budget > self.window:
+            raise UserError(where, "budget", f"{self.budget} is above the window size {self.window}")
+        if self.trigger > self.budget:
+            raise UserError(where, "trigger", f"{self.trigger} is above the budget {self.budget}")
+        from prunesim.policies import REGISTRY  # late: policies import this module
+
+        if self.policy not in REGISTRY:
+            raise UserError(where, "policy", f"unknown policy {self.policy!r} (known: {', '.join(sorted(REGISTRY))})")
+        self.workload.check("workload", where)
+        self.latency.check("latency", where)
+        self.decision.check("decision", where)
+        self.recency.check("recency", where)
+        self.gate.check("gate", where, self.budget)
+        self.need.check("need", where)
+        self.tombstone.check("tombstone", where)
+        for i, ev in enumerate(self.workload.events):
+            if ev.turn > self.turns:
+                raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# -- value checks -------------------------------------------------------------
+def _non_negative(value, key: str, where: str) -> None:
+    if value < 0:
+        raise UserError(where, key, f"must not be negative (got {value})")
+
+
+def _positive(value, key: str, where: str) -> None:
+    if value <= 0:
+        raise UserError(where, key, f"must be positive (got {value})")
+
+
+def _fraction(value, key: str, where: str) -> None:
+    if not 0 <= value <= 1:
+        raise UserError(where, key, f"must be between 0 and 1 (got {value})")
+
+
+def _kind(value: str, key: str, where: str) -> None:
+    if value not in KINDS:
+        raise UserError(where, key, f"unknown span kind {value!r} (known: {', '.join(KINDS)})")

@@ -1,0 +1,115 @@
+"""Workloads: what arrives in the window each turn.
+
+The synthetic tool loop draws, each turn, a reasoning span, a tool call and
+the tool's output, with sizes from seeded lognormal distributions and a turn
+at which each goes stale. Scripted events land at given turns. All draws come
+from the workload's own random stream, in fixed-size chunks, so that every
+policy meets the same arrivals for a given seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from prunesim.model.scenario import ScriptedEvent, SizeDist, Workload
+
+CHUNK = 1024  # turns drawn at a time: bounded memory, same draws for any run length
+
+
+@dataclass(slots=True)
+class Arrival:
+    """One span the workload puts in the window."""
+
+    kind: str
+    tokens: int
+    key: str = ""
+    stale_after: int = 1_000_000_000
+    pinned: bool = False
+    tags: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(slots=True)
+class TurnPlan:
+    """Everything one turn brings: the model's output, the tool's output and extras."""
+
+    turn: int
+    reasoning: Arrival
+    tool_call: Arrival
+    tool_output: Arrival
+    tool_latency_s: float
+    extra: list[Arrival] = field(default_factory=list)
+
+
+def lognormal_sizes(rng: np.random.Generator, dist: SizeDist, n: int) -> np.ndarray:
+    """``n`` integer sizes with mean ``dist.mean`` (before clipping)."""
+    mu = np.log(dist.mean) - dist.sigma**2 / 2
+    draws = rng.lognormal(mu, dist.sigma, n) if dist.sigma > 0 else np.full(n, dist.mean)
+    return np.clip(np.rint(draws), dist.min, dist.max).astype(np.int64)
+
+
+def _event_arrival(ev: ScriptedEvent) -> Arrival:
+    return Arrival(ev.kind, ev.tokens, ev.key, ev.stale_after, ev.pinned, frozenset(ev.tags))
+
+
+class SyntheticToolLoop:
+    """The seeded tool-loop generator with scripted events."""
+
+    def __init__(self, params: Workload, turns: int, tool_mean_s: float, tool_sigma: float, rng: np.random.Generator):
+        self.params = params
+        self.turns = turns
+        self.tool_mean_s = tool_mean_s
+        self.tool_sigma = tool_sigma
+        self.rng = rng
+        self.events: dict[int, list[ScriptedEvent]] = {}
+        for ev in params.events:
+            self.events.setdefault(ev.turn, []).append(ev)
+
+    def initial(self) -> list[Arrival]:
+        return [
+            Arrival(s.kind, s.tokens, s.key, s.stale_after, s.pinned, frozenset(s.tags)) for s in self.params.initial
+        ]
+
+    def _chunk(self, first: int, n: int) -> Iterator[TurnPlan]:
+        p, rng = self.params, self.rng
+        reasoning = lognormal_sizes(rng, p.reasoning, n)
+        call = lognormal_sizes(rng, p.tool_call, n)
+        output = lognormal_sizes(rng, p.tool_output, n)
+        # Turns until stale: geometric, so most content goes stale soon and some lingers.
+        r_stale = rng.geometric(1.0 / p.reasoning_stale_after, n)
+        o_stale = rng.geometric(1.0 / p.output_stale_after, n)
+        mu = np.log(max(self.tool_mean_s, 1e-9)) - self.tool_sigma**2 / 2
+        tool_s = rng.lognormal(mu, self.tool_sigma, n) if self.tool_mean_s > 0 else np.zeros(n)
+        # As Python ints and floats (the same values): indexing numpy arrays item by item is slow.
+        columns = (reasoning.tolist(), call.tolist(), output.tolist(), r_stale.tolist(), o_stale.tolist(),
+                   tool_s.tolist())
+        for i, (r_tok, c_tok, o_tok, r_st, o_st, t_s) in enumerate(zip(*columns, strict=True)):
+            turn = first + i
+            key = f"cmd-{turn}"
+            plan = TurnPlan(
+                turn=turn,
+                reasoning=Arrival("reasoning", r_tok, f"think-{turn}", r_st),
+                tool_call=Arrival("tool_call", c_tok, key, o_st),
+                tool_output=Arrival("tool_output", o_tok, key, o_st),
+                tool_latency_s=t_s,
+            )
+            for ev in self.events.get(turn, ()):
+                arrival = _event_arrival(ev)
+                if ev.replaces_output and ev.kind == "tool_output":
+                    plan.tool_output = arrival
+                    if arrival.key:
+                        plan.tool_call = Arrival("tool_call", plan.tool_call.tokens, arrival.key, arrival.stale_after)
+                else:
+                    plan.extra.append(arrival)
+            yield plan
+
+    def __iter__(self) -> Iterator[TurnPlan]:
+        first = 1
+        while first <= self.turns:
+            # Always draw a whole chunk: turn t gets the same arrivals whatever the run length.
+            for plan in self._chunk(first, CHUNK):
+                if plan.turn > self.turns:
+                    return
+                yield plan
+            first += CHUNK

@@ -1,0 +1,136 @@
+"""Aggregate a sweep: per (policy, grid point) and metric, n, median, mean and a bootstrap CI of the median.
+
+The interval is a percentile bootstrap: ``resamples`` resamples (with
+replacement) of the group's values, the median of each, and the 2.5th and
+97.5th percentiles of those medians, taken as order statistics: with B
+resamples, the ceil(0.025 B)-th and ceil(0.975 B)-th smallest medians (the 50th
+and 1950th of 2000). A bound is a median that really occurred, never an
+interpolation between two, which is what keeps infinities well behaved.
+
+Each group draws from its own generator, seeded from ``seed`` and a hash of the
+group's key (policy and grid values), so the output is deterministic and one
+group's interval does not change when grid points are added or removed.
+
+Infinite values (``overhead_ratio`` is ``inf`` when the passes freed nothing
+net) count as larger than every finite value:
+
+* ``median`` is ``inf`` when more than half of the values are (with an even
+  count, when the upper middle one is: the mean of a finite value and inf is inf);
+* ``mean`` is ``inf`` whenever any value is;
+* ``ci_low`` / ``ci_high`` are ``inf`` when at least 97.5% / 2.5% of the
+  resampled medians are; they are never NaN.
+
+They are written as the string ``inf`` (``pandas.read_csv`` reads it as a float).
+Booleans (``oscillating``) count as 0/1, so their mean is a fraction of runs.
+Empty cells (a metric a run did not report) are left out of that metric's n;
+a metric no run of a group reported gets no row for that group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from prunesim.io import atomic
+from prunesim.studies.sweep import ID_COLUMNS, read_description, read_runs
+
+RESAMPLES = 2000
+SEED = 0
+CONFIDENCE = 0.95
+AGGREGATE_FILE = "aggregate.csv"
+STAT_COLUMNS = ("metric", "n", "median", "mean", "ci_low", "ci_high")
+
+
+def median_ci(
+    values: Sequence[float], rng: np.random.Generator, resamples: int = RESAMPLES, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median of ``values`` (see the module docstring)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    return _ci_sorted(x, _sorted_resamples(rng, len(x), resamples), confidence)
+
+
+def _sorted_resamples(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
+    """Resample indices, each row sorted: for sorted data, row order statistics are the resample's."""
+    return np.sort(rng.integers(0, n, size=(resamples, n)), axis=1)
+
+
+def _ci_sorted(x: np.ndarray, idx: np.ndarray, confidence: float) -> tuple[float, float]:
+    n = len(x)
+    lo, hi = x[idx[:, (n - 1) // 2]], x[idx[:, n // 2]]
+    medians = np.where(lo == hi, lo, (lo + hi) / 2)  # equal infinities stay inf, never NaN
+    medians.sort()
+    return float(medians[_rank(tail_share(confidence), len(medians))]), float(
+        medians[_rank(1 - tail_share(confidence), len(medians))]
+    )
+
+
+def tail_share(confidence: float) -> float:
+    return (1 - confidence) / 2
+
+
+def _rank(q: float, count: int) -> int:
+    """0-based index of the ceil(q * count)-th smallest of ``count`` values (float noise rounded away)."""
+    return min(count - 1, max(0, math.ceil(round(q * count, 9)) - 1))
+
+
+def _median(x: np.ndarray) -> float:
+    """Median of sorted ``x`` (inf-safe: the mean of two equal infinities is that infinity)."""
+    n = len(x)
+    lo, hi = x[(n - 1) // 2], x[n // 2]
+    return float(lo) if lo == hi else float((lo + hi) / 2)
+
+
+def _group_rng(seed: int, key: tuple) -> np.random.Generator:
+    digest = hashlib.sha256(repr(key).encode("utf-8")).digest()
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, int.from_bytes(digest[:8], "big")])))
+
+
+def _numeric(values: list) -> bool:
+    return all(v is None or isinstance(v, (int, float)) for v in values)
+
+
+def aggregate(
+    out: str | Path, resamples: int = RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
+) -> list[dict]:
+    """The aggregate table of a sweep directory: one dict per (policy, grid point, numeric metric)."""
+    desc = read_description(out)
+    rows = read_runs(out)
+    axes = list(desc["grid"])
+    fixed = set(ID_COLUMNS) | set(axes)
+    columns = [c for c in desc.get("columns", []) if c not in fixed]
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:  # already in (policy, grid point, seed) order
+        groups.setdefault((row["policy"], *(row[a] for a in axes)), []).append(row)
+    table = []
+    for key, members in groups.items():
+        rng = _group_rng(seed, tuple(atomic.format_cell(k) for k in key))
+        resampled: dict[int, np.ndarray] = {}
+        for metric in columns:
+            raw = [r.get(metric) for r in members]
+            if not _numeric(raw):
+                continue
+            x = np.sort(np.array([float(v) for v in raw if v is not None], dtype=float))
+            x = x[~np.isnan(x)]
+            n = len(x)
+            if n == 0:  # no run of this group reported the metric
+                continue
+            if n not in resampled:
+                resampled[n] = _sorted_resamples(rng, n, resamples)
+            low, high = _ci_sorted(x, resampled[n], confidence)
+            mean = math.inf if np.isposinf(x).any() else float(np.mean(x))
+            record = {"policy": key[0], **dict(zip(axes, key[1:], strict=True)), "metric": metric, "n": n}
+            record.update(median=_median(x), mean=mean, ci_low=low, ci_high=high)
+            table.append(record)
+    return table
+
+
+def write_aggregate(out: str | Path, table: list[dict]) -> Path:
+    """``out/aggregate.csv``, written atomically (tidy long form)."""
+    desc = read_description(out)
+    columns = ["policy", *desc["grid"], *STAT_COLUMNS]
+    path = Path(out) / AGGREGATE_FILE
+    atomic.write_csv(path, columns, ([("" if r[c] is None else r[c]) for c in columns] for r in table))
+    return path

@@ -1,0 +1,149 @@
+"""Parameter grids: ``--grid NAME=VALUES`` parsing and the cartesian expansion.
+
+A grid is an ordered mapping from a scenario parameter (a dotted name such as
+``trigger`` or ``workload.tool_output.mean``) to the values it takes. Values are
+written as
+
+* a range ``A:B:STEP``: A, A+STEP, ... up to and including B when a step lands
+  on it (``16000:23500:250`` gives 31 values). Integers stay integers; decimals
+  are stepped exactly (``0.1:0.3:0.1`` gives 0.1, 0.2, 0.3, not 0.30000000000000004);
+* a comma-separated list ``a,b,c``; each item is read as a TOML value (``true``,
+  ``0.5``, ``"quoted"``), else kept as a bare string. A single string is one value:
+  strings are never split into characters.
+
+:func:`expand_grid` turns the mapping into one dict per grid point, in the
+order of the axes (the last axis varies fastest), like Mesa's ``batch_run``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import tomllib
+from collections.abc import Iterable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from prunesim.errors import UserError
+
+MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small)
+
+
+def expand_grid(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the axes' values, one dict per grid point.
+
+    ``axes`` maps a parameter name to its values: a list, tuple, range or any other
+    iterable; a string or any non-iterable is a single value. No axes give one empty point. An axis
+    with no values is an error naming it (a grid with a hole would silently be empty).
+
+    >>> expand_grid({"a": [1, 2], "b": "x"})
+    [{'a': 1, 'b': 'x'}, {'a': 2, 'b': 'x'}]
+    """
+    names = list(axes)
+    columns = []
+    for name in names:
+        values = axis_values(axes[name])
+        if not values:
+            raise UserError("--grid", name, "has no values")
+        columns.append(values)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*columns)]
+
+
+def axis_values(values: Any) -> list[Any]:
+    """An axis's values as a list: strings (and tables) are one value, other iterables many.
+
+    Numpy scalars become plain Python numbers, so that a grid built with numpy
+    (``np.linspace``) validates and hashes like one typed by hand.
+    """
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        values = [values]
+    return [v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v for v in values]
+
+
+def parse_axis(text: str, flag: str = "--grid") -> tuple[str, list[Any]]:
+    """One ``NAME=VALUES`` argument: the name and its list of values."""
+    if "=" not in text:
+        raise UserError(flag, text, "expected NAME=VALUES (a range A:B:STEP or a list a,b,c)")
+    name, raw = (part.strip() for part in text.split("=", 1))
+    if not name or any(not part for part in name.split(".")):
+        raise UserError(flag, text, "empty parameter name")
+    if not raw:
+        raise UserError(flag, name, "has no values")
+    values = _parse_range(raw, flag, name) if ":" in raw and _is_range(raw) else _parse_list(raw, flag, name)
+    if not values:
+        raise UserError(flag, name, f"{raw} has no values (the range is empty)")
+    if len(values) > MAX_POINTS:
+        raise UserError(flag, name, f"{raw} has {len(values)} values (at most {MAX_POINTS})")
+    seen = set()
+    for v in values:
+        marker = (type(v).__name__, v)
+        if marker in seen:
+            raise UserError(flag, name, f"value {v!r} is given twice")
+        seen.add(marker)
+    return name, values
+
+
+def parse_axes(items: list[str] | None, flag: str = "--grid") -> dict[str, list[Any]]:
+    """Several ``--grid`` arguments, in order; a name given twice is an error."""
+    axes: dict[str, list[Any]] = {}
+    for item in items or []:
+        name, values = parse_axis(item, flag)
+        if name in axes:
+            raise UserError(flag, name, "is given twice")
+        axes[name] = values
+    return axes
+
+
+def _is_range(raw: str) -> bool:
+    """Ranges are all numbers around the colons; anything else is a list of strings."""
+    try:
+        for part in raw.split(":"):
+            Decimal(part.strip())
+    except InvalidOperation:
+        return False
+    return True
+
+
+def _parse_range(raw: str, flag: str, name: str) -> list[Any]:
+    parts = [p.strip() for p in raw.split(":")]
+    if len(parts) != 3:
+        raise UserError(flag, name, f"range {raw} must be A:B:STEP")
+    a, b, step = (Decimal(p) for p in parts)
+    if not all(x.is_finite() for x in (a, b, step)):
+        raise UserError(flag, name, f"range {raw} must be made of finite numbers")
+    if step <= 0:
+        raise UserError(flag, name, f"range {raw}: the step must be positive")
+    if b < a:
+        return []
+    count = int((b - a) // step) + 1
+    if count > MAX_POINTS:
+        raise UserError(flag, name, f"{raw} has {count} values (at most {MAX_POINTS})")
+    integral = all(_is_int_text(p) for p in parts)
+    return [int(a + i * step) if integral else float(a + i * step) for i in range(count)]
+
+
+def _is_int_text(text: str) -> bool:
+    body = text[1:] if text[:1] in "+-" else text
+    return body.isdigit()
+
+
+def _parse_list(raw: str, flag: str, name: str) -> list[Any]:
+    values = []
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            raise UserError(flag, name, f"{raw} has an empty item")
+        try:
+            value = tomllib.loads(f"v = {item}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = item
+        if isinstance(value, (dict, list)):
+            raise UserError(flag, name, f"{item} is a table or list; grid values are single values")
+        if not isinstance(value, (bool, int, float, str)):  # TOML dates and times stay text
+            value = item
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(flag, name, f"{item} is not a finite number")
+        if isinstance(value, str) and ("\n" in value or "\r" in value):
+            raise UserError(flag, name, "values must not contain line breaks")
+        values.append(value)
+    return values

@@ -1,0 +1,626 @@
+"""Parameter sweeps: grid points x policies x seeds, in parallel and resumable.
+
+A sweep directory holds
+
+* ``sweep.json``: the resolved description (``scenario_name``, ``scenario``: the
+  resolved base scenario, ``grid``: each axis and its expanded values in axis
+  order, ``policies``, ``seeds``, ``overrides``, ``prunesim_version``, and
+  ``columns``: the column set of ``runs.csv``);
+* ``runs.csv``: one tidy row per finished run. Rows are appended as runs
+  finish, each batch of complete lines with one ``os.write`` and an
+  ``fdatasync``, so a crash can leave at most one trailing partial line, which
+  the next start detects and cuts off. When every run is present the file is
+  rewritten (atomically) sorted by (policy, grid point, seed) in the order of
+  the sweep description, so a complete sweep's ``runs.csv`` is byte-identical
+  whatever ``--jobs`` or executor produced it;
+* ``.lock``: an exclusive ``flock`` held for the whole sweep, so a second sweep
+  on the same directory is refused instead of interleaving rows;
+* ``traces/<run_id>/`` with ``--traces``: each run's files (see ``sim.results``).
+
+Running the same sweep again skips the runs whose ``run_id`` is already in
+``runs.csv``; a different sweep on the same directory is refused.
+
+``run_id`` is a stable hash of the resolved scenario dict, the policy, the seed
+and the prunesim version: the same run gets the same id on any machine.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import hashlib
+import io
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prunesim import __version__
+from prunesim.errors import UserError
+from prunesim.io import atomic
+from prunesim.io import scenario_files as scenario_mod
+from prunesim.io.results import write_run
+from prunesim.model.scenario import Scenario
+from prunesim.observe.metrics import METRIC_NAMES
+from prunesim.policies import get_policy
+from prunesim.runner import run_one
+from prunesim.studies.grid import axis_values, expand_grid
+
+SWEEP_FILE = "sweep.json"
+RUNS_FILE = "runs.csv"
+LOCK_FILE = ".lock"
+TRACES_DIR = "traces"
+FORMAT = 1
+ID_COLUMNS = ("run_id", "scenario", "policy", "seed", "prunesim_version")
+# Grid names the sweep sets itself: seeds and policies have their own flags.
+RESERVED_AXES = {"seed": "--seeds", "policy": "--policies"}
+EXECUTORS = ("local", "dask")
+
+
+# -- identity -----------------------------------------------------------------
+def run_id(scenario_dict: dict, policy: str, seed: int, version: str = __version__) -> str:
+    """A stable 16-hex-digit hash of what determines a run's output."""
+    blob = json.dumps(
+        atomic.json_ready({"scenario": scenario_dict, "policy": policy, "seed": seed, "version": version}),
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep, in its place in the sort order."""
+
+    run_id: str
+    point: int  # index into SweepPlan.points
+    policy: str
+    seed: int
+
+
+@dataclass
+class SweepPlan:
+    """A validated sweep: every grid point's scenario built and checked."""
+
+    scenario_name: str
+    base: Scenario
+    axes: dict[str, list[Any]]
+    points: list[dict[str, Any]]
+    scenarios: list[Scenario]
+    policies: list[str]
+    seeds: list[int]
+    overrides: dict[str, Any]
+    version: str = __version__
+    runs: list[RunSpec] = field(default_factory=list)
+
+    def description(self) -> dict:
+        """What sweep.json holds (without the column set, which is fixed at the first start).
+
+        ``grid`` is an object in axis order (the order of expansion and of the columns);
+        ``scenario`` is the resolved base scenario (its ``name`` is the scenario's name).
+        """
+        return {
+            "format": FORMAT,
+            "scenario_name": self.scenario_name,
+            "scenario": self.base.to_dict(),
+            "grid": dict(self.axes),
+            "policies": self.policies,
+            "seeds": self.seeds,
+            "overrides": self.overrides,
+            "prunesim_version": self.version,
+        }
+
+
+def description_json(desc: dict) -> str:
+    """sweep.json's text: keys in insertion order (the grid's order is meaningful), values JSON-ready."""
+    return json.dumps(atomic.json_ready(desc), indent=2) + "\n"
+
+
+def plan_sweep(
+    scenario: str | Scenario,
+    axes: dict[str, Sequence[Any]] | None = None,
+    policies: Sequence[str] | None = None,
+    seeds: Iterable[int] = range(100),
+    overrides: dict[str, Any] | None = None,
+) -> SweepPlan:
+    """Validate a sweep and build every grid point's scenario; :class:`UserError` on bad input."""
+    overrides = dict(overrides or {})
+    if isinstance(scenario, Scenario):
+        base = scenario_mod.replace(scenario, overrides) if overrides else scenario
+    else:
+        base = scenario_mod.load(str(scenario), overrides)
+    axes = {name: axis_values(values) for name, values in (axes or {}).items()}
+    base_dict = base.to_dict()
+    for name in axes:
+        _check_axis_name(name, base_dict, overrides)
+    policies = list(policies) if policies else [base.policy]
+    if len(set(policies)) != len(policies):
+        raise UserError("--policies", ",".join(policies), "a policy is given twice")
+    for name in policies:
+        get_policy(name, where="--policies")
+    seeds = list(seeds)
+    if not seeds:
+        raise UserError("--seeds", None, "no seeds")
+    if len(set(seeds)) != len(seeds):
+        raise UserError("--seeds", None, "a seed is given twice")
+    if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
+        raise UserError("--seeds", None, "seeds must be non-negative integers")
+    points = expand_grid(axes)
+    scenarios = []
+    for point in points:
+        where = "--grid point " + " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items())
+        data = scenario_mod.apply_overrides(base_dict, point, where="--grid")
+        scenarios.append(scenario_mod.from_dict(data, where) if point else base)
+    plan = SweepPlan(base.name, base, axes, points, scenarios, policies, seeds, overrides)
+    dicts = [sc.to_dict() for sc in scenarios]
+    if len({json.dumps(atomic.json_ready(d), sort_keys=True) for d in dicts}) != len(dicts):
+        raise UserError("--grid", None, "two grid points give the same scenario (a value is repeated)")
+    plan.runs = [
+        RunSpec(run_id(dicts[i], policy, seed, plan.version), i, policy, seed)
+        for policy in policies
+        for i in range(len(points))
+        for seed in seeds
+    ]
+    return plan
+
+
+def _check_axis_name(name: str, base_dict: dict, overrides: dict) -> None:
+    if name in RESERVED_AXES:
+        raise UserError("--grid", name, f"is set by the sweep itself; use {RESERVED_AXES[name]}")
+    if name in overrides:
+        raise UserError("--grid", name, "is also given with --set; give it in one place")
+    node: Any = base_dict
+    for part in name.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise UserError("--grid", name, "unknown scenario parameter")
+        node = node[part]
+    if isinstance(node, (dict, list)):
+        raise UserError("--grid", name, "is a table or list, not a single parameter")
+
+
+def metric_column(name: str, taken: Iterable[str]) -> str:
+    """The runs.csv column of metric ``name``: its own name unless a grid or id column has it."""
+    return f"summary.{name}" if name in set(taken) else name
+
+
+# -- the runs file ------------------------------------------------------------
+def _csv_line(cells: Sequence[Any]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
+
+
+def _read_rows(path: Path, repair: bool) -> tuple[list[str], list[list[str]]]:
+    """Header and complete rows of runs.csv; a trailing partial line is ignored (and cut off with ``repair``)."""
+    with open(path, "r+b" if repair else "rb") as fh:
+        data = fh.read()
+        end = data.rfind(b"\n") + 1
+        if end != len(data) and repair:
+            fh.truncate(end)
+            fh.flush()
+            os.fsync(fh.fileno())
+    text = data[:end].decode("utf-8")
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        raise UserError(str(path), None, "has no header line")
+    header, body = rows[0], rows[1:]
+    for n, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise UserError(str(path), f"line {n}", f"has {len(row)} fields, the header {len(header)}")
+    return header, body
+
+
+def _append(fd: int, text: str) -> None:
+    """Complete lines, one write (looped only if the kernel writes short), then to disk."""
+    data = text.encode("utf-8")
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]
+    os.fdatasync(fd)
+
+
+# -- running ------------------------------------------------------------------
+def run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]], traces_dir: str | None):
+    """Worker entry point: run each (run_id, seed); returns [(run_id, summary)]."""
+    out = []
+    for rid, seed in items:
+        result = run_one(scenario, policy, seed, trace="all" if traces_dir else "none")
+        if traces_dir:
+            write_run(result, Path(traces_dir) / rid)
+        out.append((rid, result.summary))
+    return out
+
+
+def _batches(plan: SweepPlan, pending: list[RunSpec], jobs: int) -> list[tuple]:
+    """Runs grouped by (grid point, policy) into chunks small enough to balance the workers."""
+    size = max(1, min(32, math.ceil(len(pending) / max(1, jobs * 16))))
+    groups: dict[tuple[int, str], list[RunSpec]] = {}
+    for spec in pending:
+        groups.setdefault((spec.point, spec.policy), []).append(spec)
+    out = []
+    for (point, policy), specs in groups.items():
+        for i in range(0, len(specs), size):
+            out.append((plan.scenarios[point], policy, [(s.run_id, s.seed) for s in specs[i : i + size]]))
+    return out
+
+
+def _worker_init(lock_fd: int) -> None:
+    """In a forked worker: let go of the sweep's lock, and die with the sweep."""
+    os.close(lock_fd)  # the lock stays held by the sweep's own descriptor
+    try:  # Linux: SIGKILL this worker when its parent dies, so a killed sweep leaves no orphans
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the line above
+            os._exit(1)
+    except (OSError, AttributeError):
+        pass
+
+
+def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock_fd: int) -> Iterator[list]:
+    if jobs <= 1 or len(batches) <= 1:
+        for sc, policy, items in batches:
+            yield run_batch(sc, policy, items, traces_dir)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    workers = min(jobs, len(batches))
+    if "fork" in multiprocessing.get_all_start_methods():  # fast: the code is already imported
+        ctx = multiprocessing.get_context("fork")
+        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(lock_fd,))
+    else:  # spawned workers inherit no descriptors
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = [pool.submit(run_batch, sc, policy, items, traces_dir) for sc, policy, items in batches]
+        for fut in as_completed(futures):
+            yield fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskRunner:
+    """A Dask client (on ``scheduler``, or on a LocalCluster on loopback), connected before anything is written."""
+
+    def __init__(self, jobs: int, scheduler: str | None):
+        from distributed import Client, LocalCluster
+
+        self.cluster = None
+        try:
+            if scheduler:
+                self.client = Client(scheduler)  # timeout: distributed.comm.timeouts.connect
+            else:
+                self.cluster = LocalCluster(
+                    n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                )
+                self.client = Client(self.cluster)
+        except (OSError, TimeoutError) as err:
+            if self.cluster is not None:
+                self.cluster.close()
+            raise UserError("--scheduler" if scheduler else "--executor", scheduler or "dask",
+                            f"cannot start or reach the Dask cluster: {err}") from None
+
+    def results(self, batches: list[tuple], traces_dir: str | None) -> Iterator[list]:
+        from distributed import as_completed
+
+        futures = [
+            self.client.submit(run_batch, sc, policy, items, traces_dir, pure=False) for sc, policy, items in batches
+        ]
+        try:
+            for fut in as_completed(futures):
+                yield fut.result()
+        finally:
+            self.client.cancel(futures)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def check_executor(executor: str, scheduler: str | None) -> None:
+    if executor not in EXECUTORS:
+        raise UserError("--executor", executor, f"unknown executor (known: {', '.join(EXECUTORS)})")
+    if scheduler and executor != "dask":
+        raise UserError("--scheduler", scheduler, "only applies with --executor dask")
+    if executor == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise UserError(
+                "--executor", "dask", "needs dask.distributed: pip install 'prunesim[dask]'"
+            ) from None
+
+
+@dataclass
+class SweepStats:
+    total: int
+    already_done: int
+    ran: int
+    seconds: float
+    complete: bool
+
+
+def _lock(out: Path) -> int:
+    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UserError(
+            str(out), None,
+            f"another sweep is running in this directory (it holds {LOCK_FILE}); wait for it or use another --out",
+        ) from None
+    return fd
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in list(old) + [k for k in new if k not in old]:
+            diff = _first_difference(old.get(key), new.get(key), f"{path}.{key}" if path else str(key))
+            if diff:
+                return diff
+        return None
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            diff = _first_difference(a, b, f"{path}[{i}]")
+            if diff:
+                return diff
+        return None
+    return None if old == new else (path, old, new)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(atomic.json_ready(value))
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def execute(
+    plan: SweepPlan,
+    out: str | Path,
+    jobs: int | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    traces: bool = False,
+    progress: bool = True,
+) -> SweepStats:
+    """Run every run of ``plan`` not yet in ``out/runs.csv``; resumable, locked, crash-safe."""
+    started = time.perf_counter()
+    jobs = (os.cpu_count() or 1) if jobs is None else jobs
+    if jobs < 1:
+        raise UserError("--jobs", str(jobs), "must be at least 1")
+    check_executor(executor, scheduler)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError("--out", str(out), "exists and is not a directory")
+    if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
+        raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
+    dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
+    try:
+        return _execute(plan, out, jobs, dask, traces, progress, started)
+    finally:
+        if dask is not None:
+            dask.close()
+
+
+def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
+             started: float) -> SweepStats:
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out)
+    try:
+        desc = json.loads(description_json(plan.description()))
+        sweep_path, runs_path = out / SWEEP_FILE, out / RUNS_FILE
+        probes: dict[str, dict] = {}
+        traces_dir = str(out / TRACES_DIR) if traces else None
+        if sweep_path.exists():
+            try:
+                old = json.loads(sweep_path.read_text("utf-8"))
+            except (OSError, ValueError) as err:
+                raise UserError(str(sweep_path), None, f"unreadable ({err}); use a new --out directory") from None
+            columns = old.pop("columns", None)
+            diff = _first_difference(old, desc)
+            if diff:
+                key, was, now = diff
+                raise UserError(
+                    str(sweep_path), key,
+                    f"this directory holds a different sweep (was {_short(was)}, now {_short(now)}); "
+                    "rerun with the same arguments to resume, or use a new --out directory",
+                )
+            if not isinstance(columns, list):
+                raise UserError(str(sweep_path), "columns", "missing; use a new --out directory")
+        else:
+            # The column set is fixed now: the metrics the policies report on a first run, those of
+            # sim.metrics in its order, then any others a policy adds, sorted.
+            first = plan.runs[0]
+            for policy in plan.policies:
+                spec = next(s for s in plan.runs if s.policy == policy and s.point == first.point)
+                items = [(spec.run_id, spec.seed)]
+                probes[spec.run_id] = run_batch(plan.scenarios[spec.point], policy, items, traces_dir)[0][1]
+            reported = {k for summary in probes.values() for k in summary}
+            metrics = [m for m in METRIC_NAMES if m in reported] + sorted(reported - set(METRIC_NAMES))
+            fixed = list(ID_COLUMNS) + list(plan.axes)
+            columns = fixed + [metric_column(m, fixed) for m in metrics]
+            atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))
+        if not runs_path.exists():
+            atomic.write_text(runs_path, _csv_line(columns))
+        header, body = _read_rows(runs_path, repair=True)
+        if header != columns:
+            raise UserError(str(runs_path), None, f"header does not match the columns in {SWEEP_FILE}")
+        done = {row[0] for row in body}
+        planned = {s.run_id for s in plan.runs}
+        stray = done - planned
+        if stray:
+            raise UserError(str(runs_path), None, f"holds {len(stray)} runs that are not in this sweep")
+        already = len(done)
+        pending = [s for s in plan.runs if s.run_id not in done]
+        specs = {s.run_id: s for s in plan.runs}
+        row_of = _row_maker(plan, columns)
+        fd = os.open(runs_path, os.O_WRONLY | os.O_APPEND)
+        bar = _progress(len(plan.runs), already, progress)
+        try:
+            ready = [(rid, summary) for rid, summary in probes.items() if rid not in done]
+            if ready:
+                _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in ready))
+                done.update(rid for rid, _ in ready)
+                bar.update(len(ready))
+            pending = [s for s in pending if s.run_id not in done]
+            batches = _batches(plan, pending, jobs)
+            if dask is not None:
+                results = dask.results(batches, traces_dir)
+            else:
+                results = _local_results(batches, jobs, traces_dir, lock)
+            for batch in results:
+                fresh = [(rid, summary) for rid, summary in batch if rid not in done]
+                if fresh:
+                    _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in fresh))
+                    done.update(rid for rid, _ in fresh)
+                bar.update(len(batch))
+        finally:
+            bar.close()
+            os.close(fd)
+        complete = planned <= done
+        if complete:
+            _rewrite_sorted(runs_path, plan)
+        stats = SweepStats(len(plan.runs), already, len(done) - already, time.perf_counter() - started, complete)
+        return stats
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
+
+
+def _metric_name(column: str, fixed: Sequence[str]) -> str:
+    """The metric behind a runs.csv column (undoing the ``summary.`` prefix of a name clash)."""
+    prefix = "summary."
+    return column[len(prefix):] if column.startswith(prefix) and column[len(prefix):] in fixed else column
+
+
+def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict], str]:
+    fixed = list(ID_COLUMNS) + list(plan.axes)
+    names = [_metric_name(c, fixed) for c in columns[len(fixed):]]
+    known = set(names)
+
+    def row(spec: RunSpec, summary: dict) -> str:
+        unknown = set(summary) - known
+        if unknown:
+            raise RuntimeError(
+                f"policy {spec.policy!r} reported metrics {sorted(unknown)} that its first run did not; "
+                "a policy must report the same metric keys on every run"
+            )
+        point = plan.points[spec.point]
+        cells = [spec.run_id, plan.scenario_name, spec.policy, spec.seed, plan.version]
+        cells += [atomic.format_cell(point[a]) for a in plan.axes]
+        cells += [atomic.format_cell(summary[n]) if n in summary else "" for n in names]
+        return _csv_line(cells)
+
+    return row
+
+
+def _rewrite_sorted(runs_path: Path, plan: SweepPlan) -> None:
+    header, body = _read_rows(runs_path, repair=False)
+    order = {s.run_id: i for i, s in enumerate(plan.runs)}
+    unique = {}
+    for row in body:
+        unique.setdefault(row[0], row)
+    rows = sorted(unique.values(), key=lambda r: order[r[0]])
+    atomic.write_text(runs_path, _csv_line(header) + "".join(_csv_line(r) for r in rows))
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, initial: int, enabled: bool):
+    if not enabled or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit="run", file=sys.stderr, dynamic_ncols=True, smoothing=0.05)
+
+
+# -- the Python API -------------------------------------------------------------
+def run_sweep(
+    scenario: str | Scenario,
+    grid: dict[str, Sequence[Any]] | None = None,
+    policies: Sequence[str] | None = None,
+    seeds: Iterable[int] = range(100),
+    out: str | Path = "sweep-out",
+    overrides: dict[str, Any] | None = None,
+    jobs: int | None = None,
+    executor: str = "local",
+    scheduler: str | None = None,
+    traces: bool = False,
+    progress: bool = False,
+) -> list[dict]:
+    """Run (or resume) a sweep into ``out`` and return its tidy table, one dict per run.
+
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> rows = run_sweep("oscillation-40", {"trigger": [20000, 22000]}, ["naive"], range(3), out, jobs=1)
+    >>> len(rows), sorted({row["trigger"] for row in rows}), sorted({row["seed"] for row in rows})
+    (6, [20000, 22000], [0, 1, 2])
+    >>> import shutil; shutil.rmtree(out)
+    """
+    plan = plan_sweep(scenario, grid, policies, seeds, overrides)
+    execute(plan, out, jobs=jobs, executor=executor, scheduler=scheduler, traces=traces, progress=progress)
+    return read_runs(out)
+
+
+def read_description(out: str | Path) -> dict:
+    path = Path(out) / SWEEP_FILE
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise UserError(str(out), None, f"not a sweep directory (no {SWEEP_FILE})") from None
+    except (OSError, ValueError) as err:
+        raise UserError(str(path), None, f"unreadable: {err}") from None
+
+
+def parse_value(text: str) -> Any:
+    """A runs.csv cell as a Python value (see :func:`sim.atomic.parse_cell`)."""
+    return atomic.parse_cell(text)
+
+
+def read_runs(out: str | Path) -> list[dict]:
+    """The tidy table of a sweep directory: one dict per run, sorted by (policy, grid point, seed).
+
+    Works on a sweep that is still running or was interrupted (a trailing partial
+    line is ignored). Grid values come back as the types they were given.
+    """
+    desc = read_description(out)
+    header, body = _read_rows(Path(out) / RUNS_FILE, repair=False)
+    axes = {name: {atomic.format_cell(v): v for v in values} for name, values in desc["grid"].items()}
+    rows = []
+    for cells in body:
+        row = {}
+        for col, text in zip(header, cells, strict=True):
+            if col in ("run_id", "scenario", "policy", "prunesim_version"):
+                row[col] = text
+            elif col in axes:
+                row[col] = axes[col].get(text, parse_value(text))
+            else:
+                row[col] = parse_value(text)
+        rows.append(row)
+    return sorted(rows, key=_sort_key(desc))
+
+
+def _sort_key(desc: dict) -> Callable[[dict], tuple]:
+    policies = {p: i for i, p in enumerate(desc["policies"])}
+    seeds = {s: i for i, s in enumerate(desc["seeds"])}
+    names = list(desc["grid"])
+    positions = [{atomic.format_cell(v): i for i, v in enumerate(values)} for values in desc["grid"].values()]
+
+    def key(row: dict) -> tuple:
+        point = tuple(pos.get(atomic.format_cell(row[n]), len(pos)) for n, pos in zip(names, positions, strict=True))
+        return (policies.get(row["policy"], len(policies)), point, seeds.get(row["seed"], len(seeds)), row["run_id"])
+
+    return key
