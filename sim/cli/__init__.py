@@ -1,6 +1,6 @@
 """The ``prunesim`` command line.
 
-Each subcommand is one module in ``sim/commands`` with a ``register(subparsers)``
+Each subcommand is one module in ``sim/cli/commands`` with a ``register(subparsers)``
 function; they are found by listing that package, so a new command is one file.
 Every user error ends as one line on stderr and exit code 2.
 """
