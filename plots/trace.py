@@ -1,5 +1,11 @@
 """Utilization traces: one or more runs overlaid, with their limits, passes and band.
 
+The y axis is scaled to the data: from 0 to the highest of the runs' peak
+utilization, budget and trigger, and up to the window when the window is
+within ``WINDOW_SCALE`` times that (a 128k window over an 18k trace would
+flatten it; the legend then names the window instead of drawing it).
+``ylim`` sets the axis by hand.
+
 Against turns (``x="turn"``) the changes recorded within a turn are spread
 evenly across it (turn t's k-th of n changes sits at t + k/n), so that a prune
 pass's rise and fall stay visible; against simulated time (``x="time"``) each
@@ -20,7 +26,8 @@ XLABELS = {
 }
 MARKERS = {
     "pass": ("v", "model-driven prune pass (after)"),
-    "fallback": ("X", "fallback (non-model) eviction"),
+    "fallback": ("X", "gate fallback (non-model eviction in place of a refused pass)"),
+    "nonmodel": ("P", "non-model eviction (the policy's own)"),
     "re_retrieval": ("^", "re-retrieval (tool re-run)"),
 }
 
@@ -50,7 +57,22 @@ def at_time(xs: list[float], times: list[float], t: float) -> int | None:
     return i if i >= 0 else None
 
 
-def draw_traces(ax, runs: dict[str, Run], x: str = "turn") -> list:
+WINDOW_SCALE = 1.5
+MARGIN = 1.04
+
+
+def y_top(runs: list[Run]) -> float:
+    """The top of the y axis (see the module docstring)."""
+    data = max((float(row["utilization"]) for r in runs for row in r.trace), default=0.0)
+    limits = [float(r.summary.get(k) or 0) for r in runs for k in ("budget", "trigger")]
+    data = max([data, *limits])
+    window = max((float(r.summary.get("window") or 0) for r in runs), default=0.0)
+    if window and (not data or window <= WINDOW_SCALE * data):
+        return window * MARGIN
+    return (data or 1.0) * MARGIN
+
+
+def draw_traces(ax, runs: dict[str, Run], x: str = "turn", ylim: tuple[float, float] | None = None) -> list:
     """Draw each run's utilization, band and markers on ``ax``; returns legend handles."""
     if x not in XLABELS:
         raise ValueError(f"x must be one of {sorted(XLABELS)}")
@@ -79,15 +101,19 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn") -> list:
             if j is not None:
                 px.append(xs[j])
                 py.append(float(row["utilization_after"]))
-        fx = [xv for xv, r in zip(xs, run.trace, strict=True) if str(r["event"]).startswith("fallback_")]
-        fy = [float(r["utilization"]) for r in run.trace if str(r["event"]).startswith("fallback_")]
+        marked = {"fallback": ([], []), "nonmodel": ([], [])}
+        for xv, r in zip(xs, run.trace, strict=True):
+            kind = str(r["event"]).split("_", 1)[0]
+            if kind in marked and "_" in str(r["event"]):
+                marked[kind][0].append(xv)
+                marked[kind][1].append(float(r["utilization"]))
         rx, ry = [], []
         for ev in run.events_named("re_retrieval"):
             j = at_time(xs, times, float(ev["time_s"]))
             if j is not None:
                 rx.append(xs[j])
                 ry.append(ys[j])
-        for kind, (mx, my) in {"pass": (px, py), "fallback": (fx, fy), "re_retrieval": (rx, ry)}.items():
+        for kind, (mx, my) in {"pass": (px, py), **marked, "re_retrieval": (rx, ry)}.items():
             if mx:
                 marker = MARKERS[kind][0]
                 pts = ax.plot(mx, my, ls="none", marker=marker, ms=6, mfc=c, mec="black", mew=0.6)[0]
@@ -97,17 +123,16 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn") -> list:
         if kind in present:
             marker, text = MARKERS[kind]
             handles.append(Line2D([], [], ls="none", marker=marker, ms=6, mfc="white", mec="black", label=text))
-    handles += draw_limits(ax, list(runs.values()))
+    low, high = ylim if ylim is not None else (0.0, y_top(list(runs.values())))
+    handles += draw_limits(ax, list(runs.values()), high)
     ax.set_xlabel(XLABELS[x])
     ax.set_ylabel("utilization (tokens)")
-    top = max((float(r.summary.get("window", 0)) for r in runs.values()), default=0.0)
-    if top > 0:
-        ax.set_ylim(0, top * 1.04)
+    ax.set_ylim(low, high)
     return handles
 
 
-def draw_limits(ax, runs: list[Run]) -> list:
-    """Horizontal lines at each distinct window, budget and trigger."""
+def draw_limits(ax, runs: list[Run], top: float) -> list:
+    """Horizontal lines at each distinct window, budget and trigger; a limit above ``top`` is only named."""
     handles = []
     styles = {"window": ("black", ":"), "budget": ("black", "--"), "trigger": (style.GREY, "-.")}
     for key, (c, ls) in styles.items():
@@ -115,7 +140,10 @@ def draw_limits(ax, runs: list[Run]) -> list:
         for v in values:
             kind = runs[0].summary.get("budget_kind", "") if key == "budget" else ""
             name = f"{kind} budget" if kind else key
-            h = ax.axhline(v, color=c, ls=ls, lw=1.0, label=f"{name} {v:,.0f} tokens")
+            if v > top:
+                h = Line2D([], [], color=c, ls=ls, lw=1.0, label=f"{name} {v:,.0f} tokens (above the plot)")
+            else:
+                h = ax.axhline(v, color=c, ls=ls, lw=1.0, label=f"{name} {v:,.0f} tokens")
             h.set_gid(f"{key}:{v:g}")
             handles.append(h)
     return handles
@@ -138,13 +166,13 @@ def unique_labels(runs: list[Run]) -> dict[str, Run]:
     return out
 
 
-def trace_figure(runs: list[Run] | dict[str, Run], x: str = "turn"):
+def trace_figure(runs: list[Run] | dict[str, Run], x: str = "turn", ylim: tuple[float, float] | None = None):
     """Utilization against turn or time for one or more runs; returns the Figure."""
     labelled = runs if isinstance(runs, dict) else unique_labels(runs)
     fig, axes = style.new_figure()
     ax = axes[0][0]
     with style.rc():
-        handles = draw_traces(ax, labelled, x)
+        handles = draw_traces(ax, labelled, x, ylim)
         ax.set_title(title_for(list(labelled.values()), "utilization"))
         style.legend_outside(ax, handles, [h.get_label() for h in handles])
     return fig

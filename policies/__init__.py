@@ -1,6 +1,26 @@
-"""Prune policies and their registry: the one place a policy is named."""
+"""Prune policies and their registry: the one place a policy is named.
+
+A policy is found by name, in this order:
+
+* the built-in ones, in :data:`REGISTRY`;
+* policies other packages register under the entry-point group
+  ``prunesim.policies`` (:data:`ENTRY_POINT_GROUP`): a researcher's own package
+  declares ``[project.entry-points."prunesim.policies"] my-policy = "my_pkg.module:MyPolicy"``
+  and, once installed, ``--policy my-policy`` finds it;
+* ``path/to/file.py:ClassName``: a class loaded from a Python file, for a quick
+  script (see :func:`load_file_policy`).
+
+Anything else is one :class:`UserError` naming what is known.
+"""
 
 from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from importlib import metadata
+from pathlib import Path
 
 from prunesim.errors import UserError
 from prunesim.policies.base import Policy
@@ -22,24 +42,134 @@ REGISTRY: dict[str, type[Policy]] = {
     )
 }
 
+ENTRY_POINT_GROUP = "prunesim.policies"
 
-def tables() -> dict[str, type]:
-    """Every parameter table the registered policies declare, by name."""
-    out: dict[str, type] = {}
-    for cls in REGISTRY.values():
-        for name, table in cls.tables.items():
-            if out.setdefault(name, table) is not table:
-                raise TypeError(f"policy {cls.name!r} declares table [{name}] differently from another policy")
+# Loaded once per process: entry-point policies by name (a class, or the UserError that loading it gave),
+# and policies loaded from files by their spec. Loading a user's module twice would run its code twice.
+_entry_points: dict[str, type[Policy] | UserError] | None = None
+_files: dict[str, type[Policy]] = {}
+
+
+def entry_point_policies() -> dict[str, type[Policy] | UserError]:
+    """Policies registered by installed packages, by entry-point name; a broken one maps to its error."""
+    global _entry_points
+    if _entry_points is None:
+        found: dict[str, type[Policy] | UserError] = {}
+        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            dist = getattr(ep.dist, "name", None) or "an installed package"
+            where = f"entry point {ep.name!r} of {dist}"
+            if ep.name in REGISTRY:
+                found[ep.name] = UserError(where, None, f"the name {ep.name!r} is a built-in policy's; rename it")
+                continue
+            try:
+                found[ep.name] = _check_class(ep.load(), where)
+            except UserError as err:
+                found[ep.name] = err
+            except Exception as err:  # a plugin's own import failed: say so in one line, go on with the rest
+                found[ep.name] = UserError(where, ep.value, f"cannot load: {_one_line(err)}")
+        _entry_points = found
+    return _entry_points
+
+
+def is_file_spec(name: str) -> bool:
+    """``path/to/file.py:ClassName``."""
+    path, sep, cls = name.rpartition(":")
+    return bool(sep) and path.endswith(".py") and cls.isidentifier()
+
+
+def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
+    """The :class:`Policy` subclass ``ClassName`` defined in ``path/to/file.py`` (relative to the working folder).
+
+    The file is imported once per process, as a module of its own; it may
+    import prunesim and anything installed.
+    """
+    if spec in _files:
+        return _files[spec]
+    file, _, class_name = spec.rpartition(":")
+    path = Path(file)
+    if not path.is_file():
+        raise UserError(where, spec, f"no such file {file!r}" if not path.exists() else f"{file!r} is not a file")
+    resolved = path.resolve()
+    module_name = "prunesim_user_" + hashlib.sha256(str(resolved).encode()).hexdigest()[:12] + "_" + (
+        "".join(c if c.isalnum() else "_" for c in path.stem))
+    module = sys.modules.get(module_name)
+    if module is None:
+        module_spec = importlib.util.spec_from_file_location(module_name, resolved)
+        if module_spec is None or module_spec.loader is None:
+            raise UserError(where, spec, f"cannot import {file!r} as Python")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module  # dataclasses and pickling look their module up by name
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as err:
+            del sys.modules[module_name]
+            raise UserError(where, spec, f"cannot load {file}: {_one_line(err, resolved)}") from None
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        defined = sorted(n for n, v in vars(module).items() if isinstance(v, type) and issubclass(v, Policy)
+                         and v is not Policy and v.__module__ == module.__name__)
+        hint = f" (policies it defines: {', '.join(defined)})" if defined else " (it defines no Policy subclass)"
+        raise UserError(where, spec, f"{file} has no class {class_name!r}{hint}")
+    _files[spec] = _check_class(cls, f"{where} {spec}")
+    return cls
+
+
+def _check_class(cls, where: str) -> type[Policy]:
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise UserError(where, None, f"{cls!r} is not a subclass of prunesim.policies.Policy")
+    return cls
+
+
+def _one_line(err: Exception, file: Path | None = None) -> str:
+    """``Type: message``, with the line of ``file`` where it was raised when there is one."""
+    text = f"{type(err).__name__}: {err}".splitlines()[0]
+    lineno = getattr(err, "lineno", None) if isinstance(err, SyntaxError) else None
+    if file is not None and lineno is None:
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == file]
+        lineno = frames[-1].lineno if frames else None
+    return f"{text} (line {lineno})" if lineno else text
+
+
+def available() -> dict[str, type[Policy]]:
+    """Every policy that can be named: built-in, registered by entry points (working ones), loaded from files."""
+    out = dict(REGISTRY)
+    out.update((name, cls) for name, cls in entry_point_policies().items() if not isinstance(cls, UserError))
+    out.update(_files)
     return out
 
 
-def get_policy(name: str, where: str = "--policy") -> type[Policy]:
-    """The policy class registered as ``name``; a :class:`UserError` otherwise."""
-    try:
+def tables() -> dict[str, type]:
+    """Every parameter table the known policies declare, by name."""
+    out: dict[str, type] = {}
+    for cls in available().values():
+        for name, table in cls.tables.items():
+            if out.setdefault(name, table) is not table:
+                raise UserError(f"policy {cls.name!r}", f"[{name}]",
+                                "declares a table another policy declares differently; rename the table")
+    return out
+
+
+def get_policy(name: str | type[Policy], where: str = "--policy") -> type[Policy]:
+    """The policy named ``name`` (see the module docstring), or the Policy subclass given; a UserError otherwise."""
+    if isinstance(name, type):
+        return _check_class(name, where)
+    if name in REGISTRY:
         return REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY))
-        raise UserError(where, None, f"unknown policy {name!r} (known: {known})") from None
+    if is_file_spec(name):
+        return load_file_policy(name, where)
+    found = entry_point_policies().get(name)
+    if isinstance(found, UserError):
+        raise found
+    if found is not None:
+        return found
+    known = ", ".join(sorted(available()))
+    raise UserError(where, None, f"unknown policy {name!r} (known: {known}; or path/to/file.py:ClassName)")
 
 
-__all__ = ["REGISTRY", "Policy", "get_policy", "tables"]
+def policy_name(policy: str | type[Policy]) -> str:
+    """The name a run records for ``policy``: the name given, or a class's own ``name``."""
+    return policy.name if isinstance(policy, type) else policy
+
+
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "Policy", "available", "get_policy", "is_file_spec",
+           "load_file_policy", "policy_name", "tables"]

@@ -79,6 +79,7 @@ class Evict:
 
     span_ids: tuple[int, ...]
     reason: str = "recency"
+    fallback: bool = False  # taken by a gate in place of a model-driven pass it refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,7 @@ class Truncate:
     span_id: int
     keep_tokens: int
     reason: str = "truncate"
+    fallback: bool = False  # taken by a gate in place of a model-driven pass it refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ class Summarize:
     span_ids: tuple[int, ...]
     summary_tokens: int
     reason: str = "template"
+    fallback: bool = False  # taken by a gate in place of a model-driven pass it refused
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,14 +85,14 @@ def fallback_actions(view: WindowView, gate, target: int, protect_recent_turns: 
                 break
             chosen.append(span.id)
             need -= span.tokens
-        return [Evict(tuple(chosen), reason="recency")] if chosen else []
+        return [Evict(tuple(chosen), reason="recency", fallback=True)] if chosen else []
     if gate.fallback == "truncate":
         actions: list[Action] = []
         for span in eligible:
             if need <= 0:
                 break
             if span.kind == "tool_output" and span.tokens > gate.truncate_keep:
-                actions.append(Truncate(span.id, gate.truncate_keep, reason="truncate"))
+                actions.append(Truncate(span.id, gate.truncate_keep, reason="truncate", fallback=True))
                 need -= span.tokens - gate.truncate_keep
         return actions
     if gate.fallback == "template":
@@ -104,7 +104,7 @@ def fallback_actions(view: WindowView, gate, target: int, protect_recent_turns: 
             total += span.tokens
         if total <= gate.template_tokens:
             return []  # a summary would not free anything
-        return [Summarize(tuple(chosen), gate.template_tokens, reason="template")]
+        return [Summarize(tuple(chosen), gate.template_tokens, reason="template", fallback=True)]
     raise ValueError(f"unknown fallback {gate.fallback!r}")  # the scenario schema rules this out
 
 

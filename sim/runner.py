@@ -8,6 +8,7 @@ returns a :class:`RunResult`. Same scenario, policy and seed: same result.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,7 @@ from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe import RunContext, build_observers
 from prunesim.observe.metrics import summarize
 from prunesim.observe.recorder import Recorder
-from prunesim.policies import get_policy
+from prunesim.policies import Policy, get_policy, policy_name
 
 # Random streams are children of the run's seed; each component gets its own,
 # so that a policy's draws never shift the workload's.
@@ -63,17 +64,24 @@ class RunResult:
 
 
 def run_one(
-    scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all", workload=None
+    scenario: Scenario, policy: str | type[Policy] | None = None, seed: int | None = None, trace: str = "all",
+    workload=None,
 ) -> RunResult:
     """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes.
 
-    ``workload`` replaces the synthetic tool loop: a ready workload object, or a
-    factory called with the workload's random generator.
+    ``policy`` is a name (see :func:`prunesim.policies.get_policy`) or a
+    :class:`~prunesim.policies.Policy` subclass. ``workload`` replaces the
+    synthetic tool loop: a ready workload object, or a factory called with the
+    workload's random generator.
     """
-    name = policy or scenario.policy
+    cls = get_policy(policy or scenario.policy)
+    name = policy_name(policy or scenario.policy)
+    missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
+    if missing:  # a policy the scenario was loaded without: its own tables take their defaults
+        scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
     seed = scenario.seed if seed is None else seed
     rngs = streams(seed)
-    policy_obj = get_policy(name)(scenario, rngs["policy"])
+    policy_obj = cls(scenario, rngs["policy"])
     lat = scenario.latency
     if workload is None:
         workload = SyntheticToolLoop(

@@ -89,14 +89,16 @@ def test_a_longer_run_extends_the_same_workload(oscillation):
 
 def test_noop_never_prunes_and_grows_to_the_budget(oscillation):
     s = run_one(oscillation, "noop", 0).summary
-    assert s["passes"] == 0 and s["fallback_evictions"] == 0
+    assert s["passes"] == 0 and s["non_model_evictions"] == 0 and s["policy_evicted_tokens"] == 0
+    assert s["eviction_precision"] == 1.0
     assert s["peak_utilization"] == oscillation.budget
     assert s["forced_truncations"] > 0
 
 
 def test_recency_costs_no_decision_tokens(oscillation):
     s = run_one(oscillation, "recency", 0).summary
-    assert s["passes"] == 0 and s["fallback_evictions"] > 0
+    # Its evictions are its own choice, not a gate's fallback: named apart.
+    assert s["passes"] == 0 and s["non_model_evictions"] > 0 and s["fallback_evictions"] == 0
     assert s["decision_tokens_billed"] == 0
     assert s["peak_utilization"] < oscillation.budget
 

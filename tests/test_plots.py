@@ -69,10 +69,12 @@ def test_trace_against_time_and_overlay_with_fallbacks(runs):
     assert lines[0].get_color() != lines[1].get_color()
     assert list(lines[1].get_xdata()) == [float(r["time_s"]) for r in recency.trace]
     assert ax.get_xlabel() == "simulated time (s)"
-    (fallbacks,) = by_gid(ax, "fallback:")
-    assert len(fallbacks.get_xdata()) == sum(r["event"].startswith("fallback_") for r in recency.trace)
+    # recency's evictions are its own, not a gate's fallback: marked as non-model evictions
+    assert not by_gid(ax, "fallback:")
+    (own,) = by_gid(ax, "nonmodel:")
+    assert len(own.get_xdata()) == sum(r["event"].startswith("nonmodel_") for r in recency.trace) > 0
     assert "naive vs recency" in ax.get_title()
-    assert "fallback (non-model) eviction" in legend_labels(ax)
+    assert "non-model eviction (the policy's own)" in legend_labels(ax)
 
 
 def test_trace_marks_re_retrievals(tmp_path):

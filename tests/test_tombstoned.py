@@ -130,7 +130,8 @@ class FakeGate(Policy):
         if view.turn % 2:
             return [BoundaryEvent("run"), plan.as_pass()]
         oldest = [s.id for s in view.spans if not s.pinned and not s.is_constraint and s.kind == "tool_output"]
-        return [BoundaryEvent("decision_in_band"), Evict(tuple(oldest[:1]), reason="recency")] if oldest else []
+        return ([BoundaryEvent("decision_in_band"), Evict(tuple(oldest[:1]), reason="recency", fallback=True)]
+                if oldest else [])
 
 
 def test_composition_wraps_whatever_is_registered_as_slack_gated(reentrancy, monkeypatch):

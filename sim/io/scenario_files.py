@@ -188,6 +188,11 @@ def read_toml(path: Path) -> dict:
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     """A validated scenario from plain data; the policies' own tables are built from their declarations."""
+    if isinstance(data.get("policy"), str):  # a policy from a file or a plugin declares its tables once loaded
+        try:
+            policies.get_policy(data["policy"])
+        except UserError as err:
+            raise UserError(where, "policy", err.problem) from None
     declared = policies.tables()
     data = dict(data)
     raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
@@ -196,9 +201,6 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     scenario = _build(Scenario, data, "", where)
     scenario.tables = {name: _coerce(raw_tables.get(name, {}), cls, name, where) for name, cls in declared.items()}
     scenario.check(where)
-    if scenario.policy not in policies.REGISTRY:
-        known = ", ".join(sorted(policies.REGISTRY))
-        raise UserError(where, "policy", f"unknown policy {scenario.policy!r} (known: {known})")
     for name, table in scenario.tables.items():
         table.check(name, where, scenario)
     return scenario

@@ -69,9 +69,9 @@ class Engine(Provenance):
         for h in self.bus.model_call:
             h(self.env.now, self.turn, prompt, output, decision)
 
-    def _fallback(self, reason: str, spans: int, freed: int) -> None:
-        for h in self.bus.fallback:
-            h(self.env.now, self.turn, reason, spans, freed)
+    def _non_model(self, action, spans: int, freed: int) -> None:
+        for h in self.bus.non_model_eviction:
+            h(self.env.now, self.turn, action.reason, spans, freed, action.fallback)
 
     # -- window changes ----------------------------------------------------------
     def place(self, arrival: Arrival, **span_fields) -> Span:
@@ -267,32 +267,40 @@ class Engine(Provenance):
             if self._on_truncation:
                 self._truncated("forced_drop", span.kind, span.tokens, 0)
 
+    @staticmethod
+    def non_model_cause(action) -> str:
+        """The trace's cause for a non-model eviction: a gate's fallback, or the policy's own choice."""
+        return f"{'fallback' if action.fallback else 'nonmodel'}_{action.reason}"
+
     def evict(self, action: Evict) -> None:
         freed = 0
+        cause = self.non_model_cause(action)
         for span_id in action.span_ids:
             if span_id in self.window:
-                freed += self.remove(span_id, f"fallback_{action.reason}").tokens
-        self._fallback(action.reason, len(action.span_ids), freed)
+                freed += self.remove(span_id, cause).tokens
+        self._non_model(action, len(action.span_ids), freed)
 
     def truncate(self, action: Truncate) -> None:
         if action.span_id not in self.window:
             return
+        cause = self.non_model_cause(action)
         span = self.window.get(action.span_id)
         freed = self.window.shrink(action.span_id, action.keep_tokens)
         if self._on_removed:
-            self._removed_tokens(f"fallback_{action.reason}", span, freed)
+            self._removed_tokens(cause, span, freed)
         if action.span_id not in self.window:  # cut to nothing: it left the window
-            self._removed(span, f"fallback_{action.reason}")
-        self._fallback(action.reason, 1, freed)
+            self._removed(span, cause)
+        self._non_model(action, 1, freed)
 
     def summarize(self, action: Summarize) -> None:
         freed = 0
+        cause = self.non_model_cause(action)
         for span_id in action.span_ids:
             if span_id in self.window:
-                freed += self.remove(span_id, f"fallback_{action.reason}").tokens
+                freed += self.remove(span_id, cause).tokens
         summary = Span(self.window.new_id(), "summary", action.summary_tokens, self.turn, stale_at=self.turn + 1)
         self.append(summary)
-        self._fallback(action.reason, len(action.span_ids), freed - summary.tokens)
+        self._non_model(action, len(action.span_ids), freed - summary.tokens)
 
     # -- running ---------------------------------------------------------------
     def run(self) -> None:

@@ -78,8 +78,10 @@ class Observer:
 
     def on_span_removed(self, time: float, turn: int, cause: str, span: Span, freed: int, utilization: int,
                         appended_total: int, removed_total: int) -> None:
-        """``freed`` tokens of ``span`` left the window because of ``cause`` (``evict``, ``forced_drop``,
-        ``fallback_<reason>``). ``freed < span.tokens`` when a span was cut down and stays."""
+        """``freed`` tokens of ``span`` left the window because of ``cause``: ``evict`` (a model-driven pass),
+        ``forced_drop`` (the runtime, at its ceiling), ``fallback_<reason>`` (a gate's non-model fallback) or
+        ``nonmodel_<reason>`` (a policy's own non-model eviction). ``freed < span.tokens`` when a span was cut
+        down and stays."""
 
     def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
                       decision: bool) -> None:
@@ -101,8 +103,10 @@ class Observer:
     def on_gate_decision(self, time: float, turn: int, reason: str, numbers: dict) -> None:
         """A gate decided: ``reason`` is ``run`` or the refusal."""
 
-    def on_fallback(self, time: float, turn: int, reason: str, spans: int, freed: int) -> None:
-        """A non-model eviction (recency, truncate, template, ...) freed ``freed`` tokens net."""
+    def on_non_model_eviction(self, time: float, turn: int, reason: str, spans: int, freed: int,
+                              fallback: bool) -> None:
+        """A non-model eviction (recency, truncate, template, ...) freed ``freed`` tokens net. ``fallback``: a
+        gate took it in place of a model-driven pass it refused; otherwise it is the policy's own choice."""
 
     def on_self_edit_refused(self, time: float, turn: int, reason: str, span_ids: list, action: str) -> None:
         """A policy's guard refused one of its own plans."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from prunesim.model.scenario import Scenario
 
 from .metrics.cost import CostMetrics
+from .metrics.eviction import EvictionMetrics
 from .metrics.gate import GateMetrics
 from .metrics.passes import PassMetrics
 from .metrics.provenance import EditLogCheck, ProvenanceMetrics
@@ -36,6 +37,7 @@ REGISTRY: dict[str, type] = {
     "window": WindowMetrics,
     "passes": PassMetrics,
     "gate": GateMetrics,
+    "eviction": EvictionMetrics,
     "provenance": ProvenanceMetrics,
     "edit-log": EditLogCheck,
     "cost": CostMetrics,

@@ -6,11 +6,18 @@ folder of any size replays in bounded memory.
 
 Replay metrics (defined in :data:`prunesim.observe.metrics.METRICS`): a *repeat* is a tool
 call whose content key was called before in the same transcript. Under a
-policy, a repeat *hits pruned content* when every earlier span holding that key
-(call or output) had left the window (evicted, dropped by a fallback or a
-forced drop) before the repeat, and *hits the window* when one is still there.
-The gap is the number of turns from the most recent removal of that key's
-content to the repeat.
+policy, a repeat *hits pruned content* when the latest earlier output of that key
+had left the window (evicted by a pass, a non-model eviction or a forced drop)
+before the repeat, and *hits the window* when it is still there. The output is
+what the agent would read again, and its latest output is the command's latest
+result: a surviving call without its output does not hold it, nor does an older
+output of the same command. (A key whose output never entered the window, an
+empty output, is judged by its latest call instead.) The gap is the number of
+turns from the removal of that content to the repeat.
+
+An evicted tool output was *needed* when its key is called again later in the
+transcript (``needed_evicted_spans``, ``needed_evicted_tokens`` and
+``eviction_precision``, replacing the synthetic definition by staleness).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import DEFAULT, get_counter
 from prunesim.model.scenario import Scenario
+from prunesim.observe.metrics.eviction import is_policy_cause, precision
 from prunesim.runner import RunResult, run_one
 
 TRANSCRIPT_SUFFIXES = (".json", ".traj", ".jsonl")
@@ -93,45 +101,68 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
 
 
 def replay_metrics(result: RunResult) -> dict:
-    """Repeats of a content key against what the policy had removed (see the module docstring)."""
+    """Repeats of a content key against what the policy had removed, and which evictions were needed.
+
+    See the module docstring. Returns the repeat metrics and the transcript
+    variant of ``needed_evicted_spans``, ``needed_evicted_tokens`` and
+    ``eviction_precision`` (:mod:`prunesim.observe.metrics.eviction`).
+    """
     t = result.recorder.trace
-    live: dict[str, set[int]] = {}  # key -> span ids holding it in the window
-    removed_at: dict[str, int] = {}  # key -> turn of the latest removal of its content
+    rows = list(zip(t["event"], t["kind"], t["span_id"], t["key"], t["turn"], t["delta"], strict=True))
+    # Where each key is called: an evicted output is needed when its key is called again after the eviction.
+    last_call: dict[str, int] = {}
+    for i, (event, kind, _sid, key, _turn, _delta) in enumerate(rows):
+        if event == "append" and kind == "tool_call" and key:
+            last_call[key] = i
+    latest: dict[str, int] = {}  # key -> span id of its latest output (of its latest call while it has none)
+    has_output: set[str] = set()
+    removed_at: dict[int, int] = {}  # span id -> turn it left the window (latest spans only)
+    held: dict[int, tuple[str, str, int]] = {}  # span id -> (key, kind, tokens left), spans in the window
     called: set[str] = set()
-    held: dict[int, tuple[str, int]] = {}  # span id -> (key, tokens left)
+    needed_ids: set[int] = set()
+    needed_tokens = 0
     repeats = after = inside = 0
     gaps: list[int] = []
-    rows = zip(t["event"], t["kind"], t["span_id"], t["key"], t["turn"], t["delta"], strict=True)
-    for event, kind, span_id, key, turn, delta in rows:
+    for i, (event, kind, span_id, key, turn, delta) in enumerate(rows):
         if event == "append":
             if not key or kind not in ("tool_call", "tool_output"):
                 continue
             if kind == "tool_call":
                 if key in called:
                     repeats += 1
-                    if live.get(key):
+                    content = latest[key]
+                    if content in held:
                         inside += 1
                     else:
                         after += 1
-                        gaps.append(turn - removed_at.get(key, turn))
+                        gaps.append(turn - removed_at[content])
                 called.add(key)
-            live.setdefault(key, set()).add(span_id)
-            held[span_id] = (key, delta)
+                if key not in has_output:
+                    latest[key] = span_id
+            else:
+                has_output.add(key)
+                latest[key] = span_id
+            held[span_id] = (key, kind, delta)
         elif span_id in held and delta < 0:
-            # An eviction, a fallback or a forced drop; a truncation that leaves part of the span keeps it.
-            k, left = held[span_id]
+            k, held_kind, left = held[span_id]
+            if held_kind == "tool_output" and is_policy_cause(event) and last_call.get(k, -1) > i:
+                needed_tokens -= delta
+                needed_ids.add(span_id)
             left += delta
-            if left > 0:
-                held[span_id] = (k, left)
+            if left > 0:  # a truncation that leaves part of the span keeps it in the window
+                held[span_id] = (k, held_kind, left)
                 continue
             del held[span_id]
-            live[k].discard(span_id)
-            removed_at[k] = turn
+            if latest.get(k) == span_id:
+                removed_at[span_id] = turn
+    evicted_tokens = result.summary.get("policy_evicted_tokens", 0)
     return {
         "repeats": repeats,
         "repeats_after_prune": after,
         "repeats_in_window": inside,
         "repeat_gap_mean": round(sum(gaps) / len(gaps), 3) if gaps else 0.0,
         "repeat_gap_max": max(gaps) if gaps else 0,
+        "needed_evicted_spans": len(needed_ids),
+        "needed_evicted_tokens": needed_tokens,
+        "eviction_precision": precision(needed_tokens, evicted_tokens),
     }
-

@@ -20,6 +20,8 @@ def register(sub) -> None:
     t = kinds.add_parser("trace", help="utilization of one or more runs, overlaid")
     t.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
     t.add_argument("--x", choices=("turn", "time"), default="turn", help="x axis: turn (default) or simulated time")
+    t.add_argument("--ylim", metavar="[LOW:]HIGH", help="y axis range in tokens (default: scaled to the data, "
+                   "the budget and the trigger)")
     _common(t)
     t.set_defaults(func=main_trace)
 
@@ -63,9 +65,27 @@ def main_trace(args) -> int:
     from prunesim.plots.io import read_run
     from prunesim.plots.trace import trace_figure
 
+    ylim = parse_ylim(args.ylim) if args.ylim is not None else None
     runs = [read_run(p, need=("trace",)) for p in args.runs]
     name = "trace" if args.x == "turn" else "trace-time"
-    return _write(trace_figure(runs, x=args.x), args.out, args.runs[0], name, args.format)
+    return _write(trace_figure(runs, x=args.x, ylim=ylim), args.out, args.runs[0], name, args.format)
+
+
+def parse_ylim(text: str) -> tuple[float, float]:
+    """``HIGH`` (from 0) or ``LOW:HIGH``, finite numbers with LOW < HIGH."""
+    import math
+
+    parts = text.split(":")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (1, 2) or not all(math.isfinite(v) for v in values):
+        raise UserError("--ylim", text, "expected HIGH or LOW:HIGH in tokens")
+    low, high = (0.0, values[0]) if len(values) == 1 else (values[0], values[1])
+    if not low < high:
+        raise UserError("--ylim", text, "LOW must be below HIGH")
+    return low, high
 
 
 def main_ledger(args) -> int:

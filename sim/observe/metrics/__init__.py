@@ -4,7 +4,8 @@ Each concern is one module holding its definitions and the observer that
 computes them from the engine's events, incrementally, so that a run of any
 length needs no stored trace: :mod:`.window` (utilization, the band, content
 lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
-:mod:`.gate` (gate decisions and fallbacks), :mod:`.provenance` (needs,
+:mod:`.gate` (gate decisions and fallbacks), :mod:`.eviction` (what every
+policy removed and how much of it was still needed), :mod:`.provenance` (needs,
 re-retrievals, constraints, the edit log), :mod:`.cost` (what model calls
 bill), :mod:`.transcript` (replays of real transcripts).
 
@@ -15,7 +16,7 @@ bill), :mod:`.transcript` (replays of real transcripts).
 
 from __future__ import annotations
 
-from . import cost, gate, passes, provenance, transcript, window
+from . import cost, eviction, gate, passes, provenance, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
@@ -23,6 +24,7 @@ METRICS: tuple[Metric, ...] = (
     window.DEFINITIONS
     + passes.DEFINITIONS
     + gate.DEFINITIONS
+    + eviction.DEFINITIONS
     + provenance.DEFINITIONS
     + cost.DEFINITIONS
     + transcript.DEFINITIONS

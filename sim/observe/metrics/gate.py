@@ -23,8 +23,13 @@ DEFINITIONS = (
         "decisions",
         "Gate refusals because reclaimable tokens after overhead did not clear the margin: nothing worth pruning.",
     ),
-    Metric("fallback_evictions", "actions", "Non-model evictions (recency drop, truncation, template summary)."),
-    Metric("fallback_tokens", "tokens", "Tokens freed by non-model evictions, net of any summary written."),
+    Metric(
+        "fallback_evictions",
+        "actions",
+        "Non-model evictions a gate took in place of a model-driven pass it refused (recency drop, truncation, "
+        "template summary); a policy's own non-model evictions are non_model_evictions.",
+    ),
+    Metric("fallback_tokens", "tokens", "Tokens freed by fallback_evictions, net of any summary written."),
 )
 
 
@@ -36,9 +41,10 @@ class GateMetrics(Observer):
     def on_gate_decision(self, time, turn, reason, numbers) -> None:
         self.decisions[reason] = self.decisions.get(reason, 0) + 1
 
-    def on_fallback(self, time, turn, reason, spans, freed) -> None:
-        self.fallbacks += 1
-        self.fallback_tokens += freed
+    def on_non_model_eviction(self, time, turn, reason, spans, freed, fallback) -> None:
+        if fallback:
+            self.fallbacks += 1
+            self.fallback_tokens += freed
 
     def summary(self, so_far: dict) -> dict:
         return {

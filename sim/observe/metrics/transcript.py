@@ -13,14 +13,15 @@ DEFINITIONS = (
     Metric(
         "repeats_after_prune",
         "calls",
-        "Repeats made when every earlier span holding the key had been removed by the policy (re-retrieval caused by "
-        "pruning).",
+        "Repeats made when the key's latest earlier output (its content; the latest call for a key with no output) "
+        "had left the window: re-retrievals caused by pruning. A surviving call without its output does not count "
+        "as holding the content.",
     ),
-    Metric("repeats_in_window", "calls", "Repeats made while an earlier span holding the key was still in the window."),
+    Metric("repeats_in_window", "calls", "Repeats made while the key's latest earlier output was still in the window."),
     Metric(
         "repeat_gap_mean",
         "turns",
-        "Mean turns from the latest removal of a key's content to its repeat, over repeats_after_prune (0 if none).",
+        "Mean turns from the removal of that output to the repeat, over repeats_after_prune (0 if none).",
     ),
     Metric("repeat_gap_max", "turns", "Largest such gap (0 if none)."),
 )

@@ -1,0 +1,116 @@
+"""Eviction quality, for every policy: what it removed, and how much of that was still needed.
+
+A *policy removal* is tokens leaving the window because the policy chose so:
+a model-driven pass's eviction (cause ``evict``) or a non-model eviction, the
+policy's own (``nonmodel_<reason>``) or a gate's fallback (``fallback_<reason>``).
+The runtime's forced drops at a hard ceiling are not the policy's choice and
+are counted in :mod:`.window` instead.
+
+Content is *needed* when the agent would still use it:
+
+* in synthetic runs, a span removed before its ``stale_at`` turn (the
+  workload's ground truth of when content stops being useful; a pass's own
+  rationale removed in the same pass counts as needed, it is the record of
+  that pass);
+* in replays of real transcripts (:mod:`prunesim.studies.transcript_replay`
+  replaces these figures), a tool output whose content key the agent calls
+  again later in the transcript. Reasoning, calls and user messages cannot be
+  judged there and count as not needed, so the precision of a replay is an
+  upper bound.
+
+Model-driven and non-model policies are measured alike, so a cheap heuristic
+cannot look free merely because it pays no decision tokens.
+"""
+
+from __future__ import annotations
+
+from prunesim.model.events import Observer
+
+from .definition import Metric
+
+DEFINITIONS = (
+    Metric(
+        "non_model_evictions",
+        "actions",
+        "Non-model evictions (recency drop, truncation, template summary, a policy's own Evict), whoever took "
+        "them: a policy's own choice or a gate's fallback (those are also fallback_evictions).",
+    ),
+    Metric("non_model_tokens", "tokens", "Tokens freed by non_model_evictions, net of any summary written."),
+    Metric(
+        "policy_evicted_spans",
+        "spans",
+        "Spans the policy evicted or cut down (model-driven passes and non-model evictions; not the runtime's "
+        "forced drops), each counted once.",
+    ),
+    Metric("policy_evicted_tokens", "tokens", "Tokens the policy removed from the window (as policy_evicted_spans)."),
+    Metric(
+        "needed_evicted_spans",
+        "spans",
+        "Of policy_evicted_spans, those still needed when removed: in synthetic runs removed before their stale_at "
+        "turn; in transcript replays tool outputs whose content key is called again later in the transcript.",
+    ),
+    Metric("needed_evicted_tokens", "tokens", "Tokens of needed content the policy removed (as needed_evicted_spans)."),
+    Metric(
+        "eviction_precision",
+        "fraction",
+        "1 - needed_evicted_tokens / policy_evicted_tokens: the share of evicted tokens not needed again "
+        "(1 when the policy removed nothing; in transcript replays an upper bound, as only outputs are judged).",
+    ),
+)
+
+
+def is_policy_cause(cause: str) -> bool:
+    """True when a removal was the policy's choice (a pass's eviction or a non-model eviction)."""
+    return cause == "evict" or cause.startswith(("nonmodel_", "fallback_"))
+
+
+def precision(needed_tokens: int, evicted_tokens: int) -> float:
+    """The share of evicted tokens not needed again; 1 when nothing was evicted."""
+    return round(1 - needed_tokens / evicted_tokens, 6) if evicted_tokens else 1.0
+
+
+class EvictionMetrics(Observer):
+    def __init__(self, run):
+        self.non_model = self.non_model_tokens = 0
+        # Tokens left of each span in the window, and which of them the policy has already cut: a span cut
+        # down and later evicted counts once. Both hold window contents only, so memory stays bounded.
+        self.left: dict[int, int] = {}
+        self.counted: set[int] = set()
+        self.evicted_spans = self.needed_spans = 0
+        self.evicted_tokens = self.needed_tokens = 0
+
+    def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
+        self.left[span.id] = kept
+
+    def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
+        sid = span.id
+        if is_policy_cause(cause):
+            self.evicted_tokens += freed
+            needed = not span.is_stale(turn)
+            if needed:
+                self.needed_tokens += freed
+            if sid not in self.counted:
+                self.counted.add(sid)
+                self.evicted_spans += 1
+                self.needed_spans += needed
+        left = self.left.get(sid, 0) - freed
+        if left > 0:
+            self.left[sid] = left
+        else:
+            self.left.pop(sid, None)
+            self.counted.discard(sid)
+
+    def on_non_model_eviction(self, time, turn, reason, spans, freed, fallback) -> None:
+        self.non_model += 1
+        self.non_model_tokens += freed
+
+    def summary(self, so_far: dict) -> dict:
+        return {
+            "non_model_evictions": self.non_model,
+            "non_model_tokens": self.non_model_tokens,
+            "policy_evicted_spans": self.evicted_spans,
+            "policy_evicted_tokens": self.evicted_tokens,
+            "needed_evicted_spans": self.needed_spans,
+            "needed_evicted_tokens": self.needed_tokens,
+            "eviction_precision": precision(self.needed_tokens, self.evicted_tokens),
+        }
