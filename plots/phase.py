@@ -55,7 +55,8 @@ def select_runs(sweep: Sweep, x: str, y: str, policy: str | None, fix: dict[str,
         raise UserError("--policy", policy, f"not in this sweep (policies: {', '.join(policies)})")
     for p in fix:
         sweep.check_param(p, "--fix")
-    rest = [p for p in sweep.grid if p not in (x, y)]
+    # Axes qualified by another policy (``slack-gated:gate.headroom``) are empty in this policy's rows.
+    rest = [p for p in sweep.grid if p not in (x, y) and p.rpartition(":")[0] in ("", policy)]
     for p in rest:
         if len(sweep.grid[p]) > 1 and p not in fix:
             raise UserError("--fix", p, f"grid parameter varies ({sweep.grid[p]}); fix it with --fix {p}=VALUE")

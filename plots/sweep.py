@@ -6,7 +6,16 @@ runs.csv: the median over seeds and a percentile bootstrap of the median
 (``BOOT_RESAMPLES`` resamples, a numpy Generator seeded with ``BOOT_SEED``, so
 the band is the same on every run). When the sweep has more grid parameters
 than the one on the x axis, each combination of the others gets its own line
-(same colour per policy, one line style per combination).
+(same colour per policy, one line style per combination). A policy-qualified
+axis (``slack-gated:gate.headroom``) is empty in other policies' rows and
+does not split their lines.
+
+``x="acting_trigger"`` puts every policy on one axis: the utilization at which
+each run's policy started to act (the ``acting_trigger`` column of runs.csv),
+whichever parameter set it: ``trigger`` for naive, ``budget - gate.headroom``
+for slack-gated. The axes that move it (``trigger`` and any ``*.headroom``,
+qualified or not: :data:`ACTING_AXES`) fold into x instead of splitting lines;
+each point is computed from runs.csv.
 """
 
 from __future__ import annotations
@@ -25,7 +34,15 @@ LEVEL = 0.95
 LINESTYLES = ("-", "--", ":", "-.")
 UNITS = {m.name: m.unit for m in METRICS}
 TOKEN_PARAMS = ("trigger", "budget", "window", "index_base", "index_per_candidate", "rationale_base",
-                "rationale_per_span", "low_water_gap", "mean", "min", "max", "tokens", "margin")
+                "rationale_per_span", "low_water_gap", "mean", "min", "max", "tokens", "margin", "headroom",
+                "acting_trigger")
+ACTING_TRIGGER = "acting_trigger"
+ACTING_AXES = ("trigger", "headroom")  # last parts of the parameters that set a policy's acting trigger
+
+
+def folds_into_acting_trigger(axis: str) -> bool:
+    param = axis.rpartition(":")[2]
+    return param.rsplit(".", 1)[-1] in ACTING_AXES
 
 
 def metric_label(metric: str) -> str:
@@ -63,6 +80,10 @@ def bootstrap_median(values, resamples: int = BOOT_RESAMPLES, level: float = LEV
 
 def choose_x(sweep: Sweep, x: str | None) -> str:
     grid = sweep.grid
+    if x == ACTING_TRIGGER:
+        if not sweep.runs or ACTING_TRIGGER not in sweep.runs[0]:
+            raise UserError("--x", x, "runs.csv has no acting_trigger column (a sweep from an older prunesim)")
+        return x
     if x is None:
         if len(grid) != 1:
             raise UserError("--x", None, f"the sweep has {len(grid)} grid parameters; choose one of: "
@@ -76,21 +97,42 @@ def _key(value):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
+def other_axes(sweep: Sweep, x: str) -> list[str]:
+    """The grid axes that get lines of their own when ``x`` is on the x axis."""
+    if x == ACTING_TRIGGER:
+        return [p for p in sweep.grid if not folds_into_acting_trigger(p)]
+    return [p for p in sweep.grid if p != x]
+
+
+def x_values(sweep: Sweep, x: str) -> list:
+    if x == ACTING_TRIGGER:
+        return sorted({_key(r[x]) for r in sweep.runs if isinstance(r.get(x), (int, float))})
+    return [_key(v) for v in sweep.grid[x]]
+
+
 def curves(sweep: Sweep, metric: str, x: str) -> tuple[dict, str]:
-    """{(policy, others): {x value: (median, low, high, n)}} and where the numbers came from."""
-    others = [p for p in sweep.grid if p != x]
+    """{(policy, others): {x value: (median, low, high, n)}} and where the numbers came from.
+
+    ``others`` holds the other axes' values in this line's rows; an axis that is
+    not this policy's (empty in its rows) is left out.
+    """
+    others = other_axes(sweep, x)
     out: dict = {}
-    agg = [r for r in (sweep.aggregate or []) if r.get("metric") == metric]
+    agg = [] if x == ACTING_TRIGGER else [r for r in (sweep.aggregate or []) if r.get("metric") == metric]
     if agg:
         for r in agg:
-            key = (str(r["policy"]), tuple((p, r.get(p)) for p in others))
+            if r.get(x) is None:
+                continue  # an axis of another policy
+            key = (str(r["policy"]), tuple((p, r.get(p)) for p in others if r.get(p) is not None))
             out.setdefault(key, {})[_key(r[x])] = (as_float(r["median"]), as_float(r["ci_low"]),
                                                    as_float(r["ci_high"]), int(r.get("n", 0) or 0))
         return out, "aggregate.csv"
     sweep.check_metric(metric)
     groups: dict = {}
     for r in sweep.runs:
-        key = (str(r["policy"]), tuple((p, r.get(p)) for p in others))
+        if r.get(x) is None:
+            continue  # an axis of another policy
+        key = (str(r["policy"]), tuple((p, r.get(p)) for p in others if r.get(p) is not None))
         groups.setdefault(key, {}).setdefault(_key(r[x]), []).append(as_float(r[metric]))
     for key, by_x in groups.items():
         out[key] = {xv: (*bootstrap_median(vals), len(vals)) for xv, vals in by_x.items()}
@@ -102,7 +144,7 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None):
     if not sweep.aggregate or not any(r.get("metric") == metric for r in sweep.aggregate):
         sweep.check_metric(metric)
     data, source = curves(sweep, metric, x)
-    xvals = [_key(v) for v in sweep.grid[x]]
+    xvals = x_values(sweep, x)
     numeric = all(isinstance(v, float) for v in xvals)
     pos = {v: (v if numeric else float(i)) for i, v in enumerate(xvals)}
     fig, axes = style.new_figure()

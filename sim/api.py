@@ -11,10 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from prunesim.errors import UserError
 from prunesim.io import scenario_files as scenario_mod
 from prunesim.io.results import run_record, write_run
 from prunesim.model.scenario import Scenario
-from prunesim.policies import REGISTRY, get_policy
+from prunesim.policies import Policy, available, get_policy
 from prunesim.runner import RunResult, run_one
 
 
@@ -26,17 +27,47 @@ def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None
 
 
 def run(
-    scenario: str | Scenario,
-    policy: str | None = None,
+    scenario: str | Scenario | None = None,
+    policy: str | type[Policy] | None = None,
     seed: int | None = None,
     overrides: dict[str, Any] | None = None,
     trace: str = "all",
+    workload=None,
 ) -> RunResult:
-    """Run one scenario under one policy with one seed."""
-    sc = load_scenario(scenario, overrides)
+    """Run one scenario under one policy with one seed.
+
+    ``policy`` is a registered name, ``"path/to/file.py:ClassName"`` or a
+    :class:`~prunesim.policies.Policy` subclass. ``workload`` replays a real
+    transcript instead of the synthetic tool loop: a workload file or a one-run
+    transcript file (any format ``prunesim import`` reads), or a
+    :class:`~prunesim.io.transcripts.workload.WorkloadData`; the scenario then
+    defaults to ``"transcript"`` and the summary holds the replay metrics.
+    """
     if policy is not None:
-        get_policy(policy)
-    return run_one(sc, policy, seed, trace=trace)
+        get_policy(policy)  # first: a policy from a file or a plugin may declare its own table
+    if workload is not None:
+        return _replay(scenario, policy, seed, overrides, workload)
+    if scenario is None:
+        raise UserError("api.run", None, "give a scenario or a workload")
+    return run_one(load_scenario(scenario, overrides), policy, seed, trace=trace)
+
+
+def _replay(scenario, policy, seed, overrides, workload) -> RunResult:
+    from prunesim.io.transcripts.workload import WorkloadData
+    from prunesim.studies.transcript_replay import iter_workloads, replay
+
+    base = load_scenario("transcript" if scenario is None else scenario, overrides)
+    if isinstance(workload, WorkloadData):
+        data = workload
+    else:
+        runs = iter_workloads(Path(workload))
+        data = next(runs, None)
+        if data is None:
+            raise UserError(str(workload), None, "holds no run")
+        if next(runs, None) is not None:
+            raise UserError(str(workload), None, "holds several runs; import it and pass one workload file")
+    result, _ = replay(data, base, policy, seed)
+    return result
 
 
 def write(result: RunResult, out_dir: str | Path) -> list[Path]:
@@ -58,4 +89,5 @@ def list_scenarios() -> dict[str, str]:
 
 
 def list_policies() -> dict[str, str]:
-    return {name: cls.summary for name, cls in sorted(REGISTRY.items())}
+    """Every policy that can be named (built-in and registered by installed packages), with its summary."""
+    return {name: cls.summary for name, cls in sorted(available().items())}

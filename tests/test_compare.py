@@ -27,7 +27,7 @@ def test_reduce_gives_median_and_spread_per_numeric_metric():
     out = reduce(summaries)
     assert "label" not in out
     assert out["passes"] == {"median": 2.5, "p10": 1.3, "p90": pytest.approx(3.7)}
-    assert out["oscillating"]["median"] == 0.5
+    assert out["oscillating"] == {"share": 0.5}  # a yes/no metric is a share of seeds, not a median
     assert out["overhead_ratio"]["p90"] == math.inf
 
 

@@ -3,16 +3,19 @@
 Every policy meets the same workload for a given seed (the workload has its own
 random stream), so the differences are the policies'. :func:`compare` returns
 plain dicts: for each policy and each numeric metric, the median and the 10th
-and 90th percentiles over the seeds.
+and 90th percentiles over the seeds; for a yes/no metric (``oscillating``) the
+share of seeds where it holds, since a median of zeros and ones says only which
+side of one half that share is.
 """
 
 from __future__ import annotations
 
 import math
 
+from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics import METRIC_NAMES
-from prunesim.policies import get_policy
+from prunesim.policies import get_policy, policy_name
 from prunesim.runner import run_one
 
 
@@ -42,30 +45,63 @@ def quantile(values: list[float], q: float) -> float:
     return a + (b - a) * frac
 
 
-def reduce(summaries: list[dict]) -> dict[str, dict[str, float]]:
-    """Per metric: median, p10 and p90 over the summaries (metrics in METRICS order, then any others)."""
+def reduce(summaries: list[dict], metrics: list[str] | None = None) -> dict[str, dict[str, float]]:
+    """Per metric: median, p10 and p90 over the summaries, or ``share`` for a yes/no metric.
+
+    Metrics come in METRICS order, then any others; ``metrics`` keeps only those named, in that order.
+    """
     names = [m for m in METRIC_NAMES if summaries and m in summaries[0]]
     names += sorted(k for k in (summaries[0] if summaries else {}) if k not in names)
+    if metrics is not None:
+        names = [m for m in metrics if m in names]
     out = {}
     for name in names:
-        values = [_number(s.get(name)) for s in summaries]
+        raw = [s.get(name) for s in summaries]
+        if raw and all(isinstance(v, bool) for v in raw):
+            out[name] = {"share": sum(raw) / len(raw)}
+            continue
+        values = [_number(v) for v in raw]
         if any(v is None for v in values):
             continue
         out[name] = {"median": quantile(values, 0.5), "p10": quantile(values, 0.1), "p90": quantile(values, 0.9)}
     return out
 
 
-def compare(scenario: Scenario, policies: list[str], seeds: list[int]) -> dict:
+def check_metrics(names: list[str], where: str = "--metrics") -> None:
+    """Every name is a metric (or a replay's own figure); one UserError naming the first that is not."""
+    from prunesim.studies.transcript_replay import REPLAY_METRICS
+
+    known = set(METRIC_NAMES) | set(REPLAY_METRICS)
+    for name in names:
+        if name not in known:
+            raise UserError(where, name, "unknown metric (prunesim metrics lists them)")
+
+
+def compare(scenario: Scenario, policies: list[str], seeds: list[int], metrics: list[str] | None = None) -> dict:
     """Run ``scenario`` under each policy for each seed; the reduced metrics as plain dicts."""
     for name in policies:
         get_policy(name, where="--policies")
+    if metrics is not None:
+        check_metrics(metrics)
     result = {
         "scenario": scenario.name,
         "seeds": list(seeds),
-        "policies": list(policies),
+        "policies": [policy_name(p) for p in policies],
         "metrics": {},
     }
     for name in policies:
         summaries = [run_one(scenario, name, seed, trace="none").summary for seed in seeds]
-        result["metrics"][name] = reduce(summaries)
+        result["metrics"][policy_name(name)] = reduce(summaries, metrics)
     return result
+
+
+STAT_COLUMNS = ("median", "p10", "p90", "share")
+
+
+def rows(result: dict) -> list[dict]:
+    """The comparison as tidy rows: one per (policy, metric), with the stats that apply (others empty)."""
+    out = []
+    for policy in result["policies"]:
+        for metric, stats in result["metrics"][policy].items():
+            out.append({"policy": policy, "metric": metric, **{c: stats.get(c) for c in STAT_COLUMNS}})
+    return out

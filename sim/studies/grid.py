@@ -11,6 +11,10 @@ written as
   ``0.5``, ``"quoted"``), else kept as a bare string. A single string is one value:
   strings are never split into characters.
 
+A name may be qualified by a policy, ``POLICY:NAME`` (``slack-gated:gate.headroom``):
+the axis then applies to that policy's runs only, so each policy can be swept
+along the parameter that moves it (:func:`split_axis`).
+
 :func:`expand_grid` turns the mapping into one dict per grid point, in the
 order of the axes (the last axis varies fastest), like Mesa's ``batch_run``.
 """
@@ -65,8 +69,9 @@ def parse_axis(text: str, flag: str = "--grid") -> tuple[str, list[Any]]:
     if "=" not in text:
         raise UserError(flag, text, "expected NAME=VALUES (a range A:B:STEP or a list a,b,c)")
     name, raw = (part.strip() for part in text.split("=", 1))
-    if not name or any(not part for part in name.split(".")):
-        raise UserError(flag, text, "empty parameter name")
+    policy, param = split_axis(name)
+    if not param or any(not part for part in param.split(".")) or policy == "":
+        raise UserError(flag, text, "empty parameter or policy name (expected NAME=VALUES or POLICY:NAME=VALUES)")
     if not raw:
         raise UserError(flag, name, "has no values")
     values = _parse_range(raw, flag, name) if ":" in raw and _is_range(raw) else _parse_list(raw, flag, name)
@@ -81,6 +86,19 @@ def parse_axis(text: str, flag: str = "--grid") -> tuple[str, list[Any]]:
             raise UserError(flag, name, f"value {v!r} is given twice")
         seen.add(marker)
     return name, values
+
+
+def split_axis(name: str) -> tuple[str | None, str]:
+    """``(policy, parameter)`` of an axis name: ``("slack-gated", "gate.headroom")``, or ``(None, "trigger")``.
+
+    The parameter is after the last colon (parameter names have none; a policy
+    given as ``file.py:Class`` does).
+
+    >>> split_axis("slack-gated:gate.headroom"), split_axis("trigger")
+    (('slack-gated', 'gate.headroom'), (None, 'trigger'))
+    """
+    policy, sep, param = name.rpartition(":")
+    return (policy, param) if sep else (None, name)
 
 
 def parse_axes(items: list[str] | None, flag: str = "--grid") -> dict[str, list[Any]]:

@@ -6,7 +6,9 @@ A sweep directory holds
   resolved base scenario, ``grid``: each axis and its expanded values in axis
   order, ``policies``, ``seeds``, ``overrides``, ``prunesim_version``, and
   ``columns``: the column set of ``runs.csv``);
-* ``runs.csv``: one tidy row per finished run. Rows are appended as runs
+* ``runs.csv``: one tidy row per finished run, a column per grid axis (a
+  policy-qualified axis, ``slack-gated:gate.headroom``, is empty in the other
+  policies' rows: each policy runs the shared axes times its own). Rows are appended as runs
   finish, each batch of complete lines with one ``os.write`` and an
   ``fdatasync``, so a crash can leave at most one trailing partial line, which
   the next start detects and cuts off. When every run is present the file is
@@ -49,7 +51,7 @@ from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import get_policy
 from prunesim.runner import run_one
-from prunesim.studies.grid import axis_values, expand_grid
+from prunesim.studies.grid import axis_values, expand_grid, split_axis
 
 SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
@@ -128,21 +130,27 @@ def plan_sweep(
     seeds: Iterable[int] = range(100),
     overrides: dict[str, Any] | None = None,
 ) -> SweepPlan:
-    """Validate a sweep and build every grid point's scenario; :class:`UserError` on bad input."""
+    """Validate a sweep and build every grid point's scenario; :class:`UserError` on bad input.
+
+    ``axes`` maps a parameter to its values; a name ``POLICY:PARAM`` is an axis
+    of that policy's runs only (see :mod:`prunesim.studies.grid`).
+    """
     overrides = dict(overrides or {})
+    for name in policies or ():  # first: a policy from a file or a plugin may declare its own scenario table
+        get_policy(name, where="--policies")
     if isinstance(scenario, Scenario):
         base = scenario_mod.replace(scenario, overrides) if overrides else scenario
     else:
         base = scenario_mod.load(str(scenario), overrides)
     axes = {name: axis_values(values) for name, values in (axes or {}).items()}
     base_dict = base.to_dict()
-    for name in axes:
-        _check_axis_name(name, base_dict, overrides)
     policies = list(policies) if policies else [base.policy]
     if len(set(policies)) != len(policies):
         raise UserError("--policies", ",".join(policies), "a policy is given twice")
     for name in policies:
         get_policy(name, where="--policies")
+    for name in axes:
+        _check_axis_name(name, base_dict, overrides, policies, axes)
     seeds = list(seeds)
     if not seeds:
         raise UserError("--seeds", None, "no seeds")
@@ -150,32 +158,57 @@ def plan_sweep(
         raise UserError("--seeds", None, "a seed is given twice")
     if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
         raise UserError("--seeds", None, "seeds must be non-negative integers")
-    points = expand_grid(axes)
-    scenarios = []
-    for point in points:
-        where = "--grid point " + " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items())
-        data = scenario_mod.apply_overrides(base_dict, point, where="--grid")
-        scenarios.append(scenario_mod.from_dict(data, where) if point else base)
+    # Each policy runs the shared axes times its own; identical points are built once.
+    points: list[dict[str, Any]] = []
+    scenarios: list[Scenario] = []
+    dicts: list[dict] = []
+    index: dict[str, int] = {}
+    per_policy: dict[str, list[int]] = {}
+    for policy in policies:
+        mine = {n: v for n, v in axes.items() if split_axis(n)[0] in (None, policy)}
+        seen_scenarios: set[str] = set()
+        per_policy[policy] = []
+        for point in expand_grid(mine):
+            key = json.dumps(atomic.json_ready(point), sort_keys=True)
+            if key not in index:
+                where = "--grid point " + " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items())
+                params = {split_axis(k)[1]: v for k, v in point.items()}
+                data = scenario_mod.apply_overrides(base_dict, params, where="--grid")
+                sc = scenario_mod.from_dict(data, where) if point else base
+                index[key] = len(points)
+                points.append(point)
+                scenarios.append(sc)
+                dicts.append(sc.to_dict())
+            i = index[key]
+            text = json.dumps(atomic.json_ready(dicts[i]), sort_keys=True)
+            if text in seen_scenarios:
+                raise UserError("--grid", None, "two grid points give the same scenario (a value is repeated)")
+            seen_scenarios.add(text)
+            per_policy[policy].append(i)
     plan = SweepPlan(base.name, base, axes, points, scenarios, policies, seeds, overrides)
-    dicts = [sc.to_dict() for sc in scenarios]
-    if len({json.dumps(atomic.json_ready(d), sort_keys=True) for d in dicts}) != len(dicts):
-        raise UserError("--grid", None, "two grid points give the same scenario (a value is repeated)")
     plan.runs = [
         RunSpec(run_id(dicts[i], policy, seed, plan.version), i, policy, seed)
         for policy in policies
-        for i in range(len(points))
+        for i in per_policy[policy]
         for seed in seeds
     ]
     return plan
 
 
-def _check_axis_name(name: str, base_dict: dict, overrides: dict) -> None:
-    if name in RESERVED_AXES:
-        raise UserError("--grid", name, f"is set by the sweep itself; use {RESERVED_AXES[name]}")
-    if name in overrides:
+def _check_axis_name(name: str, base_dict: dict, overrides: dict, policies: list[str], axes: dict) -> None:
+    policy, param = split_axis(name)
+    if policy is not None:
+        if policy not in policies:
+            raise UserError("--grid", name, f"names the policy {policy!r}, which is not swept "
+                            f"(--policies {','.join(policies)})")
+        if param in axes:
+            raise UserError("--grid", name, f"is also given for every policy ({param}); give it in one place")
+    if param in RESERVED_AXES:
+        raise UserError("--grid", name, f"is set by the sweep itself; use {RESERVED_AXES[param]}")
+    if param in overrides:
         raise UserError("--grid", name, "is also given with --set; give it in one place")
     node: Any = base_dict
-    for part in name.split("."):
+    for part in param.split("."):
         if not isinstance(node, dict) or part not in node:
             raise UserError("--grid", name, "unknown scenario parameter")
         node = node[part]
@@ -437,9 +470,8 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         else:
             # The column set is fixed now: the metrics the policies report on a first run, those of
             # prunesim.observe.metrics in its order, then any others a policy adds, sorted.
-            first = plan.runs[0]
             for policy in plan.policies:
-                spec = next(s for s in plan.runs if s.policy == policy and s.point == first.point)
+                spec = next(s for s in plan.runs if s.policy == policy)
                 items = [(spec.run_id, spec.seed)]
                 probes[spec.run_id] = run_batch(plan.scenarios[spec.point], policy, items, traces_dir)[0][1]
             reported = {k for summary in probes.values() for k in summary}
@@ -514,7 +546,7 @@ def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict],
             )
         point = plan.points[spec.point]
         cells = [spec.run_id, plan.scenario_name, spec.policy, spec.seed, plan.version]
-        cells += [atomic.format_cell(point[a]) for a in plan.axes]
+        cells += [atomic.format_cell(point[a]) if a in point else "" for a in plan.axes]  # "": not this policy's
         cells += [atomic.format_cell(summary[n]) if n in summary else "" for n in names]
         return _csv_line(cells)
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 from prunesim import api
 from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets
 from prunesim.errors import UserError
+from prunesim.io import atomic
 from prunesim.io.atomic import json_ready
-from prunesim.studies.compare import compare
+from prunesim.policies import get_policy
+from prunesim.studies.compare import STAT_COLUMNS, check_metrics, compare, rows
+
+FORMATS = ("table", "csv", "json")
 
 
 def register(sub) -> None:
@@ -19,7 +24,10 @@ def register(sub) -> None:
                    "(default: naive,slack-gated)")
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer")
     add_set(p)
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--metrics", help="comma-separated metric names to show, in this order (default: all)")
+    p.add_argument("--format", choices=FORMATS, help="table (default), csv (one row per policy and metric) or json")
+    p.add_argument("--json", action="store_true", help="the same as --format json")
+    p.add_argument("--out", type=Path, help="write to this file (format from its .csv/.json suffix unless --format)")
     p.set_defaults(func=main)
 
 
@@ -35,13 +43,47 @@ def parse_policies(text: str) -> list[str]:
 def main(args) -> int:
     policies = parse_policies(args.policies)
     seeds = parse_seeds(args.seeds)
+    metrics = None
+    if args.metrics is not None:
+        metrics = [m.strip() for m in args.metrics.split(",")]
+        if not all(metrics):
+            raise UserError("--metrics", args.metrics, "expected a comma-separated list of metric names")
+        check_metrics(metrics)
+    fmt = output_format(args)
+    if args.out is not None and args.out.is_dir():
+        raise UserError("--out", str(args.out), "is a folder; give a file")
+    for name in policies:  # first: a policy from a file or a plugin may declare its own scenario table
+        get_policy(name, where="--policies")
     scenario = api.load_scenario(args.scenario, parse_sets(args.set))
-    result = compare(scenario, policies, seeds)
-    if args.json:
-        print(json.dumps(json_ready(result), indent=2, sort_keys=True))
+    result = compare(scenario, policies, seeds, metrics)
+    if fmt == "json":
+        text = json.dumps(json_ready(result), indent=2, sort_keys=True) + "\n"
+    elif fmt == "csv":
+        table = rows(result)
+        text = atomic.csv_text(("policy", "metric", *STAT_COLUMNS),
+                               ([("" if r[c] is None else r[c]) for c in ("policy", "metric", *STAT_COLUMNS)]
+                                for r in table))
     else:
-        print(format_comparison(result))
+        text = format_comparison(result) + "\n"
+    if args.out is None:
+        print(text, end="")
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(args.out, text)
+        print(args.out)
     return 0
+
+
+def output_format(args) -> str:
+    if args.json and args.format not in (None, "json"):
+        raise UserError("--json", None, f"contradicts --format {args.format}")
+    if args.json:
+        return "json"
+    if args.format:
+        return args.format
+    if args.out is not None and args.out.suffix in (".csv", ".json"):
+        return args.out.suffix[1:]
+    return "table"
 
 
 def _num(x: float) -> str:
@@ -57,17 +99,23 @@ def format_comparison(result: dict) -> str:
     seeds = result["seeds"]
     span = f"seeds {seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else "seeds"
     cells: dict[str, list[str]] = {}
-    metrics = [m for m in result["metrics"][policies[0]]]
+    metrics = list(dict.fromkeys(m for p in policies for m in result["metrics"][p]))
     for m in metrics:
         row = []
         for p in policies:
             r = result["metrics"][p].get(m)
-            row.append("-" if r is None else f"{_num(r['median'])} ({_num(r['p10'])}..{_num(r['p90'])})")
+            if r is None:
+                row.append("-")
+            elif "share" in r:
+                row.append(f"{r['share']:.2f} of seeds")
+            else:
+                row.append(f"{_num(r['median'])} ({_num(r['p10'])}..{_num(r['p90'])})")
         cells[m] = row
     widths = [max(len(p), *(len(cells[m][i]) for m in metrics)) for i, p in enumerate(policies)]
     name_w = max(len("metric"), *(len(m) for m in metrics))
     lines = [
-        f"compare {result['scenario']}: {len(seeds)} {span}; median (p10..p90) over seeds",
+        f"compare {result['scenario']}: {len(seeds)} {span}; median (p10..p90) over seeds; yes/no metrics: "
+        "share of seeds where true",
         "  ".join([f"{'metric':{name_w}s}", *(f"{p:>{w}s}" for p, w in zip(policies, widths, strict=True))]),
     ]
     for m in metrics:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from prunesim import api
+from prunesim.errors import UserError
+from prunesim.policies import entry_point_policies
 
 
 def register(sub) -> None:
@@ -17,4 +19,7 @@ def main(args) -> int:
     print("policies:")
     for name, summary in api.list_policies().items():
         print(f"  {name:24s} {summary}")
+    broken = [err for err in entry_point_policies().values() if isinstance(err, UserError)]
+    for err in broken:  # an installed plugin that does not load: named, so the user can fix or remove it
+        print(f"  (not loaded) {err}")
     return 0

@@ -33,7 +33,8 @@ def register(sub) -> None:
     s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95%% band")
     s.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
     s.add_argument("--metric", required=True, help="a column of runs.csv (see prunesim metrics)")
-    s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several)")
+    s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several), or "
+                   "acting_trigger: where each run's policy started to act, one axis for every policy")
     _common(s)
     s.set_defaults(func=main_sweep)
 

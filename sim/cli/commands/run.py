@@ -43,18 +43,8 @@ def main(args) -> int:
 
 
 def _replay_workload(args):
-    from prunesim.policies import get_policy
-    from prunesim.studies.transcript_replay import iter_workloads, replay
-
-    base = api.load_scenario(args.scenario or "transcript", parse_sets(args.set))
-    if args.policy is not None:
-        get_policy(args.policy)
-    runs = iter_workloads(args.workload)
-    data = next(runs)
-    if next(runs, None) is not None:
-        raise UserError(str(args.workload), None, "holds several runs; import it and pass one workload file")
-    result, _ = replay(data, base, args.policy, args.seed)
-    return result
+    return api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set),
+                   workload=args.workload)
 
 
 def format_summary(result) -> str:

@@ -24,7 +24,8 @@ def register(sub) -> None:
         action="append",
         metavar="NAME=VALUES",
         help="a scenario parameter (dotted names too) and its values: a range A:B:STEP (both ends included "
-        "when the step lands on them) or a list a,b,c; repeatable (the cartesian product is run)",
+        "when the step lands on them) or a list a,b,c; repeatable (the cartesian product is run). "
+        "POLICY:NAME=VALUES is an axis of that policy's runs only (slack-gated:gate.headroom=2000:6000:1000)",
     )
     p.add_argument("--policies", help="comma-separated policy names (default: the scenario's policy)")
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer (default 0:100)")
@@ -64,10 +65,13 @@ def main(args) -> int:
         progress=not args.quiet,
     )
     state = "complete" if stats.complete else "incomplete"
-    shape = " x ".join(
-        _count(n, word) for n, word in ((len(plan.points), "grid point"), (len(plan.policies), "policy"),
-                                        (len(plan.seeds), "seed"))
-    )
+    per_policy = {p: sum(1 for r in plan.runs if r.policy == p) // len(plan.seeds) for p in plan.policies}
+    if len(set(per_policy.values())) == 1:
+        points = _count(next(iter(per_policy.values())), "grid point")
+        shape = " x ".join((points, _count(len(plan.policies), "policy"), _count(len(plan.seeds), "seed")))
+    else:  # policy-qualified axes: each policy has its own number of points
+        points = ", ".join(f"{p} {n}" for p, n in per_policy.items())
+        shape = f"grid points per policy: {points}; x {_count(len(plan.seeds), 'seed')}"
     print(
         f"sweep {args.out}: {stats.total} runs ({shape}), {stats.ran} run now, {stats.already_done} already done, "
         f"{stats.seconds:.1f} s, {state}; rows in {args.out / RUNS_FILE}"
