@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from prunesim import __version__
 from prunesim.model.engine import Engine
+from prunesim.model.events import PassRecord
 from prunesim.model.needs import NeedModel
 from prunesim.model.scenario import Scenario
 from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe import RunContext, build_observers
 from prunesim.observe.metrics import summarize
-from prunesim.observe.recorder import Recorder
+from prunesim.observe.recorder import Recorder, Records, to_pandas
 from prunesim.policies import Policy, get_policy, policy_name
 
 # Random streams are children of the run's seed; each component gets its own,
@@ -38,7 +40,14 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
 
 @dataclass
 class RunResult:
-    """A finished run: its identity, its summary and (if recorded) its trace."""
+    """A finished run: its identity, its summary and (if recorded) its trace.
+
+    ``ledger`` is one :class:`~prunesim.model.events.PassRecord` per model-driven
+    pass, ``events`` one :class:`~prunesim.observe.recorder.EventRecord` per
+    event (its ``detail`` a dict); both are lists with a ``to_pandas()``, and
+    :meth:`to_pandas` gives the trace as a DataFrame (pandas is optional).
+    ``transcript`` names the transcript a replay ran (empty for synthetic runs).
+    """
 
     scenario: Scenario
     policy: str
@@ -50,17 +59,22 @@ class RunResult:
     # The external edit log of a policy that keeps one (records in order), and its tombstones.
     edit_log: tuple = ()
     tombstones: dict = field(default_factory=dict)
+    transcript: str = ""
 
-    @property
-    def ledger(self) -> list[tuple]:
-        return self.recorder.ledger
+    @cached_property
+    def ledger(self) -> Records:
+        return Records(self.recorder.ledger, PassRecord._fields)
 
-    @property
-    def events(self) -> list[tuple]:
-        return self.recorder.events
+    @cached_property
+    def events(self) -> Records:
+        return self.recorder.event_records()
 
     def trace(self) -> dict[str, np.ndarray]:
         return self.recorder.trace_arrays()
+
+    def to_pandas(self):
+        """The trace as a ``pandas.DataFrame``, one row per change of the window (pandas is optional)."""
+        return to_pandas(dict(self.recorder.trace))
 
 
 def run_one(

@@ -40,9 +40,9 @@ def test_naive_default_seed_tells_the_published_story(reentrancy):
     assert 120 <= story.justification_tokens <= 160
     first = story.reruns[0]
     assert (first["turn"], first["kind"], first["turns_since_prune"]) == (43, "re_retrieval", 2)
-    rows = [json.loads(e[4]) for e in result.events if e[3] == "re_retrieval" and json.loads(e[4])["key"] == KEY]
+    rows = [e.detail for e in result.events if e[3] == "re_retrieval" and e.detail["key"] == KEY]
     assert set(rows[0]) == {"key", "tokens", "turns_since_prune"} and rows[0]["tokens"] == 900
-    plan = next(json.loads(e[4]) for e in result.events if e[3] == "prune_plan" and KEY in json.loads(e[4])["keys"])
+    plan = next(e.detail for e in result.events if e[3] == "prune_plan" and KEY in e.detail["keys"])
     assert plan["own_rationale"] and plan["rationale_span"] > 0
 
 
@@ -99,7 +99,7 @@ def test_needs_are_the_same_draws_for_every_policy(reentrancy):
     """Same seed, same needs: what differs between policies is only what the window holds."""
     def needs(policy):
         r = run_one(reentrancy, policy, 8)
-        return sorted((e[2], json.loads(e[4])["key"]) for e in r.events
+        return sorted((e[2], e.detail["key"]) for e in r.events
                       if e[3] in ("re_retrieval", "override_retrieval", "need_dismissed"))
     # with nothing ever pruned nothing is needed from outside the window
     assert needs("noop") == []

@@ -238,7 +238,7 @@ def test_every_gated_pass_is_net_positive_and_the_budget_holds_over_100_seeds(os
 def test_each_run_decision_is_followed_by_a_pass_that_clears_its_margin(oscillation):
     for seed in range(20):
         result = run_one(oscillation, "slack-gated", seed, trace="turns")
-        runs = [json.loads(e[4]) for e in result.events if e[3] == "boundary" and json.loads(e[4])["reason"] == "run"]
+        runs = [e.detail for e in result.events if e[3] == "boundary" and e.detail["reason"] == "run"]
         assert len(runs) == len(result.ledger) == result.summary["gate_runs"]
         for numbers, row in zip(runs, result.ledger, strict=True):
             d = dict(zip(LEDGER, row, strict=True))

@@ -1,6 +1,5 @@
 """The tombstoned policy: log placement, a tombstone per eviction, protected spans, a guard that refuses."""
 
-import json
 
 import pytest
 from prunesim import policies
@@ -108,7 +107,7 @@ def test_engine_records_every_refusal(reentrancy, monkeypatch):
     monkeypatch.setitem(policies.REGISTRY, "rogue+tombstoned", RogueTombstoned)
     result = run_one(reentrancy, "rogue+tombstoned", 5)
     s = result.summary
-    refused = [json.loads(e[4]) for e in result.events if e[3] == "self_edit_refused"]
+    refused = [e.detail for e in result.events if e[3] == "self_edit_refused"]
     assert s["self_edit_refusals"] == len(refused) > 0
     reasons = {r["reason"] for r in refused}
     assert "overlaps_rationale" in reasons and reasons & {"tombstone", "constraint"}

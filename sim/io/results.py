@@ -29,6 +29,7 @@ def run_record(result: RunResult) -> dict:
         "window": result.scenario.window,
         "trigger": result.summary.get("acting_trigger", result.scenario.trigger),
         "scenario_trigger": result.scenario.trigger,
+        **({"transcript": result.transcript} if result.transcript else {}),
         "metrics": result.summary,
     }
 
@@ -40,8 +41,8 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
     n = len(trace["seq"])
     rows = (tuple(trace[c][i] for c in TRACE_COLUMNS) for i in range(n))
     atomic.write_csv(out_dir / "trace.csv", TRACE_COLUMNS, rows)
-    atomic.write_csv(out_dir / "ledger.csv", LEDGER_COLUMNS, result.ledger)
-    atomic.write_csv(out_dir / "events.csv", EVENT_COLUMNS, result.events)
+    atomic.write_csv(out_dir / "ledger.csv", LEDGER_COLUMNS, result.recorder.ledger)
+    atomic.write_csv(out_dir / "events.csv", EVENT_COLUMNS, result.recorder.events)
     atomic.write_json(out_dir / "scenario.json", result.scenario.to_dict())
     atomic.write_json(out_dir / "summary.json", run_record(result))
     written = [out_dir / f for f in FILES]

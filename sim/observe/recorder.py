@@ -10,6 +10,7 @@ here, so an unrecorded run never builds them.
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import numpy as np
 from prunesim.model.events import Observer, PassRecord
@@ -34,6 +35,37 @@ EVENT_COLUMNS = ("seq", "time_s", "turn", "event", "detail")
 
 MODES = ("all", "turns", "none")
 
+
+class EventRecord(NamedTuple):
+    """One row of events.csv, with its detail parsed: ``detail["reason"]``, not a JSON string."""
+
+    seq: int
+    time_s: float
+    turn: int
+    event: str
+    detail: dict
+
+
+class Records(list):
+    """Named records (ledger rows, events) in a plain list, which :meth:`to_pandas` makes a DataFrame."""
+
+    def __init__(self, rows, columns: tuple[str, ...]):
+        super().__init__(rows)
+        self.columns = columns
+
+    def to_pandas(self):
+        """A ``pandas.DataFrame`` with one column per field (pandas is optional: installed by the user)."""
+        return to_pandas({c: [getattr(r, c) for r in self] for c in self.columns})
+
+
+def to_pandas(columns: dict):
+    try:
+        import pandas
+    except ImportError:
+        raise ModuleNotFoundError("to_pandas() needs pandas, which prunesim does not require: "
+                                  "pip install pandas") from None
+    return pandas.DataFrame(columns)
+
 _PER_CHANGE = frozenset({"span_appended", "span_removed"})
 
 
@@ -43,7 +75,7 @@ class Recorder(Observer):
             raise ValueError(f"trace mode must be one of {', '.join(MODES)}, not {mode!r}")
         self.mode = mode
         self.trace: dict[str, list] = {c: [] for c in TRACE_COLUMNS}
-        self.ledger: list[tuple] = []
+        self.ledger: list[PassRecord] = []
         self.events: list[tuple] = []
         self._seq = 0
         self.muted = _PER_CHANGE if mode == "turns" else frozenset({"turn_end"})
@@ -69,10 +101,11 @@ class Recorder(Observer):
 
     # -- the ledger ------------------------------------------------------------
     def on_prune_pass(self, time, record: PassRecord) -> None:
-        self.ledger.append(tuple(record))
+        self.ledger.append(record)
 
     # -- events ----------------------------------------------------------------
     def _event(self, time, turn, event: str, **detail) -> None:
+        # Kept as JSON text, as events.csv writes it; RunResult.events parses it into EventRecords.
         self.events.append((len(self.events) + 1, time, turn, event, json.dumps(detail, sort_keys=True)))
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
@@ -106,6 +139,10 @@ class Recorder(Observer):
                         turns_since_prune=turns_since_prune, record=record)
         else:
             self._event(time, turn, "re_retrieval", key=key, tokens=tokens, turns_since_prune=turns_since_prune)
+
+    def event_records(self) -> Records:
+        return Records((EventRecord(seq, t, turn, ev, json.loads(detail)) for seq, t, turn, ev, detail in self.events),
+                       EventRecord._fields)
 
     def trace_arrays(self) -> dict[str, np.ndarray]:
         """The trace as numpy columns (strings stay object arrays)."""

@@ -9,7 +9,6 @@ its own justification) shows up, and whether provenance held.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,7 +49,7 @@ class KeyStory:
 def _events(result, name: str) -> list[tuple[int, dict]]:
 
 
-    return [(int(e[2]), json.loads(e[4])) for e in result.events if e[3] == name]
+    return [(e.turn, e.detail) for e in result.events if e.event == name]
 
 
 def key_story(result, key: str) -> KeyStory:

@@ -95,6 +95,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after
     )
     result = run_one(scenario, policy, seed, trace="all", workload=workload)
+    result.transcript = data.name
     metrics = replay_metrics(result)
     result.summary.update(metrics)
     return result, metrics
