@@ -1,8 +1,18 @@
-"""Scenario files (TOML): reading, ``--set`` overrides and validation.
+"""Scenario files (TOML): reading, ``extends``, ``--set`` overrides and validation.
 
 Loading walks the TOML against the dataclasses of :mod:`prunesim.model.scenario`,
 so an unknown key, a wrong type or an out-of-range value is reported with the
 file and the dotted key that holds it.
+
+A file may start from another scenario, ``extends = "oscillation-40"`` (a
+shipped name, or a path relative to the file), and then changes only what it
+names: tables merge key by key, any other value (lists included) replaces the
+base's. The base may extend another in turn; a cycle or an unknown base is an
+error naming the file. A scenario's ``name`` and ``description`` are its own.
+
+A file or ``--set`` that sets ``budget`` or ``trigger`` on a scenario sized
+relative to each transcript (``[replay] budget_of_peak``) means those absolute
+values: relative sizing is switched off unless ``replay`` is set there too.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from prunesim.model.scenario import (  # noqa: F401 - the types are part of this
     InitialSpan,
     Latency,
     NeedParams,
+    ReplayParams,
     Scenario,
     ScriptedEvent,
     SizeDist,
@@ -122,6 +133,30 @@ def parse_set(text: str) -> tuple[str, Any]:
     return key, value
 
 
+def merge(base: dict, layer: dict) -> dict:
+    """``base`` with ``layer`` on top: tables merge key by key, anything else is replaced."""
+    out = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+ABSOLUTE_SIZES = ("budget", "trigger")
+
+
+def absolute_sizes_win(data: dict, layer_keys) -> dict:
+    """Relative sizing off when a layer sets budget or trigger and leaves ``replay`` alone (module docstring)."""
+    keys = set(layer_keys)
+    touches_replay = any(k == "replay" or k.startswith("replay.") for k in keys)
+    if keys & set(ABSOLUTE_SIZES) and not touches_replay and isinstance(data.get("replay"), dict):
+        if data["replay"].get("budget_of_peak"):
+            return merge(data, {"replay": {"budget_of_peak": 0.0}})
+    return data
+
+
 def apply_overrides(data: dict, overrides: dict[str, Any], where: str = "--set") -> dict:
     """A copy of ``data`` with dotted-key overrides placed in it."""
     import copy
@@ -206,13 +241,50 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     return scenario
 
 
+def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
+    """A scenario file's data with its ``extends`` chain resolved (see the module docstring)."""
+    data = read_toml(path)
+    base = data.pop("extends", None)
+    if base is None:
+        return data
+    where = str(path)
+    if not isinstance(base, str) or not base.strip():
+        raise UserError(where, "extends", "must be a shipped scenario's name or a path to a .toml file")
+    base_path = _base_path(base, path)
+    here = path.resolve()
+    seen = (*chain, here)
+    if base_path.resolve() in seen:
+        names = " -> ".join(p.name for p in (*seen, base_path.resolve()))
+        raise UserError(where, "extends", f"a cycle: {names}")
+    inherited = read_scenario(base_path, seen)
+    for own in ("name", "description"):  # a scenario's name and description are its own
+        inherited.pop(own, None)
+    merged = merge(inherited, data)
+    return absolute_sizes_win(merged, data)
+
+
+def _base_path(base: str, path: Path) -> Path:
+    candidate = Path(base)
+    if candidate.suffix == ".toml" or "/" in base:
+        if not candidate.is_absolute():
+            candidate = path.parent / candidate
+        if not candidate.is_file():
+            raise UserError(str(path), "extends", f"no such scenario file {str(candidate)!r}")
+        return candidate
+    shipped = shipped_scenarios()
+    if base not in shipped:
+        raise UserError(str(path), "extends",
+                        f"unknown scenario {base!r} (shipped: {', '.join(sorted(shipped))}; or a path to a .toml file)")
+    return shipped[base]
+
+
 def load(name_or_path: str, overrides: dict[str, Any] | None = None) -> Scenario:
     """Load, override and validate a scenario; every problem is a :class:`UserError`."""
     path = resolve_path(name_or_path)
-    data = read_toml(path)
+    data = read_scenario(path)
     data.setdefault("name", path.stem)
     if overrides:
-        data = apply_overrides(data, overrides)
+        data = absolute_sizes_win(apply_overrides(data, overrides), overrides)
         where = f"{path} (with --set)"
     else:
         where = str(path)
@@ -221,4 +293,46 @@ def load(name_or_path: str, overrides: dict[str, Any] | None = None) -> Scenario
 
 def replace(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
     """A new scenario with dotted-key overrides, validated."""
-    return from_dict(apply_overrides(scenario.to_dict(), overrides), f"{scenario.name} (with overrides)")
+    data = absolute_sizes_win(apply_overrides(scenario.to_dict(), overrides), overrides)
+    return from_dict(data, f"{scenario.name} (with overrides)")
+
+
+# -- the defaults table ---------------------------------------------------------
+def flat_defaults() -> dict[str, Any]:
+    """Every single-valued parameter (dotted) and the value a scenario file that omits it gets."""
+    data = Scenario().to_dict()
+    data.update({name: dataclasses.asdict(cls()) for name, cls in policies.tables().items()})
+    return {k: v for k, v in _flatten(data).items() if k not in ("name", "description")}
+
+
+def _flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def defaults_table() -> tuple[list[str], list[list[str]]]:
+    """The defaults against every shipped scenario: (header, rows); a cell is blank where it equals the default."""
+    defaults = flat_defaults()
+    shipped = {name: _flatten(load(name).to_dict()) for name in sorted(shipped_scenarios())}
+    header = ["key", "default", *shipped]
+    rows = []
+    for key, default in defaults.items():
+        cells = [_show(values.get(key)) if values.get(key) != default else "" for values in shipped.values()]
+        rows.append([key, _show(default), *cells])
+    return header, rows
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return f"{len(value)} item(s)" if value else "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -180,6 +180,25 @@ class TombstoneParams:
 
 
 @dataclass
+class ReplayParams:
+    """``[replay]``: how a transcript replay sizes the budget (read by replays of real transcripts only).
+
+    With ``budget_of_peak > 0`` each transcript gets its own budget, that share
+    of its peak (every token of the transcript: what a replay that prunes
+    nothing ends with), and its trigger is ``trigger_of_budget`` of that budget;
+    ``budget`` and ``trigger`` are then ignored. Transcripts differ in length by
+    a factor of five, so one absolute budget leaves short ones untouched.
+    """
+
+    budget_of_peak: float = 0.0  # 0: use budget and trigger as given
+    trigger_of_budget: float = 0.75
+
+    def check(self, key: str, where: str) -> None:
+        fraction(self.budget_of_peak, f"{key}.budget_of_peak", where)
+        fraction(self.trigger_of_budget, f"{key}.trigger_of_budget", where)
+
+
+@dataclass
 class Scenario:
     """One experiment: the window, the workload and the parameters of every policy."""
 
@@ -197,6 +216,7 @@ class Scenario:
     decision: Decision = field(default_factory=Decision)
     need: NeedParams = field(default_factory=NeedParams)
     tombstone: TombstoneParams = field(default_factory=TombstoneParams)
+    replay: ReplayParams = field(default_factory=ReplayParams)
     # The parameter tables policies declare (``Policy.tables``), by table name, filled by the
     # loader with every registered table. Each is also an attribute: ``scenario.gate``.
     tables: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -232,6 +252,7 @@ class Scenario:
         self.decision.check("decision", where)
         self.need.check("need", where)
         self.tombstone.check("tombstone", where)
+        self.replay.check("replay", where)
         for i, ev in enumerate(self.workload.events):
             if ev.turn > self.turns:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")

@@ -8,6 +8,10 @@ least squares on the relative error: ``a = sum(x/p) / sum((x/p)^2)`` for our
 counts ``x`` and the API's ``p``. A transcript's error is the mean absolute
 percentage error ``mean(|a*x - p| / p)`` over its calls; a folder reports the
 median and the 90th percentile (linear interpolation) of those errors.
+
+Models are grouped by name without a provider prefix (:func:`model_name`):
+``google/gemini-3-pro-preview`` and ``gemini-3-pro-preview`` are one model,
+whose tokenizer does not change with the route its calls took.
 """
 
 from __future__ import annotations
@@ -32,6 +36,15 @@ class Calls:
     api: list[int]
 
 
+def model_name(model: str) -> str:
+    """The model without its provider or route prefix: the last ``/``-separated part, lower-cased.
+
+    >>> model_name("google/gemini-3-pro-preview"), model_name("openrouter/google/Gemini-3-Pro-Preview")
+    ('gemini-3-pro-preview', 'gemini-3-pro-preview')
+    """
+    return model.strip().rsplit("/", 1)[-1].strip().lower()
+
+
 def calls_of(data: WorkloadData, base: Scenario) -> Calls | None:
     """(our utilization, API prompt tokens) before each model call with a recorded count; None without any."""
     prompt = data.header.get("prompt_tokens") or []
@@ -46,7 +59,7 @@ def calls_of(data: WorkloadData, base: Scenario) -> Calls | None:
         if isinstance(p, int) and p > 0 and before[turn] > 0:
             ours.append(before[turn])
             api.append(p)
-    return Calls(data.name, data.header.get("model") or "", ours, api) if ours else None
+    return Calls(data.name, model_name(data.header.get("model") or ""), ours, api) if ours else None
 
 
 def _utilization_before_calls(result, turns: int) -> list[int]:

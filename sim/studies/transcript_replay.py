@@ -82,9 +82,25 @@ def iter_sources(paths: list[Path], tokenizer: str = DEFAULT) -> Iterator[tuple[
             yield path, err
 
 
+def peak_tokens(data: wl.WorkloadData) -> int:
+    """Every token of the transcript: the utilization a replay that prunes nothing ends with."""
+    return sum(p["tokens"] for p in data.parts)
+
+
 def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
-    """The base scenario, run for exactly the workload's turns."""
-    return replace(base, {"turns": data.turns}) if base.turns != data.turns else base
+    """The base scenario, run for exactly the workload's turns, its budget sized to the transcript if asked.
+
+    With ``[replay] budget_of_peak`` the budget is that share of the
+    transcript's :func:`peak_tokens` (at least 1, at most the window) and the
+    trigger ``trigger_of_budget`` of the budget.
+    """
+    changes: dict = {"turns": data.turns} if base.turns != data.turns else {}
+    share = base.replay.budget_of_peak
+    if share > 0:
+        budget = min(base.window, max(1, round(share * peak_tokens(data))))
+        changes.update(budget=budget, trigger=round(base.replay.trigger_of_budget * budget))
+        changes["replay.budget_of_peak"] = share  # replace() must not read the sizes as absolute
+    return replace(base, changes) if changes else base
 
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,

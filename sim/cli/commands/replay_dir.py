@@ -17,7 +17,7 @@ from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import get_policy
 from prunesim.studies.transcript_replay import REPLAY_METRICS, iter_sources, replay
 
-ID_COLUMNS = ("transcript", "format", "policy", "turns", "repeats")
+ID_COLUMNS = ("transcript", "format", "policy", "turns", "budget", "repeats")
 COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) + tuple(
     m for m in METRIC_NAMES if m not in ID_COLUMNS and m not in REPLAY_METRICS
 )
@@ -41,8 +41,8 @@ def main(args) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not policies:
         raise UserError("--policies", args.policies, "no policy named")
-    for name in policies:
-        get_policy(name)
+    for name in policies:  # first: a policy from a file or a plugin may declare its own scenario table
+        get_policy(name, where="--policies")
     base = load(args.scenario, parse_sets(args.set))
     tokens.get_counter(args.tokenizer)
     if args.out is not None and args.out.is_dir():
@@ -68,6 +68,7 @@ def _replay_all(args, base, policies, fh) -> int:
     writer = csv.writer(fh, lineterminator="\n")
     writer.writerow(COLUMNS)
     failed = rows = 0
+    idle = {p: Idle() for p in policies}
     for _path, data in iter_sources([args.dir], args.tokenizer):
         if isinstance(data, UserError):
             failed += 1
@@ -77,10 +78,34 @@ def _replay_all(args, base, policies, fh) -> int:
             result, _ = replay(data, base, policy, args.seed)
             s = result.summary
             row = {"transcript": data.name, "format": data.header["format"], "policy": policy,
-                   "turns": data.turns, **s}
+                   "turns": data.turns, "budget": result.scenario.budget, **s}
+            idle[policy].add(s)
             writer.writerow([format_cell(row.get(c, "")) for c in COLUMNS])
             rows += 1
             del result
         fh.flush()
     print(f"replayed {rows} row(s); {failed} file(s) failed", file=sys.stderr)
+    for policy, counts in idle.items():
+        note = counts.note(policy)
+        if note:
+            print(note, file=sys.stderr)
     return 2 if failed else 0
+
+
+class Idle:
+    """Transcripts on which a policy never acted: a replay that never prunes says nothing about the policy."""
+
+    def __init__(self):
+        self.replays = self.never_acted = self.never_triggered = 0
+
+    def add(self, summary: dict) -> None:
+        self.replays += 1
+        if summary["passes"] + summary["non_model_evictions"] == 0:
+            self.never_acted += 1
+            self.never_triggered += summary["first_trigger_turn"] < 0
+
+    def note(self, policy: str) -> str:
+        if not self.never_acted or policy == "noop":
+            return ""
+        return (f"{policy}: never acted on {self.never_acted} of {self.replays} transcript(s) "
+                f"({self.never_triggered} never reached its trigger); lower the budget or the trigger to exercise it")

@@ -52,7 +52,7 @@ def format_summary(result) -> str:
     sc = result.scenario
     ratio = s["overhead_ratio"]
     lines = [
-        f"{sc.name} under {result.policy}, seed {result.seed}: {s['turns']} turns, "
+        f"{result.transcript or sc.name} under {result.policy}, seed {result.seed}: {s['turns']} turns, "
         f"window {sc.window}, {sc.budget_kind} budget {sc.budget}, trigger {sc.trigger}",
         f"  utilization   peak {s['peak_utilization']}, final {s['final_utilization']}, "
         f"band floor {s['band_floor']} (first trigger at turn {s['first_trigger_turn']})",
@@ -63,9 +63,12 @@ def format_summary(result) -> str:
         f"  overhead      ratio {ratio if isinstance(ratio, str) else f'{ratio:.2f}'} "
         f"(sum index+rationale {s['sum_overhead_tokens']} / sum net {s['sum_net_tokens']}), "
         f"oscillating {'yes' if s['oscillating'] else 'no'}",
-        f"  fallbacks     {s['fallback_evictions']} ({s['fallback_tokens']} tokens); forced truncations "
+        f"  non-model     {s['non_model_evictions']} evictions ({s['non_model_tokens']} tokens), "
+        f"{s['fallback_evictions']} of them a gate's fallback; forced truncations "
         f"{s['forced_truncations']} ({s['truncated_tokens']} tokens); re-retrievals {s['re_retrievals']}; "
         f"lost constraints {s['lost_constraints']}",
+        f"  evicted       {s['policy_evicted_tokens']} tokens by the policy, {s['needed_evicted_tokens']} of them "
+        f"still needed ({s['needed_evicted_spans']} spans); precision {s['eviction_precision']:.2f}",
         f"  billed        input {s['input_tokens_billed']}, deciding {s['decision_tokens_billed']} "
         f"({100 * s['decision_share']:.1f}%)",
     ]

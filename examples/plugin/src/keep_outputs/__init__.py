@@ -1,0 +1,1 @@
+"""An example prunesim policy plugin (see docs/policies.md, "Your own policy")."""
