@@ -131,17 +131,16 @@ def _one_line(err: Exception, file: Path | None = None) -> str:
 
 
 def available() -> dict[str, type[Policy]]:
-    """Every policy that can be named: built-in, registered by entry points (working ones), loaded from files."""
+    """Every policy that can be named by a name: built-in, and registered by entry points (those that load)."""
     out = dict(REGISTRY)
     out.update((name, cls) for name, cls in entry_point_policies().items() if not isinstance(cls, UserError))
-    out.update(_files)
     return out
 
 
 def tables() -> dict[str, type]:
-    """Every parameter table the known policies declare, by name."""
+    """Every parameter table the known policies declare (those loaded from files too), by name."""
     out: dict[str, type] = {}
-    for cls in available().values():
+    for cls in [*available().values(), *_files.values()]:
         for name, table in cls.tables.items():
             if out.setdefault(name, table) is not table:
                 raise UserError(f"policy {cls.name!r}", f"[{name}]",

@@ -1,0 +1,76 @@
+"""The API in a notebook: named ledger and event records, to_pandas(), replays of transcripts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from prunesim import api
+from prunesim.errors import UserError
+from prunesim.model.events import PassRecord
+from prunesim.observe.recorder import EventRecord
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def gated():
+    return api.run("oscillation-40", policy="slack-gated", seed=3)
+
+
+def test_ledger_rows_are_named_pass_records(gated):
+    assert gated.ledger and all(isinstance(r, PassRecord) for r in gated.ledger)
+    first = gated.ledger[0]
+    assert first.net == first.evicted - first.index - first.rationale
+    assert gated.summary["passes"] == len(gated.ledger)
+
+
+def test_events_are_named_records_with_their_detail_parsed(gated, tmp_path):
+    assert gated.events and all(isinstance(e, EventRecord) for e in gated.events)
+    boundary = [e for e in gated.events if e.event == "boundary"]
+    assert boundary and all(isinstance(e.detail, dict) and "reason" in e.detail for e in boundary)
+    assert sum(e.detail["reason"] == "run" for e in boundary) == gated.summary["gate_runs"]
+    # events.csv still holds the detail as JSON text, the same content
+    api.write(gated, tmp_path)
+    lines = (tmp_path / "events.csv").read_text().splitlines()[1:]
+    assert len(lines) == len(gated.events)
+
+
+def test_to_pandas_gives_data_frames_with_the_records_fields(gated):
+    pandas = pytest.importorskip("pandas")
+    ledger = gated.ledger.to_pandas()
+    assert list(ledger.columns) == list(PassRecord._fields) and len(ledger) == len(gated.ledger)
+    assert ledger["net"].sum() == gated.summary["sum_net_tokens"]
+    events = gated.events.to_pandas()
+    assert list(events.columns) == list(EventRecord._fields)
+    assert isinstance(events["detail"].iloc[0], dict)
+    trace = gated.to_pandas()
+    assert isinstance(trace, pandas.DataFrame) and trace["utilization"].max() == gated.summary["peak_utilization"]
+
+
+def test_to_pandas_without_pandas_says_how_to_get_it(gated, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    with pytest.raises(ModuleNotFoundError, match="pip install pandas"):
+        gated.ledger.to_pandas()
+    assert len(gated.ledger) > 0  # the records themselves need no pandas
+
+
+def test_api_run_replays_a_transcript(tmp_path):
+    result = api.run(workload=FIXTURES / "mini.traj.json", policy="recency",
+                     overrides={"budget": 60, "trigger": 40, "recency.low_water_gap": 0})
+    assert result.scenario.name == "transcript" and result.transcript
+    assert result.summary["repeats"] == 2 and "needed_evicted_tokens" in result.summary
+    api.write(result, tmp_path)
+    record = json.loads((tmp_path / "summary.json").read_text())
+    assert record["transcript"] == result.transcript and record["scenario"] == "transcript"
+    with pytest.raises(UserError, match="holds several runs"):
+        api.run(workload=FIXTURES / "openhands.jsonl")
+    with pytest.raises(UserError, match="give a scenario or a workload"):
+        api.run()
+
+
+def test_a_synthetic_runs_summary_json_names_no_transcript(tmp_path, gated):
+    api.write(gated, tmp_path)
+    assert "transcript" not in json.loads((tmp_path / "summary.json").read_text())
