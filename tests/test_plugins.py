@@ -13,31 +13,16 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+from plugin_fixtures import install_like_pip
 from prunesim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "examples" / "plugin"
 FILE_POLICY = ROOT / "examples" / "policies" / "keep_last_outputs.py"
 FILE_SPEC = f"{FILE_POLICY}:KeepLastOutputs"
-
-
-def install_like_pip(site: Path, project: Path) -> None:
-    """The dist-info pip would write for ``project`` (name, version, entry points), its package beside it."""
-    meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
-    info = site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n")
-    lines = []
-    for group, entries in meta["entry-points"].items():
-        lines.append(f"[{group}]")
-        lines += [f"{name} = {target}" for name, target in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    for package in (project / "src").iterdir():
-        (site / package.name).symlink_to(package, target_is_directory=True)
 
 
 def prunesim(args: list[str], site: Path, cwd: Path) -> subprocess.CompletedProcess:
