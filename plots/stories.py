@@ -106,7 +106,8 @@ def reentrancy_figures(run_dirs: dict[str, Path], out_dir: Path, key_prefix: str
         legend = {
             "append": Line2D([], [], ls="none", marker="o", mfc="white", mec="black", label="output appended"),
             "evict": Line2D([], [], ls="none", marker="v", mfc="white", mec="black", label="evicted by a pass"),
-            "drop": Line2D([], [], ls="none", marker="X", mfc="white", mec="black", label="dropped (fallback/forced)"),
+            "drop": Line2D([], [], ls="none", marker="X", mfc="white", mec="black",
+                           label="dropped (non-model or forced)"),
             "re_retrieval": Line2D([], [], ls="none", marker="^", color="#D55E00", mec="black",
                                    label="re-retrieval: tool re-run"),
             "tombstone": Line2D([], [], ls="none", marker="d", color="black", label="tombstone left"),

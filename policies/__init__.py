@@ -123,8 +123,10 @@ def _check_class(cls, where: str) -> type[Policy]:
 def _one_line(err: Exception, file: Path | None = None) -> str:
     """``Type: message``, with the line of ``file`` where it was raised when there is one."""
     text = f"{type(err).__name__}: {err}".splitlines()[0]
-    lineno = getattr(err, "lineno", None) if isinstance(err, SyntaxError) else None
-    if file is not None and lineno is None:
+    if isinstance(err, SyntaxError):  # its message names the file and the line already
+        return text
+    lineno = None
+    if file is not None:
         frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == file]
         lineno = frames[-1].lineno if frames else None
     return f"{text} (line {lineno})" if lineno else text
@@ -137,10 +139,15 @@ def available() -> dict[str, type[Policy]]:
     return out
 
 
-def tables() -> dict[str, type]:
-    """Every parameter table the known policies declare (those loaded from files too), by name."""
+def tables(plugins: bool = False) -> dict[str, type]:
+    """Every parameter table the known policies declare, by name: built-in ones, those loaded from files, and
+    installed plugins' once they have been looked for (``plugins=True`` looks for them now).
+
+    Looking for plugins reads every installed package's metadata, so it waits until a name is not built in.
+    """
     out: dict[str, type] = {}
-    for cls in [*available().values(), *_files.values()]:
+    found = available() if plugins or _entry_points is not None else REGISTRY
+    for cls in [*found.values(), *_files.values()]:
         for name, table in cls.tables.items():
             if out.setdefault(name, table) is not table:
                 raise UserError(f"policy {cls.name!r}", f"[{name}]",

@@ -113,11 +113,14 @@ def test_a_policy_class_is_accepted_by_the_api(oscillation):
     ("{file}:Nope", "has no class 'Nope' (policies it defines: KeepLastOutputs)"),
     ("{file}:KeepLast", "is not a subclass of prunesim.policies.Policy"),
     ("{bad}:X", "cannot load"),
+    ("{syntax}:X", "SyntaxError"),
 ])
 def test_bad_policy_names_are_one_line(tmp_path, capsys, spec, needle):
     bad = tmp_path / "bad.py"
     bad.write_text("import prunesim\nraise RuntimeError('broken on purpose')\n")
-    spec = spec.format(file=FILE_POLICY, bad=bad)
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("def broken(:\n")
+    spec = spec.format(file=FILE_POLICY, bad=bad, syntax=syntax)
     assert main(["run", "oscillation-40", "--policy", spec, "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err

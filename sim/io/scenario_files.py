@@ -229,6 +229,9 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
         except UserError as err:
             raise UserError(where, "policy", err.problem) from None
     declared = policies.tables()
+    fields = {f.name for f in dataclasses.fields(Scenario)}
+    if any(isinstance(v, dict) and k not in fields and k not in declared for k, v in data.items()):
+        declared = policies.tables(plugins=True)  # a table only an installed plugin may declare
     data = dict(data)
     raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
     if "tables" in data:

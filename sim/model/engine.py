@@ -70,8 +70,9 @@ class Engine(Provenance):
             h(self.env.now, self.turn, prompt, output, decision)
 
     def _non_model(self, action, spans: int, freed: int) -> None:
+        kind = type(action).__name__.lower()
         for h in self.bus.non_model_eviction:
-            h(self.env.now, self.turn, action.reason, spans, freed, action.fallback)
+            h(self.env.now, self.turn, kind, action.reason, spans, freed, action.fallback)
 
     # -- window changes ----------------------------------------------------------
     def place(self, arrival: Arrival, **span_fields) -> Span:

@@ -103,10 +103,12 @@ class Observer:
     def on_gate_decision(self, time: float, turn: int, reason: str, numbers: dict) -> None:
         """A gate decided: ``reason`` is ``run`` or the refusal."""
 
-    def on_non_model_eviction(self, time: float, turn: int, reason: str, spans: int, freed: int,
+    def on_non_model_eviction(self, time: float, turn: int, action: str, reason: str, spans: int, freed: int,
                               fallback: bool) -> None:
-        """A non-model eviction (recency, truncate, template, ...) freed ``freed`` tokens net. ``fallback``: a
-        gate took it in place of a model-driven pass it refused; otherwise it is the policy's own choice."""
+        """A non-model eviction freed ``freed`` tokens net, after the ``span_removed`` calls of its spans.
+        ``action``: ``evict``, ``truncate`` (one span cut down; it stays when tokens are left) or ``summarize``.
+        ``fallback``: a gate took it in place of a model-driven pass it refused; otherwise it is the policy's
+        own choice."""
 
     def on_self_edit_refused(self, time: float, turn: int, reason: str, span_ids: list, action: str) -> None:
         """A policy's guard refused one of its own plans."""

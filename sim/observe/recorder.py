@@ -119,10 +119,10 @@ class Recorder(Observer):
     def on_gate_decision(self, time, turn, reason, numbers) -> None:
         self._event(time, turn, "boundary", reason=reason, **numbers)
 
-    def on_non_model_eviction(self, time, turn, reason, spans, freed, fallback) -> None:
+    def on_non_model_eviction(self, time, turn, action, reason, spans, freed, fallback) -> None:
         # A gate's fallback and a policy's own non-model eviction are different stories: named apart.
-        self._event(time, turn, "fallback" if fallback else "non_model_eviction", reason=reason, spans=spans,
-                    freed=freed)
+        self._event(time, turn, "fallback" if fallback else "non_model_eviction", action=action, reason=reason,
+                    spans=spans, freed=freed)
 
     def on_self_edit_refused(self, time, turn, reason, span_ids, action) -> None:
         self._event(time, turn, "self_edit_refused", reason=reason, span_ids=span_ids, action=action)

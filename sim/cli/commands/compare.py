@@ -68,8 +68,11 @@ def main(args) -> int:
     if args.out is None:
         print(text, end="")
     else:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(args.out, text)
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(args.out, text)
+        except OSError as err:
+            raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
         print(args.out)
     return 0
 

@@ -72,15 +72,12 @@ def precision(needed_tokens: int, evicted_tokens: int) -> float:
 class EvictionMetrics(Observer):
     def __init__(self, run):
         self.non_model = self.non_model_tokens = 0
-        # Tokens left of each span in the window, and which of them the policy has already cut: a span cut
-        # down and later evicted counts once. Both hold window contents only, so memory stays bounded.
-        self.left: dict[int, int] = {}
-        self.counted: set[int] = set()
+        # Spans the policy has cut down that are still in the window, with the tokens they have left: a span cut
+        # and later evicted counts once. Only cut spans are held, so memory stays bounded by the window.
+        self.cut: dict[int, int] = {}
+        self.last_removed = None  # the span of the latest removal: a truncation's, when one follows
         self.evicted_spans = self.needed_spans = 0
         self.evicted_tokens = self.needed_tokens = 0
-
-    def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
-        self.left[span.id] = kept
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         sid = span.id
@@ -89,20 +86,25 @@ class EvictionMetrics(Observer):
             needed = not span.is_stale(turn)
             if needed:
                 self.needed_tokens += freed
-            if sid not in self.counted:
-                self.counted.add(sid)
+            if sid not in self.cut:
                 self.evicted_spans += 1
                 self.needed_spans += needed
-        left = self.left.get(sid, 0) - freed
-        if left > 0:
-            self.left[sid] = left
-        else:
-            self.left.pop(sid, None)
-            self.counted.discard(sid)
+            self.last_removed = span
+        if sid in self.cut:
+            left = self.cut[sid] - freed
+            if left > 0:
+                self.cut[sid] = left
+            else:
+                del self.cut[sid]
 
-    def on_non_model_eviction(self, time, turn, reason, spans, freed, fallback) -> None:
+    def on_non_model_eviction(self, time, turn, action, reason, spans, freed, fallback) -> None:
         self.non_model += 1
         self.non_model_tokens += freed
+        span = self.last_removed
+        # A truncation leaves its span in the window with span.tokens left (0: it went whole).
+        if action == "truncate" and span is not None and span.tokens > 0 and span.id not in self.cut:
+            self.cut[span.id] = span.tokens
+        self.last_removed = None
 
     def summary(self, so_far: dict) -> dict:
         return {

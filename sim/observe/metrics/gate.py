@@ -41,7 +41,7 @@ class GateMetrics(Observer):
     def on_gate_decision(self, time, turn, reason, numbers) -> None:
         self.decisions[reason] = self.decisions.get(reason, 0) + 1
 
-    def on_non_model_eviction(self, time, turn, reason, spans, freed, fallback) -> None:
+    def on_non_model_eviction(self, time, turn, action, reason, spans, freed, fallback) -> None:
         if fallback:
             self.fallbacks += 1
             self.fallback_tokens += freed
