@@ -18,8 +18,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
-import traceback
-from importlib import metadata
 from pathlib import Path
 
 from prunesim.errors import UserError
@@ -54,6 +52,8 @@ def entry_point_policies() -> dict[str, type[Policy] | UserError]:
     """Policies registered by installed packages, by entry-point name; a broken one maps to its error."""
     global _entry_points
     if _entry_points is None:
+        from importlib import metadata  # late: reading every package's metadata is for names not built in
+
         found: dict[str, type[Policy] | UserError] = {}
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             dist = getattr(ep.dist, "name", None) or "an installed package"
@@ -127,6 +127,8 @@ def _one_line(err: Exception, file: Path | None = None) -> str:
         return text
     lineno = None
     if file is not None:
+        import traceback
+
         frames = [f for f in traceback.extract_tb(err.__traceback__) if Path(f.filename) == file]
         lineno = frames[-1].lineno if frames else None
     return f"{text} (line {lineno})" if lineno else text
