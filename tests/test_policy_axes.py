@@ -27,8 +27,10 @@ def test_a_policy_qualified_axis_is_parsed_with_its_policy():
     axes = parse_axes(["trigger=20000,22000", "slack-gated:gate.headroom=2000:6000:2000"])
     assert axes == AXES
     assert split_axis("my.py:Mine:gate.headroom") == ("my.py:Mine", "gate.headroom")
-    with pytest.raises(UserError, match="empty parameter or policy name"):
+    with pytest.raises(UserError, match="empty policy name"):
         parse_axes([":trigger=1,2"])
+    with pytest.raises(UserError, match="empty parameter name"):
+        parse_axes(["naive:=1,2"])
 
 
 def test_a_policy_qualified_axis_multiplies_only_that_policys_runs(tmp_path):

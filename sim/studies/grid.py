@@ -70,8 +70,10 @@ def parse_axis(text: str, flag: str = "--grid") -> tuple[str, list[Any]]:
         raise UserError(flag, text, "expected NAME=VALUES (a range A:B:STEP or a list a,b,c)")
     name, raw = (part.strip() for part in text.split("=", 1))
     policy, param = split_axis(name)
-    if not param or any(not part for part in param.split(".")) or policy == "":
-        raise UserError(flag, text, "empty parameter or policy name (expected NAME=VALUES or POLICY:NAME=VALUES)")
+    if not param or any(not part for part in param.split(".")):
+        raise UserError(flag, text, "empty parameter name")
+    if policy == "":
+        raise UserError(flag, text, "empty policy name (expected POLICY:NAME=VALUES)")
     if not raw:
         raise UserError(flag, name, "has no values")
     values = _parse_range(raw, flag, name) if ":" in raw and _is_range(raw) else _parse_list(raw, flag, name)
