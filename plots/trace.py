@@ -26,7 +26,7 @@ XLABELS = {
 }
 MARKERS = {
     "pass": ("v", "model-driven prune pass (after)"),
-    "fallback": ("X", "gate fallback (non-model eviction in place of a refused pass)"),
+    "fallback": ("X", "gate fallback (non-model eviction)"),
     "nonmodel": ("P", "non-model eviction (the policy's own)"),
     "re_retrieval": ("^", "re-retrieval (tool re-run)"),
 }
