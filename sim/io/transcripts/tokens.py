@@ -12,9 +12,16 @@ Three counters, chosen by name (``--tokenizer``):
   is what the mini-swe-agent samples show for their model; it misjudges text
   whose mix of prose, code and numbers differs from that.
 * ``o200k_base`` / ``cl100k_base``: exact BPE counts with OpenAI's encodings,
-  from the optional ``bpe-openai`` package (``pip install prunesim[tokens]``).
-  It ships both encodings inside its wheel, so it works offline; ``tiktoken``
-  downloads its encoding files on first use and fails without network.
+  from the ``bpe-openai`` package. It ships both encodings inside its wheel, so
+  it works offline; ``tiktoken`` downloads its encoding files on first use and
+  fails without network. The encoder refuses inputs over 200,000 tokens or
+  about a million characters, so long texts are encoded in chunks of at most
+  ``BPE_CHUNK_CHARS`` characters, cut after a newline (or a blank) where the
+  encoder's own pre-splitting would cut anyway: no input length can raise.
+
+These are raw counts in the counter's own units. What a given model's API
+bills for a message (its tokenizer, the framing around each message) is the
+job of :mod:`.calibration`, which works on :func:`features` of the text.
 """
 
 from __future__ import annotations
@@ -57,6 +64,54 @@ def count_chars(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
 
 
+# Pieces classes for calibration (see features()): a linear model over these fits a
+# provider's tokenizer far better than one scale on a single count.
+PIECE_FEATURES = ("newlines", "blanks", "digit_runs", "digits", "words", "letters", "long_word_letters",
+                  "other_letters", "symbols")
+LONG_WORD = 8
+
+
+def piece_features(text: str) -> tuple[float, ...]:
+    """Counts of the pieces' classes: newlines, blank characters in runs of two or more, digit runs
+    and digits, ASCII words and their letters, letters of words beyond LONG_WORD, letters outside ASCII,
+    and other visible characters."""
+    nl = blanks = digit_runs = digits = words = letters = long_letters = other = symbols = 0
+    for piece in _PIECES.findall(text):
+        first = piece[0]
+        n = len(piece)
+        if first.isspace():
+            lines = piece.count("\n")
+            nl += lines
+            if n - lines >= 2:
+                blanks += n - lines
+        elif first.isdigit():
+            digit_runs += 1
+            digits += n
+        elif first.isalpha():
+            if piece.isascii():
+                words += 1
+                letters += n
+                long_letters += max(0, n - LONG_WORD)
+            else:
+                other += n
+        else:
+            symbols += 1
+    return (nl, blanks, digit_runs, digits, words, letters, long_letters, other, symbols)
+
+
+def features(tokenizer: str):
+    """A function text -> feature tuple for calibrating counts of ``tokenizer``: the piece classes for
+    ``pieces``, else the raw count alone."""
+    if tokenizer == DEFAULT:
+        return piece_features
+    count = get_counter(tokenizer)
+    return lambda text: (count(text),)
+
+
+def feature_names(tokenizer: str) -> tuple[str, ...]:
+    return PIECE_FEATURES if tokenizer == DEFAULT else (tokenizer,)
+
+
 def bpe_available() -> bool:
     try:
         import bpe_openai  # noqa: F401
@@ -86,7 +141,28 @@ def get_counter(name: str = DEFAULT) -> Callable[[str], int]:
         encoding = bpe_openai.get_encoding(name)
 
         def count(text: str, _enc=encoding) -> int:
-            return len(_enc.encode(text, disallowed_special=())) if text else 0
+            return sum(len(_enc.encode(chunk, disallowed_special=())) for chunk in chunks(text))
 
         _CACHE[name] = count
     return _CACHE[name]
+
+
+# At most 4 tokens per character (a byte each), so a chunk stays far below the encoder's 200,000-token limit.
+BPE_CHUNK_CHARS = 40_000
+
+
+def chunks(text: str, size: int = BPE_CHUNK_CHARS):
+    """``text`` in consecutive pieces of at most ``size`` characters, cut after a newline or a blank when
+    one lies in the second half of the piece (so that words are not split)."""
+    start, n = 0, len(text)
+    while start < n:
+        end = start + size
+        if end >= n:
+            yield text[start:]
+            return
+        cut = text.rfind("\n", start + size // 2, end)
+        if cut < 0:
+            cut = max(text.rfind(" ", start + size // 2, end), text.rfind("\t", start + size // 2, end))
+        end = cut + 1 if cut >= 0 else end
+        yield text[start:end]
+        start = end
