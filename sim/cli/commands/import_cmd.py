@@ -48,16 +48,14 @@ def main(args) -> int:
     with progress(len(files)) as bar:
         for path in files:
             try:
-                for t in formats.iter_transcripts(path, args.sidechains):
+                runs = formats.iter_transcripts(path, args.sidechains)
+                if single:  # know there is exactly one run before writing anything
+                    runs = _only_run(runs, path)
+                for t in runs:
                     for w in t.warnings:
                         report_line(bar, "warning", w)
                     data = wl.from_transcript(t, args.tokenizer, args.calibration)
-                    if single:
-                        if written:
-                            raise UserError(str(path), None, "holds several runs; give --out a folder")
-                        target = args.out
-                    else:
-                        target = args.out / _unique(f"{data.name}.workload.jsonl", used)
+                    target = args.out if single else args.out / _unique(f"{data.name}.workload.jsonl", used)
                     wl.write(target, data)
                     written += 1
                     h = data.header
@@ -69,6 +67,13 @@ def main(args) -> int:
             bar.update()
     print(f"imported {written} workload(s) from {len(files)} file(s); {failed} file(s) failed")
     return 0 if written else 2
+
+
+def _only_run(runs, path: Path) -> list:
+    first = next(runs, None)
+    if first is not None and next(runs, None) is not None:
+        raise UserError(str(path), None, "holds several runs; give --out a folder")
+    return [first] if first is not None else []
 
 
 def _unique(name: str, used: set[str]) -> str:

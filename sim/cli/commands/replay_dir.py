@@ -63,7 +63,10 @@ def main(args) -> int:
             code = _replay_all(args, base, policies, fh)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, args.out)
+        if code:  # nothing could be replayed: an earlier result stays as it was
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, args.out)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

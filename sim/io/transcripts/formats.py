@@ -212,7 +212,8 @@ def parse_document(data, path: Path, line: int | None = None) -> Transcript:
     fmt = detect(data)
     if not fmt:
         raise UserError(where, None, "unknown transcript format (expected mini-swe-agent, SWE-agent, "
-                                     "OpenHands or an OpenAI-style message list)")
+                                     "OpenHands, an OpenAI-style message list, a Claude Code session "
+                                     "or a Codex rollout)")
     stem = _stem(path.name)
     name = stem if line is None else _run_name(data, stem, line)
     source = path.name if line is None else f"{path.name}:{line}"
