@@ -164,7 +164,7 @@ class Study:
             for w in t.warnings:
                 on_warning(w)
             chosen = cal.choose(t.model, t.format, self.tokenizer, self.calibration)
-            s = cal.sized(t, self.tokenizer)
+            s = cal.sized(t, self.tokenizer, raw=chosen is None)
             sizes = np.rint(s.sizes(chosen))
             out = asm.assemble(s.layout, sizes)
             data = wl.build(t, self.tokenizer, chosen, s, sizes, out)

@@ -218,16 +218,21 @@ class Sized:
         return np.maximum(out, 0.0)
 
 
-def sized(t: Transcript, tokenizer: str) -> Sized:
-    """Featurize a transcript's parts once (the costly step); calibrations are applied to the arrays."""
+def sized(t: Transcript, tokenizer: str, raw: bool = True) -> Sized:
+    """Featurize a transcript's parts once (the costly step); calibrations are applied to the arrays.
+
+    ``raw``: also keep the raw counts (what an uncalibrated import stores); they cost a second pass
+    for ``pieces``, whose raw count is not one of its features.
+    """
     feat = tok.features(tokenizer)
     count = tok.get_counter(tokenizer)
+    single = len(tok.feature_names(tokenizer)) == 1
     nf = len(tok.feature_names(tokenizer))
     n = len(t.parts)
     feats = np.zeros((n, nf))
     fixed = np.full(n, np.nan)
     extra = np.zeros(n)
-    raw = np.zeros(n)
+    counts = np.zeros(n)
     share = _kept_output_shares(t)
     for i, p in enumerate(t.parts):
         extra[i] = p.extra_tokens
@@ -235,13 +240,15 @@ def sized(t: Transcript, tokenizer: str) -> Sized:
             continue
         if p.tokens is not None:
             fixed[i] = p.tokens
-            raw[i] = p.tokens
+            counts[i] = p.tokens
         elif i in share:
             fixed[i] = share[i]
-            raw[i] = count(p.text) + p.extra_tokens
+            if raw:
+                counts[i] = count(p.text) + p.extra_tokens
         else:
             feats[i] = feat(p.text)
-            raw[i] = (count(p.text) if tokenizer != tok.DEFAULT else tok.count_pieces(p.text)) + p.extra_tokens
+            if raw:
+                counts[i] = (feats[i, 0] if single else count(p.text)) + p.extra_tokens
     prompt = np.array([t.prompt_tokens.get(k, np.nan) for k in range(1, t.turns + 1)], float)
     prompt[prompt <= 0] = np.nan
     layout = asm.Layout(
@@ -254,7 +261,7 @@ def sized(t: Transcript, tokenizer: str) -> Sized:
         reconcile=t.format in asm.RECONCILED_FORMATS,
         compactions=sorted(e["turn"] for e in t.events if e.get("event") == "compaction"),
     )
-    return Sized(t.name, t.model, layout, feats, fixed, extra, raw)
+    return Sized(t.name, t.model, layout, feats, fixed, extra, counts)
 
 
 def _kept_output_shares(t: Transcript) -> dict[int, float]:
@@ -318,19 +325,22 @@ class _Params:
     def design(self, s: Sized) -> tuple[np.ndarray, np.ndarray]:
         """(phi, const): each part's size as phi @ theta + const."""
         n = len(s.layout.kind)
+        kind_index = np.array([KINDS.index(k) for k in s.layout.kind], int)
+        text = np.isnan(s.fixed) & ~s.layout.hidden
         phi = np.zeros((n, self.width))
         const = np.where(np.isnan(s.fixed), 0.0, s.fixed) + s.extra
-        for i, kind in enumerate(s.layout.kind):
-            if s.layout.hidden[i]:
-                const[i] = 0.0
-                continue
-            if np.isnan(s.fixed[i]):
-                g = self.group_of[kind]
-                free = np.isnan(self.pinned)
-                phi[i, g * self.nf:(g + 1) * self.nf] = np.where(free, s.feats[i], 0.0)
-                const[i] += float(np.dot(np.where(free, 0.0, self.pinned), s.feats[i]))
-            if kind in self.framed:
-                phi[i, len(self.groups) * self.nf + self.framed.index(kind)] = 1.0
+        free = np.isnan(self.pinned)
+        feats = np.where(free, s.feats, 0.0)
+        const[text] += s.feats[text] @ np.where(free, 0.0, self.pinned)
+        group = np.array([self.group_of[k] for k in KINDS])[kind_index]
+        for g in range(len(self.groups)):
+            rows = text & (group == g)
+            phi[rows, g * self.nf:(g + 1) * self.nf] = feats[rows]
+        base = len(self.groups) * self.nf
+        for j, kind in enumerate(self.framed):
+            phi[(kind_index == KINDS.index(kind)) & ~s.layout.hidden, base + j] = 1.0
+        phi[s.layout.hidden] = 0.0
+        const[s.layout.hidden] = 0.0
         return phi, const
 
     def calibration(self, theta: np.ndarray, name: str, tokenizer: str, fitted_on: str) -> Calibration:
@@ -386,27 +396,30 @@ def _growth_rows(s: Sized, phi: np.ndarray, const: np.ndarray):
 
 
 def _rows(data, params: _Params):
+    """Per transcript: its growth rows as arrays (coefficients, constants, API growth)."""
     for s in data():
         phi, const = params.design(s)
-        yield from _growth_rows(s, phi, const)
+        rows = list(_growth_rows(s, phi, const))
+        if rows:
+            yield np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
 
 
 def _fit_growth(data, params: _Params) -> np.ndarray:
     """Stage one: robust NNLS on the prompt's growth between calls, from the prior scaled to the data."""
     theta = params.prior.copy()
     ratios = []
-    for a, c, y in _rows(data, params):
-        est = a @ theta + c
-        if est > 50 and y > 0:
-            ratios.append(y / est)
+    for A, c, y in _rows(data, params):
+        est = A @ theta + c
+        ok = (est > 50) & (y > 0)
+        ratios.extend((y[ok] / est[ok]).tolist())
     if ratios:
         theta *= float(np.median(ratios))
     for _ in range(4):
         gram = _Gram(params.width)
-        for a, c, y in _rows(data, params):
-            est = a @ theta + c
-            if abs(y - est) <= asm.threshold(est):  # growth the parts cannot explain is left out
-                gram.add(a, y - c)
+        for A, c, y in _rows(data, params):
+            est = A @ theta + c
+            keep = np.abs(y - est) <= asm.TAU_ABS + asm.TAU_REL * np.abs(est)  # unexplained growth left out
+            gram.add_rows(A[keep], y[keep] - c[keep])
         theta = gram.solve()
     return theta
 
@@ -417,8 +430,11 @@ def _fit_counts(data, params: _Params, theta1: np.ndarray) -> np.ndarray:
     for s in data():
         phi, const = params.design(s)
         out = asm.assemble(s.layout, np.maximum(phi @ theta1 + const, 0.0), phi, const)
-        for a, c, api in out.rows:
-            gram.add(a / api, (api - c) / api)
+        if out.rows:
+            A = np.array([r[0] for r in out.rows])
+            c = np.array([r[1] for r in out.rows])
+            api = np.array([r[2] for r in out.rows])
+            gram.add_rows(A / api[:, None], (api - c) / api)
     if gram.n == 0:
         return theta1
     scale = np.maximum(np.abs(theta1), 1e-3)
@@ -440,10 +456,13 @@ class _Gram:
         self.n = 0
 
     def add(self, a: np.ndarray, b: float) -> None:
-        self.ata += np.outer(a, a)
-        self.atb += a * b
-        self.used |= a != 0
-        self.n += 1
+        self.add_rows(a[None, :], np.array([b]))
+
+    def add_rows(self, A: np.ndarray, b: np.ndarray) -> None:
+        self.ata += A.T @ A
+        self.atb += A.T @ b
+        self.used |= (A != 0).any(axis=0)
+        self.n += len(b)
 
     def solve(self) -> np.ndarray:
         return nnls_gram(self.ata, self.atb, self.used)

@@ -30,6 +30,7 @@ import math
 import re
 from collections.abc import Callable
 
+import numpy as np
 from prunesim.errors import UserError
 
 DEFAULT = "pieces"
@@ -71,32 +72,43 @@ PIECE_FEATURES = ("newlines", "blanks", "digit_runs", "digits", "words", "letter
 LONG_WORD = 8
 
 
-def piece_features(text: str) -> tuple[float, ...]:
-    """Counts of the pieces' classes: newlines, blank characters in runs of two or more, digit runs
-    and digits, ASCII words and their letters, letters of words beyond LONG_WORD, letters outside ASCII,
-    and other visible characters."""
-    nl = blanks = digit_runs = digits = words = letters = long_letters = other = symbols = 0
-    for piece in _PIECES.findall(text):
-        first = piece[0]
-        n = len(piece)
-        if first.isspace():
-            lines = piece.count("\n")
-            nl += lines
-            if n - lines >= 2:
-                blanks += n - lines
-        elif first.isdigit():
-            digit_runs += 1
-            digits += n
-        elif first.isalpha():
-            if piece.isascii():
-                words += 1
-                letters += n
-                long_letters += max(0, n - LONG_WORD)
-            else:
-                other += n
-        else:
-            symbols += 1
-    return (nl, blanks, digit_runs, digits, words, letters, long_letters, other, symbols)
+# Character classes: 0 ASCII letter, 1 digit, 2 newline, 3 other blank, 4 symbol (underscore too), 5 other letter.
+_ASCII_CLASS = np.full(128, 4, np.int8)
+for _c in range(128):
+    _ch = chr(_c)
+    _ASCII_CLASS[_c] = 0 if _ch.isalpha() else 1 if _ch.isdigit() else 2 if _ch == "\n" else 3 if _ch.isspace() else 4
+
+
+def _class_of(ch: str) -> int:
+    return 5 if ch.isalpha() else 1 if ch.isdigit() else 3 if ch.isspace() else 4
+
+
+def piece_features(text: str) -> tuple[int, ...]:
+    """Counts of the pieces' classes: newlines, blank characters in runs of two or more (newlines aside),
+    digit runs and digits, ASCII words (runs of ASCII letters) and their letters, letters of words beyond
+    LONG_WORD, letters outside ASCII, and other visible characters (punctuation, symbols, underscores).
+
+    Computed on the array of code points, so that a long output stays fast.
+    """
+    if not text:
+        return (0,) * len(PIECE_FEATURES)
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    cls = np.empty(len(codes), np.int8)
+    low = codes < 128
+    cls[low] = _ASCII_CLASS[codes[low]]
+    if not low.all():
+        high = codes[~low]
+        uniq, inverse = np.unique(high, return_inverse=True)
+        cls[~low] = np.array([_class_of(chr(c)) for c in uniq.tolist()], np.int8)[inverse]
+    starts = np.flatnonzero(np.concatenate(([True], cls[1:] != cls[:-1])))
+    lengths = np.diff(np.append(starts, len(cls)))
+    kinds = cls[starts]
+    counts = np.bincount(cls, minlength=6)
+    blank_runs = lengths[kinds == 3]
+    word_runs = lengths[kinds == 0]
+    return (int(counts[2]), int(blank_runs[blank_runs >= 2].sum()), int((kinds == 1).sum()), int(counts[1]),
+            len(word_runs), int(counts[0]), int(np.maximum(word_runs - LONG_WORD, 0).sum()), int(counts[5]),
+            int(counts[4]))
 
 
 def features(tokenizer: str):

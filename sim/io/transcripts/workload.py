@@ -87,7 +87,7 @@ def from_transcript(t: Transcript, tokenizer: str, calibration: str = "auto",
     """Size a transcript's parts (calibrated for its model, see :mod:`.calibration`) and put back
     what the file does not show (:mod:`.assemble`)."""
     chosen = cal.choose(t.model, t.format, tokenizer, calibration)
-    s = sized if sized is not None else cal.sized(t, tokenizer)
+    s = sized if sized is not None else cal.sized(t, tokenizer, raw=chosen is None)
     sizes = np.rint(s.sizes(chosen))
     out = asm.assemble(s.layout, sizes)
     return build(t, tokenizer, chosen, s, sizes, out)
