@@ -248,10 +248,10 @@ SESSIONS = traces_dir() / "claude-code-dev"
 
 @pytest.mark.skipif(not SESSIONS.is_dir(), reason="shared/traces/claude-code-dev not present")
 def test_real_claude_sessions_count_every_api_call_once():
-    runs = [d for _, d in replay.iter_sources([SESSIONS], calibration="none")]
-    assert not [d for d in runs if isinstance(d, Exception)]
+    runs = [t for path in sorted(SESSIONS.glob("*.jsonl")) for t in formats.iter_transcripts(path)]
+    assert len(runs) == 19
     # 1,221 distinct message ids, 3 of them Claude Code's own synthetic error messages (no API call)
-    assert sum(d.turns for d in runs) == 1218
-    compactions = [e for d in runs for e in d.header["events"] if e["event"] == "compaction"]
+    assert sum(t.turns for t in runs) == 1218
+    compactions = [e for t in runs for e in t.events]
     assert len(compactions) == 3 and {e["trigger"] for e in compactions} == {"manual"}
-    assert all(d.header["prompt_tokens"] and None not in d.header["prompt_tokens"] for d in runs)
+    assert all(len(t.prompt_tokens) == t.turns for t in runs)
