@@ -168,6 +168,8 @@ class Study:
             sizes = np.rint(s.sizes(chosen))
             out = asm.assemble(s.layout, sizes)
             data = wl.build(t, self.tokenizer, chosen, s, sizes, out)
+            for w in data.warnings:
+                on_warning(w)
             self.imported += 1
             self._compactions(data)
             c = calls_of(data)
@@ -297,4 +299,7 @@ def write_profiles(path: Path, profiles: list[cal.Profile]) -> None:
     data = {"prunesim_calibration": cal.FILE_VERSION, "profiles": [
         {"name": p.name, "models": list(p.models), "formats": list(p.formats), "fitted_on": p.fitted_on,
          "tokenizers": p.by_tokenizer} for p in profiles]}
-    write_json(path, data)
+    try:
+        write_json(path, data)
+    except OSError as err:
+        raise UserError("--fit-out", str(path), f"cannot write: {err.strerror or err}") from None

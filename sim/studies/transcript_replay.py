@@ -66,7 +66,7 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
     get_counter(tokenizer)
     for t in formats.iter_transcripts(path, sidechains):
         data = wl.from_transcript(t, tokenizer, calibration)
-        data.warnings = list(t.warnings)
+        data.warnings[:0] = t.warnings
         yield data
 
 

@@ -52,9 +52,9 @@ def main(args) -> int:
                 if single:  # know there is exactly one run before writing anything
                     runs = _only_run(runs, path)
                 for t in runs:
-                    for w in t.warnings:
-                        report_line(bar, "warning", w)
                     data = wl.from_transcript(t, args.tokenizer, args.calibration)
+                    for w in [*t.warnings, *data.warnings]:
+                        report_line(bar, "warning", w)
                     target = args.out if single else args.out / _unique(f"{data.name}.workload.jsonl", used)
                     wl.write(target, data)
                     written += 1

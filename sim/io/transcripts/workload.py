@@ -154,7 +154,11 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         "context_window": t.context_window,
         "events": events,
     }
-    return WorkloadData(header, parts)
+    data = WorkloadData(header, parts)
+    if any(p.hidden for p in t.parts) and not out.hidden_at:
+        data.warnings.append(f"{t.source}: no recorded prompt counts, so the system prompt and tool definitions "
+                             "(never written to the file) are not counted")
+    return data
 
 
 def context_before_calls(data: WorkloadData) -> list[int]:
