@@ -16,7 +16,8 @@ from prunesim.model.engine import Engine
 from prunesim.model.needs import NeedModel
 from prunesim.model.scenario import Scenario
 from prunesim.model.workload import SyntheticToolLoop
-from prunesim.observe.metrics import MetricsObserver
+from prunesim.observe import RunContext, build_observers
+from prunesim.observe.metrics import summarize
 from prunesim.observe.recorder import Recorder
 from prunesim.policies import get_policy
 
@@ -32,7 +33,6 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
         "workload": np.random.Generator(np.random.PCG64(children[STREAM_WORKLOAD])),
         "policy": np.random.Generator(np.random.PCG64(children[STREAM_POLICY])),
     }
-
 
 
 @dataclass
@@ -62,7 +62,6 @@ class RunResult:
         return self.recorder.trace_arrays()
 
 
-
 def run_one(
     scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all", workload=None
 ) -> RunResult:
@@ -83,10 +82,12 @@ def run_one(
     elif callable(workload) and not hasattr(workload, "initial"):
         workload = workload(rngs["workload"])
     recorder = Recorder(mode=trace)
-    metrics = MetricsObserver(scenario.turns, policy_obj.acting_trigger(), scenario.budget, scenario.hard)
+    observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger()))
+    if trace != "none":  # an unrecorded run does not subscribe the recorder at all
+        observers.append(recorder)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
-    engine = Engine(scenario, policy_obj, workload, recorder, metrics, needs)
+    engine = Engine(scenario, policy_obj, workload, observers, needs)
     engine.run()
-    return RunResult(scenario, name, seed, metrics.summary(), recorder, edit_log=engine.edit_log.records,
+    return RunResult(scenario, name, seed, summarize(observers), recorder, edit_log=engine.edit_log.records,
                      tombstones=dict(engine.tombstones))

@@ -20,7 +20,7 @@ FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing n
 
 
 class Provenance:
-    """Mixed into :class:`sim.engine.Engine`; uses its window, recorder, metrics and clock."""
+    """Mixed into :class:`prunesim.model.engine.Engine`; uses its window, clock and event bus."""
 
     def tombstone(self, span: Span, reason: str, record_seq: int = 0, tokens: int | None = None) -> Span:
         """Leave a pinned marker for ``span``: its content hash, the turn and the reason."""
@@ -60,11 +60,10 @@ class Provenance:
         try:
             guard(action, self.view())
         except SelfEditRefused as err:
-            self.metrics.self_edit_refused()
             if self.keeps_log:
                 self.log("refusal", reason=err.reason, span_ids=list(err.span_ids), action=type(action).__name__)
-            self._event("self_edit_refused", reason=err.reason, span_ids=list(err.span_ids),
-                        action=type(action).__name__)
+            for h in self.bus.self_edit_refused:
+                h(self.env.now, self.turn, err.reason, list(err.span_ids), type(action).__name__)
             return False
         return True
 
@@ -72,12 +71,16 @@ class Provenance:
         """The plan and its rationale, written to the log before anything is evicted."""
         self._pass_id = self.pass_count
         self._pass_tombstones = p.tombstone_tokens
-        if self.needs is not None or self.keeps_log:  # runs that tell a provenance story name what each plan names
-            note = self.window.spans()[-1] if p.placement == "window" and rationale else None
-            self._event("prune_plan", pass_id=self.pass_count, selected=[i for i in chosen if i in self.window],
-                        keys=[self.window.get(i).key for i in chosen if i in self.window],
-                        rationale_span=note.id if note is not None and note.kind == "prune_rationale" else -1,
-                        rationale=rationale, own_rationale=bool(getattr(p, "prune_own_rationale", False)))
+        handlers = self.bus.prune_planned
+        if handlers and (self.needs is not None or self.keeps_log):  # runs that tell a provenance story
+            w = self.window
+            note = w.spans()[-1] if p.placement == "window" and rationale else None
+            selected = [i for i in chosen if i in w]
+            keys = [w.get(i).key for i in selected]
+            note_id = note.id if note is not None and note.kind == "prune_rationale" else -1
+            own = bool(getattr(p, "prune_own_rationale", False))
+            for h in handlers:
+                h(self.env.now, self.turn, self.pass_count, selected, keys, note_id, rationale, own)
         if not self.keeps_log:
             return
         w = self.window
@@ -131,7 +134,7 @@ class Provenance:
         return "rationale" if rationale else ""
 
     def note_history(self) -> None:
-        """How much of what the agent did the window still shows (see ``history_gap`` in sim/metrics.py)."""
+        """How much of what the agent did the window still shows (the metric ``history_gap``)."""
         traced: set[str] = set()
         for s in self.window.spans():
             if s.kind in ("tool_output", "tombstone") and s.key:
@@ -139,7 +142,8 @@ class Provenance:
             elif s.kind == "prune_rationale":
                 traced.update(self.evicted[i].key for i in s.names if i in self.evicted)
         run = self.content.keys()
-        self.metrics.history(len(run), len(traced & run))
+        for h in self.bus.history:
+            h(self.turn, len(run), len(traced & run))
 
     def meet_needs(self):
         """The agent reaches for content it saw before; pruned content with no record is fetched again."""
@@ -152,8 +156,7 @@ class Provenance:
             record = self.record_of(key)
             since = self.turn - self.removed_turn.get(key, self.turn)
             if record and not need.truly:
-                self.metrics.need_dismissed()
-                self._event("need_dismissed", key=key, record=record, turns_since_prune=since)
+                self._need("dismissed", key, 0, since, record)
                 continue
             call, tokens, stale_at, tags = self.content[key]
             stale_after = max(0, stale_at - self.turn)
@@ -162,15 +165,15 @@ class Provenance:
             yield self.env.timeout(self.scenario.latency.tool_mean_s)
             out = self.place(Arrival("tool_output", tokens, key, stale_after, tags=tags))
             if record:  # the record said stale; the agent overrides it because it truly needs the content
-                self.metrics.override(out.tokens)
-                self._event("override_retrieval", key=key, tokens=out.tokens, turns_since_prune=since,
-                            record=record)
+                self._need("override", key, out.tokens, since, record)
                 if self.keeps_log:
                     self.log("override", key=key, tokens=out.tokens, turns_since_prune=since, record=record)
             else:
-                self.metrics.re_retrieval(out.tokens, since)
-                self._event("re_retrieval", key=key, tokens=out.tokens, turns_since_prune=since)
-            self.metrics.readmit(key)
+                self._need("re_retrieval", key, out.tokens, since, "")
+
+    def _need(self, outcome: str, key: str, tokens: int, since: int, record: str) -> None:
+        for h in self.bus.need:
+            h(self.env.now, self.turn, outcome, key, tokens, since, record)
 
     def _referenced(self) -> set[int]:
         """Ids of removed spans that something in the window records: a tombstone or a rationale's names."""
@@ -210,13 +213,6 @@ class Provenance:
             for sid, span in self.evicted.items()
             if span.kind not in ("prune_index", "prune_rationale", "tombstone") and sid not in recorded
         )
-
-    def finish_provenance(self) -> None:
-        w = self.window
-        self.metrics.unrecorded_evictions = self.unrecorded_evictions()
-        self.metrics.tombstone_tokens = sum(s.tokens for s in w.spans() if s.kind == "tombstone")
-        self.metrics.edit_log_records = len(self.edit_log)
-        self.metrics.edit_log_verified = self.keeps_log and self.edit_log.verify(self.anchor).ok
 
 
 def span_hash(span: Span) -> str:

@@ -4,7 +4,7 @@ Sources are transcripts (any supported format) or prunesim workload files,
 read one file at a time (a JSON-lines transcript one run at a time), so a
 folder of any size replays in bounded memory.
 
-Replay metrics (defined in :data:`sim.metrics.METRICS`): a *repeat* is a tool
+Replay metrics (defined in :data:`prunesim.observe.metrics.METRICS`): a *repeat* is a tool
 call whose content key was called before in the same transcript. Under a
 policy, a repeat *hits pruned content* when every earlier span holding that key
 (call or output) had left the window (evicted, dropped by a fallback or a
