@@ -161,21 +161,21 @@ def _finite(x) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
 
 
-_SHIPPED: list[Profile] | None = None
+_LOADED: dict[str, list[Profile]] = {}  # shipped ("auto") and calibration files, read once per process
+
+
+def _profiles(setting: str) -> list[Profile]:
+    if setting not in _LOADED:
+        _LOADED[setting] = load_profiles(None if setting == "auto" else Path(setting))
+    return _LOADED[setting]
 
 
 def choose(model: str, fmt: str, tokenizer: str, setting: str = "auto") -> Calibration | None:
     """The calibration for a transcript: ``setting`` is ``auto`` (shipped profiles), ``none`` (raw
     counts) or a calibration file. None means raw counts."""
-    global _SHIPPED
     if setting == "none":
         return None
-    if setting == "auto":
-        if _SHIPPED is None:
-            _SHIPPED = load_profiles()
-        profiles = _SHIPPED
-    else:
-        profiles = load_profiles(Path(setting))
+    profiles = _profiles(setting)
     ranked = sorted(((p.matches(model, fmt), i) for i, p in enumerate(profiles)), key=lambda r: (-r[0], r[1]))
     if setting == "auto" and (not ranked or ranked[0][0] == 0):
         return None
@@ -187,7 +187,8 @@ def check_setting(setting: str, tokenizer: str) -> None:
     """Fail early (one line) on a bad ``--calibration``; a file must hold the tokenizer's entry."""
     if setting in ("auto", "none"):
         return
-    profiles = load_profiles(Path(setting))
+    _LOADED.pop(setting, None)  # a file written since (fidelity --fit-out) is read afresh
+    profiles = _profiles(setting)
     if not any(tokenizer in p.by_tokenizer for p in profiles):
         raise UserError("--calibration", setting, f"holds no entry for tokenizer {tokenizer!r}")
 

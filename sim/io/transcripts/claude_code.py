@@ -111,9 +111,7 @@ def parse(path: Path, sidechains: str = "separate") -> Iterator[Transcript]:
             produced += 1
             yield t
     elif side and not produced:
-        warnings_line = "; ".join(warnings)
-        raise UserError(str(path), None, "holds only subagent (sidechain) records, skipped by --sidechains skip"
-                        + (f" ({warnings_line})" if warnings_line else ""))
+        raise UserError(str(path), None, "holds only subagent (sidechain) records, skipped by --sidechains skip")
     if not produced:
         raise UserError(str(path), None, f"{FORMAT}: no user or assistant messages in the session")
 
@@ -156,11 +154,10 @@ def _sidechain_groups(side: list[_Record]) -> list[tuple[str, list[_Record]]]:
         root_of[r.uuid] = root
         groups.setdefault(root, []).append(r)
     out = []
-    for root, group in groups.items():
+    for group in groups.values():
         agent = next((str(r.meta["agentId"]) for r in group if isinstance(r.meta.get("agentId"), str)), "")
         if any(r.type in MESSAGE_TYPES for r in group):
             out.append((agent if agent.replace("-", "").isalnum() else "", group))
-        del root
     return out
 
 

@@ -230,7 +230,7 @@ def _input(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part]
         t.parts.append(Part(k, "tool_output" if key or name else "user", text, key, name))
     elif kind == "message":
         role = item.get("role")
-        text, extra = _content(t, item.get("content"), at)
+        text, extra = _content(item.get("content"), t.warnings, at)
         t.parts.append(Part(k, "system" if role in ("system", "developer") and k == 0 else "user", text,
                             extra_tokens=extra))
         if role == "user" and k > 0:
@@ -251,7 +251,8 @@ def _compaction(t: Transcript, payload: dict, turn: int) -> None:
         t.parts.append(Part(turn, "summary", message))
 
 
-def _content(t: Transcript, content, at: str) -> tuple[str, int]:
+def _content(content, warnings: list[str], at: str) -> tuple[str, int]:
+    """A message's text, and the documented tokens of its images (an unreadable one is a warning)."""
     if isinstance(content, str):
         return content, 0
     texts, extra = [], 0
@@ -265,11 +266,12 @@ def _content(t: Transcript, content, at: str) -> tuple[str, int]:
             data = url.split(",", 1)[1] if isinstance(url, str) and url.startswith("data:") and "," in url else None
             size = images.size_of(data) if data else None
             if size is None:
-                t.warnings.append(f"{at}: an image whose size cannot be read; skipped (not counted)")
+                warnings.append(f"{at}: an image whose size cannot be read; skipped (not counted)")
             else:
                 extra += images.openai_tokens(*size)
     return "\n".join(texts), extra
 
 
 def _text(content) -> str:
-    return _content(Transcript("", FORMAT, ""), content, "")[0]
+    """The text of an assistant message (its output blocks hold no images)."""
+    return _content(content, [], "")[0]
