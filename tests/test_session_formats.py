@@ -108,6 +108,14 @@ def test_claude_workload_sizes_the_hidden_system_part_from_the_first_call():
     assert wl.context_before_calls(data)[0] == 1210  # the anchored call is exact by construction
 
 
+def test_usage_and_events_survive_the_workload_file(tmp_path):
+    (data,) = raw(CLAUDE / "session.jsonl")
+    wl.write(tmp_path / "w.jsonl", data)
+    back = wl.read(tmp_path / "w.jsonl")
+    assert back.header == data.header and back.parts == data.parts
+    assert [u["cache_write_1h_tokens"] for u in back.header["usage"]] == [0, 30, 0, 0]
+
+
 def test_claude_replay_applies_the_recorded_compaction_like_fidelity_does():
     (data,) = raw(CLAUDE / "session.jsonl")
     context = wl.context_before_calls(data)
