@@ -4,10 +4,10 @@ import doctest
 
 import pytest
 from prunesim import api
-from prunesim.studies import fidelity, grid, sweep
+from prunesim.studies import grid, sweep
 
 
-@pytest.mark.parametrize("module", [api, grid, sweep, fidelity])
+@pytest.mark.parametrize("module", [api, grid, sweep])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.failed == 0 and result.attempted > 0

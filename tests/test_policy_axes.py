@@ -1,5 +1,5 @@
 """Per-policy sweep axes, sweep plots against the acting trigger, and the output a reader sees first:
-compare's shares, columns and files; trace plots scaled to the data; fidelity's model names."""
+compare's shares, columns and files; trace plots scaled to the data."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from prunesim.plots.io import read_run, read_sweep
 from prunesim.plots.sweep import curves, sweep_figure
 from prunesim.plots.trace import trace_figure
 from prunesim.runner import run_one
-from prunesim.studies.fidelity import Calls, fit_scales, model_name
 from prunesim.studies.grid import parse_axes, split_axis
 from prunesim.studies.sweep import plan_sweep, read_runs, run_sweep
 
@@ -151,11 +150,3 @@ def test_a_bad_ylim_is_one_line(tmp_path, capsys, ylim):
     path = make_run(tmp_path, "r", "noop", overrides={"turns": 5})
     assert main(["plot", "trace", str(path), f"--ylim={ylim}", "--out", str(tmp_path / "t.png")]) == 2
     assert "--ylim" in capsys.readouterr().err and not (tmp_path / "t.png").exists()
-
-
-# -- fidelity -----------------------------------------------------------------------
-def test_fidelity_fits_one_scale_per_model_whatever_the_provider_prefix():
-    assert model_name("google/gemini-3-pro-preview") == model_name("gemini-3-pro-preview") == "gemini-3-pro-preview"
-    a = Calls("a", model_name("google/gemini-3-pro-preview"), [100, 200], [110, 220])
-    b = Calls("b", model_name("gemini-3-pro-preview"), [100], [110])
-    assert list(fit_scales([a, b])) == ["gemini-3-pro-preview"]

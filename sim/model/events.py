@@ -79,9 +79,9 @@ class Observer:
     def on_span_removed(self, time: float, turn: int, cause: str, span: Span, freed: int, utilization: int,
                         appended_total: int, removed_total: int) -> None:
         """``freed`` tokens of ``span`` left the window because of ``cause``: ``evict`` (a model-driven pass),
-        ``forced_drop`` (the runtime, at its ceiling), ``fallback_<reason>`` (a gate's non-model fallback) or
-        ``nonmodel_<reason>`` (a policy's own non-model eviction). ``freed < span.tokens`` when a span was cut
-        down and stays."""
+        ``forced_drop`` (the runtime, at its ceiling), ``fallback_<reason>`` (a gate's non-model fallback),
+        ``nonmodel_<reason>`` (a policy's own non-model eviction) or ``runtime_drop`` (a replayed transcript's
+        runtime removed it itself). ``freed < span.tokens`` when a span was cut down and stays."""
 
     def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
                       decision: bool) -> None:

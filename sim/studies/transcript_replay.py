@@ -7,13 +7,14 @@ folder of any size replays in bounded memory.
 Replay metrics (defined in :data:`prunesim.observe.metrics.METRICS`): a *repeat* is a tool
 call whose content key was called before in the same transcript. Under a
 policy, a repeat *hits pruned content* when the latest earlier output of that key
-had left the window (evicted by a pass, a non-model eviction or a forced drop)
-before the repeat, and *hits the window* when it is still there. The output is
-what the agent would read again, and its latest output is the command's latest
-result: a surviving call without its output does not hold it, nor does an older
-output of the same command. (A key whose output never entered the window, an
-empty output, is judged by its latest call instead.) The gap is the number of
-turns from the removal of that content to the repeat.
+had left the window (evicted by a pass, a non-model eviction, a forced drop or
+the replayed runtime's own recorded compaction) before the repeat, and *hits
+the window* when it is still there. The output is what the agent would read
+again, and its latest output is the command's latest result: a surviving call
+without its output does not hold it, nor does an older output of the same
+command. (A key whose output never entered the window, an empty output, is
+judged by its latest call instead.) The gap is the number of turns from the
+removal of that content to the repeat.
 
 An evicted tool output was *needed* when its key is called again later in the
 transcript (``needed_evicted_spans``, ``needed_evicted_tokens`` and
@@ -61,30 +62,54 @@ def expand(paths: list[Path]) -> list[Path]:
     return out
 
 
-def iter_workloads(path: Path, tokenizer: str = DEFAULT) -> Iterator[wl.WorkloadData]:
-    """The workloads in one file: a workload file as is, a transcript imported on the fly."""
+def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "auto",
+                   sidechains: str = "separate") -> Iterator[wl.WorkloadData]:
+    """The workloads in one file: a workload file as is, a transcript imported on the fly.
+
+    Each workload carries the import's warnings (``.warnings``) for the caller to show.
+    """
     path = Path(path)
     if path.is_file() and wl.is_workload_file(path):
         yield wl.read(path)
         return
-    count = get_counter(tokenizer)
-    for t in formats.iter_transcripts(path):
-        yield wl.from_transcript(t, count, tokenizer)
+    get_counter(tokenizer)
+    for t in formats.iter_transcripts(path, sidechains):
+        data = wl.from_transcript(t, tokenizer, calibration)
+        data.warnings[:0] = t.warnings
+        yield data
 
 
-def iter_sources(paths: list[Path], tokenizer: str = DEFAULT) -> Iterator[tuple[Path, wl.WorkloadData | UserError]]:
-    """(file, workload) for every workload found, or (file, error) for a file that failed; never raises."""
-    for path in expand(paths):
+def iter_sources(paths: list[Path], tokenizer: str = DEFAULT, calibration: str = "auto",
+                 sidechains: str = "separate", files: list[Path] | None = None,
+                 ) -> Iterator[tuple[Path, wl.WorkloadData | UserError]]:
+    """(file, workload) for every workload found, or (file, error) for a file that failed; never raises
+    a UserError. A file whose later runs fail after earlier ones imported yields both."""
+    for path in files if files is not None else expand(paths):
         try:
-            for data in iter_workloads(path, tokenizer):
+            for data in iter_workloads(path, tokenizer, calibration, sidechains):
                 yield path, data
         except UserError as err:
             yield path, err
 
 
 def peak_tokens(data: wl.WorkloadData) -> int:
-    """Every token of the transcript: the utilization a replay that prunes nothing ends with."""
-    return sum(p["tokens"] for p in data.parts)
+    """The most the transcript ever holds: the peak utilization of a replay that prunes nothing.
+
+    Every part adds its tokens at its turn; a part the runtime itself dropped
+    (``dropped_at: k``, a recorded compaction) leaves before turn ``k``'s call.
+    """
+    turns = data.turns
+    added = [0] * (turns + 2)
+    dropped = [0] * (turns + 2)
+    for p in data.parts:
+        added[p["turn"]] += p["tokens"]
+        if p.get("dropped_at"):
+            dropped[min(p["dropped_at"], turns + 1)] += p["tokens"]
+    level = peak = 0
+    for turn in range(turns + 1):
+        level += added[turn] - dropped[turn]
+        peak = max(peak, level)
+    return peak
 
 
 def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:

@@ -14,8 +14,9 @@ DEFINITIONS = (
         "repeats_after_prune",
         "calls",
         "Repeats made when the key's latest earlier output (its content; the latest call for a key with no output) "
-        "had left the window: re-retrievals caused by pruning. A surviving call without its output does not count "
-        "as holding the content.",
+        "had left the window, removed by the policy or by the replayed runtime's own recorded compaction: "
+        "re-retrievals caused by pruning. A surviving call without its output does not count as holding the "
+        "content.",
     ),
     Metric("repeats_in_window", "calls", "Repeats made while the key's latest earlier output was still in the window."),
     Metric(
