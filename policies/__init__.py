@@ -147,9 +147,18 @@ def tables(plugins: bool = False) -> dict[str, type]:
 
     Looking for plugins reads every installed package's metadata, so it waits until a name is not built in.
     """
-    out: dict[str, type] = {}
     found = available() if plugins or _entry_points is not None else REGISTRY
-    for cls in [*found.values(), *_files.values()]:
+    return _tables([*found.values(), *_files.values()])
+
+
+def builtin_tables() -> dict[str, type]:
+    """The tables the built-in policies declare: every scenario has them, whatever else was loaded."""
+    return _tables(REGISTRY.values())
+
+
+def _tables(classes) -> dict[str, type]:
+    out: dict[str, type] = {}
+    for cls in classes:
         for name, table in cls.tables.items():
             if out.setdefault(name, table) is not table:
                 raise UserError(f"policy {cls.name!r}", f"[{name}]",

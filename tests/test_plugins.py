@@ -127,3 +127,15 @@ def test_bad_policy_names_are_one_line(tmp_path, capsys, spec, needle):
     assert not (tmp_path / "out").exists()
     if spec.startswith(str(bad)):
         assert "RuntimeError: broken on purpose (line 2)" in err
+
+
+def test_loading_a_policy_from_a_file_changes_no_other_scenario():
+    from prunesim.io import scenario_files as sc
+    from prunesim.policies import load_file_policy
+
+    load_file_policy(FILE_SPEC)
+    # a scenario that neither names the policy nor sets its table is what it always was (same run ids)
+    plain = sc.load("oscillation-40").to_dict()
+    assert "keep_last" not in plain
+    assert sc.load("oscillation-40", {"policy": FILE_SPEC}).to_dict()["keep_last"] == {"outputs": 5}
+    assert sc.load("oscillation-40", {"keep_last.outputs": 2}).to_dict()["keep_last"] == {"outputs": 2}

@@ -228,10 +228,16 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
             policies.get_policy(data["policy"])
         except UserError as err:
             raise UserError(where, "policy", err.problem) from None
-    declared = policies.tables()
+    # Every scenario has the built-in policies' tables; a table of a policy from a plugin or a file only when
+    # the data sets it or names that policy, so that what was loaded earlier in a process never changes a
+    # scenario (its to_dict(), a sweep's run ids) or what a worker must import to read it.
     fields = {f.name for f in dataclasses.fields(Scenario)}
-    if any(isinstance(v, dict) and k not in fields and k not in declared for k, v in data.items()):
-        declared = policies.tables(plugins=True)  # a table only an installed plugin may declare
+    known = policies.tables()
+    if any(isinstance(v, dict) and k not in fields and k not in known for k, v in data.items()):
+        known = policies.tables(plugins=True)  # a table only an installed plugin may declare
+    own = policies.get_policy(data["policy"]).tables if isinstance(data.get("policy"), str) else {}
+    declared = {name: cls for name, cls in known.items()
+                if name in policies.builtin_tables() or name in data or name in own}
     data = dict(data)
     raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
     if "tables" in data:
@@ -304,7 +310,7 @@ def replace(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
 def flat_defaults() -> dict[str, Any]:
     """Every single-valued parameter (dotted) and the value a scenario file that omits it gets."""
     data = Scenario().to_dict()
-    data.update({name: dataclasses.asdict(cls()) for name, cls in policies.tables().items()})
+    data.update({name: dataclasses.asdict(cls()) for name, cls in policies.builtin_tables().items()})
     return {k: v for k, v in _flatten(data).items() if k not in ("name", "description")}
 
 

@@ -29,6 +29,7 @@ and the prunesim version: the same run gets the same id on any machine.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import fcntl
 import hashlib
 import io
@@ -207,7 +208,10 @@ def _check_axis_name(name: str, base_dict: dict, overrides: dict, policies: list
         raise UserError("--grid", name, f"is set by the sweep itself; use {RESERVED_AXES[param]}")
     if param in overrides:
         raise UserError("--grid", name, "is also given with --set; give it in one place")
-    node: Any = base_dict
+    # A policy's own tables (one from a file or a plugin) are parameters of its runs, set or not in the base.
+    owners = [policy] if policy is not None else policies
+    node: Any = {**{t: dataclasses.asdict(table()) for p in owners for t, table in get_policy(p).tables.items()},
+                 **base_dict}
     for part in param.split("."):
         if not isinstance(node, dict) or part not in node:
             raise UserError("--grid", name, "unknown scenario parameter")
