@@ -40,7 +40,7 @@ def scenarios(draw):
                              {"kind": "constraint", "tokens": 200, "pinned": True}],
     }
     if "gate" in BASE:
-        overrides["gate.headroom"] = draw(st.integers(-1, budget))
+        overrides["gate.lead"] = draw(st.integers(0, trigger))
         overrides["gate.fallback"] = draw(st.sampled_from(["recency", "truncate", "template"]))
     return sc.from_dict(sc.apply_overrides(BASE, overrides), "<hypothesis>")
 

@@ -15,7 +15,7 @@ bill), :mod:`.transcript` (replays of real transcripts).
 
 from __future__ import annotations
 
-from . import cost, gate, passes, provenance, transcript, window
+from . import cost, gate, passes, provenance, transcript, verdict, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
