@@ -131,6 +131,23 @@ class Policy:
     # every field and a ``check(key, where, scenario)`` method. The loader validates them, and
     # the policy reads them as ``scenario.<name>``. Two policies may share a table.
     tables: ClassVar[dict[str, type]] = {}
+    # The scenario parameters only some policies read (dotted names or table prefixes: "trigger",
+    # "decision", "gate.lead"); every policy meets the window, the budget and the workload. A sweep
+    # names any grid axis that none of these covers for one of its policies.
+    reads: ClassVar[tuple[str, ...]] = ()
+    # The parameter that plays each role for this policy ("threshold": where it starts to act,
+    # "low_water": how far down it frees), so a sweep can say which parameter would do for it what
+    # an axis does for another policy.
+    roles: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def parameters(cls) -> tuple[str, ...]:
+        """The policy-specific parameters this policy reads (see ``reads``)."""
+        return cls.reads
+
+    @classmethod
+    def parameter_roles(cls) -> dict[str, str]:
+        return dict(cls.roles)
 
     def __init__(self, scenario: Scenario, rng: np.random.Generator):
         self.scenario = scenario

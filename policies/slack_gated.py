@@ -43,7 +43,8 @@ class Gate:
     """``[gate]``: the ``slack-gated`` policy's parameters (see ``docs/policies.md``).
 
     Once utilization reaches ``trigger - lead`` (``lead`` tokens below the
-    scenario's trigger; 0: at the trigger) it draws a model-driven plan and asks
+    scenario's trigger; 0: at the trigger; negative: above it, for scenarios whose
+    trigger 0 means "after every turn") it draws a model-driven plan and asks
     the decision boundary whether to run it; on a refusal it takes the non-model
     ``fallback`` instead, freeing down to its own trigger minus ``low_water_gap``.
     Expressed relative to the scenario's trigger, the gate moves when ``trigger``
@@ -58,9 +59,10 @@ class Gate:
     template_tokens: int = 300
 
     def check(self, key: str, where: str, scenario) -> None:
-        non_negative(self.lead, f"{key}.lead", where)
-        if self.lead > scenario.trigger:
-            raise UserError(where, f"{key}.lead", f"{self.lead} is above the trigger {scenario.trigger}")
+        acts_at = scenario.trigger - self.lead
+        if not 0 <= acts_at <= scenario.budget:
+            raise UserError(where, f"{key}.lead", f"{self.lead} puts the gate at {acts_at} (trigger - lead), "
+                            f"outside 0..{scenario.budget} (the budget)")
         for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
             non_negative(getattr(self, name), f"{key}.{name}", where)
 
@@ -113,6 +115,8 @@ class SlackGatedPolicy(Policy):
     model_driven = True
     summary = "model-driven pass only when the decision boundary says it pays; non-model fallback otherwise"
     tables = {"gate": Gate}
+    reads = ("trigger", "decision", "gate")
+    roles = {"threshold": "gate.lead", "low_water": "gate.low_water_gap"}
 
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)

@@ -308,8 +308,8 @@ def test_a_soft_budget_run_over_budget_is_refused_as_over_budget(oscillation):
     ("gate.template_tokens", -10, "must not be negative"),
     ("gate.low_water_gap", -1, "must not be negative"),
     ("gate.margin_factor", -0.5, "must not be negative"),
-    ("gate.lead", 30000, "above the trigger"),
-    ("gate.lead", -7, "must not be negative"),
+    ("gate.lead", 30000, "puts the gate at -8000 (trigger - lead), outside 0..24000"),
+    ("gate.lead", -2001, "puts the gate at 24001"),
     ("gate.nonsense", 1, "unknown key"),
 ])
 def test_bad_gate_values_name_the_key(oscillation, key, value, problem):

@@ -7,12 +7,16 @@ accepted half-width (:meth:`Target.distance`: at most 1 inside the range). Every
 candidate runs on the same seeds, hence the same workloads (common random
 numbers): two candidates differ only by their parameters, never by their luck.
 
-The optimizer is :func:`scipy.optimize.minimize` with Nelder-Mead, on the
-parameters scaled to [0, 1] within their bounds, started at the centre of the
-bounds (not at the scenario's current values), so that the fitted values depend
-only on the targets, the bounds, the seeds and the parameters left alone:
-running the command again on its own output gives the same file, byte for byte.
-Integer parameters are rounded before each run.
+The optimizer works on the parameters scaled to [0, 1] within their bounds, in
+two stages from :mod:`scipy.optimize`: :func:`differential_evolution` (a
+seeded population spread over the whole box, robust to the plateaus that
+medians of whole counts make) for half of ``max_evals``, then Nelder-Mead
+(:func:`minimize`) from the best point for the rest. Neither starts at the
+scenario's current values, so the fitted values depend only on the targets,
+the bounds, the seeds and the parameters left alone: running the command again
+on its own output gives the same file, byte for byte. Integer parameters are
+rounded before each run. Figures marked ``fit = false`` are judged, reported,
+and left out of the objective.
 
 :func:`write_calibrated` writes the scenario file with the fitted values in
 place (comments kept) and a header recording the targets, seeds, parameters,
@@ -38,7 +42,8 @@ from prunesim.studies.targets import Target, Targets, check_bounds, statistic
 
 DISTANCE_CAP = 100.0  # one figure at infinity (a ratio with no net) must not hide all the others
 INFEASIBLE = 1e12  # a candidate the scenario rejects
-METHOD = "Nelder-Mead"
+METHOD = "differential_evolution, then Nelder-Mead"
+OPTIMIZER_SEED = 0  # the population's seed: part of the method, so the same command gives the same fit
 HEADER_BEGIN = "# -- calibration: written by `prunesim calibrate`; regenerate with the command below --"
 HEADER_END = "# -- end of calibration --"
 
@@ -141,6 +146,7 @@ class Objective:
         self.params = params
         self.seeds = list(seeds)
         self.judged = [f for f in targets.figures if f.judged]
+        self.fitted = [f for f in self.judged if f.fit]
         self.variants = [v for v in targets.variants if any(f.variant == v.label for f in self.judged)]
         missing = [v.policy for v in self.variants if v.policy not in REGISTRY]
         if missing:
@@ -166,7 +172,7 @@ class Objective:
             self.memo[key] = (INFEASIBLE, {})
             return self.memo[key]
         stats = {f: statistic(f, [r[f.metric] for r in runs[f.variant]]) for f in self.judged}
-        total = float(sum(min(f.distance(stats[f]), DISTANCE_CAP) ** 2 for f in self.judged))
+        total = float(sum(min(f.distance(stats[f]), DISTANCE_CAP) ** 2 for f in self.fitted))
         self.memo[key] = (total, stats)
         if self.progress is not None:
             self.best = min(self.best, total)
@@ -180,20 +186,30 @@ class Objective:
 def calibrate(base: Scenario, targets: Targets, params: list[Param], seeds: Sequence[int], max_evals: int = 400,
               progress: Callable[[int, float, float], None] | None = None) -> Calibration:
     """Fit ``params`` to the judged figures of ``targets``; see the module docstring."""
-    from scipy.optimize import minimize
+    from scipy.optimize import differential_evolution, minimize
 
     objective = Objective(base, targets, params, seeds, progress)
-    if not objective.judged:
-        raise UserError(targets.path, "figures", "no judged figure to fit (all are compare = \"report\")")
+    if not objective.fitted:
+        raise UserError(targets.path, "figures", "no figure to fit (every figure is compare = \"report\" "
+                        "or fit = false)")
     n = len(params)
     x0 = np.full(n, 0.5)
-    # A first simplex a fifth of each range wide: wide enough to leave the plateaus that
-    # medians of whole counts make, narrow enough to stay inside the bounds.
-    simplex = np.vstack([x0] + [x0 + 0.2 * np.eye(n)[i] for i in range(n)])
     start_values = objective.values(x0)
     start_objective, start_stats = objective.figures(start_values)
-    result = minimize(objective, x0, method=METHOD, bounds=[(0.0, 1.0)] * n,
-                      options={"initial_simplex": simplex, "maxfev": max_evals, "xatol": 1e-3, "fatol": 1e-3,
+    box = [(0.0, 1.0)] * n
+    # Stage 1: a population of 4 x n candidates per generation, as many generations as half the budget allows.
+    popsize = 4
+    generations = max(1, (max_evals // 2) // (popsize * n) - 1)
+    spread = differential_evolution(objective, box, popsize=popsize, maxiter=generations, polish=False, tol=0,
+                                    init="latinhypercube", rng=np.random.default_rng(OPTIMIZER_SEED),
+                                    x0=x0, updating="immediate")
+    # Stage 2: Nelder-Mead from the best point, with a simplex a twentieth of each range wide.
+    best = np.clip(spread.x, 0.0, 1.0)
+    simplex = np.vstack([best] + [np.clip(best + 0.05 * np.eye(n)[i], 0, 1) if best[i] <= 0.95
+                                  else best - 0.05 * np.eye(n)[i] for i in range(n)])
+    left = max(max_evals - len(objective.memo), n + 1)
+    result = minimize(objective, best, method="Nelder-Mead", bounds=box,
+                      options={"initial_simplex": simplex, "maxfev": left, "xatol": 1e-3, "fatol": 1e-3,
                                "adaptive": n > 3})
     # The best candidate seen, which is the optimizer's answer unless it ended on a tie elsewhere.
     best_key = min(objective.memo, key=lambda k: (objective.memo[k][0], k))
@@ -268,9 +284,9 @@ def header(cal: Calibration, command: str, targets_label: str) -> str:
         f"#   {command}",
         f"# targets: {targets_label} ({len(cal.figures)} judged figures)",
         f"# seeds: {span} ({len(seeds)} seeds, the same for every candidate: common random numbers)",
-        f"# optimizer: scipy.optimize.minimize, {METHOD}, from the centre of the bounds; {cal.evaluations} "
-        f"candidates; prunesim {__version__}",
-        "# objective: sum over figures of (distance from the published value / accepted half-width)^2",
+        f"# optimizer: scipy.optimize {METHOD} (seed {OPTIMIZER_SEED}); {cal.evaluations} distinct candidates; "
+        f"prunesim {__version__}",
+        "# objective: sum over the fitted figures of (distance from the published value / accepted half-width)^2",
         f"#   at the centre of the bounds {_num(cal.start_objective)}, fitted {_num(cal.objective)}",
         "# parameters (bounds):",
     ]
@@ -280,7 +296,8 @@ def header(cal: Calibration, command: str, targets_label: str) -> str:
     for f in cal.figures:
         t = f.target
         out.append(f"#   {t.variant}: {t.label}: published {t.published}, fitted {_num(f.fitted)}, "
-                   f"accepted {t.accepted_text()}, {'in range' if f.ok else 'OUT OF RANGE'}")
+                   f"accepted {t.accepted_text()}, {'in range' if f.ok else 'OUT OF RANGE'}"
+                   + ("" if t.fit else " (not fitted: judged only)"))
     out.append(HEADER_END)
     return "\n".join(out) + "\n"
 

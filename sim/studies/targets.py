@@ -21,6 +21,9 @@ it holds for yes/no figures.
 * ``yes`` / ``no`` (the run shows it / does not): at least 85% / at most 15% of
   the runs.
 * ``report``: no published number; shown beside the others, never judged.
+
+A judged figure with ``fit = false`` is judged but never fitted by ``prunesim
+calibrate``: seed 000's yes/no verdicts are left for the model to reproduce.
 """
 
 from __future__ import annotations
@@ -55,6 +58,11 @@ class Target:
     compare: str
     low: float
     high: float
+    fit: bool = True  # whether `prunesim calibrate` fits it (a judged figure may be left to be reproduced)
+
+    @property
+    def fitted(self) -> bool:
+        return self.judged and self.fit
 
     @property
     def judged(self) -> bool:
@@ -263,7 +271,7 @@ def variant_scenario(scenario: Scenario, variant: Variant) -> Scenario:
 
 def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenario: Scenario) -> Target:
     key = f"figures[{i}]"
-    extra = set(raw) - {"variant", "label", "metric", "published", "value", "compare"}
+    extra = set(raw) - {"variant", "label", "metric", "published", "value", "compare", "fit"}
     if extra:
         raise UserError(where, f"{key}.{sorted(extra)[0]}", "unknown key")
     variant = raw.get("variant")
@@ -285,5 +293,8 @@ def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenari
     published = raw.get("published", str(value))
     if not isinstance(label, str) or not isinstance(published, str):
         raise UserError(where, key, "label and published must be strings")
+    fit = raw.get("fit", True)
+    if not isinstance(fit, bool):
+        raise UserError(where, f"{key}.fit", f"must be true or false (got {fit!r})")
     low, high = accepted_range(compare, float(value), budget)
-    return Target(variant, label, metric, published, float(value), compare, low, high)
+    return Target(variant, label, metric, published, float(value), compare, low, high, fit)

@@ -16,7 +16,7 @@ from prunesim.studies.targets import load_targets
 
 
 def register(sub) -> None:
-    p = sub.add_parser("calibrate", help="fit scenario parameters to published figures (scipy's Nelder-Mead)")
+    p = sub.add_parser("calibrate", help="fit scenario parameters to published figures (scipy.optimize)")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
     p.add_argument("--targets", required=True, help="a targets file, or the name of a shipped one (seed-000)")
     p.add_argument("--params", required=True, metavar="NAME[=LOW:HIGH],...",
@@ -106,7 +106,7 @@ def format_fit(cal: Calibration) -> str:
     for f in cal.figures:
         t = f.target
         lines.append(f"{t.variant:13s} {t.label:44s} {t.published:>10s} {_num(f.start):>9s} {_num(f.fitted):>9s} "
-                     f"{t.accepted_text():>15s}  {'yes' if f.ok else 'NO'}")
+                     f"{t.accepted_text():>15s}  {'yes' if f.ok else 'NO'}{'' if t.fit else '  (not fitted)'}")
     lines.append(f"objective (sum of squared distances in half-widths): start {cal.start_objective:.4g}, "
                  f"fitted {cal.objective:.4g}; {sum(f.ok for f in cal.figures)} of {len(cal.figures)} in range "
                  "on the fitting seeds")

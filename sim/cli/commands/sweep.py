@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets
 from prunesim.errors import UserError
-from prunesim.studies.grid import parse_axes
+from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.sweep import EXECUTORS, RUNS_FILE, execute, plan_sweep
 
 
@@ -54,6 +55,8 @@ def main(args) -> int:
         parse_seeds(args.seeds),
         parse_sets(args.set),
     )
+    for line in inert_axes(plan.axes, plan.policies):  # before any run: an axis that moves nothing is a mistake
+        print(line, file=sys.stderr)
     stats = execute(
         plan,
         args.out,
