@@ -25,7 +25,6 @@ from prunesim.studies.compare import quantile
 from prunesim.studies.targets import Target, Targets, load_targets, statistic
 from prunesim.studies.variant import Variant
 
-
 # A published figure is a target of the seed's targets file: its range comes from the one rule there.
 Figure = Target
 

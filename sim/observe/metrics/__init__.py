@@ -6,7 +6,8 @@ length needs no stored trace: :mod:`.window` (utilization, the band, content
 lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
 :mod:`.gate` (gate decisions and fallbacks), :mod:`.provenance` (needs,
 re-retrievals, constraints, the edit log), :mod:`.cost` (what model calls
-bill), :mod:`.transcript` (replays of real transcripts).
+bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
+and the oscillation verdict again from a recorded trace and ledger.
 
 :data:`METRICS` is the one table (name, unit, definition) that the README and
 ``prunesim metrics`` print. A new metric is one definition in its concern's
@@ -15,7 +16,7 @@ bill), :mod:`.transcript` (replays of real transcripts).
 
 from __future__ import annotations
 
-from . import cost, gate, passes, provenance, transcript, verdict, window
+from . import cost, gate, passes, provenance, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
