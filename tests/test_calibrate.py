@@ -233,3 +233,21 @@ def test_validate_exits_non_zero_when_a_figure_misses_in_more_than_a_tenth_of_th
 def test_validate_refuses_a_replay_without_figures(capsys):
     assert main(["validate", "reentrancy", "--blocks", "1", "--block-size", "1"]) == 2
     assert "no published figures" in capsys.readouterr().err
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_fitting(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    assert main(["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "decision.rationale_per_span",
+                 "--seeds", "0:2", "--out", str(blocker / "cal.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "cannot write there" in err and "calibrate:" not in err  # no candidate was run
+
+
+def test_validate_json_names_every_block(capsys):
+    import json
+
+    assert main(["validate", "oscillation", "--blocks", "2", "--block-size", "2", "--json"]) in (0, 1)
+    data = json.loads(capsys.readouterr().out)
+    assert data["blocks"] == [[1000, 1002], [1002, 1004]] and data["allowed_misses"] == 0
+    assert all(len(f["per_block"]) == 2 for f in data["figures"])

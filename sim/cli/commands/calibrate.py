@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-import os
 import sys
+import tempfile
 from pathlib import Path
 
 from prunesim.cli.commands._common import parse_seeds
@@ -48,11 +48,13 @@ def check_out(out: Path, force: bool) -> None:
         raise UserError("--out", str(out), "is a directory; give a file name")
     if out.exists() and not force:
         raise UserError("--out", str(out), "exists; give --force to replace it")
-    parent = out.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError("--out", str(out), f"cannot write into {parent}")
+    # Prove the folder takes a file now, not after minutes of fitting.
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out.parent):
+            pass
+    except OSError as err:
+        raise UserError("--out", str(out), f"cannot write there: {err.strerror or err}") from None
 
 
 def command_line(args) -> str:
@@ -81,7 +83,10 @@ def main(args) -> int:
 
     cal = calibrate(base, targets, params, seeds, args.max_evals, progress)
     text = calibrated_text(base_text, cal, command, args.targets)
-    write_text(args.out, text)
+    try:
+        write_text(args.out, text)
+    except OSError as err:
+        raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     print(format_fit(cal))
     print(f"written: {args.out}")
     return 0
