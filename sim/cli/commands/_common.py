@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import parse_set
@@ -50,3 +51,12 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
+
+
+def print_notes(policies: list[str], scenario, tools: frozenset[str] | None = None) -> None:
+    """Each policy's warnings about this scenario (and the transcripts' tools), one line each on stderr."""
+    from prunesim.policies import get_policy
+
+    for name in policies:
+        for note in get_policy(name).notes(scenario, tools):
+            print(f"prunesim: warning: {note}", file=sys.stderr)

@@ -8,13 +8,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets
+from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets, print_notes
 from prunesim.errors import UserError
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
 from prunesim.io.transcripts import tokens
 from prunesim.observe.metrics import METRIC_NAMES
-from prunesim.policies import get_policy
+from prunesim.policies import parse_names
 from prunesim.studies.transcript_replay import REPLAY_METRICS, iter_sources, replay
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "repeats")
@@ -26,7 +26,7 @@ COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) +
 def register(sub) -> None:
     p = sub.add_parser("replay-dir", help="replay a folder of transcripts or workloads under several policies")
     p.add_argument("dir", type=Path, help="a folder of transcripts and/or workload files (searched recursively)")
-    p.add_argument("--policies", required=True, help="comma-separated policy names")
+    p.add_argument("--policies", required=True, help="comma-separated policy names, or all")
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
@@ -38,11 +38,7 @@ def register(sub) -> None:
 def main(args) -> int:
     if not args.dir.is_dir():
         raise UserError(str(args.dir), None, "is not a folder")
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    if not policies:
-        raise UserError("--policies", args.policies, "no policy named")
-    for name in policies:
-        get_policy(name)
+    policies = parse_names(args.policies)
     base = load(args.scenario, parse_sets(args.set))
     tokens.get_counter(args.tokenizer)
     if args.out is not None and args.out.is_dir():
@@ -68,11 +64,13 @@ def _replay_all(args, base, policies, fh) -> int:
     writer = csv.writer(fh, lineterminator="\n")
     writer.writerow(COLUMNS)
     failed = rows = 0
+    tools: set[str] = set()
     for _path, data in iter_sources([args.dir], args.tokenizer):
         if isinstance(data, UserError):
             failed += 1
             print(f"prunesim: error: {data}", file=sys.stderr)
             continue
+        tools.update(p["tool"] for p in data.parts if p.get("tool"))
         for policy in policies:
             result, _ = replay(data, base, policy, args.seed)
             s = result.summary
@@ -82,5 +80,6 @@ def _replay_all(args, base, policies, fh) -> int:
             rows += 1
             del result
         fh.flush()
+    print_notes(policies, base, frozenset(tools))
     print(f"replayed {rows} row(s); {failed} file(s) failed", file=sys.stderr)
     return 2 if failed else 0

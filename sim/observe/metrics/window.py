@@ -40,7 +40,8 @@ DEFINITIONS = (
     ),
     Metric("truncated_tokens", "tokens", "Tokens lost to forced truncations."),
     Metric("overflow_turns", "turns", "Turns ending above a soft budget."),
-    Metric("lost_constraints", "spans", "Constraint spans evicted, cut or truncated."),
+    Metric("lost_constraints", "spans", "Constraint spans evicted, cut, truncated or dropped by a summary (a "
+           "constraint a summary carries is kept)."),
 )
 
 
@@ -69,7 +70,7 @@ class WindowMetrics(Observer):
         # A removal never raises the peak; only the band floor can move.
         if self.first_trigger_turn >= 0 and utilization < self.band_floor:
             self.band_floor = utilization
-        if span.is_constraint:
+        if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
             self.lost_constraints += 1
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
