@@ -65,7 +65,8 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     heard: dict[str, int] = {}
     monkeypatch.setitem(observe.REGISTRY, "counts", Counts)
     for name, policy in [("oscillation-40", "naive"), ("oscillation-40", "slack-gated"),
-                         ("reentrancy-60", "tombstoned"), ("reentrancy-60", "naive")]:
+                         ("reentrancy-60", "tombstoned"), ("reentrancy-60", "naive"),
+                         ("oscillation-40", "observation-masking")]:
         result = run_one(sc.load(name), policy, 0, trace="none")
         for kind, n in result.summary.get("heard", {}).items():
             heard[kind] = heard.get(kind, 0) + n

@@ -87,25 +87,34 @@ def main(args) -> int:
         "seed": args.seed if transcripts else None,
         "tokenizer": args.tokenizer if transcripts else None,
     }
-    lb.write(args.out, meta, rows, table)
+    try:
+        lb.write(args.out, meta, rows, table)
+    except OSError as err:
+        raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
     print(format_table(table, policies, what))
     print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}")
     return 0
 
 
-def _num(x: float) -> str:
+def _num(x: float, ratio: bool) -> str:
     if math.isinf(x) or math.isnan(x):
         return str(x)
+    if ratio:
+        return f"{x:.3f}"
     if abs(x) >= 100 or float(x).is_integer():
         return f"{x:,.0f}"
-    return f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
+    return f"{x:.1f}"
 
 
 def format_table(table: list[dict], policies: list[str], what: str) -> str:
     """One row per policy: each figure's median and [interval]."""
-    cell = {(r["policy"], r["figure"]): f"{_num(r['median'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]"
-            for r in table}
+    ratios = {f.name for f in lb.FIGURES if f.unit == "ratio"}
+    cell = {}
+    for r in table:
+        ratio = r["figure"] in ratios
+        cell[(r["policy"], r["figure"])] = (f"{_num(r['median'], ratio)} "
+                                            f"[{_num(r['ci_low'], ratio)}, {_num(r['ci_high'], ratio)}]")
     figures = list(lb.FIGURE_NAMES)
     widths = [max(len(f), *(len(cell.get((p, f), "-")) for p in policies)) for f in figures]
     name_w = max(len("policy"), *(len(p) for p in policies))
