@@ -94,6 +94,9 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
         ax.errorbar([px[0]], [py[0]], xerr=[[px[0] - px[1]], [px[2] - px[0]]], yerr=[[py[0] - py[1]], [py[2] - py[0]]],
                     fmt=marker, color=colour, ecolor=colour, elinewidth=1, capsize=3, markersize=6, alpha=0.9,
                     label=policy)
+    lo, hi = ax.get_ylim()
+    if hi - lo < 1:  # every point at one count (all zero, say): show a unit of the axis, not noise
+        ax.set_ylim(min(lo, -0.1), max(hi, 1.0))
     style.legend_outside(ax)
     definitions = board.meta.get("figures", {}) if isinstance(board.meta.get("figures"), dict) else {}
     ax.set_xlabel(_label(x, definitions))
@@ -101,10 +104,12 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
     if skipped:
         ax.text(0.0, -0.12, f"not drawn (no finite value): {', '.join(skipped)}", transform=ax.transAxes, fontsize=7)
     units = board.meta.get("units")
-    source = board.meta.get("source") or _scenario_name(board.meta)
+    source = Path(board.meta["source"]).name if board.meta.get("source") else _scenario_name(board.meta)
     title = "cost against breakage, one point per policy: median and bootstrap 95% interval"
     if units:
-        title += f"\nover {units} {'transcripts' if board.meta.get('source') else 'seeds'} ({source})"
+        scenario = _scenario_name(board.meta)
+        what = f"transcripts in {source}, scenario {scenario}" if board.meta.get("source") else f"seeds of {source}"
+        title += f"\nover {units} {what}"
     ax.set_title(title)
     return fig
 

@@ -8,7 +8,8 @@ units: median, mean and the bootstrap 95% interval of the median
 (:func:`prunesim.studies.aggregate.describe`, the same statistics as
 ``prunesim aggregate``).
 
-Files written in the output folder: ``runs.csv`` (one row per unit and policy),
+Files written in the output folder: ``runs.csv`` (one row per unit and policy,
+with the unit's turns),
 ``leaderboard.csv`` (tidy: one row per policy and figure) and ``leaderboard.json``
 (what was run).
 """
@@ -53,7 +54,11 @@ FIGURES = (
     Figure("lost_constraints", "spans", "lost_constraints"),
     Figure("unrecorded_evictions", "spans", "unrecorded_evictions"),
     Figure("forced_truncations", "appends", "forced_truncations"),
+    Figure("acted", "bool", "1 when the policy changed the window on the unit (a prune pass, a fallback, a "
+           "clearing, a compaction or a warning), else 0: its mean is the share of units it acted on"),
 )
+# What the policy did, from the metrics: any of these above zero means it changed the window.
+ACTIONS = ("passes", "fallback_evictions", "clearings", "compactions", "memory_warnings")
 FIGURE_NAMES = tuple(f.name for f in FIGURES)
 
 
@@ -107,6 +112,7 @@ def unit_rows(unit: Unit, policies: list[str], transcripts: bool) -> list[dict]:
         rows.append({
             "unit": unit.name,
             "policy": policy,
+            "turns": s["turns"],
             "input_ratio": s["input_tokens_billed"] / ref_input if ref_input else None,
             "total_ratio": (s["input_tokens_billed"] + s["output_tokens_billed"]) / ref_total if ref_total else None,
             "decision_tokens": s["decision_tokens_billed"],
@@ -115,6 +121,7 @@ def unit_rows(unit: Unit, policies: list[str], transcripts: bool) -> list[dict]:
             "lost_constraints": s["lost_constraints"],
             "unrecorded_evictions": s["unrecorded_evictions"],
             "forced_truncations": s["forced_truncations"],
+            "acted": int(any(s[a] for a in ACTIONS)),
         })
     return rows
 
@@ -134,7 +141,7 @@ def reduce(rows: list[dict], policies: list[str]) -> list[dict]:
 def write(out: Path, meta: dict, rows: list[dict], table: list[dict]) -> list[Path]:
     """The three files, each written atomically (runs first, the table last)."""
     out = Path(out)
-    run_columns = ("unit", "policy", *FIGURE_NAMES)
+    run_columns = ("unit", "policy", "turns", *FIGURE_NAMES)
     atomic.write_csv(out / RUNS_FILE, run_columns, (["" if r[c] is None else r[c] for c in run_columns] for r in rows))
     atomic.write_json(out / META_FILE, {**meta, "prunesim_version": __version__, "reference": REFERENCE,
                                         "figures": {f.name: {"unit": f.unit, "definition": f.definition}
