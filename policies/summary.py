@@ -91,8 +91,7 @@ class SummaryWriter:
         self.params = params
         self.rng = rng
         self.carried: dict[int, Content] = {}  # content id -> what it was, for the content a summary carries
-        mu = math.log(params.mean_tokens) - params.sigma**2 / 2
-        self._mu = mu
+        self._mu = math.log(params.mean_tokens) - params.sigma**2 / 2  # a lognormal whose mean is mean_tokens
 
     def compact(self, turn: int, replaced: list[Span], reason: str) -> Compact:
         """The compaction replacing ``replaced`` (in window order) at ``turn``: its size and what it carries.

@@ -91,6 +91,10 @@ BAD = [
     ("neither folder nor scenario", "leaderboard --out {out}", "give a folder of transcripts"),
     ("out is a file", "leaderboard {folder} --out {file}", "exists and is not a folder"),
     ("pareto of nothing", "plot pareto {tmp}/none.csv --out {tmp}/p.png", "no such leaderboard"),
+    ("seeds with a folder", "leaderboard {folder} --seeds 0:3 --out {out}", "--seeds"),
+    ("seed without a folder", "leaderboard --scenario oscillation-40 --seed 3 --out {out}", "--seed"),
+    ("bad seeds", "leaderboard --scenario oscillation-40 --seeds 5:2 --out {out}", "--seeds"),
+    ("unknown scenario", "leaderboard {folder} --scenario nowhere-9 --out {out}", "unknown scenario"),
 ]
 
 

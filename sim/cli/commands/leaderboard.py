@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--policies", default="all", help="comma-separated policy names, or all (default: all)")
     p.add_argument("--scenario", help="the window and policy parameters (default for transcripts: transcript); "
                    "without DIR, the synthetic scenario to run")
-    p.add_argument("--seeds", default="0:20", help="without DIR: the seeds, A:B (B excluded), a list or one integer "
+    p.add_argument("--seeds", help="without DIR: the seeds, A:B (B excluded), a list or one integer "
                    "(default 0:20)")
     p.add_argument("--seed", type=non_negative_int, help="with DIR: the seed of the policies' random streams")
     add_set(p)
@@ -44,6 +44,11 @@ def main(args) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise UserError("--out", str(args.out), "exists and is not a folder")
     transcripts = args.dir is not None
+    if transcripts and args.seeds is not None:
+        raise UserError("--seeds", args.seeds, "runs seeds of a synthetic --scenario; with a folder of transcripts "
+                                               "use --seed for the policies' streams")
+    if not transcripts and args.seed is not None:
+        raise UserError("--seed", str(args.seed), "applies to a folder of transcripts; without one, use --seeds")
     if transcripts:
         if not args.dir.is_dir():
             raise UserError(str(args.dir), None, "is not a folder")
@@ -57,7 +62,7 @@ def main(args) -> int:
             raise UserError("leaderboard", None, "give a folder of transcripts, or --scenario to run seeds of a "
                                                  "synthetic scenario")
         scenario = load(args.scenario, parse_sets(args.set))
-        seeds = parse_seeds(args.seeds)
+        seeds = parse_seeds(args.seeds or "0:20")
     rows: list[dict] = []
     tools: set[str] = set()
     failed = 0
