@@ -96,9 +96,10 @@ class Observer:
                         appended_total: int, removed_total: int) -> None:
         """``freed`` tokens of ``span`` left the window because of ``cause`` (``evict``, ``forced_drop``,
         ``fallback_<reason>``, ``cleared`` for a placeholder, ``summarized`` when a summary carries its
-        content, ``summary_dropped`` when a summary lost it). ``freed < span.tokens`` when a span was cut
-        down and stays; ``freed`` is 0 for ``summary_dropped`` of content an earlier summary carried
-        (the span left the window before; its content is lost now)."""
+        content, ``summary_dropped`` when a summary lost it, or ``runtime_drop``: a replayed transcript's
+        runtime removed it itself). ``freed < span.tokens`` when a span was cut down and stays; ``freed``
+        is 0 for ``summary_dropped`` of content an earlier summary carried (the span left the window
+        before; its content is lost now)."""
 
     def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
                       decision: bool) -> None:

@@ -68,6 +68,7 @@ class Unit:
 
     name: str
     summaries: dict[str, dict]
+    warnings: tuple[str, ...] = ()  # the import's warnings about the transcript
 
 
 def with_reference(policies: list[str]) -> list[str]:
@@ -75,13 +76,14 @@ def with_reference(policies: list[str]) -> list[str]:
     return [REFERENCE, *(p for p in policies if p != REFERENCE)]
 
 
-def transcript_units(folder: Path, base: Scenario, policies: list[str], seed: int | None, tokenizer: str,
-                     tools: set[str]) -> Iterator[Unit | tuple[Path, UserError]]:
+def transcript_units(folder: Path, base: Scenario, policies: list[str], seed: int | None, tools: set[str],
+                     **reading) -> Iterator[Unit | tuple[Path, UserError]]:
     """One unit per workload in ``folder`` (read one at a time), or (file, error) for a file that failed.
 
-    ``tools`` collects the tool names the transcripts use.
+    ``tools`` collects the tool names the transcripts use; ``reading`` is how transcripts are read
+    (``tokenizer``, ``calibration``, ``sidechains``: see :func:`iter_sources`).
     """
-    for path, data in iter_sources([folder], tokenizer):
+    for path, data in iter_sources([folder], **reading):
         if isinstance(data, UserError):
             yield path, data
             continue
@@ -91,7 +93,7 @@ def transcript_units(folder: Path, base: Scenario, policies: list[str], seed: in
             result, _ = replay(data, base, policy, seed)
             summaries[policy] = result.summary
             del result
-        yield Unit(data.name, summaries)
+        yield Unit(data.name, summaries, tuple(data.warnings))
 
 
 def synthetic_units(scenario: Scenario, policies: list[str], seeds: list[int]) -> Iterator[Unit]:

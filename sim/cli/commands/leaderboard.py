@@ -6,10 +6,17 @@ import math
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, non_negative_int, parse_seeds, parse_sets, print_notes
+from prunesim.cli.commands._common import (
+    add_set,
+    add_transcript_options,
+    check_transcript_options,
+    non_negative_int,
+    parse_seeds,
+    parse_sets,
+    print_notes,
+)
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import load
-from prunesim.io.transcripts import tokens
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
 from prunesim.studies.transcript_replay import expand
@@ -34,7 +41,7 @@ def register(sub) -> None:
                    "(default 0:20)")
     p.add_argument("--seed", type=non_negative_int, help="with DIR: the seed of the policies' random streams")
     add_set(p)
-    p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    add_transcript_options(p)
     p.add_argument("--out", type=Path, required=True, help="the output folder")
     p.set_defaults(func=main)
 
@@ -54,7 +61,7 @@ def main(args) -> int:
             raise UserError(str(args.dir), None, "is not a folder")
         if not expand([args.dir]):
             raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
-        tokens.get_counter(args.tokenizer)
+        check_transcript_options(args)
         scenario = load(args.scenario or "transcript", parse_sets(args.set))
         seeds = None
     else:
@@ -67,7 +74,8 @@ def main(args) -> int:
     tools: set[str] = set()
     failed = 0
     if transcripts:
-        units = lb.transcript_units(args.dir, scenario, policies, args.seed, args.tokenizer, tools)
+        units = lb.transcript_units(args.dir, scenario, policies, args.seed, tools, tokenizer=args.tokenizer,
+                                    calibration=args.calibration, sidechains=args.sidechains)
     else:
         units = lb.synthetic_units(scenario, policies, seeds)
     count = 0
@@ -76,6 +84,8 @@ def main(args) -> int:
             failed += 1
             print(f"prunesim: error: {unit[1]}", file=sys.stderr)
             continue
+        for warning in unit.warnings:
+            print(f"prunesim: warning: {warning}", file=sys.stderr)
         rows.extend(lb.unit_rows(unit, policies, transcripts))
         count += 1
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
@@ -91,6 +101,8 @@ def main(args) -> int:
         "seeds": seeds,
         "seed": args.seed if transcripts else None,
         "tokenizer": args.tokenizer if transcripts else None,
+        "calibration": args.calibration if transcripts else None,
+        "sidechains": args.sidechains if transcripts else None,
     }
     try:
         lb.write(args.out, meta, rows, table)
