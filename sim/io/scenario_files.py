@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from prunesim.errors import UserError
+from prunesim.io import prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
     Decision,
     Gate,
     InitialSpan,
     Latency,
     NeedParams,
+    Pricing,
     RecencyParams,
     Scenario,
     ScriptedEvent,
@@ -127,7 +129,7 @@ def apply_overrides(data: dict, overrides: dict[str, Any], where: str = "--set")
     """A copy of ``data`` with dotted-key overrides placed in it."""
     import copy
 
-    out = copy.deepcopy(data)
+    out = copy.deepcopy(prices.switch_model(data, overrides))
     for dotted, value in overrides.items():
         parts = dotted.split(".")
         node = out
@@ -188,7 +190,7 @@ def read_toml(path: Path) -> dict:
 
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
-    scenario = _build(Scenario, data, "", where)
+    scenario = _build(Scenario, prices.fill(data, where), "", where)
     scenario.check(where)
     return scenario
 

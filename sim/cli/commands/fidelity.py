@@ -1,4 +1,5 @@
-"""prunesim fidelity: replayed utilization against the API's own prompt-token counts."""
+"""prunesim fidelity: replayed utilization against the API's own prompt-token counts, and the prompt-cache
+model and dollars against recorded bills (prunesim.studies.cache_fidelity)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.io.scenario_files import load
 from prunesim.io.transcripts import tokens
+from prunesim.studies import cache_fidelity
 from prunesim.studies.fidelity import calls_of, report
 from prunesim.studies.transcript_replay import iter_sources
 
@@ -21,6 +23,9 @@ def register(sub) -> None:
     p.add_argument("--scenario", default="transcript", help="scenario (default: transcript)")
     add_set(p)
     p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    p.add_argument("--fit-on", type=Path, metavar="DIR",
+                   help="fit the cache parameters on this folder and judge every run of DIR with them "
+                        "(default: leave-one-out within DIR)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=main)
 
@@ -28,6 +33,8 @@ def register(sub) -> None:
 def main(args) -> int:
     if not args.dir.exists():
         raise UserError(str(args.dir), None, "no such file or folder")
+    if args.fit_on is not None and not args.fit_on.exists():
+        raise UserError("--fit-on", str(args.fit_on), "no such file or folder")
     base = load(args.scenario, parse_sets(args.set))
     tokens.get_counter(args.tokenizer)
     calls, skipped, failed = [], 0, 0
@@ -42,10 +49,18 @@ def main(args) -> int:
         else:
             calls.append(c)
     rep = report(calls, args.tokenizer, skipped)
+    cache = cache_fidelity.report(args.dir, args.fit_on)
+    for line in cache.pop("failed"):
+        failed += 1
+        print(f"prunesim: error: {line}", file=sys.stderr)
     if args.json:
+        keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
+        rep.update({k: cache[k] for k in keys})
+        rep["cache"] = cache
         print(json.dumps(json_ready(rep), indent=2, sort_keys=True))
     else:
         print(format_report(rep))
+        print(cache_fidelity.format_report(cache))
     return 2 if failed else 0
 
 
