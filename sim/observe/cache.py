@@ -153,8 +153,8 @@ class PromptCache:
             else None
         held = (stable, stable_spans) if self.breakpoints >= 3 and stable is not None and stable < prompt else None
         found = None
-        for e in reversed(self.entries):  # longest first; every entry is a prefix of this prompt
-            if e.expiry < time:
+        for e in reversed(self.entries):  # longest first; every entry is a prefix of the window
+            if e.expiry < time or e.length > prompt:  # (a pass decided concurrently sent an older, shorter prompt)
                 continue
             if lookback == _NO_LIMIT or spans - e.spans <= lookback:  # found from the end-of-prompt mark
                 found = e
@@ -194,12 +194,17 @@ class PromptCache:
             entries.insert(i, _Entry(length, spans, expiry))
 
     def _implicit(self, time: float, prompt: int, spans: int) -> int:
-        best = max((e.length for e in self.entries if e.expiry >= time), default=0)
-        readable = self._floor(min(best, prompt))
+        live = [e for e in self.entries if e.expiry >= time]
+        best = max(live, key=lambda e: e.length) if live else None
+        readable = self._floor(min(best.length, prompt)) if best is not None else 0
         if readable < self.min_tokens:
             readable = 0
-        # The new prompt's blocks cover every live entry: one entry is enough.
-        self.entries = [_Entry(prompt, spans, time + self.ttl)]
+        # Every live entry is a prefix of the window, so the longest one and this prompt cover them all.
+        if best is not None and best.length > prompt:
+            best.expiry = time + self.ttl if readable else best.expiry
+            self.entries = [best]
+        else:
+            self.entries = [_Entry(prompt, spans, time + self.ttl)]
         return readable
 
     # -- invalidation accounting -----------------------------------------------------
