@@ -126,24 +126,29 @@ class PromptCache:
         """
         self._calls += 1
         if self._calls == 1:
-            self.system = (stable if stable is not None else prompt, stable_spans if stable is not None else spans)
-        if self.behaviour == "none":
+            self.system = (stable, stable_spans) if stable is not None else (prompt, spans)
+        behaviour = self.behaviour
+        if behaviour == "none":
             self._forget_edits()
             return Split(0, 0, prompt, 0, None)
-        if self.behaviour == "explicit":
+        if behaviour == "explicit":
             readable = self._explicit(time, prompt, spans, stable, stable_spans)
         else:
             readable = self._implicit(time, prompt, spans)
-        read = round(self.reuse * readable)
-        cacheable = self._floor(prompt)
+        read = readable if self.reuse == 1.0 else round(self.reuse * readable)
+        cacheable = prompt - prompt % self.g
         if cacheable < self.min_tokens:
             cacheable = 0
-        invalidated, source = self._invalidated(time, read)
+        invalidated, source = (0, None) if self._first_edit is None else self._invalidated(time, read)
         if stable is not None and stable < prompt:
             self._cut(stable, stable_spans)  # the transient tail is gone after this call
-        self._note_extent()
-        if len(self.entries) > self._cleanup_at:
-            self.entries = [e for e in self.entries if e.expiry >= time]
+        entries = self.entries
+        if entries:
+            self._extent, self._extent_expiry = entries[-1].length, entries[-1].expiry
+        else:
+            self._extent, self._extent_expiry = 0, -1.0
+        if len(entries) > self._cleanup_at:
+            self.entries = [e for e in entries if e.expiry >= time]
             self._cleanup_at = max(64, 2 * len(self.entries))
         return Split(read, cacheable - read, prompt - cacheable, invalidated, source)
 
@@ -152,8 +157,9 @@ class PromptCache:
         system = self.system if self.breakpoints >= 2 and self.system is not None and self.system[0] < prompt \
             else None
         held = (stable, stable_spans) if self.breakpoints >= 3 and stable is not None and stable < prompt else None
+        entries = self.entries
         found = None
-        for e in reversed(self.entries):  # longest first; every entry is a prefix of the window
+        for e in reversed(entries):  # longest first; every entry is a prefix of the window
             if e.expiry < time or e.length > prompt:  # (a pass decided concurrently sent an older, shorter prompt)
                 continue
             if lookback == _NO_LIMIT or spans - e.spans <= lookback:  # found from the end-of-prompt mark
@@ -166,11 +172,22 @@ class PromptCache:
         expiry = time + self.ttl
         if found is not None:
             found.expiry = expiry
+        g = self.g
         if system is not None:
-            self._store(self._floor(system[0]), system[1], expiry)
+            length = system[0] - system[0] % g
+            first = entries[0] if entries else None
+            if first is not None and first.length == length:  # the usual case: refresh the system prompt's entry
+                first.expiry = expiry
+            else:
+                self._store(length, system[1], expiry)
         if held is not None:
-            self._store(self._floor(held[0]), held[1], expiry)
-        self._store(self._floor(prompt), spans, expiry)
+            self._store(held[0] - held[0] % g, held[1], expiry)
+        length = prompt - prompt % g
+        last = entries[-1] if entries else None
+        if last is not None and last.length < length and length >= self.min_tokens:  # the usual case
+            entries.append(_Entry(length, spans, expiry))
+        else:
+            self._store(length, spans, expiry)
         return found.length if found is not None else 0
 
     def _store(self, length: int, spans: int, expiry: float) -> None:
@@ -227,7 +244,3 @@ class PromptCache:
         self._first_edit = None
         self._first_source = None
 
-    def _note_extent(self) -> None:
-        live = self.entries[-1] if self.entries else None
-        self._extent = live.length if live is not None else 0
-        self._extent_expiry = live.expiry if live is not None else -1.0

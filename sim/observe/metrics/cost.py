@@ -94,7 +94,6 @@ class CostMetrics(Observer):
         self._pass = 0  # the pass whose decision call came last (its evictions follow it)
         self.pass_costs: dict[int, list] = {}  # pass id -> [decision cost, invalidated tokens, invalidation cost]
         self.pass_rows: dict[int, tuple[int, int]] = {}  # pass id -> (turn, net)
-        self.last_turn = 0
 
     # -- the window ----------------------------------------------------------------
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
@@ -126,40 +125,43 @@ class CostMetrics(Observer):
 
     # -- calls ---------------------------------------------------------------------
     def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision) -> None:
-        window, spans = self._total, len(self._ids)
+        window = self._total
+        spans = len(self._ids)
         # A pass that reads its index from an external log sends it after the window: a tail the next call drops.
-        stable = window if prompt_tokens > window else None
-        split = self.cache.call(time, prompt_tokens, spans, stable, spans)
+        split = self.cache.call(time, prompt_tokens, spans, window if prompt_tokens > window else None, spans)
+        read, write, uncached, invalidated, source = split
         r_read, r_write, r_input, r_output = self._rates
-        cost = (split.read * r_read + split.write * r_write + split.uncached * r_input
-                + output_tokens * r_output)
+        cost = read * r_read + write * r_write + uncached * r_input + output_tokens * r_output
         self.input_billed += prompt_tokens
-        self.read += split.read
-        self.write += split.write
-        self.uncached += split.uncached
+        self.read += read
+        self.write += write
+        self.uncached += uncached
         self.cost += cost
-        self.last_turn = turn
         if decision:
             self._pass += 1
             self.decision_billed += prompt_tokens + output_tokens
             self.decision_output += output_tokens
             self.decision_cost += cost
             self.pass_costs[self._pass] = [cost, 0, 0.0]
-        invalidated = 0
-        if split.invalidated and split.source != _RUNTIME:
-            invalidated = split.invalidated
-            rewrite = invalidated * self._rewrite_rate
-            self.invalidations += 1
-            self.invalidated += invalidated
-            self.invalidation_cost += rewrite
-            if isinstance(split.source, int) and split.source in self.pass_costs:
-                row = self.pass_costs[split.source]
-                row[1] += invalidated
-                row[2] += rewrite
+        if invalidated:
+            invalidated = self._blame(invalidated, source)
         if self.keep_calls:
             self.calls.append((len(self.calls) + 1, time, turn, int(decision), self._pass if decision else 0,
-                               prompt_tokens, split.read, split.write, split.uncached, output_tokens, invalidated,
-                               usd(cost)))
+                               prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
+
+    def _blame(self, invalidated: int, source) -> int:
+        """Count a rewrite caused by a policy's edit, and charge it to the pass that made it; 0 for the runtime's."""
+        if source == _RUNTIME:
+            return 0
+        rewrite = invalidated * self._rewrite_rate
+        self.invalidations += 1
+        self.invalidated += invalidated
+        self.invalidation_cost += rewrite
+        row = self.pass_costs.get(source) if isinstance(source, int) else None
+        if row is not None:
+            row[1] += invalidated
+            row[2] += rewrite
+        return invalidated
 
     def on_prune_pass(self, time, record) -> None:
         self.pass_rows[record.pass_id] = (record.turn, record.net)
