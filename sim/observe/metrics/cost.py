@@ -81,6 +81,7 @@ class CostMetrics(Observer):
         self._rates = (p.cache_read * _PER_TOKEN, p.cache_write * _PER_TOKEN, p.input * _PER_TOKEN,
                        p.output * _PER_TOKEN)
         self._rewrite_rate = (p.cache_write - p.cache_read) * _PER_TOKEN
+        # Per-call rows and per-pass costs only when the run is recorded: they grow with the run.
         self.keep_calls = getattr(run, "trace", "none") != "none"
         # The window as the cache sees it: span ids and their tokens, in order.
         self._ids: list[int] = []
@@ -142,7 +143,8 @@ class CostMetrics(Observer):
             self.decision_billed += prompt_tokens + output_tokens
             self.decision_output += output_tokens
             self.decision_cost += cost
-            self.pass_costs[self._pass] = [cost, 0, 0.0]
+            if self.keep_calls:
+                self.pass_costs[self._pass] = [cost, 0, 0.0]
         if invalidated:
             invalidated = self._blame(invalidated, source)
         if self.keep_calls:
@@ -164,7 +166,8 @@ class CostMetrics(Observer):
         return invalidated
 
     def on_prune_pass(self, time, record) -> None:
-        self.pass_rows[record.pass_id] = (record.turn, record.net)
+        if self.keep_calls:
+            self.pass_rows[record.pass_id] = (record.turn, record.net)
 
     # -- the ledger's cost columns ---------------------------------------------------
     def saving_rate(self) -> float:
