@@ -150,11 +150,19 @@ def test_codex_rollouts_count_a_repeated_token_event_once(tmp_path):
     assert runs[0].model == cf.CODEX_DEFAULT_MODEL and not runs[0].model_recorded
 
 
-def test_a_broken_file_is_reported_not_fatal(tmp_path):
+def test_broken_files_are_reported_not_fatal(tmp_path):
     make_folder(tmp_path / "d", [0.9] * 2)
     (tmp_path / "d" / "broken.traj.json").write_text("{not json")
+    (tmp_path / "d" / "broken.jsonl").write_text('{"type": "user"}\n{oops\n')
+    (tmp_path / "d" / "bad-time.jsonl").write_text(json.dumps({
+        "type": "assistant", "timestamp": "yesterday",
+        "message": {"id": "m", "model": "claude-opus-4-5", "usage": {"cache_read_input_tokens": 1}}}) + "\n")
+    (tmp_path / "d" / "binary.traj.json").write_bytes(b"\xff\xfe\x00\x01")
+    (tmp_path / "d" / "other.jsonl").write_text('{"instance_id": "x", "history": []}\n')  # records no usage
     runs, failed = cf.collect(tmp_path / "d")
-    assert len(runs) == 2 and len(failed) == 1 and "broken.traj.json" in failed[0]
+    assert len(runs) == 2 and len(failed) == 4
+    assert all("\n" not in line for line in failed)
+    assert any("broken.jsonl:2" in line for line in failed) and any("bad-time" in line for line in failed)
 
 
 # -- the command --------------------------------------------------------------------------------

@@ -112,10 +112,14 @@ def read_runs(path: Path) -> Iterator[Run | UserError]:
             run = _mini_swe_agent(data, path)
             if run is not None:
                 yield run
+    except UserError as err:
+        yield err
     except json.JSONDecodeError as err:
         yield UserError(where, None, f"malformed JSON at line {err.lineno}: {err.msg}")
     except (OSError, UnicodeDecodeError) as err:
         yield UserError(where, None, f"cannot read: {getattr(err, 'strerror', None) or err}")
+    except (ValueError, TypeError) as err:  # a usage record whose time or count is not what the format says
+        yield UserError(where, None, f"unreadable usage record ({err})")
 
 
 def _mini_swe_agent(data, path: Path) -> Run | None:
@@ -145,31 +149,37 @@ def _mini_swe_agent(data, path: Path) -> Run | None:
     return Run(name, "mini-swe-agent", _model_name(model), calls)
 
 
-def _jsonl_runs(path: Path) -> Iterator[Run]:
-    records = []
+def _records(path: Path) -> Iterator[dict]:
+    """The records of a JSON-lines file, one at a time (a session file can be large)."""
     with open(path, encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError as err:
                 raise UserError(f"{path}:{lineno}", None, f"malformed JSON: {err.msg}") from None
-    if records and isinstance(records[0], dict) and records[0].get("type") == "session_meta":
-        run = _codex(records, path)
+            if isinstance(record, dict):
+                yield record
+
+
+def _jsonl_runs(path: Path) -> Iterator[Run]:
+    first = next(_records(path), None)
+    if first is None:
+        return
+    if first.get("type") == "session_meta":
+        run = _codex(_records(path), path)
     else:
-        run = _claude_code(records, path)
+        run = _claude_code(_records(path), path)
     if run is not None:
         yield run
 
 
-def _claude_code(records: list, path: Path) -> Run | None:
+def _claude_code(records: Iterator[dict], path: Path) -> Run | None:
     order: list = []  # message ids in order, and "reset" marks
     usage: dict[str, tuple] = {}
     model = ""
     for r in records:
-        if not isinstance(r, dict):
-            continue
         if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
             order.append(None)
             continue
@@ -210,10 +220,10 @@ def _claude_code(records: list, path: Path) -> Run | None:
     return Run(path.stem, "claude-code", _model_name(model), calls)
 
 
-def _codex(records: list, path: Path) -> Run | None:
+def _codex(records: Iterator[dict], path: Path) -> Run | None:
     calls, last_total, model = [], None, ""
     for r in records:
-        payload = r.get("payload") if isinstance(r, dict) else None
+        payload = r.get("payload")
         if not isinstance(payload, dict):
             continue
         if r.get("type") == "turn_context" and isinstance(payload.get("model"), str):

@@ -38,9 +38,11 @@ def main(args) -> int:
     base = load(args.scenario, parse_sets(args.set))
     tokens.get_counter(args.tokenizer)
     calls, skipped, failed = [], 0, 0
-    for _path, data in iter_sources([args.dir], args.tokenizer):
+    reported: set[str] = set()
+    for path, data in iter_sources([args.dir], args.tokenizer):
         if isinstance(data, UserError):
             failed += 1
+            reported.add(str(path))
             print(f"prunesim: error: {data}", file=sys.stderr)
             continue
         c = calls_of(data, base)
@@ -50,9 +52,10 @@ def main(args) -> int:
             calls.append(c)
     rep = report(calls, args.tokenizer, skipped)
     cache = cache_fidelity.report(args.dir, args.fit_on)
-    for line in cache.pop("failed"):
-        failed += 1
-        print(f"prunesim: error: {line}", file=sys.stderr)
+    for line in cache.pop("failed"):  # a file both readers failed on is reported once
+        if not any(line.startswith(path) for path in reported):
+            failed += 1
+            print(f"prunesim: error: {line}", file=sys.stderr)
     if args.json:
         keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
         rep.update({k: cache[k] for k in keys})
