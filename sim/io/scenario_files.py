@@ -15,16 +15,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from prunesim import policies
 from prunesim.errors import UserError
 from prunesim.io import prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
     Decision,
-    Gate,
     InitialSpan,
     Latency,
     NeedParams,
     Pricing,
-    RecencyParams,
     Scenario,
     ScriptedEvent,
     SizeDist,
@@ -190,8 +189,23 @@ def read_toml(path: Path) -> dict:
 
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
-    scenario = _build(Scenario, prices.fill(data, where), "", where)
+    """A validated scenario from plain data; the policies' own tables are built from their declarations.
+
+    A ``[pricing]`` table is completed from the model's entry in prices.toml first.
+    """
+    declared = policies.tables()
+    data = dict(prices.fill(data, where))
+    raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
+    if "tables" in data:
+        raise UserError(where, "tables", "unknown key")
+    scenario = _build(Scenario, data, "", where)
+    scenario.tables = {name: _coerce(raw_tables.get(name, {}), cls, name, where) for name, cls in declared.items()}
     scenario.check(where)
+    if scenario.policy not in policies.REGISTRY:
+        known = ", ".join(sorted(policies.REGISTRY))
+        raise UserError(where, "policy", f"unknown policy {scenario.policy!r} (known: {known})")
+    for name, table in scenario.tables.items():
+        table.check(name, where, scenario)
     return scenario
 
 
