@@ -120,6 +120,13 @@ def test_a_bad_pricing_table_names_the_key(sets, key):
     assert key in str(err.value) and "\n" not in str(err.value)
 
 
+def test_pricing_for_code_that_builds_scenarios_directly():
+    p = prices.pricing("gemini-3-pro-preview", ttl="1h")
+    assert (p.input, p.cache, p.ttl, p.ttl_s) == (2.0, "implicit", "1h", 3600.0)
+    with pytest.raises(UserError, match="pricing.reuse"):
+        prices.pricing("gemini-3-pro-preview", reuse=3)
+
+
 def test_a_model_outside_the_table_needs_every_key():
     full = {"model": "my-model", **prices.entry_values(prices.load()["gpt-5"])}
     assert sc.from_dict({"pricing": full}).pricing.model == "my-model"

@@ -111,6 +111,15 @@ def entry_values(entry: dict) -> dict:
     return {key: entry[key] for key in PRICED_KEYS}
 
 
+def pricing(model: str, **overrides) -> Pricing:
+    """A checked Pricing for a model of the shipped table, with any key overridden (for code that builds
+    scenarios directly: ``Pricing(model=...)`` alone would keep the default model's prices)."""
+    data = fill({"pricing": {"model": model, **overrides}}, "pricing()")["pricing"]
+    p = Pricing(**data)
+    p.check("pricing", "pricing()")
+    return p
+
+
 def fill(data: dict, where: str, table: dict[str, dict] | None = None) -> dict:
     """A scenario dict whose ``pricing`` table holds every key, the missing ones from the model's entry.
 

@@ -201,7 +201,9 @@ class Pricing:
     ``model`` names an entry of the shipped ``prices.toml``; a scenario file's
     ``[pricing]`` table fills every key it leaves out from that entry (the io
     layer does this), so the values here are always concrete. The defaults are
-    the ``claude-opus-4-5`` entry (a test keeps them equal). Prices are USD per
+    the ``claude-opus-4-5`` entry (a test keeps them equal); in code, build one
+    for another model with ``prunesim.io.prices.pricing(model)``, since
+    ``Pricing(model=...)`` alone keeps the default's prices. Prices are USD per
     million tokens. ``cache``: ``explicit`` (breakpoints placed by the runtime,
     writes billed at a premium: Anthropic), ``implicit`` (the provider caches
     prefixes on its own, writes billed as input: OpenAI, Gemini) or ``none``.

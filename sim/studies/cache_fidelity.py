@@ -399,8 +399,7 @@ def _rel(predicted: float, recorded: float) -> float | None:
 
 
 def _pricing_for(model: str, table: dict) -> Pricing | None:
-    entry = table.get(model)
-    return Pricing(model=model, **prices.entry_values(entry)) if entry is not None else None
+    return prices.pricing(model) if model in table else None
 
 
 def report(folder: Path, fit_on: Path | None = None) -> dict:
