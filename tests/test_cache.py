@@ -61,6 +61,15 @@ def test_eviction_in_the_middle_implicit_keeps_the_blocks_before_it():
     assert s.invalidated == 900 - 400  # A and C (950 tokens) survived: 900 in whole blocks would have been read
 
 
+def test_several_edits_before_a_call_are_measured_where_the_cached_prefix_now_ends():
+    cache = implicit()
+    cache.call(0, 10_000, 10)  # ten spans of 1,000; then two more arrive: 12,000 tokens
+    cache.edit(offset=2000, span_index=2, freed=1000, source="a")  # the cached prefix now ends at 9,000
+    cache.edit(offset=9000, span_index=9, freed=1000, source="b")  # the first span after it: not cached
+    s = cache.call(5, 10_000, 10)
+    assert s.read == 2000 and s.invalidated == 9000 - 2000 and s.source == "a"
+
+
 def test_an_edit_past_the_cached_prefix_invalidates_nothing():
     cache = explicit()
     cache.call(0, 1000, 2)
@@ -173,6 +182,8 @@ def test_summary_and_ledger_add_up():
     assert len(calls) == 40 + m["passes"]  # one call per turn and one per pass
     assert sum(r[CALL_COLUMNS.index("cost_usd")] for r in calls) == pytest.approx(m["cost_usd"], abs=1e-6)
     ledger = result.ledger
+    # The observer numbers decision calls in order; the engine makes exactly one per pass, so they are its pass ids.
+    assert [r[CALL_COLUMNS.index("pass")] for r in calls if r[CALL_COLUMNS.index("decision")]] == [r[0] for r in ledger]
     decision = sum(r[17] for r in ledger)
     assert decision == pytest.approx(m["decision_cost_usd"], abs=1e-6)
     assert sum(r[18] for r in ledger) <= m["invalidated_tokens"]
@@ -242,7 +253,10 @@ def test_read_write_uncached_is_the_prompt_of_every_call(scenario, policy, seed)
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_every_policy_on_the_shipped_scenarios(policy):
-    for name in ("oscillation-40", "reentrancy-60"):
-        result = run_one(sc.load(name), policy)
+    for name, overrides in (("oscillation-40", {}), ("reentrancy-60", {}),
+                            ("oscillation-40", {"decision.concurrent": True, "pricing.model": "gemini-3-pro-preview"})):
+        result = run_one(sc.replace(sc.load(name), overrides), policy)
         for row in result.calls:
             assert sum(row[6:9]) == row[5]
+        decisions = [r[4] for r in result.calls if r[3]]
+        assert decisions == [r[0] for r in result.ledger]

@@ -97,8 +97,9 @@ class PromptCache:
     # -- the prompt changes --------------------------------------------------------
     def edit(self, offset: int, span_index: int, freed: int, source: object = None) -> None:
         """The prompt changed at token ``offset`` (the start of span number ``span_index``); ``freed`` tokens left."""
-        if offset < self._extent:
-            self._removed += min(freed, self._extent - offset)
+        cached = self._extent - self._removed  # where what the previous call cached now ends
+        if offset < cached:
+            self._removed += min(freed, cached - offset)
             if self._first_edit is None or offset < self._first_edit:
                 self._first_edit = offset
                 self._first_source = source
