@@ -153,7 +153,8 @@ def test_codex_rollouts_count_a_repeated_token_event_once(tmp_path):
 def test_broken_files_are_reported_not_fatal(tmp_path):
     make_folder(tmp_path / "d", [0.9] * 2)
     (tmp_path / "d" / "broken.traj.json").write_text("{not json")
-    (tmp_path / "d" / "broken.jsonl").write_text('{"type": "user"}\n{oops\n')
+    (tmp_path / "d" / "broken.jsonl").write_text('{"type": "user"}\n{oops\n{"type": "user"}\n')
+    (tmp_path / "d" / "being-written.jsonl").write_text('{"type": "user"}\n{"type": "assis')  # no error
     (tmp_path / "d" / "bad-time.jsonl").write_text(json.dumps({
         "type": "assistant", "timestamp": "yesterday",
         "message": {"id": "m", "model": "claude-opus-4-5", "usage": {"cache_read_input_tokens": 1}}}) + "\n")

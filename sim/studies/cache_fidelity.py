@@ -49,6 +49,7 @@ from types import SimpleNamespace
 import numpy as np
 from prunesim.errors import UserError
 from prunesim.io import prices
+from prunesim.io.transcripts import usage
 from prunesim.model.scenario import Pricing
 from prunesim.model.spans import Span
 from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
@@ -96,10 +97,6 @@ def _model_name(raw: str) -> str:
     return re.sub(r"-\d{8}$", "", name)
 
 
-def _int(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def read_runs(path: Path) -> Iterator[Run | UserError]:
     """The recorded runs in one file (none when it records no usage); a broken file yields its error."""
     where = str(path)
@@ -130,17 +127,15 @@ def _mini_swe_agent(data, path: Path) -> Run | None:
         if not isinstance(m, dict) or m.get("role") != "assistant":
             continue
         response = ((m.get("extra") or {}).get("response")) or {}
-        usage = response.get("usage") if isinstance(response, dict) else None
-        if not isinstance(usage, dict) or not isinstance(usage.get("prompt_tokens"), int):
+        u = usage.from_openai(response.get("usage")) if isinstance(response, dict) else {}
+        if "prompt_tokens" not in u:
             return None  # a call without recorded usage: the run's bill is incomplete
-        details = usage.get("prompt_tokens_details") or {}
-        cost = usage.get("cost")
         calls.append(Call(
             time_s=float(response.get("created") or 0),
-            prompt=usage["prompt_tokens"],
-            cached=_int(details.get("cached_tokens")),
-            output=_int(usage.get("completion_tokens")),
-            cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+            prompt=u["prompt_tokens"],
+            cached=u.get("cache_read_tokens", 0),
+            output=u.get("output_tokens", 0),
+            cost=u.get("cost_usd"),
         ))
         model = model or str(response.get("model") or "")
     if not calls:
@@ -150,15 +145,23 @@ def _mini_swe_agent(data, path: Path) -> Run | None:
 
 
 def _records(path: Path) -> Iterator[dict]:
-    """The records of a JSON-lines file, one at a time (a session file can be large)."""
+    """The records of a JSON-lines file, one at a time (a session file can be large).
+
+    A malformed last line is a session still being written: it is left out (the
+    importer warns about it); a malformed line before the end is an error.
+    """
     with open(path, encoding="utf-8-sig") as fh:
+        broken = None
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
+            if broken is not None:
+                raise UserError(f"{path}:{broken[0]}", None, f"malformed JSON: {broken[1]}")
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as err:
-                raise UserError(f"{path}:{lineno}", None, f"malformed JSON: {err.msg}") from None
+                broken = (lineno, err.msg)
+                continue
             if isinstance(record, dict):
                 yield record
 
@@ -177,7 +180,7 @@ def _jsonl_runs(path: Path) -> Iterator[Run]:
 
 def _claude_code(records: Iterator[dict], path: Path) -> Run | None:
     order: list = []  # message ids in order, and "reset" marks
-    usage: dict[str, tuple] = {}
+    recorded: dict[str, tuple] = {}  # message id -> (time, raw usage)
     model = ""
     for r in records:
         if r.get("type") == "system" and r.get("subtype") == "compact_boundary":
@@ -190,28 +193,26 @@ def _claude_code(records: Iterator[dict], path: Path) -> Run | None:
         if not isinstance(u, dict) or msg.get("model") == "<synthetic>" or "cache_read_input_tokens" not in u:
             continue
         mid = msg.get("id") or r.get("uuid")
-        if mid not in usage:
+        if mid not in recorded:
             order.append(mid)
-            usage[mid] = (r.get("timestamp"), u)
+            recorded[mid] = (r.get("timestamp"), u)
         else:  # later records of one call repeat its usage, with the output counted so far
-            usage[mid] = (usage[mid][0], u)
+            recorded[mid] = (recorded[mid][0], u)
         model = model or str(msg.get("model") or "")
     calls, reset = [], False
     for mid in order:
         if mid is None:
             reset = True
             continue
-        stamp, u = usage[mid]
-        read, written, fresh = (_int(u.get(k)) for k in ("cache_read_input_tokens", "cache_creation_input_tokens",
-                                                       "input_tokens"))
-        split = u.get("cache_creation") or {}
+        stamp, raw = recorded[mid]
+        u = usage.from_anthropic(raw)
         calls.append(Call(
             time_s=_time(stamp) if isinstance(stamp, str) else 0.0,
-            prompt=read + written + fresh,
-            cached=read,
-            output=_int(u.get("output_tokens")),
-            written=written,
-            written_1h=_int(split.get("ephemeral_1h_input_tokens")),
+            prompt=u.get("prompt_tokens", 0),
+            cached=u.get("cache_read_tokens", 0),
+            output=u.get("output_tokens", 0),
+            written=u.get("cache_write_tokens", 0),
+            written_1h=u.get("cache_write_1h_tokens", 0),
             reset=reset and bool(calls),
         ))
         reset = False
@@ -237,12 +238,12 @@ def _codex(records: Iterator[dict], path: Path) -> Run | None:
         if total == last_total:  # the same call reported again
             continue
         last_total = total
-        u = info["last_token_usage"]
+        u = usage.from_codex(info["last_token_usage"])
         calls.append(Call(
             time_s=_time(r["timestamp"]) if isinstance(r.get("timestamp"), str) else 0.0,
-            prompt=_int(u.get("input_tokens")),
-            cached=_int(u.get("cached_input_tokens")),
-            output=_int(u.get("output_tokens")),
+            prompt=u.get("prompt_tokens", 0),
+            cached=u.get("cache_read_tokens", 0),
+            output=u.get("output_tokens", 0),
         ))
     if not calls:
         return None
@@ -276,7 +277,7 @@ def predict(run: Run, pricing: Pricing) -> np.ndarray:
         while tokens > 0 and spans:
             last = spans[-1]
             cut = min(tokens, last.tokens)
-            observer.on_span_removed(0.0, 0, "recorded", last, cut, 0, 0, 0)
+            observer.on_span_removed(0.0, 0, "runtime_drop", last, cut, 0, 0, 0)
             last.tokens -= cut
             tokens -= cut
             held -= cut

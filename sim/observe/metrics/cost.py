@@ -9,9 +9,10 @@ next call (priced as the write premium over reading those tokens). A pass
 *breaks even* at the turn where the tokens it freed, saved on every later call
 at the rate they would have been billed, pay for that cost.
 
-Edits by the runtime itself (forced drops at a hard ceiling) rewrite the cache
-too; their writes are in ``cost_usd`` but not in the invalidation metrics, which
-count what the policy's own edits (passes and fallbacks) cost.
+Edits by the runtime itself (forced drops at a hard ceiling, and in a replayed
+transcript the removals its own runtime recorded) rewrite the cache too; their
+writes are in ``cost_usd`` but not in the invalidation metrics, which count what
+the policy's own edits (passes and fallbacks) cost.
 """
 
 from __future__ import annotations
@@ -111,10 +112,10 @@ class CostMetrics(Observer):
         offset = sum(tokens[:i])
         if cause == "evict":
             source = self._pass
-        elif cause == "forced_drop":
-            source = _RUNTIME
-        else:
+        elif cause.startswith("fallback_"):
             source = _FALLBACK
+        else:  # forced_drop at a hard ceiling, or a replayed runtime's own recorded removal (runtime_drop)
+            source = _RUNTIME
         self.cache.edit(offset, i, freed, source)
         left = tokens[i] - freed
         if left > 0:  # cut down: it stays, changed from its start on
