@@ -183,3 +183,25 @@ def test_bad_parameters_are_one_line_and_exit_2(setting, words, tmp_path, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err, err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, overrides", [
+    ("llm-summary", {"llm_summary.threshold": 6000, "llm_summary.unit": "tokens", "llm_summary.keep_turns": 2}),
+    ("observation-masking", {}),
+    ("clear-tool-uses", {"clear_tool_uses.trigger": 5000}),
+])
+def test_the_cost_model_sees_placeholders_and_summaries_where_they_stand(name, overrides):
+    from prunesim.observe import RunContext, build_observers
+    from prunesim.observe.metrics.cost import CostMetrics
+
+    overrides = {"turns": 30, "pricing.model": "claude-opus-4-5", **overrides}
+    scenario = sc.load("transcript", overrides)
+    pol = policy(name, overrides)
+    observers = build_observers(RunContext(scenario, name, 0, pol.acting_trigger(), "all"))
+    engine = Engine(scenario, pol, TranscriptWorkload(workload(30, output=lambda t: 700)), observers)
+    engine.run()
+    (cost,) = [o for o in observers if isinstance(o, CostMetrics)]
+    spans = engine.window.spans()
+    assert cost._ids == [s.id for s in spans] and cost._tokens == [s.tokens for s in spans]
+    if name == "observation-masking":  # it masks mid-window at every turn: the cached prefix is cut there
+        assert cost.summary({})["cache_invalidations"] > 0

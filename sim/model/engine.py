@@ -77,9 +77,9 @@ class Engine(Provenance):
         for h in self._on_truncation:
             h(self.env.now, self.turn, cause, kind, wanted, kept, constraint, selections)
 
-    def _model_call(self, prompt: int, output: int, decision: bool) -> None:
+    def _model_call(self, prompt: int, output: int, decision: bool, pass_id: int = 0) -> None:
         for h in self.bus.model_call:
-            h(self.env.now, self.turn, prompt, output, decision)
+            h(self.env.now, self.turn, prompt, output, decision, pass_id)
 
     def _fallback(self, reason: str, spans: int, freed: int) -> None:
         for h in self.bus.fallback:
@@ -267,7 +267,7 @@ class Engine(Provenance):
             written += 1
         cut = rationale < p.rationale_tokens
         chosen = p.selected[:written]
-        self._model_call(prompt, rationale, True)
+        self._model_call(prompt, rationale, True, self.pass_count)
         if in_window and rationale:
             note = Span(w.new_id(), "prune_rationale", rationale, self.turn, stale_at=self.turn + 1,
                         names=tuple(chosen), **kind_opts)
@@ -347,6 +347,7 @@ class Engine(Provenance):
         w = self.window
         before = w.utilization
         spans = freed = written = 0
+        markers = []
         for span_id, size in zip(action.span_ids, action.placeholder_tokens, strict=True):
             if span_id not in w:  # named twice
                 continue
@@ -357,10 +358,20 @@ class Engine(Provenance):
                           tags=frozenset({PLACEHOLDER_OF + span.kind}))
             if marker.tokens:
                 self.append(marker, index)  # cut at a hard ceiling like any append
+                if marker.id in w:
+                    markers.append(marker.id)
             spans += 1
             freed += span.tokens
             written += marker.tokens
-        self._context_edit(EditRecord("clear", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization))
+        self._context_edit(EditRecord("clear", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
+                                      self._placed(markers)))
+
+    def _placed(self, span_ids: list[int]) -> tuple[tuple[int, int], ...]:
+        """(id, index in window order) of spans an edit put inside the window, for observers that keep the order."""
+        if not span_ids:
+            return ()
+        wanted = set(span_ids)
+        return tuple((s.id, i) for i, s in enumerate(self.window.spans()) if s.id in wanted)
 
     def compact(self, action: Compact):
         """A model call reads the window and writes a summary; it replaces the named spans where the first stood.
@@ -402,7 +413,8 @@ class Engine(Provenance):
         summary = self.append(Span(w.new_id(), "summary", action.summary_tokens, self.turn, names=tuple(names),
                                    tags=frozenset({SUMMARY_TAG})), index)
         self._context_edit(EditRecord("compact", action.reason, len(replaced), freed, summary.tokens, prompt, kept,
-                                      dropped, before, w.utilization))
+                                      dropped, before, w.utilization,
+                                      self._placed([summary.id] if summary.id in w else [])))
 
     def _content_lost(self, span_id: int) -> None:
         """Content an earlier summary carried is dropped by the next one: it is lost now."""

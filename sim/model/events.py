@@ -50,7 +50,12 @@ class PassRecord(NamedTuple):
 
 
 class EditRecord(NamedTuple):
-    """One runtime context edit: a clearing, a compaction or a warning (an events.csv row)."""
+    """One runtime context edit: a clearing, a compaction or a warning (an events.csv row).
+
+    ``inserted`` places what the edit wrote inside the window rather than at its end (each
+    placeholder, the summary): (span id, its index in window order once the edit is done). The
+    ``span_appended`` events of those spans came first, as for any append.
+    """
 
     action: str  # "clear" (placeholders), "compact" (a model-written summary) or "warning"
     reason: str  # the policy's name for it ("clear_tool_uses", "observation_masking", "auto_compact", ...)
@@ -62,6 +67,7 @@ class EditRecord(NamedTuple):
     dropped: int  # content spans a summary lost, those an earlier summary carried included
     utilization_before: int
     utilization_after: int
+    inserted: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,8 +108,10 @@ class Observer:
         before; its content is lost now)."""
 
     def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
-                      decision: bool) -> None:
-        """A model call was billed: the agent's turn call, or a prune pass's call (``decision``)."""
+                      decision: bool, pass_id: int = 0) -> None:
+        """A model call was billed: the agent's turn call, or a call that decides what to prune
+        (``decision``): a prune pass's (``pass_id``, the ledger's pass number) or a compaction's
+        (``pass_id`` 0: it writes a summary, see ``on_context_edit``)."""
 
     def on_truncation(self, time: float, turn: int, cause: str, kind: str, wanted: int, kept: int,
                       constraint: bool, selections: int) -> None:
