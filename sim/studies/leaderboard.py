@@ -46,6 +46,8 @@ FIGURES = (
     Figure("input_ratio", "ratio", "input_tokens_billed / noop's on the same unit: the prompt tokens billed, "
            "the policy's own calls (prune passes, compactions) included"),
     Figure("total_ratio", "ratio", "(input_tokens_billed + output_tokens_billed) / noop's on the same unit"),
+    Figure("cost_ratio", "ratio", "cost_usd / noop's on the same unit: dollars at the scenario's [pricing], the "
+           "prompt cache and the policy's own calls included"),
     Figure("decision_tokens", "tokens", "decision_tokens_billed: prompt and output tokens of prune passes and "
            "compactions"),
     Figure("peak_utilization", "tokens", "peak_utilization"),
@@ -108,6 +110,7 @@ def unit_rows(unit: Unit, policies: list[str], transcripts: bool) -> list[dict]:
     ref = unit.summaries[REFERENCE]
     ref_input = ref["input_tokens_billed"]
     ref_total = ref_input + ref["output_tokens_billed"]
+    ref_cost = ref["cost_usd"]
     rows = []
     for policy in policies:
         s = unit.summaries[policy]
@@ -117,6 +120,7 @@ def unit_rows(unit: Unit, policies: list[str], transcripts: bool) -> list[dict]:
             "turns": s["turns"],
             "input_ratio": s["input_tokens_billed"] / ref_input if ref_input else None,
             "total_ratio": (s["input_tokens_billed"] + s["output_tokens_billed"]) / ref_total if ref_total else None,
+            "cost_ratio": s["cost_usd"] / ref_cost if ref_cost else None,
             "decision_tokens": s["decision_tokens_billed"],
             "peak_utilization": s["peak_utilization"],
             "re_retrievals": s["repeats_after_prune"] if transcripts else s["re_retrievals"],
