@@ -82,7 +82,7 @@ def test_compare_matches_direct_runs_with_overrides(oscillation):
 
 @pytest.mark.parametrize("argv,needle", [
     (["compare", "oscillation-40", "--policies", "naive,nope"], "unknown policy 'nope'"),
-    (["compare", "oscillation-40", "--policies", "naive,naive"], "named twice"),
+    (["compare", "oscillation-40", "--policies", "naive,naive"], "given twice"),
     (["compare", "oscillation-40", "--policies", "naive,"], "comma-separated"),
     (["compare", "oscillation-40", "--seeds", "5:2"], "--seeds"),
     (["compare", "oscillation-40", "--set", "gate.fallback=nope"], "gate.fallback"),

@@ -13,6 +13,8 @@ import json
 
 import numpy as np
 from prunesim.model.events import Observer, PassRecord
+from prunesim.observe.metrics.cost import CALL_COLUMNS
+from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 
 TRACE_COLUMNS = (
     "seq",
@@ -28,9 +30,15 @@ TRACE_COLUMNS = (
     "removed_total",
 )
 
-LEDGER_COLUMNS = ("pass",) + PassRecord._fields[1:]  # the ledger names its first column "pass"
+# The ledger names its first column "pass"; the cost observer's columns follow the engine's record,
+# appended at the end so that readers of older ledgers find every column where it was.
+ENGINE_LEDGER_COLUMNS = ("pass",) + PassRecord._fields[1:]
+LEDGER_COLUMNS = ENGINE_LEDGER_COLUMNS + COST_LEDGER_COLUMNS
 
 EVENT_COLUMNS = ("seq", "time_s", "turn", "event", "detail")
+
+__all__ = ["CALL_COLUMNS", "ENGINE_LEDGER_COLUMNS", "EVENT_COLUMNS", "LEDGER_COLUMNS", "MODES", "Recorder",
+           "TRACE_COLUMNS"]
 
 MODES = ("all", "turns", "none")
 
@@ -88,6 +96,11 @@ class Recorder(Observer):
 
     def on_fallback(self, time, turn, reason, spans, freed) -> None:
         self._event(time, turn, "fallback", reason=reason, spans=spans, freed=freed)
+
+    def on_context_edit(self, time, turn, record) -> None:
+        detail = record._asdict()
+        del detail["action"]  # the row's event names it
+        self._event(time, turn, record.action, **detail)
 
     def on_self_edit_refused(self, time, turn, reason, span_ids, action) -> None:
         self._event(time, turn, "self_edit_refused", reason=reason, span_ids=span_ids, action=action)

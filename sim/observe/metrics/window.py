@@ -67,7 +67,8 @@ DEFINITIONS = (
     ),
     Metric("truncated_tokens", "tokens", "Tokens lost to forced truncations."),
     Metric("overflow_turns", "turns", "Turns ending above a soft budget."),
-    Metric("lost_constraints", "spans", "Constraint spans evicted, cut or truncated."),
+    Metric("lost_constraints", "spans", "Constraint spans evicted, cut, truncated or dropped by a summary (a "
+           "constraint a summary carries is kept)."),
 )
 
 # Shares are rounded for the record; :mod:`.verdict` rounds the same way and uses the same
@@ -135,7 +136,7 @@ class WindowMetrics(Observer):
         # A removal never raises the peak; only the band can move.
         if self.first_trigger_turn >= 0:
             self._hold(time, utilization)
-        if span.is_constraint:
+        if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
             self.lost_constraints += 1
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
