@@ -7,13 +7,13 @@ runs.csv: the median over seeds and a percentile bootstrap of the median
 the band is the same on every run). When the sweep has more grid parameters
 than the one on the x axis, each combination of the others gets its own line
 (same colour per policy, one line style per combination). A policy-qualified
-axis (``slack-gated:gate.headroom``) is empty in other policies' rows and
+axis (``slack-gated:gate.lead``) is empty in other policies' rows and
 does not split their lines.
 
 ``x="acting_trigger"`` puts every policy on one axis: the utilization at which
 each run's policy started to act (the ``acting_trigger`` column of runs.csv),
-whichever parameter set it: ``trigger`` for naive, ``budget - gate.headroom``
-for slack-gated. The axes that move it (``trigger`` and any ``*.headroom``,
+whichever parameter set it: ``trigger`` for naive, ``trigger - gate.lead``
+for slack-gated. The axes that move it (``trigger`` and any ``*.lead``,
 qualified or not: :data:`ACTING_AXES`) fold into x instead of splitting lines;
 each point is computed from runs.csv.
 """
@@ -34,10 +34,10 @@ LEVEL = 0.95
 LINESTYLES = ("-", "--", ":", "-.")
 UNITS = {m.name: m.unit for m in METRICS}
 TOKEN_PARAMS = ("trigger", "budget", "window", "index_base", "index_per_candidate", "rationale_base",
-                "rationale_per_span", "low_water_gap", "mean", "min", "max", "tokens", "margin", "headroom",
+                "rationale_per_span", "low_water_gap", "mean", "min", "max", "tokens", "margin", "lead",
                 "acting_trigger")
 ACTING_TRIGGER = "acting_trigger"
-ACTING_AXES = ("trigger", "headroom")  # last parts of the parameters that set a policy's acting trigger
+ACTING_AXES = ("trigger", "lead")  # last parts of the parameters that set a policy's acting trigger
 
 
 def folds_into_acting_trigger(axis: str) -> bool:

@@ -21,7 +21,8 @@ from prunesim.model.scenario import Scenario
 from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe import RunContext, build_observers
 from prunesim.observe.metrics import summarize
-from prunesim.observe.recorder import Recorder, Records, to_pandas
+from prunesim.observe.metrics.cost import CostMetrics
+from prunesim.observe.recorder import LedgerRow, Recorder, Records, to_pandas
 from prunesim.policies import Policy, get_policy, policy_name
 
 # Random streams are children of the run's seed; each component gets its own,
@@ -42,11 +43,13 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
 class RunResult:
     """A finished run: its identity, its summary and (if recorded) its trace.
 
-    ``ledger`` is one :class:`~prunesim.model.events.PassRecord` per model-driven
-    pass, ``events`` one :class:`~prunesim.observe.recorder.EventRecord` per
-    event (its ``detail`` a dict); both are lists with a ``to_pandas()``, and
-    :meth:`to_pandas` gives the trace as a DataFrame (pandas is optional).
-    ``transcript`` names the transcript a replay ran (empty for synthetic runs).
+    ``ledger`` is one :class:`~prunesim.observe.recorder.LedgerRow` per
+    model-driven pass (the engine's :class:`~prunesim.model.events.PassRecord`
+    fields, then what the pass cost), ``events`` one
+    :class:`~prunesim.observe.recorder.EventRecord` per event (its ``detail`` a
+    dict); both are lists with a ``to_pandas()``, and :meth:`to_pandas` gives
+    the trace as a DataFrame (pandas is optional). ``transcript`` names the
+    transcript a replay ran (empty for synthetic runs).
     """
 
     scenario: Scenario
@@ -60,10 +63,16 @@ class RunResult:
     edit_log: tuple = ()
     tombstones: dict = field(default_factory=dict)
     transcript: str = ""
+    # One row per model call (cost.CALL_COLUMNS), kept when the trace is; and each pass's cost columns.
+    calls: list = field(default_factory=list)
+    pass_costs: dict = field(default_factory=dict)
 
     @cached_property
     def ledger(self) -> Records:
-        return Records(self.recorder.ledger, PassRecord._fields)
+        """One :class:`~prunesim.observe.recorder.LedgerRow` per pass: the engine's record, then what it cost."""
+        missing = (None,) * (len(LedgerRow._fields) - len(PassRecord._fields))
+        return Records((LedgerRow(*row, *self.pass_costs.get(row[0], missing)) for row in self.recorder.ledger),
+                       LedgerRow._fields)
 
     @cached_property
     def events(self) -> Records:
@@ -104,12 +113,14 @@ def run_one(
     elif callable(workload) and not hasattr(workload, "initial"):
         workload = workload(rngs["workload"])
     recorder = Recorder(mode=trace)
-    observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger()))
+    observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger(), trace))
     if trace != "none":  # an unrecorded run does not subscribe the recorder at all
         observers.append(recorder)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
     engine = Engine(scenario, policy_obj, workload, observers, needs)
     engine.run()
+    cost = next(obs for obs in observers if isinstance(obs, CostMetrics))
+    pass_costs = {row[0]: cost.ledger_columns(row[0]) for row in recorder.ledger}
     return RunResult(scenario, name, seed, summarize(observers), recorder, edit_log=engine.edit_log.records,
-                     tombstones=dict(engine.tombstones))
+                     tombstones=dict(engine.tombstones), calls=cost.calls, pass_costs=pass_costs)

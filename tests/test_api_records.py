@@ -10,7 +10,7 @@ import pytest
 from prunesim import api
 from prunesim.errors import UserError
 from prunesim.model.events import PassRecord
-from prunesim.observe.recorder import EventRecord
+from prunesim.observe.recorder import EventRecord, LedgerRow
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -20,10 +20,13 @@ def gated():
     return api.run("oscillation-40", policy="slack-gated", seed=3)
 
 
-def test_ledger_rows_are_named_pass_records(gated):
-    assert gated.ledger and all(isinstance(r, PassRecord) for r in gated.ledger)
+def test_ledger_rows_are_named_records_of_the_pass_and_its_cost(gated):
+    assert gated.ledger and all(isinstance(r, LedgerRow) for r in gated.ledger)
+    assert LedgerRow._fields[: len(PassRecord._fields)] == PassRecord._fields  # the engine's record first
     first = gated.ledger[0]
     assert first.net == first.evicted - first.index - first.rationale
+    assert first.pass_cost_usd > 0 and first.pass_cost_usd == pytest.approx(
+        first.decision_cost_usd + first.invalidation_cost_usd)
     assert gated.summary["passes"] == len(gated.ledger)
 
 
@@ -41,7 +44,7 @@ def test_events_are_named_records_with_their_detail_parsed(gated, tmp_path):
 def test_to_pandas_gives_data_frames_with_the_records_fields(gated):
     pandas = pytest.importorskip("pandas")
     ledger = gated.ledger.to_pandas()
-    assert list(ledger.columns) == list(PassRecord._fields) and len(ledger) == len(gated.ledger)
+    assert list(ledger.columns) == list(LedgerRow._fields) and len(ledger) == len(gated.ledger)
     assert ledger["net"].sum() == gated.summary["sum_net_tokens"]
     events = gated.events.to_pandas()
     assert list(events.columns) == list(EventRecord._fields)

@@ -29,7 +29,7 @@ def test_a_scenario_that_extends_a_shipped_one_changes_only_what_it_names(tmp_pa
     assert (mine.name, mine.description) == ("mine", "")
     assert mine.turns == 80 and mine.workload.tool_output.mean == 366.0
     assert mine.workload.tool_output.sigma == base.workload.tool_output.sigma  # tables merge key by key
-    assert mine.gate.fallback == "truncate" and mine.gate.headroom == base.gate.headroom
+    assert mine.gate.fallback == "truncate" and mine.gate.lead == base.gate.lead
     assert mine.decision == base.decision and mine.workload.initial == base.workload.initial
     expected = base.to_dict()
     got = mine.to_dict()
@@ -88,7 +88,7 @@ def test_the_defaults_table_shows_where_shipped_scenarios_differ(capsys):
     assert by_key["decision.protect_recent_turns"]["oscillation-40"] == "4"
     assert by_key["decision.selection_quality"]["oscillation-40"] == ""  # the default
     # every parameter a file may set is in the table, policy tables included
-    assert {"gate.headroom", "recency.low_water_gap", "replay.budget_of_peak", "need.focus"} <= set(by_key)
+    assert {"gate.lead", "recency.low_water_gap", "replay.budget_of_peak", "need.focus"} <= set(by_key)
 
 
 # -- budgets sized to each transcript --------------------------------------------

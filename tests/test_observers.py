@@ -6,6 +6,7 @@ import pytest
 from prunesim import observe
 from prunesim.io import scenario_files as sc
 from prunesim.model.events import KINDS, Bus, Observer, PassRecord
+from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 from prunesim.observe.recorder import LEDGER_COLUMNS, Recorder
 from prunesim.runner import run_one
 
@@ -65,7 +66,8 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     heard: dict[str, int] = {}
     monkeypatch.setitem(observe.REGISTRY, "counts", Counts)
     for name, policy in [("oscillation-40", "naive"), ("oscillation-40", "slack-gated"),
-                         ("reentrancy-60", "tombstoned"), ("reentrancy-60", "naive")]:
+                         ("reentrancy-60", "tombstoned"), ("reentrancy-60", "naive"),
+                         ("oscillation-40", "observation-masking")]:
         result = run_one(sc.load(name), policy, 0, trace="none")
         for kind, n in result.summary.get("heard", {}).items():
             heard[kind] = heard.get(kind, 0) + n
@@ -93,8 +95,11 @@ def test_the_ledger_is_the_pass_records_the_engine_published(monkeypatch):
 
     monkeypatch.setattr(OnlyPasses, "summary", keep)
     result = run_one(sc.load("oscillation-40"), "naive", 3, trace="turns")
-    assert [tuple(r) for r in captured] == result.ledger
-    assert LEDGER_COLUMNS[0] == "pass" and LEDGER_COLUMNS[1:] == PassRecord._fields[1:]
+    n = len(PassRecord._fields)  # the engine's record first; the cost observer's columns are appended after it
+    assert [tuple(r) for r in captured] == [row[:n] for row in result.ledger]
+    assert all(len(row) == len(LEDGER_COLUMNS) for row in result.ledger)
+    assert LEDGER_COLUMNS[0] == "pass" and LEDGER_COLUMNS[1:n] == PassRecord._fields[1:]
+    assert LEDGER_COLUMNS[n:] == COST_LEDGER_COLUMNS
 
 
 def test_a_recorder_keeping_turns_hears_no_per_change_kind_and_one_keeping_all_no_turn_end():

@@ -19,13 +19,14 @@ from prunesim.runner import run_one
 from prunesim.studies.grid import parse_axes, split_axis
 from prunesim.studies.sweep import plan_sweep, read_runs, run_sweep
 
-AXES = {"trigger": [20000, 22000], "slack-gated:gate.headroom": [2000, 4000, 6000]}
+AXES = {"trigger": [20000, 22000], "slack-gated:gate.lead": [0, 2000, 4000]}
 
 
 def test_a_policy_qualified_axis_is_parsed_with_its_policy():
-    axes = parse_axes(["trigger=20000,22000", "slack-gated:gate.headroom=2000:6000:2000"])
+    axes = parse_axes(["trigger=20000,22000", "slack-gated:gate.lead=0:4000:2000"])
     assert axes == AXES
-    assert split_axis("my.py:Mine:gate.headroom") == ("my.py:Mine", "gate.headroom")
+    assert split_axis("my.py:Mine:gate.lead") == ("my.py:Mine", "gate.lead")
+    assert split_axis("clear-tool-uses:langchain:trigger") == ("clear-tool-uses:langchain", "trigger")
     with pytest.raises(UserError, match="empty policy name"):
         parse_axes([":trigger=1,2"])
     with pytest.raises(UserError, match="empty parameter name"):
@@ -38,25 +39,25 @@ def test_a_policy_qualified_axis_multiplies_only_that_policys_runs(tmp_path):
     assert len(by_policy["naive"]) == 2 * 2 and len(by_policy["slack-gated"]) == 2 * 3 * 2
     for r in by_policy["slack-gated"]:
         point = plan.points[r.point]
-        assert plan.scenarios[r.point].gate.headroom == point["slack-gated:gate.headroom"]
-    assert all("slack-gated:gate.headroom" not in plan.points[r.point] for r in by_policy["naive"])
+        assert plan.scenarios[r.point].gate.lead == point["slack-gated:gate.lead"]
+    assert all("slack-gated:gate.lead" not in plan.points[r.point] for r in by_policy["naive"])
     rows = run_sweep("oscillation-40", AXES, ["naive", "slack-gated"], range(2), tmp_path / "s", jobs=1)
     naive = [r for r in rows if r["policy"] == "naive"]
     gated = [r for r in rows if r["policy"] == "slack-gated"]
-    assert all(r["slack-gated:gate.headroom"] is None for r in naive)  # an empty cell: not this policy's axis
-    # the axis moves where slack-gated acts: budget - headroom
-    assert {(r["slack-gated:gate.headroom"], r["acting_trigger"]) for r in gated} == {
-        (2000, 22000), (4000, 20000), (6000, 18000)}
+    assert all(r["slack-gated:gate.lead"] is None for r in naive)  # an empty cell: not this policy's axis
+    # the axis moves where slack-gated acts: trigger - lead
+    assert {(r["trigger"], r["slack-gated:gate.lead"], r["acting_trigger"]) for r in gated} == {
+        (t, lead, t - lead) for t in (20000, 22000) for lead in (0, 2000, 4000)}
     assert {r["acting_trigger"] for r in naive} == {20000, 22000}
     # each row is what run_one reports for its scenario
-    one = next(r for r in gated if r["slack-gated:gate.headroom"] == 4000 and r["trigger"] == 22000)
-    scenario = sc.load("oscillation-40", {"trigger": 22000, "gate.headroom": 4000})
+    one = next(r for r in gated if r["slack-gated:gate.lead"] == 2000 and r["trigger"] == 22000)
+    scenario = sc.load("oscillation-40", {"trigger": 22000, "gate.lead": 2000})
     assert one["passes"] == run_one(scenario, "slack-gated", one["seed"], trace="none").summary["passes"]
 
 
 @pytest.mark.parametrize("axes,needle", [
-    ({"recency:gate.headroom": [1000]}, "names the policy 'recency', which is not swept"),
-    ({"gate.headroom": [1000], "slack-gated:gate.headroom": [2000]}, "give it in one place"),
+    ({"recency:gate.lead": [1000]}, "names the policy 'recency', which is not swept"),
+    ({"gate.lead": [1000], "slack-gated:gate.lead": [2000]}, "give it in one place"),
     ({"slack-gated:gate.nope": [1]}, "unknown scenario parameter"),
     ({"slack-gated:seed": [1, 2]}, "use --seeds"),
 ])
@@ -68,15 +69,16 @@ def test_bad_policy_axes_are_one_clear_error(axes, needle):
 def test_the_command_line_sweeps_a_policy_qualified_axis(tmp_path, capsys):
     out = tmp_path / "s"
     assert main(["sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--grid",
-                 "slack-gated:gate.headroom=2000,4000", "--policies", "naive,slack-gated", "--seeds", "0:2",
+                 "slack-gated:gate.lead=0,2000", "--policies", "naive,slack-gated", "--seeds", "0:2",
                  "--out", str(out), "--quiet", "--jobs", "1"]) == 0
-    text = capsys.readouterr().out
-    assert "12 runs" in text and "naive 2, slack-gated 4" in text
+    captured = capsys.readouterr()
+    assert "12 runs" in captured.out and "naive 2, slack-gated 4" in captured.out
+    assert "cannot affect" not in captured.err  # the qualified axis is slack-gated's only: nothing to warn of
     assert len(read_runs(out)) == 12
 
 
 def test_plot_sweep_against_the_acting_trigger_puts_every_policy_on_one_axis(tmp_path):
-    run_sweep("oscillation-40", {"naive:trigger": [20000, 22000], "slack-gated:gate.headroom": [2000, 4000]},
+    run_sweep("oscillation-40", {"naive:trigger": [20000, 22000], "slack-gated:gate.lead": [0, 2000]},
               ["naive", "slack-gated"], range(3), tmp_path / "s", jobs=1)
     sweep = read_sweep(tmp_path / "s")
     data, source = curves(sweep, "passes", "acting_trigger")
@@ -91,7 +93,7 @@ def test_plot_sweep_against_the_acting_trigger_puts_every_policy_on_one_axis(tmp
     assert main(["plot", "sweep", str(tmp_path / "s"), "--metric", "passes", "--x", "acting_trigger",
                  "--out", str(tmp_path / "p.png")]) == 0
     # against a qualified axis, only that policy has a line
-    data, _ = curves(sweep, "passes", "slack-gated:gate.headroom")
+    data, _ = curves(sweep, "passes", "slack-gated:gate.lead")
     assert {k[0] for k in data} == {"slack-gated"}
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from prunesim.model.scenario import Scenario
 
 from .metrics.cost import CostMetrics
+from .metrics.edits import EditMetrics
 from .metrics.eviction import EvictionMetrics
 from .metrics.gate import GateMetrics
 from .metrics.passes import PassMetrics
@@ -28,6 +29,7 @@ class RunContext:
     policy: str
     seed: int
     acting_trigger: int
+    trace: str = "none"  # how much the run records ("all", "turns", "none"): per-call rows are kept unless "none"
 
 
 # The observers every run has, by name, in the order their handlers run (and
@@ -40,6 +42,7 @@ REGISTRY: dict[str, type] = {
     "eviction": EvictionMetrics,
     "provenance": ProvenanceMetrics,
     "edit-log": EditLogCheck,
+    "edits": EditMetrics,
     "cost": CostMetrics,
 }
 

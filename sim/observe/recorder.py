@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 from prunesim.model.events import Observer, PassRecord
+from prunesim.observe.metrics.cost import CALL_COLUMNS
+from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 
 TRACE_COLUMNS = (
     "seq",
@@ -29,9 +31,15 @@ TRACE_COLUMNS = (
     "removed_total",
 )
 
-LEDGER_COLUMNS = ("pass",) + PassRecord._fields[1:]  # the ledger names its first column "pass"
+# The ledger names its first column "pass"; the cost observer's columns follow the engine's record,
+# appended at the end so that readers of older ledgers find every column where it was.
+ENGINE_LEDGER_COLUMNS = ("pass",) + PassRecord._fields[1:]
+LEDGER_COLUMNS = ENGINE_LEDGER_COLUMNS + COST_LEDGER_COLUMNS
 
 EVENT_COLUMNS = ("seq", "time_s", "turn", "event", "detail")
+
+__all__ = ["CALL_COLUMNS", "ENGINE_LEDGER_COLUMNS", "EVENT_COLUMNS", "EventRecord", "LEDGER_COLUMNS", "LedgerRow",
+           "MODES", "Recorder", "Records", "TRACE_COLUMNS"]
 
 MODES = ("all", "turns", "none")
 
@@ -44,6 +52,11 @@ class EventRecord(NamedTuple):
     turn: int
     event: str
     detail: dict
+
+
+# One ledger row by name: the engine's PassRecord fields, then what the pass cost (None when not recorded).
+LedgerRow = NamedTuple("LedgerRow", [(f, object) for f in PassRecord._fields + COST_LEDGER_COLUMNS])
+LedgerRow.__doc__ = "One ledger row: a model-driven pass's PassRecord fields, then what the pass cost."
 
 
 class Records(list):
@@ -123,6 +136,11 @@ class Recorder(Observer):
         # A gate's fallback and a policy's own non-model eviction are different stories: named apart.
         self._event(time, turn, "fallback" if fallback else "non_model_eviction", action=action, reason=reason,
                     spans=spans, freed=freed)
+
+    def on_context_edit(self, time, turn, record) -> None:
+        detail = record._asdict()
+        del detail["action"]  # the row's event names it
+        self._event(time, turn, record.action, **detail)
 
     def on_self_edit_refused(self, time, turn, reason, span_ids, action) -> None:
         self._event(time, turn, "self_edit_refused", reason=reason, span_ids=span_ids, action=action)

@@ -7,9 +7,10 @@ folder of any size replays in bounded memory.
 Replay metrics (defined in :data:`prunesim.observe.metrics.METRICS`): a *repeat* is a tool
 call whose content key was called before in the same transcript. Under a
 policy, a repeat *hits pruned content* when the latest earlier output of that key
-had left the window (evicted by a pass, a non-model eviction, a forced drop or
-the replayed runtime's own recorded compaction) before the repeat, and *hits
-the window* when it is still there. The output is what the agent would read
+had left the window (evicted by a pass, a non-model eviction, cleared to a
+placeholder, a forced drop or the replayed runtime's own recorded compaction)
+before the repeat and no summary carries it, and *hits the window* when it is
+still there or a summary carries it. The output is what the agent would read
 again, and its latest output is the command's latest result: a surviving call
 without its output does not hold it, nor does an older output of the same
 command. (A key whose output never entered the window, an empty output, is
@@ -185,13 +186,17 @@ def replay_metrics(result: RunResult) -> dict:
                 has_output.add(key)
                 latest[key] = span_id
             held[span_id] = (key, kind, delta)
-        elif span_id in held and delta < 0:
+        elif span_id in held and (delta < 0 or event == "summary_dropped"):
             k, held_kind, left = held[span_id]
             if held_kind == "tool_output" and is_policy_cause(event) and last_call.get(k, -1) > i:
                 needed_tokens -= delta
                 needed_ids.add(span_id)
-            left += delta
-            if left > 0:  # a truncation that leaves part of the span keeps it in the window
+            # Content a summary carries stays held until a summary drops it (a row that frees nothing when an
+            # earlier summary carried it); a truncation that leaves part of the span keeps it in the window.
+            if event == "summarized":
+                continue
+            left = 0 if event == "summary_dropped" else left + delta
+            if left > 0:
                 held[span_id] = (k, held_kind, left)
                 continue
             del held[span_id]

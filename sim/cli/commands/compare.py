@@ -7,11 +7,11 @@ import math
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets
+from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets, print_notes
 from prunesim.errors import UserError
 from prunesim.io import atomic
 from prunesim.io.atomic import json_ready
-from prunesim.policies import get_policy
+from prunesim.policies import parse_names
 from prunesim.studies.compare import STAT_COLUMNS, check_metrics, compare, rows
 
 FORMATS = ("table", "csv", "json")
@@ -20,7 +20,7 @@ FORMATS = ("table", "csv", "json")
 def register(sub) -> None:
     p = sub.add_parser("compare", help="run a scenario under several policies and print the metrics side by side")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
-    p.add_argument("--policies", default="naive,slack-gated", help="comma-separated policy names "
+    p.add_argument("--policies", default="naive,slack-gated", help="comma-separated policy names, or all "
                    "(default: naive,slack-gated)")
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer")
     add_set(p)
@@ -31,17 +31,8 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def parse_policies(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",")]
-    if not text.strip() or any(not n for n in names):
-        raise UserError("--policies", text, "expected a comma-separated list of policy names")
-    if len(set(names)) != len(names):
-        raise UserError("--policies", text, "a policy is named twice")
-    return names
-
-
 def main(args) -> int:
-    policies = parse_policies(args.policies)
+    policies = parse_names(args.policies)
     seeds = parse_seeds(args.seeds)
     metrics = None
     if args.metrics is not None:
@@ -52,9 +43,8 @@ def main(args) -> int:
     fmt = output_format(args)
     if args.out is not None and args.out.is_dir():
         raise UserError("--out", str(args.out), "is a folder; give a file")
-    for name in policies:  # first: a policy from a file or a plugin may declare its own scenario table
-        get_policy(name, where="--policies")
     scenario = api.load_scenario(args.scenario, parse_sets(args.set))
+    print_notes(policies, scenario)
     result = compare(scenario, policies, seeds, metrics)
     if fmt == "json":
         text = json.dumps(json_ready(result), indent=2, sort_keys=True) + "\n"

@@ -1,4 +1,5 @@
-"""prunesim fidelity: replayed context against the API's own prompt-token counts, cross-validated."""
+"""prunesim fidelity: replayed context against the API's own prompt-token counts, cross-validated; and the
+prompt-cache model and dollars against the recorded bills, out of sample (prunesim.studies.cache_fidelity)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from prunesim.cli.commands._common import (
 )
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
+from prunesim.studies import cache_fidelity
 from prunesim.studies.fidelity import DEFAULT_FOLDS, Study, write_profiles
 from prunesim.studies.transcript_replay import expand
 
@@ -26,6 +28,9 @@ def register(sub) -> None:
                    help=f"cross-validation folds per model family (default {DEFAULT_FOLDS}; 0 or 1: none)")
     p.add_argument("--fit-out", type=Path, metavar="FILE",
                    help="also fit a calibration on the whole folder and write it (for --calibration FILE)")
+    p.add_argument("--fit-on", type=Path, metavar="DIR",
+                   help="fit the prompt-cache parameters on this folder and judge every run of DIR with them "
+                        "(default: leave-one-out within DIR)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=main)
 
@@ -33,21 +38,37 @@ def register(sub) -> None:
 def main(args) -> int:
     if not args.dir.exists():
         raise UserError(str(args.dir), None, "no such file or folder")
+    if args.fit_on is not None and not args.fit_on.exists():
+        raise UserError("--fit-on", str(args.fit_on), "no such file or folder")
     check_transcript_options(args)
     if args.fit_out is not None and args.fit_out.is_dir():
         raise UserError("--fit-out", str(args.fit_out), "is a folder; give a file")
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
-        rep = study.run(files, on_error=lambda path, err: report_line(bar, "error", str(err)),
-                        on_warning=lambda w: report_line(bar, "warning", w), tick=bar.update)
+
+        def on_error(path, err) -> None:
+            reported.add(str(path))
+            report_line(bar, "error", str(err))
+
+        rep = study.run(files, on_error=on_error, on_warning=lambda w: report_line(bar, "warning", w),
+                        tick=bar.update)
         if args.fit_out is not None and study.entries:
             write_profiles(args.fit_out, study.fit_all())
+        cache = cache_fidelity.report(args.dir, args.fit_on)
+        for line in cache.pop("failed"):  # a file both readers failed on is reported once
+            if not any(line.startswith(path) for path in reported):
+                report_line(bar, "error", line)
     if args.json:
+        keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
+        rep.update({k: cache[k] for k in keys})
+        rep["cache"] = cache
         print(json.dumps(json_ready(rep), indent=2, sort_keys=True))
     else:
         print(format_report(rep))
+        print(cache_fidelity.format_report(cache))
     if study.imported == 0:
         return 2
     return 0

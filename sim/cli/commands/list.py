@@ -17,8 +17,10 @@ def main(args) -> int:
     for name, description in api.list_scenarios().items():
         print(f"  {name:24s} {description}")
     print("policies:")
-    for name, summary in api.list_policies().items():
-        print(f"  {name:24s} {summary}")
+    policies = api.list_policies()
+    width = max(24, *(len(name) for name in policies))
+    for name, summary in policies.items():
+        print(f"  {name:{width}s} {summary}")
     broken = [err for err in entry_point_policies().values() if isinstance(err, UserError)]
     for err in broken:  # an installed plugin that does not load: named, so the user can fix or remove it
         print(f"  (not loaded) {err}")

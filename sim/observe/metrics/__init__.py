@@ -6,8 +6,10 @@ length needs no stored trace: :mod:`.window` (utilization, the band, content
 lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
 :mod:`.gate` (gate decisions and fallbacks), :mod:`.eviction` (what every
 policy removed and how much of it was still needed), :mod:`.provenance` (needs,
-re-retrievals, constraints, the edit log), :mod:`.cost` (what model calls
-bill), :mod:`.transcript` (replays of real transcripts).
+re-retrievals, constraints, the edit log), :mod:`.edits` (runtime context
+edits: placeholders, summaries, warnings), :mod:`.cost` (what model calls
+bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
+and the oscillation verdict again from a recorded trace and ledger.
 
 :data:`METRICS` is the one table (name, unit, definition) that the README and
 ``prunesim metrics`` print. A new metric is one definition in its concern's
@@ -16,7 +18,7 @@ bill), :mod:`.transcript` (replays of real transcripts).
 
 from __future__ import annotations
 
-from . import cost, eviction, gate, passes, provenance, transcript, window
+from . import cost, edits, eviction, gate, passes, provenance, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
@@ -26,6 +28,7 @@ METRICS: tuple[Metric, ...] = (
     + gate.DEFINITIONS
     + eviction.DEFINITIONS
     + provenance.DEFINITIONS
+    + edits.DEFINITIONS
     + cost.DEFINITIONS
     + transcript.DEFINITIONS
 )

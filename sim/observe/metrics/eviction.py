@@ -1,10 +1,12 @@
 """Eviction quality, for every policy: what it removed, and how much of that was still needed.
 
 A *policy removal* is tokens leaving the window because the policy chose so:
-a model-driven pass's eviction (cause ``evict``) or a non-model eviction, the
-policy's own (``nonmodel_<reason>``) or a gate's fallback (``fallback_<reason>``).
-The runtime's forced drops at a hard ceiling are not the policy's choice and
-are counted in :mod:`.window` instead.
+a model-driven pass's eviction (cause ``evict``), a non-model eviction, the
+policy's own (``nonmodel_<reason>``) or a gate's fallback (``fallback_<reason>``),
+or a runtime context edit: a clearing that leaves a placeholder (``cleared``) or
+a compaction whose summary replaced the span (``summarized``; see :mod:`.edits`).
+The runtime's forced drops at a hard ceiling and a replayed transcript's own
+recorded drops are not the policy's choice.
 
 Content is *needed* when the agent would still use it:
 
@@ -39,8 +41,8 @@ DEFINITIONS = (
     Metric(
         "policy_evicted_spans",
         "spans",
-        "Spans the policy evicted or cut down (model-driven passes and non-model evictions; not the runtime's "
-        "forced drops), each counted once.",
+        "Spans the policy evicted or cut down (model-driven passes, non-model evictions, clearings and "
+        "compactions; not the runtime's forced drops), each counted once.",
     ),
     Metric("policy_evicted_tokens", "tokens", "Tokens the policy removed from the window (as policy_evicted_spans)."),
     Metric(
@@ -59,9 +61,13 @@ DEFINITIONS = (
 )
 
 
+POLICY_EDITS = frozenset({"evict", "cleared", "summarized"})
+
+
 def is_policy_cause(cause: str) -> bool:
-    """True when a removal was the policy's choice (a pass's eviction or a non-model eviction)."""
-    return cause == "evict" or cause.startswith(("nonmodel_", "fallback_"))
+    """True when a removal was the policy's choice: a pass's eviction, a non-model eviction, a clearing or a
+    compaction. (``summary_dropped``, content a later summary lost, left the window when it was summarized.)"""
+    return cause in POLICY_EDITS or cause.startswith(("nonmodel_", "fallback_"))
 
 
 def precision(needed_tokens: int, evicted_tokens: int) -> float:
