@@ -83,10 +83,11 @@ def test_the_defaults_table_shows_where_shipped_scenarios_differ(capsys):
     header, rows = sc.defaults_table()
     assert header[:2] == ["key", "default"] and "oscillation-40" in header
     by_key = {r[0]: dict(zip(header, r, strict=True)) for r in rows}
-    assert by_key["decision.reclaim_target"]["default"] == "0"
-    assert by_key["decision.reclaim_target"]["oscillation-40"] == "2200"
-    assert by_key["decision.protect_recent_turns"]["oscillation-40"] == "4"
-    assert by_key["decision.selection_quality"]["oscillation-40"] == ""  # the default
+    shipped = sc.load("oscillation-40").decision
+    assert by_key["decision.reclaim_target"]["default"] == "0" != f"{shipped.reclaim_target:g}"
+    assert by_key["decision.reclaim_target"]["oscillation-40"] == f"{shipped.reclaim_target:g}"
+    assert by_key["decision.protect_recent_turns"]["oscillation-40"] == str(shipped.protect_recent_turns)
+    assert shipped.concurrent is False and by_key["decision.concurrent"]["oscillation-40"] == ""  # the default
     # every parameter a file may set is in the table, policy tables included
     assert {"gate.lead", "recency.low_water_gap", "replay.budget_of_peak", "need.focus"} <= set(by_key)
 

@@ -108,7 +108,7 @@ def test_a_policy_class_is_accepted_by_the_api(oscillation):
 
 
 @pytest.mark.parametrize("spec,needle", [
-    ("nope", "unknown policy 'nope' (known: naive, noop, recency"),
+    ("nope", "unknown policy 'nope' (known: clear-tool-uses, "),
     ("missing.py:Thing", "no such file 'missing.py'"),
     ("{file}:Nope", "has no class 'Nope' (policies it defines: KeepLastOutputs)"),
     ("{file}:KeepLast", "is not a subclass of prunesim.policies.Policy"),
