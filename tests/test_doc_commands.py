@@ -1,13 +1,20 @@
 """Every shell command in README.md and docs/*.md runs and exits 0.
 
 The commands are the lines of the ```sh blocks (a line ending in ``\\`` goes on
-on the next; ``#`` lines are comments). A test checks that no command hides in
-a block of another kind. Each document's commands run in order, as a reader
-runs them from a checkout, in a fresh working folder holding links to the
-checkout's ``examples/``, ``tests/`` and ``scenarios/`` and, as ``traces/``, to
-the shared sample transcripts (commands from the first one that needs them on
-are skipped when they are absent). ``prunesim`` and ``python`` are the ones of
-the interpreter running the tests.
+on the next; ``#`` lines are comments). Each block runs as one bash script
+(``set -e``, so a variable set in a block reaches its later lines), the blocks
+of a document in order, as a reader runs them from a checkout: in a fresh
+working folder holding copies of the checkout's ``examples/`` and
+``scenarios/`` (a command may write there), a link to its ``tests/`` and, as
+``traces/``, a link to the shared sample transcripts (from the first command
+that needs them on, a document's commands are skipped when they are absent).
+``prunesim`` and ``python`` are the ones of the interpreter running the tests.
+A test checks that no command hides in a block of another kind; a usage
+synopsis (``[--flag]``, ``A|B``, a PLACEHOLDER) belongs in a ```text block.
+
+A command that is long by nature says so in the document, in a comment line
+right above it: ``# the test suite runs this with: --seeds 0:3``; the test
+appends those arguments (the last of a repeated flag wins).
 
 Two kinds of command are not run as written, each matched by :data:`NOT_RUN`
 (a test keeps every entry matching a command in the docs):
@@ -58,21 +65,43 @@ def blocks(path: Path) -> list[tuple[str, str]]:
     return re.findall(r"^```(\w*)\n(.*?)^```", path.read_text(), flags=re.S | re.M)
 
 
-def commands(path: Path) -> list[str]:
+TEST_ARGS = re.compile(r"^#\s*the test suite runs this with:\s*(.+)$")
+
+
+def sh_blocks(path: Path) -> list[list[str]]:
+    """The commands of each ```sh block, each with the test's documented arguments appended."""
     out = []
     for lang, body in blocks(path):
         if lang != "sh":
             continue
-        pending = ""
+        commands, pending, extra = [], "", ""
         for line in body.splitlines():
-            if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            stripped = line.strip()
+            if not pending and (not stripped or stripped.startswith("#")):
+                match = TEST_ARGS.match(stripped)
+                extra = match.group(1).strip() if match else extra
                 continue
-            if line.rstrip().endswith("\\"):
-                pending += line.rstrip()[:-1].rstrip() + " "
+            if stripped.endswith("\\"):
+                pending += stripped[:-1].rstrip() + " "
                 continue
-            out.append((pending + line.strip()).strip())
-            pending = ""
+            command = (pending + stripped).strip()
+            commands.append(_with_args(command, extra) if extra else command)
+            pending, extra = "", ""
+        out.append(commands)
     return out
+
+
+def _with_args(command: str, extra: str) -> str:
+    """``extra`` after the command's arguments, before any trailing comment."""
+    code, hash_, comment = command.partition(" #")
+    return f"{code.rstrip()} {extra}" + (f" #{comment}" if hash_ else "")
+
+
+def commands(path: Path) -> list[str]:
+    return [c for block in sh_blocks(path) for c in block]
+
+
+SYNOPSIS = re.compile(r"\[--|\S\|\S|(^|\s)[A-Z][A-Z0-9_]+(\s|$|/)")
 
 
 def not_run(command: str) -> str | None:
@@ -86,13 +115,24 @@ def documents_with_commands() -> list[Path]:
     return [d for d in DOCS if commands(d)]
 
 
+
 def test_commands_are_only_in_sh_blocks():
     for doc in DOCS:
         for lang, body in blocks(doc):
             if lang == "sh":
                 continue
             for line in body.splitlines():
-                assert not COMMAND.match(line.strip()), f"{doc.name}: a command in a ```{lang} block: {line}"
+                line = line.strip()
+                if COMMAND.match(line) and not SYNOPSIS.search(line):
+                    raise AssertionError(f"{doc.name}: a command in a ```{lang} block: {line}")
+
+
+def test_sh_blocks_hold_commands_not_synopses():
+    for doc in DOCS:
+        for command in commands(doc):
+            if not not_run(command):
+                assert not re.search(r"\[--|(^|\s)[A-Z][A-Z0-9_]{1,}(\s|$)", command.split(" #")[0]), (
+                    f"{doc.name}: a synopsis in a ```sh block (put it in a ```text block): {command}")
 
 
 def test_every_command_that_is_not_run_is_still_in_the_docs():
@@ -103,8 +143,11 @@ def test_every_command_that_is_not_run_is_still_in_the_docs():
 
 @pytest.mark.parametrize("doc", documents_with_commands(), ids=lambda p: p.name)
 def test_every_command_in_the_document_runs(doc, tmp_path):
-    for name in LINKED:
-        (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
+    import shutil
+
+    for name in ("examples", "scenarios"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    (tmp_path / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
     if TRACES.is_dir():
         (tmp_path / "traces").symlink_to(TRACES, target_is_directory=True)
     site = tmp_path / ".site"
@@ -112,17 +155,23 @@ def test_every_command_in_the_document_runs(doc, tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": str(site)}
     ran = 0
-    for command in commands(doc):
-        if not_run(command):
+    for block in sh_blocks(doc):
+        script = []
+        for command in block:
+            if not_run(command):
+                continue
+            local = LOCAL_INSTALL.match(command)
+            if local:
+                install_like_pip(site, tmp_path / local.group(1))
+                continue
+            if "traces/" in command and not TRACES.is_dir():
+                pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts in traces/")
+            script.append(command)
+        if not script:
             continue
-        local = LOCAL_INSTALL.match(command)
-        if local:
-            install_like_pip(site, tmp_path / local.group(1))
-            continue
-        if "traces/" in command and not TRACES.is_dir():
-            pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts in traces/")
-        proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=900)
-        assert proc.returncode == 0, f"{doc.name}: {command}\n{proc.stderr[-2000:]}"
-        ran += 1
+        proc = subprocess.run(["bash", "-c", "set -ex\n" + "\n".join(script)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, f"{doc.name}: a command of this block failed:\n{chr(10).join(script)}\n" \
+                                     f"{proc.stderr[-3000:]}"
+        ran += len(script)
     assert ran > 0

@@ -56,11 +56,11 @@ FIGURES = (
     Figure("lost_constraints", "spans", "lost_constraints"),
     Figure("unrecorded_evictions", "spans", "unrecorded_evictions"),
     Figure("forced_truncations", "appends", "forced_truncations"),
-    Figure("acted", "bool", "1 when the policy changed the window on the unit (a prune pass, a fallback, a "
-           "clearing, a compaction or a warning), else 0: its mean is the share of units it acted on"),
+    Figure("acted", "bool", "1 when the policy changed the window on the unit (a prune pass, a non-model "
+           "eviction, a clearing, a compaction or a warning), else 0: its mean is the share of units it acted on"),
 )
 # What the policy did, from the metrics: any of these above zero means it changed the window.
-ACTIONS = ("passes", "fallback_evictions", "clearings", "compactions", "memory_warnings")
+ACTIONS = ("passes", "non_model_evictions", "clearings", "compactions", "memory_warnings")
 FIGURE_NAMES = tuple(f.name for f in FIGURES)
 
 
