@@ -1,6 +1,5 @@
 """llm-summary: auto-compaction (Codex, Claude Code) and OpenHands' LLMSummarizingCondenser."""
 
-import json
 
 import pytest
 from prunesim.cli import main
@@ -18,7 +17,7 @@ TURNS = {"llm_summary.threshold": 12, "llm_summary.unit": "turns"}
 
 
 def compactions(result):
-    return [json.loads(e[4]) for e in result.events if e[3] == "compact"]
+    return [e.detail for e in result.events if e.event == "compact"]
 
 
 def test_presets_hold_their_sources_thresholds():

@@ -1,6 +1,5 @@
 """memory-pressure: Letta's and MemGPT's warning, self-edit and eviction into a recursive summary."""
 
-import json
 
 import pytest
 from prunesim.cli import main
@@ -75,7 +74,7 @@ def test_in_a_run_the_recursive_summary_folds_the_previous_one():
     engine.run()
     data = workload(60)
     result, _ = replay(data, sc.load("transcript", overrides), "memory-pressure:letta", 0)
-    edits = [json.loads(e[4]) for e in result.events if e[3] == "compact"]
+    edits = [e.detail for e in result.events if e.event == "compact"]
     warnings = [e for e in result.events if e[3] == "warning"]
     assert len(edits) >= 3 and len(warnings) >= 2  # a warning between evictions
     assert result.summary["memory_warnings"] == len(warnings)
