@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from prunesim import __version__
+from prunesim.model.editlog import EditLog
 from prunesim.model.engine import Engine
 from prunesim.model.needs import NeedModel
 from prunesim.model.scenario import Scenario
@@ -25,6 +26,8 @@ from prunesim.policies import get_policy
 # so that a policy's draws never shift the workload's.
 STREAM_WORKLOAD = 0
 STREAM_POLICY = 1
+
+EDIT_LOG_TAIL = 1024  # records an unrecorded run keeps of its edit log (the chain still verifies from them)
 
 
 def streams(seed: int) -> dict[str, np.random.Generator]:
@@ -63,12 +66,18 @@ class RunResult:
 
 
 def run_one(
-    scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all", workload=None
+    scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all", workload=None,
+    recorder: Recorder | None = None, edit_log: EditLog | None = None,
 ) -> RunResult:
     """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes.
 
     ``workload`` replaces the synthetic tool loop: a ready workload object, or a
-    factory called with the workload's random generator.
+    factory called with the workload's random generator. ``recorder`` replaces
+    the in-memory recorder (a :class:`~prunesim.observe.recorder.StreamingRecorder`
+    writes as it goes) and ``edit_log`` the engine's log (one that streams to a
+    file). Without them, a run recorded in memory keeps its whole edit log
+    there too (studies read it back) and an unrecorded one keeps the last
+    ``EDIT_LOG_TAIL`` records, so that its state stays bounded.
     """
     name = policy or scenario.policy
     seed = scenario.seed if seed is None else seed
@@ -81,13 +90,18 @@ def run_one(
         )
     elif callable(workload) and not hasattr(workload, "initial"):
         workload = workload(rngs["workload"])
-    recorder = Recorder(mode=trace)
+    if recorder is None:
+        recorder = Recorder(mode=trace)
+    trace = recorder.mode
+    if edit_log is None:
+        in_memory = trace != "none" and type(recorder) is Recorder  # a recorded run keeps everything
+        edit_log = EditLog() if in_memory else EditLog(tail=EDIT_LOG_TAIL)
     observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger()))
     if trace != "none":  # an unrecorded run does not subscribe the recorder at all
         observers.append(recorder)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
-    engine = Engine(scenario, policy_obj, workload, observers, needs)
+    engine = Engine(scenario, policy_obj, workload, observers, needs, edit_log)
     engine.run()
     return RunResult(scenario, name, seed, summarize(observers), recorder, edit_log=engine.edit_log.records,
                      tombstones=dict(engine.tombstones))

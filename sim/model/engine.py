@@ -9,6 +9,7 @@ what any observer computes. :func:`prunesim.runner.run_one` builds it.
 from __future__ import annotations
 
 import simpy
+from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, PassRecord, RunEnd
 from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
@@ -26,7 +27,8 @@ class PolicyContractError(RuntimeError):
 class Engine(Provenance):
     """Runs one agent against one policy and publishes what happens to ``observers``."""
 
-    def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), needs: NeedModel | None = None):
+    def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), needs: NeedModel | None = None,
+                 edit_log: EditLog | None = None):
         self.scenario = scenario
         self.policy = policy
         self.workload = workload
@@ -43,7 +45,7 @@ class Engine(Provenance):
         self.concurrent = scenario.decision.concurrent
         lat = scenario.latency
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
-        self._init_provenance(needs)
+        self._init_provenance(needs, edit_log)
 
     # -- publishing ------------------------------------------------------------
     # Each loops over the handlers bound for its kind. Hot call sites test the

@@ -31,9 +31,9 @@ class Provenance:
         self.tombstones[marker.id] = info
         return marker
 
-    def _init_provenance(self, needs: NeedModel | None) -> None:
+    def _init_provenance(self, needs: NeedModel | None, edit_log: EditLog | None = None) -> None:
         self.keeps_log = bool(getattr(self.policy, "keeps_edit_log", False))
-        self.edit_log = EditLog()
+        self.edit_log = EditLog() if edit_log is None else edit_log
         self.anchor = self.edit_log.anchor()  # kept apart from the records, updated on every append
         self.tombstones: dict[int, Tombstone] = {}  # tombstone span id -> what it records
         # Spans removed from the window, by id, while something in the window may still name them

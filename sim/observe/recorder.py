@@ -5,10 +5,16 @@ An observer that keeps plain columns. ``mode`` chooses how much it keeps:
 ``"none"`` (nothing: the runner does not subscribe it at all, and the metrics
 still see everything, so summaries need no trace). Event details are encoded
 here, so an unrecorded run never builds them.
+
+:class:`Recorder` keeps the rows in memory (for studies that read a run back);
+:class:`StreamingRecorder` hears the same events and writes the same rows, as
+they happen, to open files it is handed, in small batches, so that a run of any
+length holds a bounded number of rows.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -111,3 +117,79 @@ class Recorder(Observer):
         for name, values in self.trace.items():
             out[name] = np.array(values, dtype=object if name in ("event", "kind", "key") else None)
         return out
+
+
+# Rows buffered before they are written: large enough to amortise the writer, small enough to stay flat.
+BATCH = 4096
+
+
+class StreamingRecorder(Recorder):
+    """The recorder's rows written to ``trace``, ``ledger`` and ``events`` (open text files) as they happen.
+
+    The files receive exactly what :func:`prunesim.io.results.write_run` writes
+    from an in-memory :class:`Recorder` (header and rows, times rounded to
+    microseconds alike), so a streamed run and a recorded one are byte-equal.
+    Call :meth:`flush` at the end of the run; the files' owner closes them.
+    """
+
+    def __init__(self, mode: str, trace, ledger, events):
+        super().__init__(mode)
+        self.trace = None  # nothing is kept: rows go to the files
+        self.ledger = self.events = None
+        self._batch: list[tuple] = []
+        self._events_written = 0
+        self._trace_w, self._ledger_w, self._events_w = (
+            csv.writer(fh, lineterminator="\n") for fh in (trace, ledger, events)
+        )
+        self._trace_w.writerow(TRACE_COLUMNS)
+        self._ledger_w.writerow(LEDGER_COLUMNS)
+        self._events_w.writerow(EVENT_COLUMNS)
+        self._event_batch: list[tuple] = []
+
+    def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
+        self._seq += 1
+        batch = self._batch
+        batch.append((self._seq, round(time, 6), turn, "append", span.kind, span.id, span.key, kept, utilization,
+                      appended_total, removed_total))
+        if len(batch) >= BATCH:
+            self._flush_trace()
+
+    def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
+        self._seq += 1
+        batch = self._batch
+        batch.append((self._seq, round(time, 6), turn, cause, span.kind, span.id, span.key, -freed, utilization,
+                      appended_total, removed_total))
+        if len(batch) >= BATCH:
+            self._flush_trace()
+
+    def on_turn_end(self, time, turn, utilization, appended_total, removed_total) -> None:
+        self._seq += 1
+        batch = self._batch
+        batch.append((self._seq, round(time, 6), turn, "turn_end", "", -1, "", 0, utilization, appended_total,
+                      removed_total))
+        if len(batch) >= BATCH:
+            self._flush_trace()
+
+    def on_prune_pass(self, time, record: PassRecord) -> None:
+        self._ledger_w.writerow((*record[:2], round(record.time_s, 6), *record[3:]))
+
+    def _event(self, time, turn, event: str, **detail) -> None:
+        self._events_written += 1
+        self._event_batch.append((self._events_written, round(time, 6), turn, event,
+                                  json.dumps(detail, sort_keys=True)))
+        if len(self._event_batch) >= BATCH:
+            self._events_w.writerows(self._event_batch)
+            self._event_batch.clear()
+
+    def _flush_trace(self) -> None:
+        self._trace_w.writerows(self._batch)
+        self._batch.clear()
+
+    def flush(self) -> None:
+        """Write what is buffered (the files' own buffers are flushed by their owner)."""
+        self._flush_trace()
+        self._events_w.writerows(self._event_batch)
+        self._event_batch.clear()
+
+    def trace_arrays(self) -> dict[str, np.ndarray]:
+        raise RuntimeError("a streaming recorder keeps no trace in memory: read trace.csv")

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import csv
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets
 from prunesim.errors import UserError
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
+from prunesim.io.stream import StagedFiles
 from prunesim.io.transcripts import tokens
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import get_policy
@@ -49,18 +48,9 @@ def main(args) -> int:
         raise UserError("--out", str(args.out), "is a folder; give a CSV file")
     if args.out is None:
         return _replay_all(args, base, policies, sys.stdout)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{args.out.name}.", suffix=".tmp", dir=args.out.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            code = _replay_all(args, base, policies, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, args.out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with StagedFiles(args.out.parent) as staged:  # created with the user's umask, renamed into place at the end
+        code = _replay_all(args, base, policies, staged.open(args.out.name))
+        staged.commit()
     return code
 
 
