@@ -57,7 +57,17 @@ def main() -> int:
         return 0
     before = json.loads(path.read_text())
     common = sorted(set(before) & set(snap))
-    bad = [k for k in common if before[k] != snap[k]]
+    # Metrics added since the snapshot are new keys: every metric the snapshot has must be unchanged.
+    added = sorted({m for k in common for m in snap[k]["summary"]} - {m for k in common for m in before[k]["summary"]})
+
+    def same(k: str) -> bool:
+        old, new = before[k], dict(snap[k])
+        new["summary"] = {m: v for m, v in new["summary"].items() if m not in added}
+        return old == new
+
+    bad = [k for k in common if not same(k)]
+    if added:
+        print(f"metrics added since the snapshot (not compared): {', '.join(added)}")
     print(f"compared {len(common)} runs: {len(bad)} differ")
     for k in bad[:10]:
         print("  differs:", k)

@@ -38,7 +38,7 @@ RECORD_KINDS = frozenset({"prune_index", "prune_rationale"})
 
 def protection(span: Span) -> str:
     """Why ``span`` must not be edited ("" when it may be)."""
-    if span.kind == "tombstone":
+    if span.kind in ("tombstone", "tombstone_digest"):
         return "tombstone"
     if span.kind in RECORD_KINDS or "edit_log" in span.tags:
         return "log_record"

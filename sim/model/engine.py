@@ -309,6 +309,7 @@ class Engine(Provenance):
             keeps_edit_log=self.keeps_log,
             edit_log=self.edit_log,
             anchor=self.anchor,
+            digest_tokens=self.digest_tokens(),
         )
         for h in self.bus.run_end:
             h(end)

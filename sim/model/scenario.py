@@ -211,9 +211,17 @@ class TombstoneParams:
     """The marker an evicted span leaves under a provenance-keeping policy."""
 
     tokens: int = 24  # size of one tombstone in the window
+    # Tokens the tombstones may hold in the window (0: no limit, they stay until the run ends). Past it the
+    # oldest fold into one pinned digest (sim/model/digest.py) until they hold half the budget.
+    budget: int = 0
+    digest_base: int = 16  # tokens of the digest's fixed part: its header and the pointer to the edit log
 
     def check(self, key: str, where: str) -> None:
         _positive(self.tokens, f"{key}.tokens", where)
+        _non_negative(self.budget, f"{key}.budget", where)
+        if 0 < self.budget < self.tokens:
+            raise UserError(where, f"{key}.budget", f"{self.budget} is below one tombstone ({self.tokens} tokens)")
+        _non_negative(self.digest_base, f"{key}.digest_base", where)
 
 
 @dataclass

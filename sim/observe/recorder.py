@@ -102,6 +102,10 @@ class Recorder(Observer):
         self._event(time, turn, "prune_plan", pass_id=pass_id, selected=selected, keys=keys,
                     rationale_span=rationale_span, rationale=rationale, own_rationale=own_rationale)
 
+    def on_tombstone_fold(self, time, turn, folded, keys, digest_tokens, tombstone_tokens) -> None:
+        self._event(time, turn, "tombstone_fold", folded=folded, keys=keys, digest_tokens=digest_tokens,
+                    tombstone_tokens=tombstone_tokens)
+
     def on_need(self, time, turn, outcome, key, tokens, turns_since_prune, record) -> None:
         if outcome == "dismissed":
             self._event(time, turn, "need_dismissed", key=key, record=record, turns_since_prune=turns_since_prune)

@@ -1,0 +1,135 @@
+"""The tombstone digest: folded tombstones named compactly in one pinned span.
+
+Under a ``[tombstone] budget`` the oldest tombstones leave the window in
+batches and their content keys are added to a single digest. The digest names
+every folded key, written the way a runtime would write it to stay short:
+
+* a key ending in a number is written under its stem, consecutive numbers as a
+  range (``cmd-{12-40,44}``): keys of consecutive turns, which is how old
+  content is pruned, cost a few characters per run of turns, not per key;
+* any other key is written under its first word (``cat {a.py,b.py}``), once
+  however often it was folded (a command the agent ran five times costs once);
+* the header points to the edit log, which keeps every full tombstone.
+
+Its size is ``base + ceil(characters / CHARS_PER_TOKEN)``. The simulator holds
+the same structure the text describes (intervals and short strings), so what
+it keeps in memory grows with the digest's size, not with the run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+
+CHARS_PER_TOKEN = 4  # a common rule of thumb for English text and code identifiers
+_NUMBERED = re.compile(r"^(.*?)(0|[1-9]\d{0,17})$")  # no leading zero: "cmd-07" is not "cmd-7"
+
+
+def _split(key: str) -> tuple[str, int] | None:
+    m = _NUMBERED.match(key)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+class Digest:
+    """Every key folded so far, with the size in tokens of the span that names them."""
+
+    def __init__(self, base_tokens: int):
+        self.base_tokens = base_tokens
+        self._ranges: dict[str, tuple[list[int], list[int]]] = {}  # stem -> (starts, ends), sorted, disjoint
+        self._words: dict[str, set[str]] = {}  # first word -> the rest of each key
+        self._chars = 0
+        self.folded = 0  # tombstones folded (a key folded twice counts twice)
+        self.keys = 0  # distinct keys named
+        self.unnamed = 0  # folded tombstones whose span had no key (counted, not named)
+        self.first_record = 0  # edit-log records of the folded tombstones: the lowest and highest number
+        self.last_record = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.base_tokens + math.ceil(self._chars / CHARS_PER_TOKEN)
+
+    def add(self, key: str, record_seq: int = 0) -> bool:
+        """Fold one tombstone of ``key``; True when the key was not named yet."""
+        self.folded += 1
+        if record_seq:
+            self.first_record = min(self.first_record, record_seq) if self.first_record else record_seq
+            self.last_record = max(self.last_record, record_seq)
+        if not key:
+            self.unnamed += 1
+            return False
+        numbered = _split(key)
+        new = self._add_number(*numbered) if numbered else self._add_word(key)
+        self.keys += new
+        return new
+
+    def __contains__(self, key: str) -> bool:
+        if not key:
+            return False
+        numbered = _split(key)
+        if numbered:
+            stem, n = numbered
+            spans = self._ranges.get(stem)
+            if spans is None:
+                return False
+            i = bisect_right(spans[0], n) - 1
+            return i >= 0 and n <= spans[1][i]
+        word, _, rest = key.partition(" ")
+        return rest in self._words.get(word, ())
+
+    # -- the text, kept as a character count ------------------------------------
+    @staticmethod
+    def _range_chars(lo: int, hi: int) -> int:
+        return len(str(lo)) + (len(str(hi)) + 1 if hi > lo else 0) + 1  # "lo-hi," or "lo,"
+
+    def _add_number(self, stem: str, n: int) -> bool:
+        spans = self._ranges.get(stem)
+        if spans is None:
+            spans = self._ranges[stem] = ([], [])
+            self._chars += len(stem) + 2  # "stem{" and "}"
+        starts, ends = spans
+        i = bisect_right(starts, n) - 1
+        if i >= 0 and n <= ends[i]:
+            return False
+        joins_left = i >= 0 and ends[i] == n - 1
+        joins_right = i + 1 < len(starts) and starts[i + 1] == n + 1
+        cost = self._range_chars
+        if joins_left and joins_right:
+            self._chars -= cost(starts[i], ends[i]) + cost(starts[i + 1], ends[i + 1])
+            ends[i] = ends[i + 1]
+            del starts[i + 1], ends[i + 1]
+            self._chars += cost(starts[i], ends[i])
+        elif joins_left:
+            self._chars += cost(starts[i], n) - cost(starts[i], ends[i])
+            ends[i] = n
+        elif joins_right:
+            self._chars += cost(n, ends[i + 1]) - cost(starts[i + 1], ends[i + 1])
+            starts[i + 1] = n
+        else:
+            starts.insert(i + 1, n)
+            ends.insert(i + 1, n)
+            self._chars += cost(n, n)
+        return True
+
+    def _add_word(self, key: str) -> bool:
+        word, _, rest = key.partition(" ")
+        group = self._words.get(word)
+        if group is None:
+            group = self._words[word] = set()
+            self._chars += len(word) + 3  # "word {" and "}"
+        if rest in group:
+            return False
+        group.add(rest)
+        self._chars += len(rest) + 1
+        return True
+
+    def text(self) -> str:
+        """The digest as the agent would read it (for display and tests; the run uses only its size)."""
+        parts = []
+        for stem, (starts, ends) in sorted(self._ranges.items()):
+            runs = ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in zip(starts, ends, strict=True))
+            parts.append(f"{stem}{{{runs}}}")
+        for word, rests in sorted(self._words.items()):
+            parts.append(f"{word} {{{','.join(sorted(rests))}}}")
+        return (f"pruned as stale, full tombstones in edit log records {self.first_record}-{self.last_record}: "
+                + " ".join(parts))
