@@ -12,8 +12,15 @@ every folded key, written the way a runtime would write it to stay short:
 * the header points to the edit log, which keeps every full tombstone.
 
 Its size is ``base + ceil(characters / CHARS_PER_TOKEN)``. The simulator holds
-the same structure the text describes (intervals and short strings), so what
-it keeps in memory grows with the digest's size, not with the run.
+the same structure the text describes (intervals and short strings).
+
+With ``max_tokens`` the digest is bounded: past it, the keys named longest ago
+stop being named and are only counted (``older``: "and N older keys, see the
+edit log"). The agent can no longer tell that such a key was pruned as stale,
+so a need for it is a re-retrieval again: the size of the digest is traded
+against re-retrievals. Every folded key stays accounted for: it is named, or
+it was dropped and counted in ``older`` (and ``unnamed`` counts tombstones of
+spans that had no key).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_right
+from collections import deque
 
 CHARS_PER_TOKEN = 4  # a common rule of thumb for English text and code identifiers
 _NUMBERED = re.compile(r"^(.*?)(0|[1-9]\d{0,17})$")  # no leading zero: "cmd-07" is not "cmd-7"
@@ -34,8 +42,14 @@ def _split(key: str) -> tuple[str, int] | None:
 class Digest:
     """Every key folded so far, with the size in tokens of the span that names them."""
 
-    def __init__(self, base_tokens: int):
+    def __init__(self, base_tokens: int, max_tokens: int = 0, is_command=None):
         self.base_tokens = base_tokens
+        self.max_tokens = max_tokens
+        self._is_command = is_command
+        self.commands = 0  # keys named that were commands the agent ran (``is_command`` when first named)
+        # Keys in the order they were first named, with is_command (for a bounded digest: the oldest go first).
+        self._order: deque[tuple[str, bool]] = deque()
+        self.older = 0  # keys no longer named: counted, and the edit log still holds their tombstones
         self._ranges: dict[str, tuple[list[int], list[int]]] = {}  # stem -> (starts, ends), sorted, disjoint
         self._words: dict[str, set[str]] = {}  # first word -> the rest of each key
         self._chars = 0
@@ -61,7 +75,45 @@ class Digest:
         numbered = _split(key)
         new = self._add_number(*numbered) if numbered else self._add_word(key)
         self.keys += new
+        if new:
+            command = bool(self._is_command and self._is_command(key))
+            self.commands += command
+            if self.max_tokens:
+                self._order.append((key, command))
+                while self.tokens > self.max_tokens and len(self._order) > 1:
+                    self._drop(*self._order.popleft())
         return new
+
+    def _drop(self, key: str, command: bool) -> None:
+        """Stop naming ``key`` (the oldest named): it is counted in ``older`` from now on."""
+        numbered = _split(key)
+        if numbered:
+            stem, n = numbered
+            starts, ends = self._ranges[stem]
+            i = bisect_right(starts, n) - 1
+            lo, hi = starts[i], ends[i]
+            cost = self._range_chars
+            self._chars -= cost(lo, hi)
+            del starts[i], ends[i]
+            for a, b in ((n + 1, hi), (lo, n - 1)):  # what is left of the run, in order
+                if a <= b:
+                    starts.insert(i, a)
+                    ends.insert(i, b)
+                    self._chars += cost(a, b)
+            if not starts:
+                del self._ranges[stem]
+                self._chars -= len(stem) + 2
+        else:
+            word, _, rest = key.partition(" ")
+            group = self._words[word]
+            group.discard(rest)
+            self._chars -= len(rest) + 1
+            if not group:
+                del self._words[word]
+                self._chars -= len(word) + 3
+        self.keys -= 1
+        self.commands -= command
+        self.older += 1
 
     def __contains__(self, key: str) -> bool:
         if not key:
@@ -131,5 +183,6 @@ class Digest:
             parts.append(f"{stem}{{{runs}}}")
         for word, rests in sorted(self._words.items()):
             parts.append(f"{word} {{{','.join(sorted(rests))}}}")
+        older = f" and {self.older} older keys" if self.older else ""
         return (f"pruned as stale, full tombstones in edit log records {self.first_record}-{self.last_record}: "
-                + " ".join(parts))
+                + " ".join(parts) + older)

@@ -47,7 +47,9 @@ class Provenance:
         w = self.window
         target = self._tombstone_budget // 2
         if self.digest is None:
-            self.digest = Digest(self.scenario.tombstone.digest_base)
+            params = self.scenario.tombstone
+            self.digest = Digest(params.digest_base, params.digest_max,
+                                 self.needs.was_seen if self.needs is not None else None)
         digest = self.digest
         folded_records = []
         folded = 0
@@ -56,8 +58,7 @@ class Provenance:
                 break
             info = self.tombstones.pop(marker_id)
             self._tombstone_tokens -= self.remove(marker_id, "fold").tokens
-            if digest.add(info.key, info.record_seq) and self.needs is not None and self.needs.was_seen(info.key):
-                self._digest_commands += 1
+            digest.add(info.key, info.record_seq)
             self.evicted.pop(info.evicted_id, None)  # recorded by the digest from now on, by key
             folded_records.append(info.record_seq)
             folded += 1
@@ -97,7 +98,6 @@ class Provenance:
         self._tombstone_tokens = 0  # tokens of the tombstones in the window
         self.digest: Digest | None = None
         self._digest_span: Span | None = None
-        self._digest_commands = 0  # keys the digest names that were commands the agent ran
         self._ran_cache: dict[str, bool] = {}  # was_seen for keys the window names, cleared as keys expire
         self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
         self._pass_id = 0
@@ -213,7 +213,7 @@ class Provenance:
                 shown += 1
                 in_digest += self.digest is not None and key in self.digest
         if self.digest is not None and self.digest_tokens():  # the digest shows the commands it names
-            shown += self._digest_commands - in_digest
+            shown += self.digest.commands - in_digest
         for h in self.bus.history:
             h(self.turn, self.needs.seen, shown)
 

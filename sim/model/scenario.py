@@ -215,6 +215,8 @@ class TombstoneParams:
     # oldest fold into one pinned digest (sim/model/digest.py) until they hold half the budget.
     budget: int = 0
     digest_base: int = 16  # tokens of the digest's fixed part: its header and the pointer to the edit log
+    # Most tokens the digest may hold (0: no limit); past it the keys named longest ago are only counted.
+    digest_max: int = 0
 
     def check(self, key: str, where: str) -> None:
         _positive(self.tokens, f"{key}.tokens", where)
@@ -222,6 +224,10 @@ class TombstoneParams:
         if 0 < self.budget < self.tokens:
             raise UserError(where, f"{key}.budget", f"{self.budget} is below one tombstone ({self.tokens} tokens)")
         _non_negative(self.digest_base, f"{key}.digest_base", where)
+        _non_negative(self.digest_max, f"{key}.digest_max", where)
+        if 0 < self.digest_max <= self.digest_base:
+            raise UserError(where, f"{key}.digest_max", f"{self.digest_max} leaves no room above digest_base "
+                            f"({self.digest_base})")
 
 
 @dataclass
