@@ -46,18 +46,27 @@ def figures(runs: list) -> dict:
     sizes: dict[str, list[int]] = {"reasoning": [], "tool_call": [], "tool_output": []}
     turns = repeats = 0
     gaps: list[int] = []
+    key_chars: list[int] = []
+    first: dict[str, list[int]] = {"system": [], "user": []}
     for data in runs:
         turns += data.turns
         last_call: dict[str, int] = {}
         for p in data.parts:
             if p["kind"] in sizes and p["turn"] > 0:
                 sizes[p["kind"]].append(p["tokens"])
+            if p["turn"] == 0 and p["kind"] in first:
+                first[p["kind"]].append(p["tokens"])
+            if p["kind"] == "tool_call" and p.get("key"):
+                key_chars.append(len(p["key"]))
             if p["kind"] == "tool_call" and p.get("key"):
                 if p["key"] in last_call:
                     repeats += 1
                     gaps.append(p["turn"] - last_call[p["key"]])
                 last_call[p["key"]] = p["turn"]
     out = {kind: lognormal(v) for kind, v in sizes.items() if v}
+    for kind, v in first.items():
+        out[f"initial_{kind}_median"] = float(np.median(v)) if v else None
+    out["key_chars_median"] = float(np.median(key_chars)) if key_chars else None
     out["runs"] = len(runs)
     out["turns"] = turns
     out["repeats"] = repeats

@@ -67,7 +67,7 @@ class RunResult:
 
 def run_one(
     scenario: Scenario, policy: str | None = None, seed: int | None = None, trace: str = "all", workload=None,
-    recorder: Recorder | None = None, edit_log: EditLog | None = None,
+    recorder: Recorder | None = None, edit_log: EditLog | None = None, observers=(),
 ) -> RunResult:
     """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes.
 
@@ -77,7 +77,8 @@ def run_one(
     writes as it goes) and ``edit_log`` the engine's log (one that streams to a
     file). Without them, a run recorded in memory keeps its whole edit log
     there too (studies read it back) and an unrecorded one keeps the last
-    ``EDIT_LOG_TAIL`` records, so that its state stays bounded.
+    ``EDIT_LOG_TAIL`` records, so that its state stays bounded. ``observers``
+    are heard after the registered ones (a study's own figures).
     """
     name = policy or scenario.policy
     seed = scenario.seed if seed is None else seed
@@ -96,9 +97,11 @@ def run_one(
     if edit_log is None:
         in_memory = trace != "none" and type(recorder) is Recorder  # a recorded run keeps everything
         edit_log = EditLog() if in_memory else EditLog(tail=EDIT_LOG_TAIL)
+    extra = list(observers)
     observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger()))
     if trace != "none":  # an unrecorded run does not subscribe the recorder at all
         observers.append(recorder)
+    observers.extend(extra)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
     engine = Engine(scenario, policy_obj, workload, observers, needs, edit_log)

@@ -26,17 +26,23 @@ spans that had no key).
 from __future__ import annotations
 
 import math
-import re
 from bisect import bisect_right
 from collections import deque
 
 CHARS_PER_TOKEN = 4  # a common rule of thumb for English text and code identifiers
-_NUMBERED = re.compile(r"^(.*?)(0|[1-9]\d{0,17})$")  # no leading zero: "cmd-07" is not "cmd-7"
+_DIGITS = "0123456789"
 
 
 def _split(key: str) -> tuple[str, int] | None:
-    m = _NUMBERED.match(key)
-    return (m.group(1), int(m.group(2))) if m else None
+    """``(stem, number)`` for a key ending in a number without a leading zero ("cmd-07" is "cmd-0", 7)."""
+    stem = key.rstrip(_DIGITS)
+    digits = key[len(stem):]
+    if not digits:
+        return None
+    i = 0
+    while (digits[i] == "0" and i < len(digits) - 1) or len(digits) - i > 18:
+        i += 1
+    return stem + digits[:i], int(digits[i:])
 
 
 class Digest:

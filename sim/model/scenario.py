@@ -83,10 +83,22 @@ class Workload:
     tool_output: SizeDist = field(default_factory=lambda: SizeDist(400.0, 0.8))
     reasoning_stale_after: float = 3.0
     output_stale_after: float = 8.0
+    # Chance that a turn runs again a command of an earlier turn, that turn being a geometric number of
+    # turns back with mean `repeat_gap_mean` (0: every command is new, and no extra draws are made).
+    repeat_rate: float = 0.0
+    repeat_gap_mean: float = 8.0
+    # Length of a command's key in characters: 0 names commands "cmd-<turn>"; N > 0 gives each an opaque
+    # key of N characters ("cmd " and hex), as real commands carry no turn number to compress.
+    key_chars: int = 0
     initial: list[InitialSpan] = field(default_factory=list)
     events: list[ScriptedEvent] = field(default_factory=list)
 
     def check(self, key: str, where: str) -> None:
+        _fraction(self.repeat_rate, f"{key}.repeat_rate", where)
+        if self.repeat_gap_mean < 1:
+            raise UserError(where, f"{key}.repeat_gap_mean", f"must be at least 1 (got {self.repeat_gap_mean})")
+        if self.key_chars and not 8 <= self.key_chars <= 200:
+            raise UserError(where, f"{key}.key_chars", f"must be 0 or between 8 and 200 (got {self.key_chars})")
         self.reasoning.check(f"{key}.reasoning", where)
         self.tool_call.check(f"{key}.tool_call", where)
         self.tool_output.check(f"{key}.tool_output", where)

@@ -22,7 +22,8 @@ FIGURES = {"oscillation": "oscillation_figures", "reentrancy": "reentrancy_figur
 def register(sub) -> None:
     p = sub.add_parser("replay", help="replay a published failure over many seeds")
     p.add_argument("name", help=f"one of: {', '.join(sorted(REPLAYS))}")
-    p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer")
+    p.add_argument("--seeds", default=None,
+                   help="seeds as A:B (B excluded), a list, or one integer (default 0:100; long-session: 0:5)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--plot", type=Path, metavar="DIR",
                    help="also run every variant once with a full trace, write the runs under DIR/runs/ "
@@ -36,7 +37,7 @@ def register(sub) -> None:
 
 def main(args) -> int:
     replay = get_replay(args.name)
-    seeds = parse_seeds(args.seeds)
+    seeds = parse_seeds(args.seeds or getattr(replay, "default_seeds", "0:100"))
     if args.plot is not None:
         if args.name not in FIGURES:
             raise UserError("--plot", args.name, "this replay has no story figure")
