@@ -181,6 +181,16 @@ class Digest:
         self._chars += len(rest) + 1
         return True
 
+    def named(self):
+        """Every key the digest names (for checks: a long run of numbers yields each of them)."""
+        for stem, (starts, ends) in self._ranges.items():
+            for a, b in zip(starts, ends, strict=True):
+                for n in range(a, b + 1):
+                    yield f"{stem}{n}"
+        for word, rests in self._words.items():
+            for rest in rests:
+                yield f"{word} {rest}" if rest else word
+
     def text(self) -> str:
         """The digest as the agent would read it (for display and tests; the run uses only its size)."""
         parts = []

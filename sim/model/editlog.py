@@ -127,9 +127,9 @@ class EditLog:
     # -- writing (the engine only) -------------------------------------------
     def append(self, kind: str, **fields) -> Record:
         body = {"kind": kind, **fields}
-        json.dumps(body)  # fail early on anything that is not plain data
         prev = self._head
         seq = self._length + 1
+        # The digest serializes the body: anything that is not plain JSON data fails here, before the append.
         record = Record(seq, body, prev, _digest({"seq": seq, **body}, prev))
         self._records.append(record)
         self._length = seq

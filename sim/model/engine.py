@@ -76,27 +76,21 @@ class Engine(Provenance):
             h(self.env.now, self.turn, reason, spans, freed)
 
     # -- window changes ----------------------------------------------------------
-    def place(self, arrival: Arrival, **span_fields) -> Span:
-        span = Span(
-            id=self.window.new_id(),
-            kind=arrival.kind,
-            tokens=arrival.tokens,
-            turn=self.turn,
-            key=arrival.key,
-            stale_at=self.turn + arrival.stale_after,
-            pinned=arrival.pinned,
-            tags=arrival.tags,
-            **span_fields,
-        )
+    def place(self, arrival: Arrival) -> Span:
+        w = self.window
+        w._next_id += 1  # Window.new_id, inlined: this runs for every arrival
+        turn = self.turn
+        span = Span(w._next_id, arrival.kind, arrival.tokens, turn, arrival.key, turn + arrival.stale_after,
+                    arrival.pinned, arrival.tags)
         return self.append(span)
 
     def append(self, span: Span) -> Span:
         wanted = span.tokens
-        outcome = self.window.append(span)
-        if outcome.kept and self._on_appended:
-            self._appended(span, outcome.kept)
-        if outcome.cut and self._on_truncation:
-            self._truncated("forced_truncation", span.kind, wanted, outcome.kept, span.is_constraint)
+        cut = self.window.add(span)
+        if span.tokens and self._on_appended:
+            self._appended(span, span.tokens)
+        if cut and self._on_truncation:
+            self._truncated("forced_truncation", span.kind, wanted, span.tokens, span.is_constraint)
         return span
 
     def remove(self, span_id: int, cause: str) -> Span:
@@ -116,24 +110,46 @@ class Engine(Provenance):
         bus = self.bus
         for arrival in self.workload.initial():
             self.place(arrival)
+        env = self.env
+        timeout = env.timeout
+        window = self.window
+        place = self.place
+        model_latency = self.model_latency
+        decide = self.policy.decide
+        needs = self.needs
+        on_turn_reached, on_turn_end, on_history = bus.turn_reached, bus.turn_end, bus.history
+        on_model_call = bus.model_call
         for plan in self.workload:
-            self.turn = plan.turn
-            yield from self.take_turn(plan)
-            for h in bus.turn_reached:
-                h(self.turn, self.window.utilization)
+            self.turn = turn = plan.turn
+            # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
+            prompt = window.utilization
+            output = plan.reasoning.tokens + plan.tool_call.tokens
+            for h in on_model_call:
+                h(env.now, turn, prompt, output, False)
+            yield timeout(model_latency(prompt, output))
+            place(plan.reasoning)
+            place(plan.tool_call)
+            yield timeout(plan.tool_latency_s)
+            place(plan.tool_output)
+            for arrival in plan.extra:
+                place(arrival)
+            if needs is not None:
+                self._saw(plan)
+                yield from self.meet_needs()
+            for h in on_turn_reached:
+                h(turn, window.utilization)
             if not self.deciding:  # one model-driven pass at a time
-                for action in self.policy.decide(self.view()):
+                for action in decide(self.view()):
                     if isinstance(action, ModelPass) and self.concurrent:
                         self.check_contract(action)
                         self.deciding = True
-                        self.env.process(self.concurrent_pass(action))
+                        env.process(self.concurrent_pass(action))
                     else:
                         yield from self.apply(action)
-            if self.needs is not None and bus.history:
+            if needs is not None and on_history:
                 self.note_history()
-            w = self.window
-            for h in bus.turn_end:
-                h(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
+            for h in on_turn_end:
+                h(env.now, turn, window.utilization, window.appended_total, window.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
 
@@ -143,6 +159,7 @@ class Engine(Provenance):
         self.deciding = False
 
     def take_turn(self, plan: TurnPlan):
+        """One turn's arrivals (what :meth:`agent` does inline, for callers that drive turns themselves)."""
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens
         self._model_call(prompt, output, False)
@@ -258,12 +275,13 @@ class Engine(Provenance):
     def make_room(self, tokens: int, exclude: frozenset[int] = frozenset()) -> None:
         """Drop the oldest unpinned spans until ``tokens`` fit under the ceiling."""
         w = self.window
-        if w.utilization + tokens <= w.ceiling:
+        ceiling = w.ceiling
+        if w.utilization + tokens <= ceiling:
             return
-        for span in w.spans():
-            if w.utilization + tokens <= w.ceiling:
+        for span in w.unpinned():
+            if w.utilization + tokens <= ceiling:
                 break
-            if span.pinned or span.id in exclude:
+            if span.id in exclude:
                 continue
             self.remove(span.id, "forced_drop")
             if self._on_truncation:
