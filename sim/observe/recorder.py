@@ -15,6 +15,7 @@ length holds a bounded number of rows.
 from __future__ import annotations
 
 import csv
+import io
 import json
 
 import numpy as np
@@ -41,6 +42,27 @@ EVENT_COLUMNS = ("seq", "time_s", "turn", "event", "detail")
 MODES = ("all", "turns", "none")
 
 _PER_CHANGE = frozenset({"span_appended", "span_removed"})
+
+_KIND_JSON: dict[str, str] = {}
+
+
+def _json_kind(kind: str) -> str:
+    text = _KIND_JSON.get(kind)
+    if text is None:
+        text = _KIND_JSON[kind] = json.dumps(kind)
+    return text
+
+
+_CSV_SPECIAL = (",", '"', "\n", "\r")
+
+
+def csv_field(text: str) -> str:
+    """``text`` as one CSV field, exactly as ``csv.writer(lineterminator="\\n")`` writes it."""
+    if not any(c in text for c in _CSV_SPECIAL):
+        return text
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([text, ""])  # a second field: a lone "" would be quoted
+    return buf.getvalue()[:-2]
 
 
 class Recorder(Observer):
@@ -79,15 +101,22 @@ class Recorder(Observer):
 
     # -- events ----------------------------------------------------------------
     def _event(self, time, turn, event: str, **detail) -> None:
-        self.events.append((len(self.events) + 1, time, turn, event, json.dumps(detail, sort_keys=True)))
+        self._add_event(time, turn, event, json.dumps(detail, sort_keys=True))
+
+    def _add_event(self, time, turn, event: str, detail: str) -> None:
+        self.events.append((len(self.events) + 1, time, turn, event, detail))
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
+        # The most frequent events at a full window: their JSON written directly, as json.dumps(sort_keys=True)
+        # writes it (integers, and a span kind from a fixed list).
+        k = _json_kind(kind)
         if cause == "forced_truncation":
-            self._event(time, turn, cause, kind=kind, wanted=wanted, kept=kept)
+            self._add_event(time, turn, cause, f'{{"kept": {kept}, "kind": {k}, "wanted": {wanted}}}')
         elif cause == "forced_drop":
-            self._event(time, turn, cause, kind=kind, tokens=wanted)
+            self._add_event(time, turn, cause, f'{{"kind": {k}, "tokens": {wanted}}}')
         else:
-            self._event(time, turn, cause, wanted=wanted, written=kept, selections=selections)
+            self._add_event(time, turn, cause,
+                            f'{{"selections": {selections}, "wanted": {wanted}, "written": {kept}}}')
 
     def on_gate_decision(self, time, turn, reason, numbers) -> None:
         self._event(time, turn, "boundary", reason=reason, **numbers)
@@ -133,66 +162,101 @@ class StreamingRecorder(Recorder):
     The files receive exactly what :func:`prunesim.io.results.write_run` writes
     from an in-memory :class:`Recorder` (header and rows, times rounded to
     microseconds alike), so a streamed run and a recorded one are byte-equal.
-    Call :meth:`flush` at the end of the run; the files' owner closes them.
+    Rows are formatted here as CSV lines (a field that needs quoting goes through
+    the csv module) and written in batches. Call :meth:`flush` at the end of the
+    run; the files' owner closes them.
     """
 
     def __init__(self, mode: str, trace, ledger, events):
         super().__init__(mode)
         self.trace = None  # nothing is kept: rows go to the files
         self.ledger = self.events = None
-        self._batch: list[tuple] = []
+        self._files = (trace, events)
+        self._batch: list[str] = []
+        self._event_batch: list[str] = []
         self._events_written = 0
-        self._trace_w, self._ledger_w, self._events_w = (
-            csv.writer(fh, lineterminator="\n") for fh in (trace, ledger, events)
-        )
-        self._trace_w.writerow(TRACE_COLUMNS)
+        self._keys: dict[str, str] = {}  # key -> its CSV field (cached: a span's key is written twice)
+        self._time = -1.0  # the last time written, and its text: many rows share a time
+        self._time_text = ""
+        self._ledger_w = csv.writer(ledger, lineterminator="\n")
+        trace.write(",".join(TRACE_COLUMNS) + "\n")
         self._ledger_w.writerow(LEDGER_COLUMNS)
-        self._events_w.writerow(EVENT_COLUMNS)
-        self._event_batch: list[tuple] = []
+        events.write(",".join(EVENT_COLUMNS) + "\n")
+
+    def _t(self, time) -> str:
+        if time != self._time:
+            self._time = time
+            self._time_text = repr(round(time, 6))
+        return self._time_text
+
+    def _key(self, key: str) -> str:
+        field = self._keys.get(key)
+        if field is None:
+            if len(self._keys) >= 1 << 16:
+                self._keys.clear()
+            field = self._keys[key] = csv_field(key)
+        return field
 
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
         self._seq += 1
         batch = self._batch
-        batch.append((self._seq, round(time, 6), turn, "append", span.kind, span.id, span.key, kept, utilization,
-                      appended_total, removed_total))
+        batch.append(f"{self._seq},{self._t(time)},{turn},append,{span.kind},{span.id},{self._key(span.key)},"
+                     f"{kept},{utilization},{appended_total},{removed_total}\n")
         if len(batch) >= BATCH:
             self._flush_trace()
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         self._seq += 1
         batch = self._batch
-        batch.append((self._seq, round(time, 6), turn, cause, span.kind, span.id, span.key, -freed, utilization,
-                      appended_total, removed_total))
+        batch.append(f"{self._seq},{self._t(time)},{turn},{cause},{span.kind},{span.id},{self._key(span.key)},"
+                     f"{-freed},{utilization},{appended_total},{removed_total}\n")
         if len(batch) >= BATCH:
             self._flush_trace()
 
     def on_turn_end(self, time, turn, utilization, appended_total, removed_total) -> None:
         self._seq += 1
         batch = self._batch
-        batch.append((self._seq, round(time, 6), turn, "turn_end", "", -1, "", 0, utilization, appended_total,
-                      removed_total))
+        batch.append(f"{self._seq},{self._t(time)},{turn},turn_end,,-1,,0,{utilization},{appended_total},"
+                     f"{removed_total}\n")
         if len(batch) >= BATCH:
             self._flush_trace()
 
     def on_prune_pass(self, time, record: PassRecord) -> None:
         self._ledger_w.writerow((*record[:2], round(record.time_s, 6), *record[3:]))
 
-    def _event(self, time, turn, event: str, **detail) -> None:
+    def _add_event(self, time, turn, event: str, detail: str) -> None:
         self._events_written += 1
-        self._event_batch.append((self._events_written, round(time, 6), turn, event,
-                                  json.dumps(detail, sort_keys=True)))
-        if len(self._event_batch) >= BATCH:
-            self._events_w.writerows(self._event_batch)
-            self._event_batch.clear()
+        batch = self._event_batch
+        # JSON text holds no raw line break (json.dumps escapes them): quoting it is the csv module's rule
+        # for a field with a quote or a comma, written out.
+        if '"' in detail or "," in detail:
+            detail = '"' + detail.replace('"', '""') + '"'
+        batch.append(f"{self._events_written},{self._t(time)},{turn},{event},{detail}\n")
+        if len(batch) >= BATCH:
+            self._files[1].write("".join(batch))
+            batch.clear()
+
+    def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
+        if cause != "forced_truncation":
+            super().on_truncation(time, turn, cause, kind, wanted, kept, constraint, selections)
+            return
+        # The commonest event at a full window, written in one step (the same text as Recorder's).
+        self._events_written += 1
+        batch = self._event_batch
+        batch.append(f'{self._events_written},{self._t(time)},{turn},forced_truncation,'
+                     f'"{{""kept"": {kept}, ""kind"": ""{kind}"", ""wanted"": {wanted}}}"\n')
+        if len(batch) >= BATCH:
+            self._files[1].write("".join(batch))
+            batch.clear()
 
     def _flush_trace(self) -> None:
-        self._trace_w.writerows(self._batch)
+        self._files[0].write("".join(self._batch))
         self._batch.clear()
 
     def flush(self) -> None:
         """Write what is buffered (the files' own buffers are flushed by their owner)."""
         self._flush_trace()
-        self._events_w.writerows(self._event_batch)
+        self._files[1].write("".join(self._event_batch))
         self._event_batch.clear()
 
     def trace_arrays(self) -> dict[str, np.ndarray]:
