@@ -85,12 +85,19 @@ class Engine(Provenance):
         return self.append(span)
 
     def append(self, span: Span) -> Span:
+        # The publishing is written out here (not through _appended/_truncated): every arrival passes by.
+        w = self.window
         wanted = span.tokens
-        cut = self.window.add(span)
-        if span.tokens and self._on_appended:
-            self._appended(span, span.tokens)
+        cut = w.add(span)
+        kept = span.tokens
+        if kept and self._on_appended:
+            now, turn, util, added, removed = self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total
+            for h in self._on_appended:
+                h(now, turn, span, kept, util, added, removed)
         if cut and self._on_truncation:
-            self._truncated("forced_truncation", span.kind, wanted, span.tokens, span.is_constraint)
+            now, turn, constraint = self.env.now, self.turn, span.is_constraint
+            for h in self._on_truncation:
+                h(now, turn, "forced_truncation", span.kind, wanted, kept, constraint, -1)
         return span
 
     def remove(self, span_id: int, cause: str) -> Span:
@@ -114,7 +121,7 @@ class Engine(Provenance):
         timeout = env.timeout
         window = self.window
         place = self.place
-        model_latency = self.model_latency
+        lat_base, lat_in, lat_out = self._lat
         decide = self.policy.decide
         needs = self.needs
         on_turn_reached, on_turn_end, on_history = bus.turn_reached, bus.turn_end, bus.history
@@ -126,7 +133,7 @@ class Engine(Provenance):
             output = plan.reasoning.tokens + plan.tool_call.tokens
             for h in on_model_call:
                 h(env.now, turn, prompt, output, False)
-            yield timeout(model_latency(prompt, output))
+            yield timeout(lat_base + lat_in * prompt + lat_out * output)  # model_latency, inlined
             place(plan.reasoning)
             place(plan.tool_call)
             yield timeout(plan.tool_latency_s)
