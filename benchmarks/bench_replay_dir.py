@@ -3,7 +3,7 @@
 Synthesises a folder of transcripts in a temporary directory by copying the
 shared samples (or, without them, the project's own fixtures) with a varied
 instance id, plus one large OpenHands JSON-lines file of many runs, then runs
-`python -m sim replay-dir` in a child process and reports its peak RSS.
+`python -m prunesim replay-dir` in a child process and reports its peak RSS.
 
     python benchmarks/bench_replay_dir.py [--mb 100] [--policies noop,recency]
 """
@@ -71,7 +71,8 @@ def main() -> int:
         out = Path(tmp) / "rows.csv"
         start = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "sim", "replay-dir", str(folder), "--policies", args.policies, "--out", str(out)],
+            [sys.executable, "-m", "prunesim", "replay-dir", str(folder), "--policies", args.policies,
+             "--out", str(out)],
             cwd=ROOT, capture_output=True, text=True,
         )
         elapsed = time.perf_counter() - start

@@ -14,8 +14,6 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from prunesim.io import scenario_files as scenario_mod  # noqa: E402
 from prunesim.io.atomic import json_ready  # noqa: E402
 from prunesim.policies import REGISTRY  # noqa: E402

@@ -23,6 +23,16 @@ REGISTRY: dict[str, type[Policy]] = {
 }
 
 
+def tables() -> dict[str, type]:
+    """Every parameter table the registered policies declare, by name."""
+    out: dict[str, type] = {}
+    for cls in REGISTRY.values():
+        for name, table in cls.tables.items():
+            if out.setdefault(name, table) is not table:
+                raise TypeError(f"policy {cls.name!r} declares table [{name}] differently from another policy")
+    return out
+
+
 def get_policy(name: str, where: str = "--policy") -> type[Policy]:
     """The policy class registered as ``name``; a :class:`UserError` otherwise."""
     try:
@@ -32,4 +42,4 @@ def get_policy(name: str, where: str = "--policy") -> type[Policy]:
         raise UserError(where, None, f"unknown policy {name!r} (known: {known})") from None
 
 
-__all__ = ["REGISTRY", "Policy", "get_policy"]
+__all__ = ["REGISTRY", "Policy", "get_policy", "tables"]

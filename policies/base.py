@@ -127,6 +127,10 @@ class Policy:
     name: ClassVar[str] = "base"
     model_driven: ClassVar[bool] = False
     summary: ClassVar[str] = ""
+    # The scenario tables this policy reads, by TOML table name: dataclasses with defaults for
+    # every field and a ``check(key, where, scenario)`` method. The loader validates them, and
+    # the policy reads them as ``scenario.<name>``. Two policies may share a table.
+    tables: ClassVar[dict[str, type]] = {}
 
     def __init__(self, scenario: Scenario, rng: np.random.Generator):
         self.scenario = scenario

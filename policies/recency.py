@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from prunesim.model.scenario import non_negative
 from prunesim.policies.base import Action, Evict, Policy, WindowView
+
+
+@dataclass
+class RecencyParams:
+    """``[recency]``: the baseline frees down to ``trigger - low_water_gap``."""
+
+    low_water_gap: int = 1000
+
+    def check(self, key: str, where: str, scenario) -> None:
+        non_negative(self.low_water_gap, f"{key}.low_water_gap", where)
 
 
 def oldest_prunable(view: WindowView, protect_recent_turns: int) -> list[int]:
@@ -17,6 +30,7 @@ def oldest_prunable(view: WindowView, protect_recent_turns: int) -> list[int]:
 class RecencyPolicy(Policy):
     name = "recency"
     summary = "drops the oldest prunable spans once utilization reaches the trigger"
+    tables = {"recency": RecencyParams}
 
     def decide(self, view: WindowView) -> list[Action]:
         trigger = self.scenario.trigger

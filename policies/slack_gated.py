@@ -27,10 +27,43 @@ runs or not, so the policy's random stream advances the same way in both cases.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
+from prunesim.errors import UserError
+from prunesim.model.scenario import non_negative
 from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
 from prunesim.policies.boundary import BoundaryDecision, evaluate_boundary
 from prunesim.policies.decision import plan_pass
 from prunesim.policies.recency import oldest_prunable
+
+
+@dataclass
+class Gate:
+    """``[gate]``: the ``slack-gated`` policy's parameters (see ``docs/policies.md``).
+
+    Once headroom (budget minus utilization) falls below ``headroom`` tokens
+    (-1: at the scenario's own trigger) it draws a model-driven plan and asks the
+    decision boundary whether to run it; on a refusal it takes the non-model
+    ``fallback`` instead, freeing down to its trigger minus ``low_water_gap``.
+    Expressed as headroom, the gate keeps its meaning when the budget is swept.
+    """
+
+    headroom: int = -1
+    margin_factor: float = 1.5
+    fallback: Literal["recency", "truncate", "template"] = "recency"
+    low_water_gap: int = 1000
+    truncate_keep: int = 200
+    template_tokens: int = 300
+
+    def check(self, key: str, where: str, scenario) -> None:
+        if self.headroom != -1:
+            non_negative(self.headroom, f"{key}.headroom", where)
+            if self.headroom > scenario.budget:
+                raise UserError(where, f"{key}.headroom", f"{self.headroom} is above the budget {scenario.budget}")
+        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
+            non_negative(getattr(self, name), f"{key}.{name}", where)
+
 
 __all__ = ["BoundaryDecision", "SlackGatedPolicy", "evaluate_boundary", "fallback_actions"]
 
@@ -79,6 +112,7 @@ class SlackGatedPolicy(Policy):
     name = "slack-gated"
     model_driven = True
     summary = "model-driven pass only when the decision boundary says it pays; non-model fallback otherwise"
+    tables = {"gate": Gate}
 
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)

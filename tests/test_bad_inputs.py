@@ -100,7 +100,7 @@ REAL = ["run {bad}/truncated.toml --out {out}", "import {bad}/truncated.traj.jso
 
 @pytest.mark.parametrize("argv", REAL)
 def test_a_real_process_prints_one_line(argv, paths):
-    proc = subprocess.run([sys.executable, "-m", "sim", *argv.format(**paths).split()], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "prunesim", *argv.format(**paths).split()], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.count("prunesim: error:") == 1 and "Traceback" not in proc.stderr

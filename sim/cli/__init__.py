@@ -1,8 +1,9 @@
 """The ``prunesim`` command line.
 
-Each subcommand is one module in ``sim/commands`` with a ``register(subparsers)``
+Each subcommand is one module in ``sim/cli/commands`` with a ``register(subparsers)``
 function; they are found by listing that package, so a new command is one file.
-Every user error ends as one line on stderr and exit code 2.
+Every user error ends as one line on stderr and exit code 2. The top layer:
+it may import every other layer, and nothing imports it.
 """
 
 from __future__ import annotations

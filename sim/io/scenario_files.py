@@ -15,14 +15,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from prunesim import policies
 from prunesim.errors import UserError
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
     Decision,
-    Gate,
     InitialSpan,
     Latency,
     NeedParams,
-    RecencyParams,
     Scenario,
     ScriptedEvent,
     SizeDist,
@@ -188,8 +187,20 @@ def read_toml(path: Path) -> dict:
 
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
+    """A validated scenario from plain data; the policies' own tables are built from their declarations."""
+    declared = policies.tables()
+    data = dict(data)
+    raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
+    if "tables" in data:
+        raise UserError(where, "tables", "unknown key")
     scenario = _build(Scenario, data, "", where)
+    scenario.tables = {name: _coerce(raw_tables.get(name, {}), cls, name, where) for name, cls in declared.items()}
     scenario.check(where)
+    if scenario.policy not in policies.REGISTRY:
+        known = ", ".join(sorted(policies.REGISTRY))
+        raise UserError(where, "policy", f"unknown policy {scenario.policy!r} (known: {known})")
+    for name, table in scenario.tables.items():
+        table.check(name, where, scenario)
     return scenario
 
 

@@ -27,9 +27,9 @@ class SizeDist:
     max: int = 100_000
 
     def check(self, key: str, where: str) -> None:
-        _positive(self.mean, f"{key}.mean", where)
-        _non_negative(self.sigma, f"{key}.sigma", where)
-        _non_negative(self.min, f"{key}.min", where)
+        positive(self.mean, f"{key}.mean", where)
+        non_negative(self.sigma, f"{key}.sigma", where)
+        non_negative(self.min, f"{key}.min", where)
         if self.max < self.min:
             raise UserError(where, f"{key}.max", f"{self.max} is below min {self.min}")
 
@@ -46,9 +46,9 @@ class InitialSpan:
     stale_after: int = 1_000_000_000
 
     def check(self, key: str, where: str) -> None:
-        _kind(self.kind, f"{key}.kind", where)
-        _non_negative(self.tokens, f"{key}.tokens", where)
-        _non_negative(self.stale_after, f"{key}.stale_after", where)
+        span_kind(self.kind, f"{key}.kind", where)
+        non_negative(self.tokens, f"{key}.tokens", where)
+        non_negative(self.stale_after, f"{key}.stale_after", where)
 
 
 @dataclass
@@ -68,10 +68,10 @@ class ScriptedEvent:
     replaces_output: bool = True
 
     def check(self, key: str, where: str) -> None:
-        _positive(self.turn, f"{key}.turn", where)
-        _kind(self.kind, f"{key}.kind", where)
-        _non_negative(self.tokens, f"{key}.tokens", where)
-        _non_negative(self.stale_after, f"{key}.stale_after", where)
+        positive(self.turn, f"{key}.turn", where)
+        span_kind(self.kind, f"{key}.kind", where)
+        non_negative(self.tokens, f"{key}.tokens", where)
+        non_negative(self.stale_after, f"{key}.stale_after", where)
 
 
 @dataclass
@@ -94,7 +94,7 @@ class Workload:
     events: list[ScriptedEvent] = field(default_factory=list)
 
     def check(self, key: str, where: str) -> None:
-        _fraction(self.repeat_rate, f"{key}.repeat_rate", where)
+        fraction(self.repeat_rate, f"{key}.repeat_rate", where)
         if self.repeat_gap_mean < 1:
             raise UserError(where, f"{key}.repeat_gap_mean", f"must be at least 1 (got {self.repeat_gap_mean})")
         if self.key_chars and not 8 <= self.key_chars <= 200:
@@ -102,8 +102,8 @@ class Workload:
         self.reasoning.check(f"{key}.reasoning", where)
         self.tool_call.check(f"{key}.tool_call", where)
         self.tool_output.check(f"{key}.tool_output", where)
-        _positive(self.reasoning_stale_after, f"{key}.reasoning_stale_after", where)
-        _positive(self.output_stale_after, f"{key}.output_stale_after", where)
+        positive(self.reasoning_stale_after, f"{key}.reasoning_stale_after", where)
+        positive(self.output_stale_after, f"{key}.output_stale_after", where)
         for i, span in enumerate(self.initial):
             span.check(f"{key}.initial[{i}]", where)
         for i, event in enumerate(self.events):
@@ -122,7 +122,7 @@ class Latency:
 
     def check(self, key: str, where: str) -> None:
         for f in dataclasses.fields(self):
-            _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+            non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
 
 
 @dataclass
@@ -149,48 +149,11 @@ class Decision:
     def check(self, key: str, where: str) -> None:
         for f in dataclasses.fields(self):
             if f.type != "bool":
-                _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
-        _positive(self.select_max, f"{key}.select_max", where)
+                non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+        positive(self.select_max, f"{key}.select_max", where)
         if not 1 <= self.select_mean <= self.select_max:
             raise UserError(where, f"{key}.select_mean", f"{self.select_mean} is not within [1, select_max]")
-        _fraction(self.selection_quality, f"{key}.selection_quality", where)
-
-
-@dataclass
-class RecencyParams:
-    """The ``recency`` baseline frees down to ``trigger - low_water_gap``."""
-
-    low_water_gap: int = 1000
-
-    def check(self, key: str, where: str) -> None:
-        _non_negative(self.low_water_gap, f"{key}.low_water_gap", where)
-
-
-@dataclass
-class Gate:
-    """The ``slack-gated`` policy (see ``policies/slack_gated.py`` and ``docs/policies.md``).
-
-    Once headroom (budget minus utilization) falls below ``headroom`` tokens
-    (-1: at the scenario's own trigger) it draws a model-driven plan and asks the
-    decision boundary whether to run it; on a refusal it takes the non-model
-    ``fallback`` instead, freeing down to its trigger minus ``low_water_gap``.
-    Expressed as headroom, the gate keeps its meaning when the budget is swept.
-    """
-
-    headroom: int = -1
-    margin_factor: float = 1.5
-    fallback: Literal["recency", "truncate", "template"] = "recency"
-    low_water_gap: int = 1000
-    truncate_keep: int = 200
-    template_tokens: int = 300
-
-    def check(self, key: str, where: str, budget: int) -> None:
-        if self.headroom != -1:
-            _non_negative(self.headroom, f"{key}.headroom", where)
-            if self.headroom > budget:
-                raise UserError(where, f"{key}.headroom", f"{self.headroom} is above the budget {budget}")
-        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
-            _non_negative(getattr(self, name), f"{key}.{name}", where)
+        fraction(self.selection_quality, f"{key}.selection_quality", where)
 
 
 @dataclass
@@ -209,11 +172,11 @@ class NeedParams:
         return self.relevant > 0 or self.stale > 0 or self.focus > 0
 
     def check(self, key: str, where: str) -> None:
-        _fraction(self.relevant, f"{key}.relevant", where)
-        _fraction(self.stale, f"{key}.stale", where)
-        _fraction(self.misjudge, f"{key}.misjudge", where)
-        _positive(self.horizon, f"{key}.horizon", where)
-        _fraction(self.focus, f"{key}.focus", where)
+        fraction(self.relevant, f"{key}.relevant", where)
+        fraction(self.stale, f"{key}.stale", where)
+        fraction(self.misjudge, f"{key}.misjudge", where)
+        positive(self.horizon, f"{key}.horizon", where)
+        fraction(self.focus, f"{key}.focus", where)
         if self.stale > max(self.relevant, self.focus):
             raise UserError(where, f"{key}.stale", f"{self.stale} is above both relevant and focus")
 
@@ -231,12 +194,12 @@ class TombstoneParams:
     digest_max: int = 0
 
     def check(self, key: str, where: str) -> None:
-        _positive(self.tokens, f"{key}.tokens", where)
-        _non_negative(self.budget, f"{key}.budget", where)
+        positive(self.tokens, f"{key}.tokens", where)
+        non_negative(self.budget, f"{key}.budget", where)
         if 0 < self.budget < self.tokens:
             raise UserError(where, f"{key}.budget", f"{self.budget} is below one tombstone ({self.tokens} tokens)")
-        _non_negative(self.digest_base, f"{key}.digest_base", where)
-        _non_negative(self.digest_max, f"{key}.digest_max", where)
+        non_negative(self.digest_base, f"{key}.digest_base", where)
+        non_negative(self.digest_max, f"{key}.digest_max", where)
         if 0 < self.digest_max <= self.digest_base:
             raise UserError(where, f"{key}.digest_max", f"{self.digest_max} leaves no room above digest_base "
                             f"({self.digest_base})")
@@ -258,21 +221,28 @@ class Scenario:
     workload: Workload = field(default_factory=Workload)
     latency: Latency = field(default_factory=Latency)
     decision: Decision = field(default_factory=Decision)
-    recency: RecencyParams = field(default_factory=RecencyParams)
-    gate: Gate = field(default_factory=Gate)
     need: NeedParams = field(default_factory=NeedParams)
     tombstone: TombstoneParams = field(default_factory=TombstoneParams)
+    # The parameter tables policies declare (``Policy.tables``), by table name, filled by the
+    # loader with every registered table. Each is also an attribute: ``scenario.gate``.
+    tables: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __getattr__(self, name: str) -> Any:
+        tables = self.__dict__.get("tables")
+        if tables is not None and name in tables:
+            return tables[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def hard(self) -> bool:
         return self.budget_kind == "hard"
 
     def check(self, where: str) -> None:
-        _positive(self.turns, "turns", where)
-        _positive(self.window, "window", where)
-        _positive(self.budget, "budget", where)
-        _non_negative(self.trigger, "trigger", where)
-        _non_negative(self.seed, "seed", where)
+        positive(self.turns, "turns", where)
+        positive(self.window, "window", where)
+        positive(self.budget, "budget", where)
+        non_negative(self.trigger, "trigger", where)
+        non_negative(self.seed, "seed", where)
         if self.budget > self.window:
             raise UserError(where, "budget", f"{self.budget} is above the window size {self.window}")
         if self.trigger > self.budget:
@@ -284,8 +254,6 @@ class Scenario:
         self.workload.check("workload", where)
         self.latency.check("latency", where)
         self.decision.check("decision", where)
-        self.recency.check("recency", where)
-        self.gate.check("gate", where, self.budget)
         self.need.check("need", where)
         self.tombstone.check("tombstone", where)
         for i, ev in enumerate(self.workload.events):
@@ -293,25 +261,28 @@ class Scenario:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain data, as a scenario file would hold it: policy tables are top-level tables."""
+        out = dataclasses.asdict(self)
+        out.update(out.pop("tables"))
+        return out
 
 
-# -- value checks -------------------------------------------------------------
-def _non_negative(value, key: str, where: str) -> None:
+# -- value checks (policies use them for their own tables) --------------------
+def non_negative(value, key: str, where: str) -> None:
     if value < 0:
         raise UserError(where, key, f"must not be negative (got {value})")
 
 
-def _positive(value, key: str, where: str) -> None:
+def positive(value, key: str, where: str) -> None:
     if value <= 0:
         raise UserError(where, key, f"must be positive (got {value})")
 
 
-def _fraction(value, key: str, where: str) -> None:
+def fraction(value, key: str, where: str) -> None:
     if not 0 <= value <= 1:
         raise UserError(where, key, f"must be between 0 and 1 (got {value})")
 
 
-def _kind(value: str, key: str, where: str) -> None:
+def span_kind(value: str, key: str, where: str) -> None:
     if value not in KINDS:
         raise UserError(where, key, f"unknown span kind {value!r} (known: {', '.join(KINDS)})")
