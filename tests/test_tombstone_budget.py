@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 from prunesim.errors import UserError
 from prunesim.io import scenario_files as scenario_mod
@@ -120,3 +121,21 @@ def test_numbered_keys_keep_their_identity():
 def test_bad_tombstone_settings_are_refused(overrides, key):
     with pytest.raises(UserError, match=key):
         scenario_mod.load("reentrancy-60", overrides)
+
+
+def test_the_tombstoned_wrapper_keeps_every_field_of_the_planners_pass():
+    import dataclasses
+
+    from prunesim.policies.base import ModelPass
+    from prunesim.policies.tombstoned import TombstonedPolicy
+
+    sc = scenario_mod.load("reentrancy-60")
+    policy = TombstonedPolicy(sc, np.random.default_rng(0))
+    fields = [f.name for f in dataclasses.fields(ModelPass)]
+    values = {"selected": (3, 4), "index_tokens": 5, "rationale_base": 6, "rationale_per_span": (7, 8),
+              "candidates": 9, "placement": "window", "protect_artifacts": False, "tombstone_tokens": 0,
+              "prune_own_rationale": True}
+    assert set(values) == set(fields)  # a new field must be carried over by TombstonedPolicy.wrap
+    wrapped = policy.wrap(ModelPass(**values))
+    changed = {"placement": "log", "protect_artifacts": True, "tombstone_tokens": sc.tombstone.tokens}
+    assert {f: getattr(wrapped, f) for f in fields} == {**values, **changed}

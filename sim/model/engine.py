@@ -182,7 +182,7 @@ class Engine(Provenance):
 
     def view(self) -> WindowView:
         w = self.window
-        return WindowView(self.turn, w.utilization, w.budget, w.size, w.hard, w.spans())
+        return WindowView(self.turn, w.utilization, w.budget, w.size, w.hard, w.spans(), w.unpinned(), w.by_id())
 
     # -- actions ---------------------------------------------------------------
     def apply(self, action):

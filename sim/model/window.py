@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from prunesim.model.spans import Span
 
@@ -36,6 +37,7 @@ class Window:
         self._spans: dict[int, Span] = {}
         self._unpinned: dict[int, Span] = {}  # the unpinned spans, in window order (what a runtime may drop)
         self._list: list[Span] | None = None  # spans() as last built; None once the window changed
+        self._unpinned_list: list[Span] | None = None
         self.utilization = 0
         self.appended_total = 0
         self.removed_total = 0
@@ -54,8 +56,14 @@ class Window:
         return self._list
 
     def unpinned(self) -> list[Span]:
-        """The unpinned spans in window order (a new list)."""
-        return list(self._unpinned.values())
+        """The unpinned spans in window order (a snapshot, shared like :meth:`spans`)."""
+        if self._unpinned_list is None:
+            self._unpinned_list = list(self._unpinned.values())
+        return self._unpinned_list
+
+    def by_id(self):
+        """A read-only mapping of the spans by id (the window's own: valid until the window changes)."""
+        return MappingProxyType(self._spans)
 
     def __contains__(self, span_id: int) -> bool:
         return span_id in self._spans
@@ -90,7 +98,7 @@ class Window:
             self._spans[span.id] = span
             if not span.pinned:
                 self._unpinned[span.id] = span
-            self._list = None
+            self._list = self._unpinned_list = None
             self.utilization += kept
             self.appended_total += kept
         return cut
@@ -99,7 +107,7 @@ class Window:
         span = self._spans.pop(span_id)
         if not span.pinned:
             del self._unpinned[span_id]
-        self._list = None
+        self._list = self._unpinned_list = None
         self.utilization -= span.tokens
         self.removed_total += span.tokens
         return span
@@ -115,5 +123,5 @@ class Window:
         if keep == 0:
             del self._spans[span_id]
             self._unpinned.pop(span_id, None)
-            self._list = None
+            self._list = self._unpinned_list = None
         return removed
