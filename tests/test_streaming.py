@@ -160,3 +160,18 @@ def test_a_50k_turn_run_under_every_policy_stays_within_a_fixed_memory_bound(tmp
             assert proc.returncode == 0, err
             peaks[p] = int(out.strip().splitlines()[-1])
     assert all(kb < MEMORY_BOUND_KB for kb in peaks.values()), peaks
+
+
+def test_an_unwritable_out_is_one_line_and_exit_code_2(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("mine")
+    assert main(["run", "oscillation-40", "--out", str(blocker / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out" in err and "Traceback" not in err
+    assert blocker.read_text() == "mine"
+    # a folder where a file would go: nothing is written at all
+    out = tmp_path / "run"
+    (out / "summary.json").mkdir(parents=True)
+    assert main(["run", "oscillation-40", "--out", str(out)]) == 2
+    assert "summary.json" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]

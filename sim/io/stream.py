@@ -22,6 +22,7 @@ import signal
 import tempfile
 from pathlib import Path
 
+from prunesim.errors import UserError
 from prunesim.io import atomic
 from prunesim.io.results import EDIT_LOG_FILE, run_record
 from prunesim.model.editlog import EditLog
@@ -41,19 +42,24 @@ def _file_mode() -> int:
 class StagedFiles:
     """Files written under temporary names in ``folder`` and renamed into place together by :meth:`commit`."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, flag: str = "--out"):
         self.folder = Path(folder)
+        self.flag = flag  # named in the one-line error when the folder cannot be written
         self._open: dict[str, tuple[str, object]] = {}  # target name -> (temporary path, file)
         self._mode = _file_mode()
         self._made: list[Path] = []  # folders this object created (removed again by abort if left empty)
 
     def open(self, name: str, mode: str = "w"):
         """A text file (``mode`` ``"w"`` or ``"w+"``) that becomes ``folder/name`` on commit."""
-        if not self.folder.is_dir():
-            missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._made = missing
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.folder)
+        try:
+            if not self.folder.is_dir():
+                missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
+                self.folder.mkdir(parents=True, exist_ok=True)
+                self._made = missing
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.folder)
+        except OSError as err:
+            self.abort()
+            raise UserError(self.flag, str(self.folder), f"cannot write there: {err.strerror}") from None
         try:
             os.fchmod(fd, self._mode)
             fh = os.fdopen(fd, mode, buffering=BUFFER, encoding="utf-8", newline="")
@@ -76,12 +82,20 @@ class StagedFiles:
 
     def commit(self, remove: tuple[str, ...] = ()) -> list[Path]:
         """Flush every file to disk, then rename each into place and remove the ``remove`` names."""
-        for _tmp, fh in self._open.values():
-            fh.flush()
-            os.fsync(fh.fileno())
-            fh.close()
+        try:
+            for _tmp, fh in self._open.values():
+                fh.flush()
+                os.fsync(fh.fileno())
+                fh.close()
+        except OSError as err:  # a full disk, most likely: nothing is renamed
+            self.abort()
+            raise UserError(self.flag, str(self.folder), f"cannot write there: {err.strerror}") from None
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
         try:
+            blocked = [name for name in self._open if (self.folder / name).is_dir()]
+            if blocked:
+                self.abort()
+                raise UserError(self.flag, str(self.folder / blocked[0]), "is a directory; nothing was written")
             written = []
             for name, (tmp, _) in list(self._open.items()):
                 os.replace(tmp, self.folder / name)

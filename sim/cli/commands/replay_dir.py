@@ -48,7 +48,8 @@ def main(args) -> int:
         raise UserError("--out", str(args.out), "is a folder; give a CSV file")
     if args.out is None:
         return _replay_all(args, base, policies, sys.stdout)
-    with StagedFiles(args.out.parent) as staged:  # created with the user's umask, renamed into place at the end
+    # Created with the user's umask, renamed into place at the end.
+    with StagedFiles(args.out.parent, "--out") as staged:
         code = _replay_all(args, base, policies, staged.open(args.out.name))
         staged.commit()
     return code
