@@ -65,6 +65,7 @@ class Run:
     trace: list[dict] = field(default_factory=list)
     ledger: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    calls: list[dict] = field(default_factory=list)  # calls.csv: one row per model call (absent in older runs)
 
     @property
     def metrics(self) -> dict:
@@ -100,20 +101,33 @@ class Run:
 
 
 def read_run(path, need: tuple[str, ...] = ("trace", "ledger", "events")) -> Run:
-    """Read a run directory; ``need`` names the CSV files that must be present."""
+    """Read a run directory; ``need`` names the CSV files that must be present.
+
+    A ledger written before the cost columns existed reads as it is: its rows
+    lack them (see :func:`require_columns`).
+    """
     path = _require_dir(Path(path), "run")
     summary = read_json(_require_file(path, "summary.json", "run"))
     for key in ("scenario", "policy", "seed", "metrics"):
         if key not in summary:
             raise UserError(str(path / "summary.json"), key, "missing")
     tables = {}
-    for name in ("trace", "ledger", "events"):
+    for name in ("trace", "ledger", "events", "calls"):
         file = path / f"{name}.csv"
         if name in need:
             tables[name] = read_csv(_require_file(path, f"{name}.csv", "run"))
         else:
             tables[name] = read_csv(file) if file.is_file() else []
     return Run(path, summary, **tables)
+
+
+def require_columns(run: Run, table: str, columns: tuple[str, ...]) -> None:
+    """A run's table has these columns, or a one-line error saying the run is older than they are."""
+    rows = getattr(run, table)
+    if rows and any(c not in rows[0] for c in columns):
+        missing = next(c for c in columns if c not in rows[0])
+        raise UserError(str(run.path / f"{table}.csv"), missing,
+                        "missing column: written by an older prunesim; run it again")
 
 
 @dataclass

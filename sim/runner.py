@@ -19,6 +19,7 @@ from prunesim.model.scenario import Scenario
 from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe import RunContext, build_observers
 from prunesim.observe.metrics import summarize
+from prunesim.observe.metrics.cost import CostMetrics
 from prunesim.observe.recorder import Recorder
 from prunesim.policies import get_policy
 
@@ -52,10 +53,14 @@ class RunResult:
     # The external edit log of a policy that keeps one (records in order), and its tombstones.
     edit_log: tuple = ()
     tombstones: dict = field(default_factory=dict)
+    # One row per model call (cost.CALL_COLUMNS), kept when the trace is; and each pass's cost columns.
+    calls: list = field(default_factory=list)
+    pass_costs: dict = field(default_factory=dict)
 
     @property
     def ledger(self) -> list[tuple]:
-        return self.recorder.ledger
+        """The engine's pass records, each followed by what the pass cost (recorder.LEDGER_COLUMNS)."""
+        return [row + self.pass_costs.get(row[0], ()) for row in self.recorder.ledger or ()]
 
     @property
     def events(self) -> list[tuple]:
@@ -98,13 +103,18 @@ def run_one(
         in_memory = trace != "none" and type(recorder) is Recorder  # a recorded run keeps everything
         edit_log = EditLog() if in_memory else EditLog(tail=EDIT_LOG_TAIL)
     extra = list(observers)
-    observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger()))
+    observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger(), trace))
     if trace != "none":  # an unrecorded run does not subscribe the recorder at all
         observers.append(recorder)
     observers.extend(extra)
+    if hasattr(recorder, "attach"):
+        recorder.attach(observers)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
     engine = Engine(scenario, policy_obj, workload, observers, needs, edit_log)
     engine.run()
+    cost = next(obs for obs in observers if isinstance(obs, CostMetrics))
+    # A streaming recorder wrote its ledger rows, with their cost columns, as the run went.
+    pass_costs = {row[0]: cost.ledger_columns(row[0]) for row in recorder.ledger or ()}
     return RunResult(scenario, name, seed, summarize(observers), recorder, edit_log=engine.edit_log.records,
-                     tombstones=dict(engine.tombstones))
+                     tombstones=dict(engine.tombstones), calls=cost.calls, pass_costs=pass_costs)

@@ -71,6 +71,11 @@ CASES = [
     ("unknown transcript shape", "import {bad}/wrong_shape.traj --out {out}", "unknown transcript format"),
     ("empty transcript", "import {bad}/empty.json --out {out}", "malformed JSON"),
     ("missing transcript", "import {bad}/nothing-here.json --out {out}", "nothing-here.json"),
+    ("missing calibration file", "import {bad}/truncated.traj.json --calibration {bad}/nope.json --out {out}",
+     "no such calibration file"),
+    ("calibration file that is no calibration", "fidelity {bad} --calibration {bad}/empty.json", "calibration"),
+    ("unknown sidechains choice", "replay-dir {bad} --policies noop --sidechains some --out {out}", "--sidechains"),
+    ("negative folds", "fidelity {bad} --folds -2", "--folds"),
 ]
 
 

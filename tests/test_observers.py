@@ -6,6 +6,7 @@ import pytest
 from prunesim import observe
 from prunesim.io import scenario_files as sc
 from prunesim.model.events import KINDS, Bus, Observer, PassRecord
+from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 from prunesim.observe.recorder import LEDGER_COLUMNS, Recorder
 from prunesim.runner import run_one
 
@@ -94,8 +95,11 @@ def test_the_ledger_is_the_pass_records_the_engine_published(monkeypatch):
 
     monkeypatch.setattr(OnlyPasses, "summary", keep)
     result = run_one(sc.load("oscillation-40"), "naive", 3, trace="turns")
-    assert [tuple(r) for r in captured] == result.ledger
-    assert LEDGER_COLUMNS[0] == "pass" and LEDGER_COLUMNS[1:] == PassRecord._fields[1:]
+    n = len(PassRecord._fields)  # the engine's record first; the cost observer's columns are appended after it
+    assert [tuple(r) for r in captured] == [row[:n] for row in result.ledger]
+    assert all(len(row) == len(LEDGER_COLUMNS) for row in result.ledger)
+    assert LEDGER_COLUMNS[0] == "pass" and LEDGER_COLUMNS[1:n] == PassRecord._fields[1:]
+    assert LEDGER_COLUMNS[n:] == COST_LEDGER_COLUMNS
 
 
 def test_a_recorder_keeping_turns_hears_no_per_change_kind_and_one_keeping_all_no_turn_end():

@@ -1,4 +1,4 @@
-"""Run results on disk: trace.csv, ledger.csv, events.csv, summary.json, scenario.json.
+"""Run results on disk: trace.csv, ledger.csv, events.csv, calls.csv, summary.json, scenario.json.
 
 Every file is written atomically. Plots and aggregation read these files; they
 never run simulations.
@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 from prunesim.io import atomic
-from prunesim.observe.recorder import EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
+from prunesim.observe.recorder import CALL_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
 from prunesim.runner import RunResult
 
-FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv")
+FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv")
 EDIT_LOG_FILE = "editlog.jsonl"  # one JSON record per line, written for policies that keep an edit log
 
 
@@ -45,6 +45,7 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
     atomic.write_csv(out_dir / "trace.csv", TRACE_COLUMNS, rows)
     atomic.write_csv(out_dir / "ledger.csv", LEDGER_COLUMNS, result.ledger)
     atomic.write_csv(out_dir / "events.csv", EVENT_COLUMNS, result.events)
+    atomic.write_csv(out_dir / "calls.csv", CALL_COLUMNS, result.calls)
     atomic.write_json(out_dir / "scenario.json", result.scenario.to_dict())
     atomic.write_json(out_dir / "summary.json", run_record(result))
     written = [out_dir / f for f in FILES]

@@ -17,11 +17,13 @@ from typing import Any, Literal
 
 from prunesim import policies
 from prunesim.errors import UserError
+from prunesim.io import prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
     Decision,
     InitialSpan,
     Latency,
     NeedParams,
+    Pricing,
     Scenario,
     ScriptedEvent,
     SizeDist,
@@ -126,7 +128,7 @@ def apply_overrides(data: dict, overrides: dict[str, Any], where: str = "--set")
     """A copy of ``data`` with dotted-key overrides placed in it."""
     import copy
 
-    out = copy.deepcopy(data)
+    out = copy.deepcopy(prices.switch_model(data, overrides))
     for dotted, value in overrides.items():
         parts = dotted.split(".")
         node = out
@@ -187,9 +189,12 @@ def read_toml(path: Path) -> dict:
 
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
-    """A validated scenario from plain data; the policies' own tables are built from their declarations."""
+    """A validated scenario from plain data; the policies' own tables are built from their declarations.
+
+    A ``[pricing]`` table is completed from the model's entry in prices.toml first.
+    """
     declared = policies.tables()
-    data = dict(data)
+    data = dict(prices.fill(data, where))
     raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
     if "tables" in data:
         raise UserError(where, "tables", "unknown key")

@@ -147,7 +147,7 @@ def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, tr
     keeps_log = bool(getattr(get_policy(name), "keeps_edit_log", False))
     with StagedFiles(out_dir) as staged:
         recorder = StreamingRecorder(trace, staged.open("trace.csv"), staged.open("ledger.csv"),
-                                     staged.open("events.csv"))
+                                     staged.open("events.csv"), staged.open("calls.csv"))
         log = EditLog(sink=staged.open(EDIT_LOG_FILE, "w+"), tail=EDIT_LOG_TAIL) if keeps_log else None
         result = run_one(scenario, name, seed, trace=trace, workload=workload, recorder=recorder, edit_log=log)
         recorder.flush()

@@ -129,6 +129,8 @@ class Engine(Provenance):
         for plan in self.workload:
             self.turn = turn = plan.turn
             # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
+            if plan.drop_tags:
+                self.runtime_drop(plan.drop_tags)
             prompt = window.utilization
             output = plan.reasoning.tokens + plan.tool_call.tokens
             for h in on_model_call:
@@ -167,6 +169,8 @@ class Engine(Provenance):
 
     def take_turn(self, plan: TurnPlan):
         """One turn's arrivals (what :meth:`agent` does inline, for callers that drive turns themselves)."""
+        if plan.drop_tags:
+            self.runtime_drop(plan.drop_tags)
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens
         self._model_call(prompt, output, False)
@@ -179,6 +183,16 @@ class Engine(Provenance):
             self.place(arrival)
         self._saw(plan)
         yield from self.meet_needs()
+
+    def runtime_drop(self, tags: frozenset[str]) -> None:
+        """Spans the replayed runtime removed on its own (a recorded compaction) leave the window.
+
+        Not the policy's doing: no eviction is recorded for them, no tombstone is left.
+        """
+        for span in [s for s in self.window.spans() if s.tags & tags]:
+            self.window.remove(span.id)
+            if self._on_removed:
+                self._removed_tokens("runtime_drop", span, span.tokens)
 
     def view(self) -> WindowView:
         w = self.window

@@ -80,7 +80,8 @@ class Observer:
     def on_span_removed(self, time: float, turn: int, cause: str, span: Span, freed: int, utilization: int,
                         appended_total: int, removed_total: int) -> None:
         """``freed`` tokens of ``span`` left the window because of ``cause`` (``evict``, ``forced_drop``,
-        ``fallback_<reason>``). ``freed < span.tokens`` when a span was cut down and stays."""
+        ``fallback_<reason>``, or ``runtime_drop``: a replayed transcript's runtime removed it itself).
+        ``freed < span.tokens`` when a span was cut down and stays."""
 
     def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
                       decision: bool) -> None:

@@ -9,6 +9,7 @@ TOML files and ``--set`` overrides is the I/O layer's work
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -205,6 +206,74 @@ class TombstoneParams:
                             f"({self.digest_base})")
 
 
+CACHE_BEHAVIOURS = ("explicit", "implicit", "none")
+TTLS = {"5m": 300.0, "1h": 3600.0}  # the two cache lifetimes explicit caching sells, in simulated seconds
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(s|m|h)$")
+
+
+def duration_s(text: str) -> float | None:
+    """``"300s"``, ``"5m"`` or ``"1h"`` in seconds; None when the text is not a positive duration."""
+    match = _DURATION.match(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    value = float(match.group(1)) * {"s": 1.0, "m": 60.0, "h": 3600.0}[match.group(2)]
+    return value if value > 0 else None
+
+
+@dataclass
+class Pricing:
+    """What model calls cost, and how the provider caches prompts (see docs/cost.md).
+
+    ``model`` names an entry of the shipped ``prices.toml``; a scenario file's
+    ``[pricing]`` table fills every key it leaves out from that entry (the io
+    layer does this), so the values here are always concrete. The defaults are
+    the ``claude-opus-4-5`` entry (a test keeps them equal); in code, build one
+    for another model with ``prunesim.io.prices.pricing(model)``, since
+    ``Pricing(model=...)`` alone keeps the default's prices. Prices are USD per
+    million tokens. ``cache``: ``explicit`` (breakpoints placed by the runtime,
+    writes billed at a premium: Anthropic), ``implicit`` (the provider caches
+    prefixes on its own, writes billed as input: OpenAI, Gemini) or ``none``.
+    """
+
+    model: str = "claude-opus-4-5"
+    provider: str = "anthropic"
+    cache: Literal["explicit", "implicit", "none"] = "explicit"
+    ttl: str = "5m"  # how long an unused entry lives: "5m" or "1h" (explicit), any "Ns"/"Nm"/"Nh" (implicit)
+    input: float = 5.0
+    output: float = 25.0
+    cache_read: float = 0.5
+    cache_write_5m: float = 6.25
+    cache_write_1h: float = 10.0
+    min_tokens: int = 4096  # shortest prefix the provider caches
+    granularity: int = 1  # cached prefixes are whole multiples of this many tokens
+    breakpoints: int = 4  # explicit caching: marks one request may carry
+    lookback: int = 20  # explicit caching: spans a mark searches back for an entry (0: no limit)
+    reuse: float = 1.0  # share of the readable prefix a call is billed as read, in expectation (fitted)
+
+    @property
+    def ttl_s(self) -> float:
+        return duration_s(self.ttl)
+
+    @property
+    def cache_write(self) -> float:
+        """USD per million tokens written to the cache at this TTL (the input price when writes carry no premium)."""
+        if self.cache != "explicit":
+            return self.input
+        return self.cache_write_5m if self.ttl == "5m" else self.cache_write_1h
+
+    def check(self, key: str, where: str) -> None:
+        if duration_s(self.ttl) is None:
+            raise UserError(where, f"{key}.ttl", f"must be a duration such as 5m, 1h or 600s (got {self.ttl!r})")
+        if self.cache == "explicit" and self.ttl not in TTLS:
+            raise UserError(where, f"{key}.ttl", f"explicit caches are sold for {' or '.join(TTLS)} (got {self.ttl!r})")
+        for name in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "min_tokens"):
+            non_negative(getattr(self, name), f"{key}.{name}", where)
+        positive(self.granularity, f"{key}.granularity", where)
+        positive(self.breakpoints, f"{key}.breakpoints", where)
+        non_negative(self.lookback, f"{key}.lookback", where)
+        fraction(self.reuse, f"{key}.reuse", where)
+
+
 @dataclass
 class Scenario:
     """One experiment: the window, the workload and the parameters of every policy."""
@@ -223,6 +292,7 @@ class Scenario:
     decision: Decision = field(default_factory=Decision)
     need: NeedParams = field(default_factory=NeedParams)
     tombstone: TombstoneParams = field(default_factory=TombstoneParams)
+    pricing: Pricing = field(default_factory=Pricing)
     # The parameter tables policies declare (``Policy.tables``), by table name, filled by the
     # loader with every registered table. Each is also an attribute: ``scenario.gate``.
     tables: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -256,6 +326,7 @@ class Scenario:
         self.decision.check("decision", where)
         self.need.check("need", where)
         self.tombstone.check("tombstone", where)
+        self.pricing.check("pricing", where)
         for i, ev in enumerate(self.workload.events):
             if ev.turn > self.turns:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")

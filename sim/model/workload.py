@@ -42,6 +42,9 @@ class TurnPlan:
     tool_output: Arrival
     tool_latency_s: float
     extra: list[Arrival] = field(default_factory=list)
+    # Spans tagged with one of these leave the window before the model call: the replayed
+    # runtime removed them itself (a recorded compaction), not the policy under test.
+    drop_tags: frozenset[str] = frozenset()
 
 
 def lognormal_sizes(rng: np.random.Generator, dist: SizeDist, n: int) -> np.ndarray:

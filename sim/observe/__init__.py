@@ -27,6 +27,7 @@ class RunContext:
     policy: str
     seed: int
     acting_trigger: int
+    trace: str = "none"  # how much the run records ("all", "turns", "none"): per-call rows are kept unless "none"
 
 
 # The observers every run has, by name, in the order their handlers run (and

@@ -20,6 +20,8 @@ import json
 
 import numpy as np
 from prunesim.model.events import Observer, PassRecord
+from prunesim.observe.metrics.cost import CALL_COLUMNS
+from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 
 TRACE_COLUMNS = (
     "seq",
@@ -35,9 +37,15 @@ TRACE_COLUMNS = (
     "removed_total",
 )
 
-LEDGER_COLUMNS = ("pass",) + PassRecord._fields[1:]  # the ledger names its first column "pass"
+# The ledger names its first column "pass"; the cost observer's columns follow the engine's record,
+# appended at the end so that readers of older ledgers find every column where it was.
+ENGINE_LEDGER_COLUMNS = ("pass",) + PassRecord._fields[1:]
+LEDGER_COLUMNS = ENGINE_LEDGER_COLUMNS + COST_LEDGER_COLUMNS
 
 EVENT_COLUMNS = ("seq", "time_s", "turn", "event", "detail")
+
+__all__ = ["CALL_COLUMNS", "ENGINE_LEDGER_COLUMNS", "EVENT_COLUMNS", "LEDGER_COLUMNS", "MODES", "Recorder",
+           "TRACE_COLUMNS"]
 
 MODES = ("all", "turns", "none")
 
@@ -54,6 +62,15 @@ def _json_kind(kind: str) -> str:
 
 
 _CSV_SPECIAL = (",", '"', "\n", "\r")
+
+
+def cell(value) -> str:
+    """A value as a CSV cell, as :func:`prunesim.io.atomic.format_cell` writes it (floats to 6 decimals)."""
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def csv_field(text: str) -> str:
@@ -167,7 +184,7 @@ class StreamingRecorder(Recorder):
     run; the files' owner closes them.
     """
 
-    def __init__(self, mode: str, trace, ledger, events):
+    def __init__(self, mode: str, trace, ledger, events, calls=None):
         super().__init__(mode)
         self.trace = None  # nothing is kept: rows go to the files
         self.ledger = self.events = None
@@ -179,9 +196,18 @@ class StreamingRecorder(Recorder):
         self._time = -1.0  # the last time written, and its text: many rows share a time
         self._time_text = ""
         self._ledger_w = csv.writer(ledger, lineterminator="\n")
+        self._calls_w = csv.writer(calls, lineterminator="\n") if calls is not None else None
+        self._cost = None  # the cost observer, whose columns each ledger row ends with (see attach)
+        self._pending: list[PassRecord] = []  # passes whose cost is not final yet
         trace.write(",".join(TRACE_COLUMNS) + "\n")
         self._ledger_w.writerow(LEDGER_COLUMNS)
         events.write(",".join(EVENT_COLUMNS) + "\n")
+        if self._calls_w is not None:
+            self._calls_w.writerow(CALL_COLUMNS)
+
+    def attach(self, observers) -> None:
+        """Find the cost observer among the run's: it supplies the ledger's cost columns and calls.csv."""
+        self._cost = next((o for o in observers if hasattr(o, "ledger_columns")), None)
 
     def _t(self, time) -> str:
         if time != self._time:
@@ -221,8 +247,39 @@ class StreamingRecorder(Recorder):
         if len(batch) >= BATCH:
             self._flush_trace()
 
+    # -- the ledger and calls.csv, from the cost observer ---------------------------
+    # A pass's cost is final at the next model call (its edits' cache rewrite is charged there), so
+    # its row waits until then; the cost observer's rows are written and let go as they come.
     def on_prune_pass(self, time, record: PassRecord) -> None:
-        self._ledger_w.writerow((*record[:2], round(record.time_s, 6), *record[3:]))
+        self._pending.append(record)
+
+    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision) -> None:
+        if self._pending:
+            self._write_passes()
+        if self._cost is not None and self._cost.calls:
+            self._write_calls()
+
+    def on_run_end(self, end) -> None:
+        self._write_passes()
+        if self._cost is not None:
+            self._write_calls()
+
+    def _write_passes(self) -> None:
+        cost = self._cost
+        for record in self._pending:
+            extra = ()
+            if cost is not None:
+                extra = cost.ledger_columns(record.pass_id)
+                cost.pass_costs.pop(record.pass_id, None)
+                cost.pass_rows.pop(record.pass_id, None)
+            self._ledger_w.writerow([cell(v) for v in (*record, *extra)])
+        self._pending.clear()
+
+    def _write_calls(self) -> None:
+        rows = self._cost.calls
+        if self._calls_w is not None:
+            self._calls_w.writerows([cell(v) for v in row] for row in rows)
+        rows.clear()
 
     def _add_event(self, time, turn, event: str, detail: str) -> None:
         self._events_written += 1

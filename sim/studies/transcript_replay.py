@@ -53,22 +53,31 @@ def expand(paths: list[Path]) -> list[Path]:
     return out
 
 
-def iter_workloads(path: Path, tokenizer: str = DEFAULT) -> Iterator[wl.WorkloadData]:
-    """The workloads in one file: a workload file as is, a transcript imported on the fly."""
+def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "auto",
+                   sidechains: str = "separate") -> Iterator[wl.WorkloadData]:
+    """The workloads in one file: a workload file as is, a transcript imported on the fly.
+
+    Each workload carries the import's warnings (``.warnings``) for the caller to show.
+    """
     path = Path(path)
     if path.is_file() and wl.is_workload_file(path):
         yield wl.read(path)
         return
-    count = get_counter(tokenizer)
-    for t in formats.iter_transcripts(path):
-        yield wl.from_transcript(t, count, tokenizer)
+    get_counter(tokenizer)
+    for t in formats.iter_transcripts(path, sidechains):
+        data = wl.from_transcript(t, tokenizer, calibration)
+        data.warnings[:0] = t.warnings
+        yield data
 
 
-def iter_sources(paths: list[Path], tokenizer: str = DEFAULT) -> Iterator[tuple[Path, wl.WorkloadData | UserError]]:
-    """(file, workload) for every workload found, or (file, error) for a file that failed; never raises."""
-    for path in expand(paths):
+def iter_sources(paths: list[Path], tokenizer: str = DEFAULT, calibration: str = "auto",
+                 sidechains: str = "separate", files: list[Path] | None = None,
+                 ) -> Iterator[tuple[Path, wl.WorkloadData | UserError]]:
+    """(file, workload) for every workload found, or (file, error) for a file that failed; never raises
+    a UserError. A file whose later runs fail after earlier ones imported yields both."""
+    for path in files if files is not None else expand(paths):
         try:
-            for data in iter_workloads(path, tokenizer):
+            for data in iter_workloads(path, tokenizer, calibration, sidechains):
                 yield path, data
         except UserError as err:
             yield path, err

@@ -50,3 +50,69 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
+
+
+# -- folders of transcripts -----------------------------------------------------------
+PROGRESS_MIN_FILES = 5  # a folder of more files than this shows a progress bar (on a terminal)
+
+
+def add_transcript_options(parser: argparse.ArgumentParser) -> None:
+    """--tokenizer, --calibration and --sidechains: how transcripts are read and sized."""
+    from prunesim.io.transcripts import tokens
+
+    parser.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    parser.add_argument("--calibration", default="auto", metavar="auto|none|FILE",
+                        help="size parts for the transcript's model: auto (the shipped profiles, default), "
+                             "none (raw counts) or a calibration file from fidelity --fit-out")
+    parser.add_argument("--sidechains", default="separate", choices=("separate", "skip"),
+                        help="Claude Code subagent conversations: their own workloads (default) or left out")
+
+
+def check_transcript_options(args) -> None:
+    from prunesim.io.transcripts import calibration, tokens
+
+    tokens.get_counter(args.tokenizer)
+    calibration.check_setting(args.calibration, args.tokenizer)
+
+
+def progress(total: int, unit: str = "file"):
+    """A tqdm bar on stderr for a folder of more than a few files (when stderr is a terminal), else a no-op."""
+    import sys
+
+    if total <= PROGRESS_MIN_FILES or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def report_line(bar, kind: str, text: str) -> None:
+    """One line on stderr (``prunesim: error: ...``) that does not break the progress bar."""
+    say(bar, f"prunesim: {kind}: {text}", err=True)
+
+
+def say(bar, line: str, err: bool = False) -> None:
+    """Print a line to stdout (or stderr) above the progress bar, if one is shown."""
+    import sys
+
+    stream = sys.stderr if err else sys.stdout
+    if isinstance(bar, _NoBar):
+        print(line, file=stream)
+    else:
+        from tqdm import tqdm
+
+        tqdm.write(line, file=stream)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from prunesim.cli.commands._common import (
+    add_transcript_options,
+    check_transcript_options,
+    progress,
+    report_line,
+    say,
+)
 from prunesim.errors import UserError
-from prunesim.io.transcripts import formats, tokens
+from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
 from prunesim.studies.transcript_replay import expand
 
@@ -16,7 +22,7 @@ def register(sub) -> None:
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="transcript files or folders of them")
     p.add_argument("--out", type=Path, required=True,
                    help="a .jsonl file when one workload results, else a folder (NAME.workload.jsonl per run)")
-    p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    add_transcript_options(p)
     p.set_defaults(func=main)
 
 
@@ -29,7 +35,7 @@ def _single_file_target(out: Path, files: list[Path]) -> bool:
 
 
 def main(args) -> int:
-    count = tokens.get_counter(args.tokenizer)
+    check_transcript_options(args)
     files = expand(args.paths)
     if not files:
         raise UserError("import", None, "no transcript files found")
@@ -39,26 +45,35 @@ def main(args) -> int:
     failed = 0
     used: set[str] = set()
     written = 0
-    for path in files:
-        try:
-            runs = formats.iter_transcripts(path)
-            for t in runs:
-                data = wl.from_transcript(t, count, args.tokenizer)
-                if single:
-                    if written:
-                        raise UserError(str(path), None, "holds several runs; give --out a folder")
-                    target = args.out
-                else:
-                    target = args.out / _unique(f"{data.name}.workload.jsonl", used)
-                wl.write(target, data)
-                written += 1
-                h = data.header
-                print(f"{target}: {h['format']}, {h['turns']} turns, {h['parts']} parts, {h['repeats']} repeats")
-        except UserError as err:
-            failed += 1
-            print(f"prunesim: error: {err}", file=sys.stderr)
-    print(f"imported {written} workload(s); {failed} file(s) failed")
-    return 2 if failed else 0
+    with progress(len(files)) as bar:
+        for path in files:
+            try:
+                runs = formats.iter_transcripts(path, args.sidechains)
+                if single:  # know there is exactly one run before writing anything
+                    runs = _only_run(runs, path)
+                for t in runs:
+                    data = wl.from_transcript(t, args.tokenizer, args.calibration)
+                    for w in [*t.warnings, *data.warnings]:
+                        report_line(bar, "warning", w)
+                    target = args.out if single else args.out / _unique(f"{data.name}.workload.jsonl", used)
+                    wl.write(target, data)
+                    written += 1
+                    h = data.header
+                    say(bar, f"{target}: {h['format']}, {h['turns']} turns, {h['parts']} parts, "
+                             f"{h['repeats']} repeats, calibration {h['calibration']}")
+            except UserError as err:
+                failed += 1
+                report_line(bar, "error", str(err))
+            bar.update()
+    print(f"imported {written} workload(s) from {len(files)} file(s); {failed} file(s) failed")
+    return 0 if written else 2
+
+
+def _only_run(runs, path: Path) -> list:
+    first = next(runs, None)
+    if first is not None and next(runs, None) is not None:
+        raise UserError(str(path), None, "holds several runs; give --out a folder")
+    return [first] if first is not None else []
 
 
 def _unique(name: str, used: set[str]) -> str:

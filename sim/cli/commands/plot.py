@@ -13,7 +13,8 @@ def _common(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plot", help="plot traces, pass ledgers, sweep curves and phase diagrams from result files")
+    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves and phase diagrams from "
+                                         "result files")
     kinds = p.add_subparsers(dest="plot", metavar="KIND", parser_class=type(p))
     kinds.required = True
 
@@ -27,6 +28,12 @@ def register(sub) -> None:
     led.add_argument("run", type=Path, metavar="RUN_DIR")
     _common(led)
     led.set_defaults(func=main_ledger)
+
+    be = kinds.add_parser("breakeven", help="cumulative cost of two runs of one workload, and each pass's "
+                                            "break-even turn")
+    be.add_argument("runs", nargs=2, type=Path, metavar="RUN_DIR", help="two runs of the same scenario and seed")
+    _common(be)
+    be.set_defaults(func=main_breakeven)
 
     s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95%% band")
     s.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
@@ -74,6 +81,14 @@ def main_ledger(args) -> int:
 
     run = read_run(args.run, need=("ledger",))
     return _write(ledger_figure(run), args.out, args.run, "ledger", args.format)
+
+
+def main_breakeven(args) -> int:
+    from prunesim.plots.breakeven import breakeven_figure
+    from prunesim.plots.io import read_run
+
+    a, b = (read_run(p, need=("ledger", "calls")) for p in args.runs)
+    return _write(breakeven_figure(a, b), args.out, args.runs[0], f"breakeven-{a.policy}-{b.policy}", args.format)
 
 
 def main_sweep(args) -> int:

@@ -6,15 +6,22 @@ import csv
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets
+from prunesim.cli.commands._common import (
+    add_set,
+    add_transcript_options,
+    check_transcript_options,
+    non_negative_int,
+    parse_sets,
+    progress,
+    report_line,
+)
 from prunesim.errors import UserError
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
 from prunesim.io.stream import StagedFiles
-from prunesim.io.transcripts import tokens
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import get_policy
-from prunesim.studies.transcript_replay import REPLAY_METRICS, iter_sources, replay
+from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "repeats")
 COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) + tuple(
@@ -29,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
-    p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    add_transcript_options(p)
     p.add_argument("--out", type=Path, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
 
@@ -43,7 +50,7 @@ def main(args) -> int:
     for name in policies:
         get_policy(name)
     base = load(args.scenario, parse_sets(args.set))
-    tokens.get_counter(args.tokenizer)
+    check_transcript_options(args)
     if args.out is not None and args.out.is_dir():
         raise UserError("--out", str(args.out), "is a folder; give a CSV file")
     if args.out is None:
@@ -51,27 +58,45 @@ def main(args) -> int:
     # Created with the user's umask, renamed into place at the end.
     with StagedFiles(args.out.parent, "--out") as staged:
         code = _replay_all(args, base, policies, staged.open(args.out.name))
-        staged.commit()
+        if code:  # nothing could be replayed: an earlier result stays as it was
+            staged.abort()
+        else:
+            staged.commit()
     return code
 
 
 def _replay_all(args, base, policies, fh) -> int:
     writer = csv.writer(fh, lineterminator="\n")
     writer.writerow(COLUMNS)
-    failed = rows = 0
-    for _path, data in iter_sources([args.dir], args.tokenizer):
-        if isinstance(data, UserError):
-            failed += 1
-            print(f"prunesim: error: {data}", file=sys.stderr)
-            continue
-        for policy in policies:
-            result, _ = replay(data, base, policy, args.seed)
-            s = result.summary
-            row = {"transcript": data.name, "format": data.header["format"], "policy": policy,
-                   "turns": data.turns, **s}
-            writer.writerow([format_cell(row.get(c, "")) for c in COLUMNS])
-            rows += 1
-            del result
-        fh.flush()
-    print(f"replayed {rows} row(s); {failed} file(s) failed", file=sys.stderr)
-    return 2 if failed else 0
+    files = expand([args.dir])
+    failed = rows = imported = 0
+    failed_files: set[Path] = set()
+    with progress(len(files)) as bar:
+        done: Path | None = None
+        for path, data in iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files):
+            if path != done:
+                if done is not None:
+                    bar.update()
+                done = path
+            if isinstance(data, UserError):
+                failed += 1
+                failed_files.add(path)
+                report_line(bar, "error", str(data))
+                continue
+            for w in data.warnings:
+                report_line(bar, "warning", w)
+            imported += 1
+            for policy in policies:
+                result, _ = replay(data, base, policy, args.seed)
+                s = result.summary
+                row = {"transcript": data.name, "format": data.header["format"], "policy": policy,
+                       "turns": data.turns, **s}
+                writer.writerow([format_cell(row.get(c, "")) for c in COLUMNS])
+                rows += 1
+                del result
+            fh.flush()
+        if done is not None:
+            bar.update()
+    print(f"replayed {rows} row(s) from {imported} workload(s) in {len(files)} file(s); "
+          f"{len(failed_files)} file(s) failed", file=sys.stderr)
+    return 0 if imported else 2

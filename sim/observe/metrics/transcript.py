@@ -13,8 +13,8 @@ DEFINITIONS = (
     Metric(
         "repeats_after_prune",
         "calls",
-        "Repeats made when every earlier span holding the key had been removed by the policy (re-retrieval caused by "
-        "pruning).",
+        "Repeats made when every earlier span holding the key had been removed by the policy, or by the replayed "
+        "runtime's own recorded compaction (re-retrieval caused by pruning).",
     ),
     Metric("repeats_in_window", "calls", "Repeats made while an earlier span holding the key was still in the window."),
     Metric(
