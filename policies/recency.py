@@ -31,6 +31,8 @@ class RecencyPolicy(Policy):
     name = "recency"
     summary = "drops the oldest prunable spans once utilization reaches the trigger"
     tables = {"recency": RecencyParams}
+    reads = ("trigger", "recency", "decision.protect_recent_turns")
+    roles = {"threshold": "trigger", "low_water": "recency.low_water_gap"}
 
     def decide(self, view: WindowView) -> list[Action]:
         trigger = self.scenario.trigger

@@ -49,6 +49,16 @@ CASES = [
     ("unknown replay", "replay everything", "unknown replay"),
     ("unknown command", "frobnicate", "invalid choice"),
     ("compare unknown policy", "compare oscillation-40 --policies naive,magic", "unknown policy 'magic'"),
+    # the runtime policies and the leaderboard
+    ("leaderboard unknown policy", "leaderboard --scenario oscillation-40 --policies all,magic --out {out}",
+     "unknown policy 'magic'"),
+    ("keep below zero", "leaderboard --scenario oscillation-40 --set clear_tool_uses.keep=-1 --out {out}",
+     "clear_tool_uses.keep: must not be negative"),
+    ("compaction threshold above the window",
+     "run oscillation-40 --policy llm-summary --set llm_summary.threshold=40000 --set llm_summary.unit=tokens "
+     "--out {out}", "llm_summary.threshold: 40000 is above the window 32000"),
+    ("eviction above the window", "run oscillation-40 --policy memory-pressure:letta "
+     "--set memory_pressure.evict_at=1.1 --out {out}", "above the window"),
     # sweeps and aggregation
     ("empty grid", "sweep oscillation-40 --grid trigger= --seeds 0:2 --out {out}", "trigger: has no values"),
     ("empty range", "sweep oscillation-40 --grid trigger=5:1:1 --seeds 0:2 --out {out}", "the range is empty"),

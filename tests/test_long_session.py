@@ -16,7 +16,7 @@ def short_session(turns=400):
     sc = copy.deepcopy(scenario_mod.load("long-session-2000"))
     sc.turns = turns
     sc.window, sc.budget, sc.trigger = 80_000, 60_000, 50_000
-    sc.gate.headroom, sc.gate.low_water_gap, sc.recency.low_water_gap = 12_000, 8_000, 10_000
+    sc.gate.lead, sc.gate.low_water_gap, sc.recency.low_water_gap = 2_000, 8_000, 10_000
     sc.decision.reclaim_target = 10_000
     sc.workload.events = [e for e in sc.workload.events if e.turn <= turns]
     sc.check("test")

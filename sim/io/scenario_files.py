@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
+import types
 import typing
 from importlib import resources
 from pathlib import Path
@@ -37,6 +38,10 @@ _MAX_INT = 10**12  # larger sizes are typos, and would overflow numpy's draws
 
 def _coerce(value: Any, tp: Any, key: str, where: str) -> Any:
     origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        # ``X | None``: None means "unset" (a preset gives the value); a file can only set an X.
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        return None if value is None else _coerce(value, inner, key, where)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise UserError(where, key, f"must be a table, got {_type_name(value)}")

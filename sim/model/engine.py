@@ -10,14 +10,26 @@ from __future__ import annotations
 
 import simpy
 from prunesim.model.editlog import EditLog
-from prunesim.model.events import Bus, PassRecord, RunEnd
+from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
 from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
 from prunesim.model.scenario import Scenario
-from prunesim.model.spans import Span
+from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, Span
 from prunesim.model.window import Window
 from prunesim.model.workload import Arrival, TurnPlan
-from prunesim.policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView, named_spans
+from prunesim.policies.base import (
+    BoundaryEvent,
+    Clear,
+    Compact,
+    Evict,
+    ModelPass,
+    Policy,
+    Summarize,
+    Truncate,
+    Warn,
+    WindowView,
+    named_spans,
+)
 
 
 class PolicyContractError(RuntimeError):
@@ -67,28 +79,33 @@ class Engine(Provenance):
         for h in self._on_truncation:
             h(self.env.now, self.turn, cause, kind, wanted, kept, constraint, selections)
 
-    def _model_call(self, prompt: int, output: int, decision: bool) -> None:
+    def _model_call(self, prompt: int, output: int, decision: bool, pass_id: int = 0) -> None:
         for h in self.bus.model_call:
-            h(self.env.now, self.turn, prompt, output, decision)
+            h(self.env.now, self.turn, prompt, output, decision, pass_id)
 
     def _fallback(self, reason: str, spans: int, freed: int) -> None:
         for h in self.bus.fallback:
             h(self.env.now, self.turn, reason, spans, freed)
 
+    def _context_edit(self, record: EditRecord) -> None:
+        for h in self.bus.context_edit:
+            h(self.env.now, self.turn, record)
+
     # -- window changes ----------------------------------------------------------
-    def place(self, arrival: Arrival) -> Span:
+    def place(self, arrival: Arrival, **span_fields) -> Span:
         w = self.window
         w._next_id += 1  # Window.new_id, inlined: this runs for every arrival
         turn = self.turn
         span = Span(w._next_id, arrival.kind, arrival.tokens, turn, arrival.key, turn + arrival.stale_after,
-                    arrival.pinned, arrival.tags)
+                    arrival.pinned, arrival.tags, tool=arrival.tool, **span_fields)
         return self.append(span)
 
-    def append(self, span: Span) -> Span:
+    def append(self, span: Span, index: int | None = None) -> Span:
+        """Place ``span`` at the end of the window, or at ``index`` in window order."""
         # The publishing is written out here (not through _appended/_truncated): every arrival passes by.
         w = self.window
         wanted = span.tokens
-        cut = w.add(span)
+        cut = w.add(span) if index is None else w.insert(span, index).cut
         kept = span.tokens
         if kept and self._on_appended:
             now, turn, util, added, removed = self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total
@@ -211,6 +228,12 @@ class Engine(Provenance):
             self.truncate(action)
         elif isinstance(action, Summarize):
             self.summarize(action)
+        elif isinstance(action, Clear):
+            self.clear(action)
+        elif isinstance(action, Compact):
+            yield from self.compact(action)
+        elif isinstance(action, Warn):
+            self.warn(action)
         elif isinstance(action, BoundaryEvent):
             for h in self.bus.gate_decision:
                 h(self.env.now, self.turn, action.reason, action.numbers)
@@ -224,6 +247,17 @@ class Engine(Provenance):
             raise PolicyContractError(
                 f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})"
             )
+        if isinstance(action, Clear) and len(action.placeholder_tokens) != len(action.span_ids):
+            raise PolicyContractError(f"policy {self.policy.name!r} gave {len(action.placeholder_tokens)} "
+                                      f"placeholder sizes for {len(action.span_ids)} spans (turn {self.turn})")
+        if isinstance(action, Compact):
+            carriable = set(action.span_ids)
+            for span_id in action.span_ids:
+                carriable.update(self.window.get(span_id).names)
+            stray = [i for i in action.carried if i not in carriable]
+            if stray:
+                raise PolicyContractError(f"policy {self.policy.name!r} has a summary carry span(s) {stray} that "
+                                          f"it does not replace (turn {self.turn})")
 
     def model_pass(self, p: ModelPass):
         """Read the index, write the rationale (cut at a hard ceiling), evict what was written.
@@ -260,7 +294,7 @@ class Engine(Provenance):
             written += 1
         cut = rationale < p.rationale_tokens
         chosen = p.selected[:written]
-        self._model_call(prompt, rationale, True)
+        self._model_call(prompt, rationale, True, self.pass_count)
         if in_window and rationale:
             note = Span(w.new_id(), "prune_rationale", rationale, self.turn, stale_at=self.turn + 1,
                         names=tuple(chosen), **kind_opts)
@@ -335,6 +369,97 @@ class Engine(Provenance):
         self.append(summary)
         self._fallback(action.reason, len(action.span_ids), freed - summary.tokens)
 
+    # -- runtime context edits ---------------------------------------------------
+    def clear(self, action: Clear) -> None:
+        """Replace each span by a placeholder where it stood; the content is gone."""
+        w = self.window
+        before = w.utilization
+        spans = freed = written = 0
+        markers = []
+        for span_id, size in zip(action.span_ids, action.placeholder_tokens, strict=True):
+            if span_id not in w:  # named twice
+                continue
+            index = w.position(span_id)
+            span = self.remove(span_id, "cleared")
+            marker = Span(w.new_id(), "placeholder", max(0, size), span.turn, key=span.key,
+                          stale_at=span.stale_at, names=(span.id,), tool=span.tool,
+                          tags=frozenset({PLACEHOLDER_OF + span.kind}))
+            if marker.tokens:
+                self.append(marker, index)  # cut at a hard ceiling like any append
+                if marker.id in w:
+                    markers.append(marker.id)
+            spans += 1
+            freed += span.tokens
+            written += marker.tokens
+        self._context_edit(EditRecord("clear", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
+                                      self._placed(markers)))
+
+    def _placed(self, span_ids: list[int]) -> tuple[tuple[int, int], ...]:
+        """(id, index in window order) of spans an edit put inside the window, for observers that keep the order."""
+        if not span_ids:
+            return ()
+        wanted = set(span_ids)
+        return tuple((s.id, i) for i, s in enumerate(self.window.spans()) if s.id in wanted)
+
+    def compact(self, action: Compact):
+        """A model call reads the window and writes a summary; it replaces the named spans where the first stood.
+
+        Content a replaced span held is carried by the summary (``summarized``) or lost
+        (``summary_dropped``); content an earlier summary carried is judged again, and what the
+        new summary drops is lost now (published with nothing freed: it left the window before).
+        """
+        w = self.window
+        before = w.utilization
+        prompt = before + action.instruction_tokens
+        yield self.env.timeout(self.model_latency(prompt, action.summary_tokens))
+        self._model_call(prompt, action.summary_tokens, True)
+        named = set(action.span_ids)
+        replaced = [s for s in w.spans() if s.id in named]
+        if not replaced:
+            return
+        index = w.position(replaced[0].id)
+        carried = set(action.carried)
+        names: list[int] = []
+        kept = dropped = freed = 0
+        for span in replaced:
+            if SUMMARY_TAG in span.tags:  # an earlier summary: each piece of content it carries is judged again
+                for content_id in span.names:
+                    if content_id in carried:
+                        names.append(content_id)
+                        kept += 1
+                    else:
+                        self._content_lost(content_id)
+                        dropped += 1
+                freed += self.remove(span.id, "summarized").tokens
+            elif span.id in carried:
+                names.append(span.id)
+                kept += 1
+                freed += self.remove(span.id, "summarized").tokens
+            else:
+                dropped += 1
+                freed += self.remove(span.id, "summary_dropped").tokens
+        summary = self.append(Span(w.new_id(), "summary", action.summary_tokens, self.turn, names=tuple(names),
+                                   tags=frozenset({SUMMARY_TAG})), index)
+        self._context_edit(EditRecord("compact", action.reason, len(replaced), freed, summary.tokens, prompt, kept,
+                                      dropped, before, w.utilization,
+                                      self._placed([summary.id] if summary.id in w else [])))
+
+    def _content_lost(self, span_id: int) -> None:
+        """Content an earlier summary carried is dropped by the next one: it is lost now."""
+        span = self.evicted.get(span_id)
+        if span is None:
+            return
+        if self._on_removed:
+            self._removed_tokens("summary_dropped", span, 0)
+        if span.kind == "tool_output" and span.key and self.needs is not None:
+            self.removed_turn[span.key] = self.turn
+
+    def warn(self, action: Warn) -> None:
+        w = self.window
+        before = w.utilization
+        note = self.append(Span(w.new_id(), "warning", action.tokens, self.turn, stale_at=self.turn + 1))
+        self._context_edit(EditRecord("warning", action.reason, 0, 0, note.tokens, 0, 0, 0, before, w.utilization))
+
     # -- running ---------------------------------------------------------------
     def run(self) -> None:
         self.env.process(self.agent())
@@ -349,6 +474,7 @@ class Engine(Provenance):
             edit_log=self.edit_log,
             anchor=self.anchor,
             digest_tokens=self.digest_tokens(),
+            placeholder_tokens=sum(s.tokens for s in w.spans() if s.kind == "placeholder"),
         )
         for h in self.bus.run_end:
             h(end)

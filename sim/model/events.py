@@ -49,6 +49,27 @@ class PassRecord(NamedTuple):
     in_band: int
 
 
+class EditRecord(NamedTuple):
+    """One runtime context edit: a clearing, a compaction or a warning (an events.csv row).
+
+    ``inserted`` places what the edit wrote inside the window rather than at its end (each
+    placeholder, the summary): (span id, its index in window order once the edit is done). The
+    ``span_appended`` events of those spans came first, as for any append.
+    """
+
+    action: str  # "clear" (placeholders), "compact" (a model-written summary) or "warning"
+    reason: str  # the policy's name for it ("clear_tool_uses", "observation_masking", "auto_compact", ...)
+    spans: int  # spans replaced
+    freed: int  # tokens of the spans replaced
+    written: int  # tokens written in their place: placeholders, the summary or the warning
+    prompt: int  # prompt tokens of the model call that wrote a summary (0 otherwise)
+    kept: int  # content spans a summary carries
+    dropped: int  # content spans a summary lost, those an earlier summary carried included
+    utilization_before: int
+    utilization_after: int
+    inserted: tuple[tuple[int, int], ...] = ()
+
+
 @dataclass(frozen=True)
 class RunEnd:
     """The state at the end of a run that only the model can see."""
@@ -62,6 +83,7 @@ class RunEnd:
     edit_log: EditLog
     anchor: Anchor
     digest_tokens: int = 0  # the tombstone digest's tokens in the window (0: none)
+    placeholder_tokens: int = 0  # tokens held by placeholders in the window
 
 
 class Observer:
@@ -80,12 +102,17 @@ class Observer:
     def on_span_removed(self, time: float, turn: int, cause: str, span: Span, freed: int, utilization: int,
                         appended_total: int, removed_total: int) -> None:
         """``freed`` tokens of ``span`` left the window because of ``cause`` (``evict``, ``forced_drop``,
-        ``fallback_<reason>``, or ``runtime_drop``: a replayed transcript's runtime removed it itself).
-        ``freed < span.tokens`` when a span was cut down and stays."""
+        ``fallback_<reason>``, ``cleared`` for a placeholder, ``summarized`` when a summary carries its
+        content, ``summary_dropped`` when a summary lost it, or ``runtime_drop``: a replayed transcript's
+        runtime removed it itself). ``freed < span.tokens`` when a span was cut down and stays; ``freed``
+        is 0 for ``summary_dropped`` of content an earlier summary carried (the span left the window
+        before; its content is lost now)."""
 
     def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
-                      decision: bool) -> None:
-        """A model call was billed: the agent's turn call, or a prune pass's call (``decision``)."""
+                      decision: bool, pass_id: int = 0) -> None:
+        """A model call was billed: the agent's turn call, or a call that decides what to prune
+        (``decision``): a prune pass's (``pass_id``, the ledger's pass number) or a compaction's
+        (``pass_id`` 0: it writes a summary, see ``on_context_edit``)."""
 
     def on_truncation(self, time: float, turn: int, cause: str, kind: str, wanted: int, kept: int,
                       constraint: bool, selections: int) -> None:
@@ -105,6 +132,9 @@ class Observer:
 
     def on_fallback(self, time: float, turn: int, reason: str, spans: int, freed: int) -> None:
         """A non-model eviction (recency, truncate, template, ...) freed ``freed`` tokens net."""
+
+    def on_context_edit(self, time: float, turn: int, record: EditRecord) -> None:
+        """A runtime context edit was applied: placeholders, a model-written summary or a warning."""
 
     def on_self_edit_refused(self, time: float, turn: int, reason: str, span_ids: list, action: str) -> None:
         """A policy's guard refused one of its own plans."""

@@ -19,11 +19,20 @@ from __future__ import annotations
 from prunesim.model.digest import Digest
 from prunesim.model.editlog import EditLog, SelfEditRefused, Tombstone, content_hash
 from prunesim.model.needs import NeedModel
-from prunesim.model.spans import Span
+from prunesim.model.spans import SUMMARY_TAG, Span
 from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import ModelPass
 
 FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
+RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone", "tombstone_digest")  # records of edits, not content
+# Spans that record a removal in the window: a tombstone and a rationale (the edit's own record), a
+# placeholder (it stands where the span was) and a model-written summary (it carries the content).
+NAMING_KINDS = ("prune_rationale", "placeholder", "summary")
+
+
+def is_marker(span: Span) -> bool:
+    """A record or a runtime's own message rather than content: its removal is no lost work."""
+    return span.kind in RECORD_KINDS or span.kind in ("placeholder", "warning") or SUMMARY_TAG in span.tags
 
 
 class Provenance:
@@ -149,7 +158,7 @@ class Provenance:
         self.evicted[span.id] = span
         if span.kind == "tool_output" and span.key and self.needs is not None and span.key in self.content:
             self.removed_turn[span.key] = self.turn  # only needs read it, for keys that may come to mind
-        if span.kind in ("prune_index", "prune_rationale", "tombstone", "tombstone_digest"):
+        if span.kind in RECORD_KINDS:
             return
         if not (self.keeps_log or self._pass_tombstones):
             return
@@ -174,7 +183,16 @@ class Provenance:
                 self.content[arrival.key] = (call, arrival.tokens, stale_at, arrival.tags)
 
     def holds(self, key: str) -> bool:
-        return any(s.key == key and s.kind == "tool_output" for s in self.window.spans())
+        """The window holds ``key``'s output: the output itself, or a summary that carries it."""
+        for s in self.window.spans():
+            if s.kind == "tool_output" and s.key == key:
+                return True
+            if SUMMARY_TAG in s.tags and any(
+                i in self.evicted and self.evicted[i].key == key and self.evicted[i].kind == "tool_output"
+                for i in s.names
+            ):
+                return True
+        return False
 
     def record_of(self, key: str) -> str:
         """What in the window records that ``key``'s content was pruned: "tombstone", "digest",
@@ -195,9 +213,9 @@ class Provenance:
         """How much of what the agent did the window still shows (the metric ``history_gap``)."""
         traced: set[str] = set()
         for s in self.window.spans():
-            if s.kind in ("tool_output", "tombstone") and s.key:
+            if s.kind in ("tool_output", "tombstone", "placeholder") and s.key:
                 traced.add(s.key)
-            elif s.kind == "prune_rationale":
+            elif s.kind in NAMING_KINDS:
                 traced.update(self.evicted[i].key for i in s.names if i in self.evicted)
         recent, cache = self.content, self._ran_cache
         shown = 0
@@ -257,11 +275,12 @@ class Provenance:
             h(self.env.now, self.turn, outcome, key, tokens, since, record)
 
     def _referenced(self) -> set[int]:
-        """Ids of removed spans that something in the window records: a tombstone or a rationale's names."""
+        """Ids of removed spans that something in the window records: a tombstone, or a rationale, placeholder
+        or summary naming them."""
         w = self.window
         recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
         for s in w.spans():
-            if s.kind == "prune_rationale":
+            if s.kind in NAMING_KINDS:
                 recorded.update(s.names)
         return recorded
 
@@ -277,23 +296,17 @@ class Provenance:
         for sid, span in self.evicted.items():
             if sid in keep:
                 kept[sid] = span
-            elif span.kind not in ("prune_index", "prune_rationale", "tombstone", "tombstone_digest"):
+            elif not is_marker(span):
                 self._forgotten_unrecorded += 1
         self.evicted = kept
         self._forget_at = max(FORGET_AT, 2 * len(kept))
 
     def unrecorded_evictions(self) -> int:
-        """Evicted content spans with neither a tombstone nor a surviving rationale naming them."""
-        w = self.window
-        recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
-        for s in w.spans():
-            if s.kind == "prune_rationale":
-                recorded.update(s.names)
+        """Removed content spans that nothing in the window records: no tombstone, and no rationale,
+        placeholder or summary naming them."""
+        recorded = self._referenced()
         return self._forgotten_unrecorded + sum(
-            1
-            for sid, span in self.evicted.items()
-            if span.kind not in ("prune_index", "prune_rationale", "tombstone", "tombstone_digest")
-            and sid not in recorded
+            1 for sid, span in self.evicted.items() if not is_marker(span) and sid not in recorded
         )
 
 

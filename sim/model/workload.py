@@ -30,6 +30,7 @@ class Arrival:
     stale_after: int = 1_000_000_000
     pinned: bool = False
     tags: frozenset[str] = field(default_factory=frozenset)
+    tool: str = ""  # the tool that made a call or an output, when the workload knows it
 
 
 @dataclass(slots=True)

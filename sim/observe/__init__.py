@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from prunesim.model.scenario import Scenario
 
 from .metrics.cost import CostMetrics
+from .metrics.edits import EditMetrics
 from .metrics.gate import GateMetrics
 from .metrics.passes import PassMetrics
 from .metrics.provenance import EditLogCheck, ProvenanceMetrics
@@ -39,6 +40,7 @@ REGISTRY: dict[str, type] = {
     "gate": GateMetrics,
     "provenance": ProvenanceMetrics,
     "edit-log": EditLogCheck,
+    "edits": EditMetrics,
     "cost": CostMetrics,
 }
 

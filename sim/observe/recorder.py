@@ -141,6 +141,11 @@ class Recorder(Observer):
     def on_fallback(self, time, turn, reason, spans, freed) -> None:
         self._event(time, turn, "fallback", reason=reason, spans=spans, freed=freed)
 
+    def on_context_edit(self, time, turn, record) -> None:
+        detail = record._asdict()
+        del detail["action"]  # the row's event names it
+        self._event(time, turn, record.action, **detail)
+
     def on_self_edit_refused(self, time, turn, reason, span_ids, action) -> None:
         self._event(time, turn, "self_edit_refused", reason=reason, span_ids=span_ids, action=action)
 

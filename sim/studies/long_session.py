@@ -160,7 +160,7 @@ class LongSessionReplay:
     name: str
     scenario: str
     variants: tuple[Variant, ...]
-    default_seeds: str = "0:5"
+    default_seeds: range = range(0, 5)
 
     def run(self, seeds: list[int], base=None) -> LongSessionReport:
         sc = base or load(self.scenario)

@@ -7,8 +7,9 @@ folder of any size replays in bounded memory.
 Replay metrics (defined in :data:`prunesim.observe.metrics.METRICS`): a *repeat* is a tool
 call whose content key was called before in the same transcript. Under a
 policy, a repeat *hits pruned content* when every earlier span holding that key
-(call or output) had left the window (evicted, dropped by a fallback or a
-forced drop) before the repeat, and *hits the window* when one is still there.
+(call or output) had left the window (evicted, dropped by a fallback, cleared
+to a placeholder or a forced drop) before the repeat and no summary carries it,
+and *hits the window* when one is still there or a summary carries it.
 The gap is the number of turns from the most recent removal of that key's
 content to the repeat.
 """
@@ -126,10 +127,14 @@ def replay_metrics(result: RunResult) -> dict:
                 called.add(key)
             live.setdefault(key, set()).add(span_id)
             held[span_id] = (key, delta)
-        elif span_id in held and delta < 0:
+        elif span_id in held and (delta < 0 or event == "summary_dropped"):
             # An eviction, a fallback or a forced drop; a truncation that leaves part of the span keeps it.
+            # Content a summary carries stays held until a summary drops it (a row that frees nothing
+            # when an earlier summary carried it).
+            if event == "summarized":
+                continue
             k, left = held[span_id]
-            left += delta
+            left = 0 if event == "summary_dropped" else left + delta
             if left > 0:
                 held[span_id] = (k, left)
                 continue

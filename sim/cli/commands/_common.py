@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import parse_set
@@ -116,3 +117,12 @@ def say(bar, line: str, err: bool = False) -> None:
         from tqdm import tqdm
 
         tqdm.write(line, file=stream)
+
+
+def print_notes(policies: list[str], scenario, tools: frozenset[str] | None = None) -> None:
+    """Each policy's warnings about this scenario (and the transcripts' tools), one line each on stderr."""
+    from prunesim.policies import get_policy
+
+    for name in policies:
+        for note in get_policy(name).notes(scenario, tools):
+            print(f"prunesim: warning: {note}", file=sys.stderr)

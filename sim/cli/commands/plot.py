@@ -13,8 +13,8 @@ def _common(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves and phase diagrams from "
-                                         "result files")
+    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves, phase diagrams and "
+                                     "leaderboards from result files")
     kinds = p.add_subparsers(dest="plot", metavar="KIND", parser_class=type(p))
     kinds.required = True
 
@@ -41,6 +41,14 @@ def register(sub) -> None:
     s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several)")
     _common(s)
     s.set_defaults(func=main_sweep)
+
+    pa = kinds.add_parser("pareto", help="a leaderboard's cost against re-retrievals, one point per policy with "
+                          "its intervals")
+    pa.add_argument("leaderboard", type=Path, metavar="LEADERBOARD", help="leaderboard.csv or the folder holding it")
+    pa.add_argument("--x", default="input_ratio", help="the figure across (default input_ratio)")
+    pa.add_argument("--y", default="re_retrievals", help="the figure up (default re_retrievals)")
+    _common(pa)
+    pa.set_defaults(func=main_pareto)
 
     ph = kinds.add_parser("phase", help="a metric over two grid parameters, with the headroom = overhead boundary")
     ph.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
@@ -118,3 +126,11 @@ def main_phase(args) -> int:
     sweep = read_sweep(args.sweep)
     fig = phase_figure(sweep, args.x, args.y, args.metric, stat=args.stat, policy=args.policy, fix=_fixes(args.fix))
     return _write(fig, args.out, args.sweep, f"phase-{args.metric}-{args.x}-{args.y}", args.format)
+
+
+def main_pareto(args) -> int:
+    from prunesim.plots.pareto import pareto_figure, read_leaderboard
+
+    board = read_leaderboard(args.leaderboard)
+    fig = pareto_figure(board, args.x, args.y)
+    return _write(fig, args.out, board.path.parent, f"pareto-{args.x}-{args.y}", args.format)

@@ -12,6 +12,7 @@ from prunesim.cli.commands._common import (
     check_transcript_options,
     non_negative_int,
     parse_sets,
+    print_notes,
     progress,
     report_line,
 )
@@ -20,7 +21,7 @@ from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
 from prunesim.io.stream import StagedFiles
 from prunesim.observe.metrics import METRIC_NAMES
-from prunesim.policies import get_policy
+from prunesim.policies import parse_names
 from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "repeats")
@@ -32,7 +33,7 @@ COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) +
 def register(sub) -> None:
     p = sub.add_parser("replay-dir", help="replay a folder of transcripts or workloads under several policies")
     p.add_argument("dir", type=Path, help="a folder of transcripts and/or workload files (searched recursively)")
-    p.add_argument("--policies", required=True, help="comma-separated policy names")
+    p.add_argument("--policies", required=True, help="comma-separated policy names, or all")
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
@@ -44,11 +45,7 @@ def register(sub) -> None:
 def main(args) -> int:
     if not args.dir.is_dir():
         raise UserError(str(args.dir), None, "is not a folder")
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    if not policies:
-        raise UserError("--policies", args.policies, "no policy named")
-    for name in policies:
-        get_policy(name)
+    policies = parse_names(args.policies)
     base = load(args.scenario, parse_sets(args.set))
     check_transcript_options(args)
     if args.out is not None and args.out.is_dir():
@@ -71,6 +68,7 @@ def _replay_all(args, base, policies, fh) -> int:
     files = expand([args.dir])
     failed = rows = imported = 0
     failed_files: set[Path] = set()
+    tools: set[str] = set()
     with progress(len(files)) as bar:
         done: Path | None = None
         for path, data in iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files):
@@ -86,6 +84,7 @@ def _replay_all(args, base, policies, fh) -> int:
             for w in data.warnings:
                 report_line(bar, "warning", w)
             imported += 1
+            tools.update(p["tool"] for p in data.parts if p.get("tool"))
             for policy in policies:
                 result, _ = replay(data, base, policy, args.seed)
                 s = result.summary
@@ -97,6 +96,7 @@ def _replay_all(args, base, policies, fh) -> int:
             fh.flush()
         if done is not None:
             bar.update()
+    print_notes(policies, base, frozenset(tools))
     print(f"replayed {rows} row(s) from {imported} workload(s) in {len(files)} file(s); "
           f"{len(failed_files)} file(s) failed", file=sys.stderr)
     return 0 if imported else 2

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets
+from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets, print_notes
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.io.stream import stream_run
@@ -50,6 +50,7 @@ def main(args) -> int:
     else:
         result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set),
                          trace="none")
+    print_notes([result.policy], result.scenario)
     if args.json:
         print(json.dumps(json_ready(api.record(result)), indent=2, sort_keys=True))
     else:
@@ -104,5 +105,12 @@ def format_summary(result) -> str:
         lines.append(
             f"  gate          ran {gate[0]}; refused: over budget {gate[1]}, no slack to decide {gate[2]}, "
             f"nothing worth pruning {gate[3]}"
+        )
+    if s.get("clearings") or s.get("compactions") or s.get("memory_warnings"):
+        lines.append(
+            f"  edits         clearings {s['clearings']} ({s['cleared_spans']} spans, {s['cleared_tokens']} tokens "
+            f"net, placeholders {s['placeholder_tokens']} tokens at the end); compactions {s['compactions']} "
+            f"(summaries {s['summary_tokens']} tokens, content kept {s['summary_kept_spans']}, dropped "
+            f"{s['summary_dropped_spans']}); warnings {s['memory_warnings']}"
         )
     return "\n".join(lines)

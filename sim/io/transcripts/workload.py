@@ -300,7 +300,8 @@ class TranscriptWorkload:
     Turn-0 parts are the initial spans, pinned. Each later turn's first
     reasoning, tool call and tool output fill the TurnPlan; every other part
     of the turn (more tool calls, their outputs, user messages) is an extra,
-    in transcript order. A part goes stale ``reasoning_stale_after`` (reasoning)
+    in transcript order. Tool calls and outputs carry their tool's name (an
+    output that names none takes its call's). A part goes stale ``reasoning_stale_after`` (reasoning)
     or ``output_stale_after`` (everything else) turns after it arrives, rounded;
     transcripts do not say when content stops being useful. Tool runs take no
     simulated time: the transcript's own timing is not replayed. A part the
@@ -313,10 +314,11 @@ class TranscriptWorkload:
         self.r_stale = max(1, round(reasoning_stale_after))
         self.o_stale = max(1, round(output_stale_after))
 
-    def _arrival(self, p: dict, pinned: bool = False) -> Arrival:
+    def _arrival(self, p: dict, pinned: bool = False, tool: str = "") -> Arrival:
         stale = self.r_stale if p["kind"] == "reasoning" else self.o_stale
         tags = frozenset({drop_tag(p["dropped_at"])}) if p.get("dropped_at") else frozenset()
-        return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags)
+        return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags,
+                       tool=p.get("tool") or tool)
 
     def initial(self) -> list[Arrival]:
         return [self._arrival(p, pinned=True) for p in self.data.parts if p["turn"] == 0]
@@ -332,8 +334,11 @@ class TranscriptWorkload:
         for turn in range(1, self.data.turns + 1):
             slots: dict[str, Arrival] = {}
             extra: list[Arrival] = []
+            tool_of: dict[str, str] = {}  # key -> tool of this turn's call: an output that names no tool has its call's
             for p in by_turn.get(turn, ()):
-                a = self._arrival(p)
+                a = self._arrival(p, tool=tool_of.get(p.get("key", ""), "") if p["kind"] == "tool_output" else "")
+                if p["kind"] == "tool_call" and a.tool:
+                    tool_of[a.key] = a.tool
                 if p["kind"] in ("reasoning", "tool_call", "tool_output") and p["kind"] not in slots:
                     slots[p["kind"]] = a
                 else:

@@ -5,8 +5,10 @@ computes them from the engine's events, incrementally, so that a run of any
 length needs no stored trace: :mod:`.window` (utilization, the band, content
 lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
 :mod:`.gate` (gate decisions and fallbacks), :mod:`.provenance` (needs,
-re-retrievals, constraints, the edit log), :mod:`.cost` (what model calls
-bill), :mod:`.transcript` (replays of real transcripts).
+re-retrievals, constraints, the edit log), :mod:`.edits` (runtime context
+edits: placeholders, summaries, warnings), :mod:`.cost` (what model calls
+bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
+and the oscillation verdict again from a recorded trace and ledger.
 
 :data:`METRICS` is the one table (name, unit, definition) that the README and
 ``prunesim metrics`` print. A new metric is one definition in its concern's
@@ -15,7 +17,7 @@ bill), :mod:`.transcript` (replays of real transcripts).
 
 from __future__ import annotations
 
-from . import cost, gate, passes, provenance, transcript, window
+from . import cost, edits, gate, passes, provenance, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
@@ -24,6 +26,7 @@ METRICS: tuple[Metric, ...] = (
     + passes.DEFINITIONS
     + gate.DEFINITIONS
     + provenance.DEFINITIONS
+    + edits.DEFINITIONS
     + cost.DEFINITIONS
     + transcript.DEFINITIONS
 )

@@ -12,7 +12,9 @@ at the rate they would have been billed, pay for that cost.
 Edits by the runtime itself (forced drops at a hard ceiling, and in a replayed
 transcript the removals its own runtime recorded) rewrite the cache too; their
 writes are in ``cost_usd`` but not in the invalidation metrics, which count what
-the policy's own edits (passes and fallbacks) cost.
+the policy's own edits (passes, fallbacks, clearings and compactions) cost. A
+placeholder or a summary takes the place of what it replaced
+(``on_context_edit`` says where), so the cache sees the edit there.
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ from prunesim.observe.cache import PromptCache
 from .definition import Metric
 
 DEFINITIONS = (
-    Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls and prune passes)."),
-    Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of prune-pass calls."),
+    Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls, prune passes and "
+           "compactions)."),
+    Metric("output_tokens_billed", "tokens", "Output tokens over all model calls (the agent's turns, rationales and "
+           "summaries)."),
+    Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of the calls that decide what to prune or "
+           "write a summary (prune passes and compactions)."),
     Metric(
         "decision_share",
         "fraction",
-        "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes).",
+        "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes and compactions).",
     ),
     Metric("cache_read_tokens", "tokens", "Prompt tokens read from the provider's prompt cache, over all calls."),
     Metric("cache_write_tokens", "tokens",
@@ -40,14 +46,14 @@ DEFINITIONS = (
            "Prompt tokens neither read nor written (below the minimum cacheable length, past the last breakpoint, or "
            "not caching); cache_read + cache_write + uncached = input_tokens_billed."),
     Metric("cache_invalidations", "calls",
-           "Model calls that had to rewrite cached prefix because a policy edit (eviction, truncation, summary) cut "
-           "it since the previous call, while the cached entry would still have been live."),
+           "Model calls that had to rewrite cached prefix because a policy edit (eviction, truncation, summary, "
+           "placeholder) cut it since the previous call, while the cached entry would still have been live."),
     Metric("invalidated_tokens", "tokens",
            "Prefix tokens that had to be written again because of a policy's edit: what the call would have read "
            "had the content that survived the edit stayed cached, minus what it read."),
     Metric("cost_usd", "USD", "What every model call cost at the scenario's [pricing]: reads, writes, uncached "
                               "prompt and output tokens."),
-    Metric("decision_cost_usd", "USD", "What the prune passes' own model calls cost."),
+    Metric("decision_cost_usd", "USD", "What the prune passes' and compactions' own model calls cost."),
     Metric("invalidation_cost_usd", "USD",
            "invalidated_tokens priced at the write price minus the read price: what rewriting them cost beyond "
            "reading them."),
@@ -67,6 +73,8 @@ CALL_COLUMNS = ("call", "time_s", "turn", "decision", "pass", "prompt_tokens", "
 _PER_TOKEN = 1e-6  # prices are per million tokens
 _RUNTIME = "runtime"
 _FALLBACK = "fallback"
+_EDIT = "edit"  # a runtime policy's clearing or compaction (placeholders, summaries): the policy's own edit
+_EDIT_CAUSES = frozenset({"cleared", "summarized", "summary_dropped"})
 
 
 def usd(value: float) -> float:
@@ -90,7 +98,7 @@ class CostMetrics(Observer):
         self._total = 0
         self.calls: list[tuple] = []  # a streaming recorder writes these out and empties the list as it goes
         self.call_count = 0
-        self.input_billed = self.decision_billed = self.decision_output = 0
+        self.input_billed = self.output_billed = self.decision_billed = self.decision_output = 0
         self.read = self.write = self.uncached = 0
         self.invalidations = self.invalidated = 0
         self.cost = self.decision_cost = self.invalidation_cost = 0.0
@@ -115,6 +123,8 @@ class CostMetrics(Observer):
             source = self._pass
         elif cause.startswith("fallback_"):
             source = _FALLBACK
+        elif cause in _EDIT_CAUSES:
+            source = _EDIT
         else:  # forced_drop at a hard ceiling, or a replayed runtime's own recorded removal (runtime_drop)
             source = _RUNTIME
         self.cache.edit(offset, i, freed, source)
@@ -127,7 +137,18 @@ class CostMetrics(Observer):
         self._total -= freed
 
     # -- calls ---------------------------------------------------------------------
-    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision) -> None:
+    def on_context_edit(self, time, turn, record) -> None:
+        """A placeholder or summary stands where what it replaced stood, not at the end: move it there."""
+        ids, tokens = self._ids, self._tokens
+        for span_id, index in sorted(record.inserted, key=lambda p: p[1]):
+            try:
+                i = ids.index(span_id)
+            except ValueError:
+                continue
+            ids.insert(index, ids.pop(i))
+            tokens.insert(index, tokens.pop(i))
+
+    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0) -> None:
         window = self._total
         spans = len(self._ids)
         # A pass that reads its index from an external log sends it after the window: a tail the next call drops.
@@ -137,21 +158,23 @@ class CostMetrics(Observer):
         cost = read * r_read + write * r_write + uncached * r_input + output_tokens * r_output
         self.call_count += 1
         self.input_billed += prompt_tokens
+        self.output_billed += output_tokens
         self.read += read
         self.write += write
         self.uncached += uncached
         self.cost += cost
         if decision:
-            self._pass += 1
             self.decision_billed += prompt_tokens + output_tokens
             self.decision_output += output_tokens
             self.decision_cost += cost
-            if self.keep_calls:
-                self.pass_costs[self._pass] = [cost, 0, 0.0]
+            if pass_id:  # a prune pass (a compaction has none: its edits are charged as the policy's, not a pass's)
+                self._pass = pass_id
+                if self.keep_calls:
+                    self.pass_costs[pass_id] = [cost, 0, 0.0]
         if invalidated:
             invalidated = self._blame(invalidated, source)
         if self.keep_calls:
-            self.calls.append((self.call_count, time, turn, int(decision), self._pass if decision else 0,
+            self.calls.append((self.call_count, time, turn, int(decision), pass_id,
                                prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
 
     def _blame(self, invalidated: int, source) -> int:
@@ -211,6 +234,7 @@ class CostMetrics(Observer):
             per_net = round(spent / freed, 12)
         return {
             "input_tokens_billed": self.input_billed,
+            "output_tokens_billed": self.output_billed,
             "decision_tokens_billed": self.decision_billed,
             "decision_share": round(self.decision_billed / billed_all, 6) if billed_all else 0.0,
             "cache_read_tokens": self.read,

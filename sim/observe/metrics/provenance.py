@@ -35,8 +35,9 @@ DEFINITIONS = (
     Metric(
         "unrecorded_evictions",
         "spans",
-        "Spans removed from the window (prune artifacts and tombstones aside) with, at the end of the run, neither "
-        "a tombstone nor a surviving rationale naming them in the window.",
+        "Content spans removed from the window with, at the end of the run, nothing in the window recording them: "
+        "no tombstone, and no surviving rationale, placeholder or summary naming them (prune artifacts, "
+        "tombstones, placeholders, summaries and warnings are records, not content).",
     ),
     Metric("tombstone_tokens", "tokens", "Tokens held by tombstones in the window at the end of the run."),
     Metric(
