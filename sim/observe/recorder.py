@@ -258,7 +258,7 @@ class StreamingRecorder(Recorder):
     def on_prune_pass(self, time, record: PassRecord) -> None:
         self._pending.append(record)
 
-    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision) -> None:
+    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0) -> None:
         if self._pending:
             self._write_passes()
         if self._cost is not None and self._cost.calls:
