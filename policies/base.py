@@ -13,7 +13,7 @@ A new policy is one file defining a subclass of :class:`Policy`, one line in
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -34,6 +34,11 @@ class WindowView:
     size: int
     hard: bool
     spans: Sequence[Span]
+    # Shortcuts the engine fills in (a view built by hand may leave them out): the unpinned spans in
+    # window order, and the spans by id. Policies that only want candidates need not walk pinned spans
+    # (tombstones, under a provenance-keeping policy, can be most of the window).
+    unpinned: Sequence[Span] | None = None
+    by_id: Mapping[int, Span] | None = None
 
     @property
     def headroom(self) -> int:

@@ -64,7 +64,8 @@ def plan_pass(
     # Candidates: prunable, unpinned, not a constraint, and older than the protected turns; prune
     # artifacts of earlier passes at once (the self-eligibility the decision-in-band failure feeds on).
     cutoff = turn - params.protect_recent_turns
-    candidates = [s for s in view.spans if s.offerable and (s.turn <= cutoff or s.artifact)]
+    spans = view.spans if view.unpinned is None else view.unpinned  # offerable spans are unpinned
+    candidates = [s for s in spans if s.offerable and (s.turn <= cutoff or s.artifact)]
     if protected:
         candidates = [s for s in candidates if s.id not in protected]
     n = len(candidates)

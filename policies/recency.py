@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prunesim.model.scenario import non_negative
-from prunesim.model.spans import PRUNABLE_KINDS
 from prunesim.policies.base import Action, Evict, Policy, WindowView
 
 
@@ -20,13 +19,12 @@ class RecencyParams:
 
 
 def oldest_prunable(view: WindowView, protect_recent_turns: int) -> list[int]:
-    """Prunable span ids, oldest first, excluding the most recent turns."""
+    """Prunable span ids, oldest first, excluding the most recent turns.
+
+    Prunable: a prunable kind, unpinned and not a constraint (``Span.offerable``).
+    """
     last = view.turn - protect_recent_turns
-    return [
-        s.id
-        for s in view.spans
-        if s.kind in PRUNABLE_KINDS and not s.pinned and not s.is_constraint and s.turn <= last
-    ]
+    return [s.id for s in view.spans if s.offerable and s.turn <= last]
 
 
 class RecencyPolicy(Policy):
@@ -44,10 +42,11 @@ class RecencyPolicy(Policy):
         target = trigger - self.scenario.recency.low_water_gap
         need = view.utilization - target
         chosen: list[int] = []
-        sizes = {s.id: s.tokens for s in view.spans}
-        for span_id in oldest_prunable(view, self.scenario.decision.protect_recent_turns):
+        last = view.turn - self.scenario.decision.protect_recent_turns
+        for span in view.spans:  # oldest first: stop as soon as enough is chosen
             if need <= 0:
                 break
-            chosen.append(span_id)
-            need -= sizes[span_id]
+            if span.offerable and span.turn <= last:
+                chosen.append(span.id)
+                need -= span.tokens
         return [Evict(tuple(chosen), reason="recency")] if chosen else []

@@ -24,7 +24,6 @@ Like every policy, it never touches the SimPy environment, the window or the log
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from prunesim.errors import UserError
@@ -38,7 +37,7 @@ RECORD_KINDS = frozenset({"prune_index", "prune_rationale"})
 
 def protection(span: Span) -> str:
     """Why ``span`` must not be edited ("" when it may be)."""
-    if span.kind == "tombstone":
+    if span.kind in ("tombstone", "tombstone_digest"):
         return "tombstone"
     if span.kind in RECORD_KINDS or "edit_log" in span.tags:
         return "log_record"
@@ -83,10 +82,11 @@ class TombstonedPolicy(Policy):
         return [self.wrap(action) for action in self.inner.decide(view)]
 
     def wrap(self, action: Action) -> Action:
-        if isinstance(action, ModelPass):
-            return dataclasses.replace(
-                action, placement="log", protect_artifacts=True, tombstone_tokens=self.scenario.tombstone.tokens
-            )
+        if isinstance(action, ModelPass):  # the same pass, placed in the log (dataclasses.replace, spelt out)
+            return ModelPass(action.selected, action.index_tokens, action.rationale_base, action.rationale_per_span,
+                             action.candidates, placement="log", protect_artifacts=True,
+                             tombstone_tokens=self.scenario.tombstone.tokens,
+                             prune_own_rationale=action.prune_own_rationale)
         return action
 
     def authorize(self, action: Action, view: WindowView) -> None:
@@ -96,7 +96,7 @@ class TombstonedPolicy(Policy):
         targets = named_spans(action)
         if not targets:
             return
-        spans = {s.id: s for s in view.spans}
+        spans = view.by_id if view.by_id is not None else {s.id: s for s in view.spans}
         for reason in ("tombstone", "log_record", "constraint"):
             hit = [i for i in targets if i in spans and protection(spans[i]) == reason]
             if hit:

@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 from prunesim import __version__
+from prunesim.model.editlog import EditLog
 from prunesim.model.engine import Engine
 from prunesim.model.events import PassRecord
 from prunesim.model.needs import NeedModel
@@ -29,6 +30,8 @@ from prunesim.policies import Policy, get_policy, policy_name
 # so that a policy's draws never shift the workload's.
 STREAM_WORKLOAD = 0
 STREAM_POLICY = 1
+
+EDIT_LOG_TAIL = 1024  # records an unrecorded run keeps of its edit log (the chain still verifies from them)
 
 
 def streams(seed: int) -> dict[str, np.random.Generator]:
@@ -71,8 +74,8 @@ class RunResult:
     def ledger(self) -> Records:
         """One :class:`~prunesim.observe.recorder.LedgerRow` per pass: the engine's record, then what it cost."""
         missing = (None,) * (len(LedgerRow._fields) - len(PassRecord._fields))
-        return Records((LedgerRow(*row, *self.pass_costs.get(row[0], missing)) for row in self.recorder.ledger),
-                       LedgerRow._fields)
+        rows = self.recorder.ledger or ()
+        return Records((LedgerRow(*row, *self.pass_costs.get(row[0], missing)) for row in rows), LedgerRow._fields)
 
     @cached_property
     def events(self) -> Records:
@@ -88,14 +91,20 @@ class RunResult:
 
 def run_one(
     scenario: Scenario, policy: str | type[Policy] | None = None, seed: int | None = None, trace: str = "all",
-    workload=None,
+    workload=None, recorder: Recorder | None = None, edit_log: EditLog | None = None, observers=(),
 ) -> RunResult:
     """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes.
 
     ``policy`` is a name (see :func:`prunesim.policies.get_policy`) or a
     :class:`~prunesim.policies.Policy` subclass. ``workload`` replaces the
     synthetic tool loop: a ready workload object, or a factory called with the
-    workload's random generator.
+    workload's random generator. ``recorder`` replaces
+    the in-memory recorder (a :class:`~prunesim.observe.recorder.StreamingRecorder`
+    writes as it goes) and ``edit_log`` the engine's log (one that streams to a
+    file). Without them, a run recorded in memory keeps its whole edit log
+    there too (studies read it back) and an unrecorded one keeps the last
+    ``EDIT_LOG_TAIL`` records, so that its state stays bounded. ``observers``
+    are heard after the registered ones (a study's own figures).
     """
     cls = get_policy(policy or scenario.policy)
     name = policy_name(policy or scenario.policy)
@@ -112,15 +121,25 @@ def run_one(
         )
     elif callable(workload) and not hasattr(workload, "initial"):
         workload = workload(rngs["workload"])
-    recorder = Recorder(mode=trace)
+    if recorder is None:
+        recorder = Recorder(mode=trace)
+    trace = recorder.mode
+    if edit_log is None:
+        in_memory = trace != "none" and type(recorder) is Recorder  # a recorded run keeps everything
+        edit_log = EditLog() if in_memory else EditLog(tail=EDIT_LOG_TAIL)
+    extra = list(observers)
     observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger(), trace))
     if trace != "none":  # an unrecorded run does not subscribe the recorder at all
         observers.append(recorder)
+    observers.extend(extra)
+    if hasattr(recorder, "attach"):
+        recorder.attach(observers)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
-    engine = Engine(scenario, policy_obj, workload, observers, needs)
+    engine = Engine(scenario, policy_obj, workload, observers, needs, edit_log)
     engine.run()
     cost = next(obs for obs in observers if isinstance(obs, CostMetrics))
-    pass_costs = {row[0]: cost.ledger_columns(row[0]) for row in recorder.ledger}
+    # A streaming recorder wrote its ledger rows, with their cost columns, as the run went.
+    pass_costs = {row[0]: cost.ledger_columns(row[0]) for row in recorder.ledger or ()}
     return RunResult(scenario, name, seed, summarize(observers), recorder, edit_log=engine.edit_log.records,
                      tombstones=dict(engine.tombstones), calls=cost.calls, pass_costs=pass_costs)

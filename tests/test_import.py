@@ -182,6 +182,9 @@ def test_replay_dir_writes_one_row_per_transcript_and_policy(tmp_path, capsys):
     first = out.read_bytes()
     main(["replay-dir", str(good), "--policies", "noop,recency", "--out", str(out)])
     assert out.read_bytes() == first
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # the user's umask, as open() would give
 
 
 def test_replay_dir_goes_on_past_a_bad_file(tmp_path, capsys):

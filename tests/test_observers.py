@@ -65,10 +65,11 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     """Each event kind reaches an observer in some shipped scenario and policy."""
     heard: dict[str, int] = {}
     monkeypatch.setitem(observe.REGISTRY, "counts", Counts)
-    for name, policy in [("oscillation-40", "naive"), ("oscillation-40", "slack-gated"),
-                         ("reentrancy-60", "tombstoned"), ("reentrancy-60", "naive"),
-                         ("oscillation-40", "observation-masking")]:
-        result = run_one(sc.load(name), policy, 0, trace="none")
+    for name, policy, overrides in [("oscillation-40", "naive", {}), ("oscillation-40", "slack-gated", {}),
+                                    ("reentrancy-60", "tombstoned", {}), ("reentrancy-60", "naive", {}),
+                                    ("oscillation-40", "observation-masking", {}),
+                                    ("reentrancy-60", "tombstoned", {"tombstone.budget": 200})]:
+        result = run_one(sc.load(name, overrides), policy, 0, trace="none")
         for kind, n in result.summary.get("heard", {}).items():
             heard[kind] = heard.get(kind, 0) + n
     # A self-edit refusal needs a misbehaving planner (tests/test_tombstoned.py); everything else happens.

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
+import signal
 import sys
 
 from prunesim import __version__
@@ -18,6 +20,22 @@ from prunesim.cli import commands
 from prunesim.errors import UserError
 
 EXIT_USAGE = 2
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is, so that staged output is removed on the way out."""
+
+
+_INSTALLED_BY: list[int] = []  # the process that installed the handler (a forked worker inherits it)
+
+
+def _on_sigterm(signum, frame):
+    if os.getpid() not in _INSTALLED_BY:  # a worker process: die as SIGTERM means
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise Terminated()
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        _INSTALLED_BY[:] = [os.getpid()]
+    except ValueError:  # not the main thread (an embedding program): leave its signals alone
+        previous = None
     try:
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
@@ -50,8 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("prunesim: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("prunesim: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def entry() -> None:

@@ -35,6 +35,9 @@ def run_record(result: RunResult) -> dict:
 
 
 def write_run(result: RunResult, out_dir: Path) -> list[Path]:
+    """A recorded run's files (for a long run, :func:`prunesim.io.stream.stream_run` writes as it goes)."""
+    if result.edit_log and result.edit_log[0].seq != 1:
+        raise ValueError("this run kept only the tail of its edit log: record it (trace) or stream it to write it")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     trace = result.recorder.trace

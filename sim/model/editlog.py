@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 GENESIS = "0" * 64  # the "previous hash" of the first record
@@ -103,27 +104,52 @@ class Tombstone:
 
 
 class EditLog:
-    """An append-only, hash-chained list of records."""
+    """An append-only, hash-chained list of records.
 
-    def __init__(self) -> None:
-        self._records: list[Record] = []
+    By default every record is held in memory. A long run bounds that: with
+    ``sink`` (a text file opened for reading and writing) each record is
+    written to it as one JSON line the moment it is appended, and with
+    ``tail=N`` only the last ``N`` records stay in memory, after the
+    checkpoint (number and hash) of the record just before them. Either way
+    :meth:`verify` checks a whole chain: the file when there is one (read back
+    from disk), else the records held from their checkpoint.
+    """
+
+    def __init__(self, sink=None, tail: int | None = None) -> None:
+        if tail is not None and tail < 1:
+            raise ValueError(f"tail must be at least 1 (got {tail})")
+        self._records: deque[Record] | list[Record] = deque(maxlen=tail) if tail else []
+        self._tail = tail
+        self._sink = sink
+        self._length = 0
+        self._head = GENESIS
 
     # -- writing (the engine only) -------------------------------------------
     def append(self, kind: str, **fields) -> Record:
         body = {"kind": kind, **fields}
-        json.dumps(body)  # fail early on anything that is not plain data
-        prev = self._records[-1].hash if self._records else GENESIS
-        seq = len(self._records) + 1
+        prev = self._head
+        seq = self._length + 1
+        # The digest serializes the body: anything that is not plain JSON data fails here, before the append.
         record = Record(seq, body, prev, _digest({"seq": seq, **body}, prev))
         self._records.append(record)
+        self._length = seq
+        self._head = record.hash
+        if self._sink is not None:
+            self._sink.write(record_line(record))
         return record
 
     # -- reading -----------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._records)
+        return self._length
 
     def __iter__(self) -> Iterator[Record]:
+        """The records held in memory (the last ``tail`` of them when the log keeps a tail)."""
         return iter(self._records)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every record is held in memory."""
+        return len(self._records) == self._length
 
     @property
     def records(self) -> tuple[Record, ...]:
@@ -131,41 +157,72 @@ class EditLog:
 
     @property
     def head(self) -> str:
-        return self._records[-1].hash if self._records else GENESIS
+        return self._head
 
     def anchor(self) -> Anchor:
-        return Anchor(len(self._records), self.head)
+        return Anchor(self._length, self._head)
 
     def view(self) -> EditLogView:
         return EditLogView(self)
 
     def verify(self, anchor: Anchor | None = None) -> Verification:
-        return verify_records(self._records, anchor)
+        if self._sink is not None:
+            self._sink.flush()
+            self._sink.seek(0)
+            try:
+                return verify_records(read_records(self._sink), anchor)
+            finally:
+                self._sink.seek(0, 2)
+        held = list(self._records)
+        if not held or held[0].seq == 1:
+            return verify_records(held, anchor)
+        # A tail: the chain from the record before it, whose link the first held record carries.
+        return verify_records(held, anchor, start=held[0].seq, prev=held[0].prev)
 
 
-def verify_records(records: Sequence[Record], anchor: Anchor | None = None) -> Verification:
+def record_line(record: Record) -> str:
+    """One record as a line of editlog.jsonl."""
+    return json.dumps(record.as_dict(), sort_keys=True) + "\n"
+
+
+def read_records(lines: Iterable[str]) -> Iterator[Record]:
+    """Records back from editlog.jsonl lines (a line that is not a record raises ValueError)."""
+    for n, line in enumerate(lines, start=1):
+        try:
+            data = json.loads(line)
+            seq, prev, hash_ = data.pop("seq"), data.pop("prev"), data.pop("hash")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise ValueError(f"line {n} is not an edit-log record") from None
+        yield Record(seq, data, prev, hash_)
+
+
+def verify_records(records: Iterable[Record], anchor: Anchor | None = None, start: int = 1,
+                   prev: str = GENESIS) -> Verification:
     """Check the chain: numbering, links and hashes; then, if given, the anchor.
 
     An edited record fails its hash; a deleted or reordered one breaks the
     numbering and the link to its predecessor; a cut tail leaves a valid chain
-    that no longer matches the anchor.
+    that no longer matches the anchor. ``records`` may be any iterable (a file
+    read line by line): it is read once. A tail of a longer log is checked from
+    its checkpoint: ``start`` is its first number and ``prev`` the hash before it.
     """
-    prev = GENESIS
-    for i, r in enumerate(records, start=1):
+    i = start - 1
+    for i, r in enumerate(records, start=start):
         if r.seq != i:
-            return Verification(False, len(records), i, f"record {i} is numbered {r.seq} (deleted or reordered)")
+            return Verification(False, i, i, f"record {i} is numbered {r.seq} (deleted or reordered)")
         if r.prev != prev:
-            return Verification(False, len(records), i, f"record {i} does not link to record {i - 1}")
+            return Verification(False, i, i, f"record {i} does not link to record {i - 1}")
         if _digest({"seq": r.seq, **r.body}, r.prev) != r.hash:
-            return Verification(False, len(records), i, f"record {i} does not match its hash (edited)")
+            return Verification(False, i, i, f"record {i} does not match its hash (edited)")
         prev = r.hash
+    length = i
     if anchor is not None:
-        if anchor.length != len(records):
-            return Verification(False, len(records), min(anchor.length, len(records)) + 1,
-                                f"the log holds {len(records)} records, the anchor says {anchor.length}")
+        if anchor.length != length:
+            return Verification(False, length, min(anchor.length, length) + 1,
+                                f"the log holds {length} records, the anchor says {anchor.length}")
         if anchor.head != prev:
-            return Verification(False, len(records), len(records), "the head hash does not match the anchor")
-    return Verification(True, len(records))
+            return Verification(False, length, length, "the head hash does not match the anchor")
+    return Verification(True, length)
 
 
 @dataclass(frozen=True)

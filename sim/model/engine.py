@@ -9,6 +9,7 @@ what any observer computes. :func:`prunesim.runner.run_one` builds it.
 from __future__ import annotations
 
 import simpy
+from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
 from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
@@ -38,7 +39,8 @@ class PolicyContractError(RuntimeError):
 class Engine(Provenance):
     """Runs one agent against one policy and publishes what happens to ``observers``."""
 
-    def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), needs: NeedModel | None = None):
+    def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), needs: NeedModel | None = None,
+                 edit_log: EditLog | None = None):
         self.scenario = scenario
         self.policy = policy
         self.workload = workload
@@ -55,7 +57,7 @@ class Engine(Provenance):
         self.concurrent = scenario.decision.concurrent
         lat = scenario.latency
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
-        self._init_provenance(needs)
+        self._init_provenance(needs, edit_log)
 
     # -- publishing ------------------------------------------------------------
     # Each loops over the handlers bound for its kind. Hot call sites test the
@@ -92,28 +94,28 @@ class Engine(Provenance):
 
     # -- window changes ----------------------------------------------------------
     def place(self, arrival: Arrival, **span_fields) -> Span:
-        span = Span(
-            id=self.window.new_id(),
-            kind=arrival.kind,
-            tokens=arrival.tokens,
-            turn=self.turn,
-            key=arrival.key,
-            stale_at=self.turn + arrival.stale_after,
-            pinned=arrival.pinned,
-            tags=arrival.tags,
-            tool=arrival.tool,
-            **span_fields,
-        )
+        w = self.window
+        w._next_id += 1  # Window.new_id, inlined: this runs for every arrival
+        turn = self.turn
+        span = Span(w._next_id, arrival.kind, arrival.tokens, turn, arrival.key, turn + arrival.stale_after,
+                    arrival.pinned, arrival.tags, tool=arrival.tool, **span_fields)
         return self.append(span)
 
     def append(self, span: Span, index: int | None = None) -> Span:
         """Place ``span`` at the end of the window, or at ``index`` in window order."""
+        # The publishing is written out here (not through _appended/_truncated): every arrival passes by.
+        w = self.window
         wanted = span.tokens
-        outcome = self.window.append(span) if index is None else self.window.insert(span, index)
-        if outcome.kept and self._on_appended:
-            self._appended(span, outcome.kept)
-        if outcome.cut and self._on_truncation:
-            self._truncated("forced_truncation", span.kind, wanted, outcome.kept, span.is_constraint)
+        cut = w.add(span) if index is None else w.insert(span, index).cut
+        kept = span.tokens
+        if kept and self._on_appended:
+            now, turn, util, added, removed = self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total
+            for h in self._on_appended:
+                h(now, turn, span, kept, util, added, removed)
+        if cut and self._on_truncation:
+            now, turn, constraint = self.env.now, self.turn, span.is_constraint
+            for h in self._on_truncation:
+                h(now, turn, "forced_truncation", span.kind, wanted, kept, constraint, -1)
         return span
 
     def remove(self, span_id: int, cause: str) -> Span:
@@ -133,24 +135,48 @@ class Engine(Provenance):
         bus = self.bus
         for arrival in self.workload.initial():
             self.place(arrival)
+        env = self.env
+        timeout = env.timeout
+        window = self.window
+        place = self.place
+        lat_base, lat_in, lat_out = self._lat
+        decide = self.policy.decide
+        needs = self.needs
+        on_turn_reached, on_turn_end, on_history = bus.turn_reached, bus.turn_end, bus.history
+        on_model_call = bus.model_call
         for plan in self.workload:
-            self.turn = plan.turn
-            yield from self.take_turn(plan)
-            for h in bus.turn_reached:
-                h(self.turn, self.window.utilization)
+            self.turn = turn = plan.turn
+            # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
+            if plan.drop_tags:
+                self.runtime_drop(plan.drop_tags)
+            prompt = window.utilization
+            output = plan.reasoning.tokens + plan.tool_call.tokens
+            for h in on_model_call:
+                h(env.now, turn, prompt, output, False)
+            yield timeout(lat_base + lat_in * prompt + lat_out * output)  # model_latency, inlined
+            place(plan.reasoning)
+            place(plan.tool_call)
+            yield timeout(plan.tool_latency_s)
+            place(plan.tool_output)
+            for arrival in plan.extra:
+                place(arrival)
+            if needs is not None:
+                self._saw(plan)
+                yield from self.meet_needs()
+            for h in on_turn_reached:
+                h(turn, window.utilization)
             if not self.deciding:  # one model-driven pass at a time
-                for action in self.policy.decide(self.view()):
+                for action in decide(self.view()):
                     if isinstance(action, ModelPass) and self.concurrent:
                         self.check_contract(action)
                         self.deciding = True
-                        self.env.process(self.concurrent_pass(action))
+                        env.process(self.concurrent_pass(action))
                     else:
                         yield from self.apply(action)
-            if self.needs is not None and bus.history:
+            if needs is not None and on_history:
                 self.note_history()
-            w = self.window
-            for h in bus.turn_end:
-                h(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
+            for h in on_turn_end:
+                h(env.now, turn, window.utilization, window.appended_total, window.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
 
@@ -160,6 +186,7 @@ class Engine(Provenance):
         self.deciding = False
 
     def take_turn(self, plan: TurnPlan):
+        """One turn's arrivals (what :meth:`agent` does inline, for callers that drive turns themselves)."""
         if plan.drop_tags:
             self.runtime_drop(plan.drop_tags)
         prompt = self.window.utilization
@@ -187,7 +214,7 @@ class Engine(Provenance):
 
     def view(self) -> WindowView:
         w = self.window
-        return WindowView(self.turn, w.utilization, w.budget, w.size, w.hard, w.spans())
+        return WindowView(self.turn, w.utilization, w.budget, w.size, w.hard, w.spans(), w.unpinned(), w.by_id())
 
     # -- actions ---------------------------------------------------------------
     def apply(self, action):
@@ -304,12 +331,13 @@ class Engine(Provenance):
     def make_room(self, tokens: int, exclude: frozenset[int] = frozenset()) -> None:
         """Drop the oldest unpinned spans until ``tokens`` fit under the ceiling."""
         w = self.window
-        if w.utilization + tokens <= w.ceiling:
+        ceiling = w.ceiling
+        if w.utilization + tokens <= ceiling:
             return
-        for span in w.spans():
-            if w.utilization + tokens <= w.ceiling:
+        for span in w.unpinned():
+            if w.utilization + tokens <= ceiling:
                 break
-            if span.pinned or span.id in exclude:
+            if span.id in exclude:
                 continue
             self.remove(span.id, "forced_drop")
             if self._on_truncation:
@@ -454,6 +482,7 @@ class Engine(Provenance):
             keeps_edit_log=self.keeps_log,
             edit_log=self.edit_log,
             anchor=self.anchor,
+            digest_tokens=self.digest_tokens(),
             placeholder_tokens=sum(s.tokens for s in w.spans() if s.kind == "placeholder"),
         )
         for h in self.bus.run_end:

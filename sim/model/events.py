@@ -82,6 +82,7 @@ class RunEnd:
     keeps_edit_log: bool
     edit_log: EditLog
     anchor: Anchor
+    digest_tokens: int = 0  # the tombstone digest's tokens in the window (0: none)
     placeholder_tokens: int = 0  # tokens held by placeholders in the window
 
 
@@ -147,6 +148,11 @@ class Observer:
                 record: str) -> None:
         """The agent reached for pruned content: ``outcome`` is ``re_retrieval`` (nothing recorded it),
         ``override`` (a record said stale; it was truly needed) or ``dismissed`` (the record said stale)."""
+
+    def on_tombstone_fold(self, time: float, turn: int, folded: int, keys: int, digest_tokens: int,
+                          tombstone_tokens: int) -> None:
+        """The oldest ``folded`` tombstones left the window for the digest, which now names ``keys`` keys in
+        ``digest_tokens`` tokens; ``tombstone_tokens`` remain in tombstones."""
 
     def on_turn_reached(self, turn: int, utilization: int) -> None:
         """The turn's arrivals are in, before the policy is consulted."""

@@ -16,14 +16,57 @@ Two uniforms are drawn per key and turn from a child of the workload's random
 stream, whether or not the need turns out to matter, so that every policy
 meets the same needs for a given seed and the arrivals are not shifted. Which
 keys exist, and when they go stale, depends on the workload only.
+
+A key first seen more than ``need.horizon`` turns ago can never come to mind
+again, so the model lets it go (:meth:`NeedModel.draw` returns the keys it
+let go, for the engine to forget what it kept for them). It only remembers
+that the key was seen, in a :class:`KeySet` of 8-byte hashes, so that a
+command run again much later is still known as seen before.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 from prunesim.model.scenario import NeedParams
+
+
+class KeySet:
+    """A set of strings held as sorted 8-byte hashes: membership for long runs at 8 bytes a key.
+
+    Two different keys share a hash with probability about n^2 / 2^65 over n keys
+    (below 1e-7 for a million keys); the hash is a fixed function, so a run is
+    the same in every process.
+    """
+
+    MERGE_AT = 4096
+
+    def __init__(self):
+        self._sorted = np.empty(0, dtype=np.uint64)
+        self._recent: set[int] = set()
+
+    @staticmethod
+    def _hash(key: str) -> int:
+        return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+
+    def add(self, key: str) -> None:
+        self._recent.add(self._hash(key))
+        if len(self._recent) >= self.MERGE_AT:
+            merged = np.fromiter(self._recent, dtype=np.uint64, count=len(self._recent))
+            self._sorted = np.union1d(self._sorted, merged)
+            self._recent.clear()
+
+    def __contains__(self, key: str) -> bool:
+        h = self._hash(key)
+        if h in self._recent:
+            return True
+        i = int(np.searchsorted(self._sorted, np.uint64(h)))
+        return i < len(self._sorted) and int(self._sorted[i]) == h
+
+    def __len__(self) -> int:
+        return len(self._sorted) + len(self._recent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,21 +82,46 @@ class NeedModel:
     def __init__(self, params: NeedParams, rng: np.random.Generator):
         self.params = params
         self.rng = rng
-        self.first_seen: dict[str, int] = {}  # key -> turn first seen, in order of first sight
+        # key -> turn first seen, in order of first sight, for keys within the horizon
+        self.first_seen: dict[str, int] = {}
         self.stale_at: dict[str, int] = {}
         self.focus: set[str] = set()
+        self.expired = KeySet()  # keys first seen before the horizon: seen, never to come to mind again
+        self.seen = 0  # distinct keys seen
 
     def observe(self, key: str, turn: int, stale_at: int, tags=frozenset()) -> None:
         """A tool output of ``key`` arrived from the workload at ``turn``."""
         if not key:
             return
-        self.first_seen.setdefault(key, turn)
+        if key not in self.first_seen:
+            if len(self.expired) and key in self.expired:
+                return  # first seen long ago: it no longer comes to mind
+            self.first_seen[key] = turn
+            self.seen += 1
         self.stale_at[key] = stale_at
         if self.params.focus_tag in tags:
             self.focus.add(key)
 
+    def was_seen(self, key: str) -> bool:
+        return key in self.first_seen or (len(self.expired) > 0 and key in self.expired)
+
+    def expire(self, turn: int) -> list[str]:
+        """Let go of the keys first seen before ``turn - horizon``; returns them."""
+        oldest = turn - self.params.horizon
+        gone = []
+        for key, t in self.first_seen.items():  # in order of first sight: stop at the first one kept
+            if t >= oldest:
+                break
+            gone.append(key)
+        for key in gone:
+            del self.first_seen[key]
+            self.stale_at.pop(key, None)
+            self.focus.discard(key)
+            self.expired.add(key)
+        return gone
+
     def draw(self, turn: int) -> list[Need]:
-        """The needs of ``turn``, in order of first sight of their keys."""
+        """The needs of ``turn``, in order of first sight of their keys (call :meth:`expire` first)."""
         p = self.params
         if not p.enabled:
             return []

@@ -6,10 +6,17 @@ an append-only, hash-chained edit log; under a policy that keeps one, every
 removal from the window is logged and leaves a pinned tombstone. Each turn the
 agent may need content it saw before; when that content left the window and
 nothing in the window records it, the agent runs the tool again.
+
+Under a ``[tombstone] budget`` tombstones do not stay forever: past the budget
+the oldest fold into one pinned digest span (:mod:`prunesim.model.digest`)
+that names their keys; the agent reads a key named there as recorded. What the
+engine keeps for needs is let go once a key can no longer come to mind (beyond
+``need.horizon``), so a run of any length holds bounded state.
 """
 
 from __future__ import annotations
 
+from prunesim.model.digest import Digest
 from prunesim.model.editlog import EditLog, SelfEditRefused, Tombstone, content_hash
 from prunesim.model.needs import NeedModel
 from prunesim.model.spans import SUMMARY_TAG, Span
@@ -17,7 +24,7 @@ from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import ModelPass
 
 FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
-RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone")  # records of edits, not content
+RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone", "tombstone_digest")  # records of edits, not content
 # Spans that record a removal in the window: a tombstone and a rationale (the edit's own record), a
 # placeholder (it stands where the span was) and a model-written summary (it carries the content).
 NAMING_KINDS = ("prune_rationale", "placeholder", "summary")
@@ -37,12 +44,55 @@ class Provenance:
         info = Tombstone(span.id, span.key, span.kind, span.tokens, span_hash(span), self.turn, reason, record_seq)
         marker = self.append(Span(self.window.new_id(), "tombstone", size, self.turn, key=span.key, pinned=True,
                                   tags=frozenset({"provenance"})))
-        self.tombstones[marker.id] = info
+        if marker.id in self.window:  # a marker cut to nothing at a full window records nothing
+            self.tombstones[marker.id] = info
+            self._tombstone_tokens += marker.tokens
+            if self._tombstone_budget and self._tombstone_tokens > self._tombstone_budget:
+                self.fold_tombstones()
         return marker
 
-    def _init_provenance(self, needs: NeedModel | None) -> None:
+    def fold_tombstones(self) -> None:
+        """Fold the oldest tombstones into the digest until they hold half the budget; one log record."""
+        w = self.window
+        target = self._tombstone_budget // 2
+        if self.digest is None:
+            params = self.scenario.tombstone
+            self.digest = Digest(params.digest_base, params.digest_max,
+                                 self.needs.was_seen if self.needs is not None else None)
+        digest = self.digest
+        folded_records = []
+        folded = 0
+        for marker_id in list(self.tombstones):  # oldest first
+            if self._tombstone_tokens <= target:
+                break
+            info = self.tombstones.pop(marker_id)
+            self._tombstone_tokens -= self.remove(marker_id, "fold").tokens
+            digest.add(info.key, info.record_seq)
+            self.evicted.pop(info.evicted_id, None)  # recorded by the digest from now on, by key
+            folded_records.append(info.record_seq)
+            folded += 1
+        old = self._digest_span
+        if old is not None and old.id in w:
+            self.remove(old.id, "fold")
+        self._digest_span = self.append(Span(w.new_id(), "tombstone_digest", digest.tokens, self.turn, pinned=True,
+                                             tags=frozenset({"provenance"})))
+        if self.keeps_log:
+            self.log("fold", tombstones=folded, records=folded_records, keys=digest.keys,
+                     digest_tokens=self._digest_span.tokens)
+        for h in self.bus.tombstone_fold:
+            h(self.env.now, self.turn, folded, digest.keys, self.digest_tokens(), self._tombstone_tokens)
+
+    def digest_tokens(self) -> int:
+        span = self._digest_span
+        return span.tokens if span is not None and span.id in self.window else 0
+
+    def in_digest(self, key: str) -> bool:
+        """Whether the digest in the window names ``key``."""
+        return self.digest is not None and self.digest_tokens() > 0 and key in self.digest
+
+    def _init_provenance(self, needs: NeedModel | None, edit_log: EditLog | None = None) -> None:
         self.keeps_log = bool(getattr(self.policy, "keeps_edit_log", False))
-        self.edit_log = EditLog()
+        self.edit_log = EditLog() if edit_log is None else edit_log
         self.anchor = self.edit_log.anchor()  # kept apart from the records, updated on every append
         self.tombstones: dict[int, Tombstone] = {}  # tombstone span id -> what it records
         # Spans removed from the window, by id, while something in the window may still name them
@@ -53,6 +103,11 @@ class Provenance:
         self.removed_turn: dict[str, int] = {}  # content key -> turn its content last left the window
         self.content: dict[str, tuple] = {}  # content key -> (call tokens, output tokens, stale_at, tags)
         self.needs = needs
+        self._tombstone_budget = self.scenario.tombstone.budget
+        self._tombstone_tokens = 0  # tokens of the tombstones in the window
+        self.digest: Digest | None = None
+        self._digest_span: Span | None = None
+        self._ran_cache: dict[str, bool] = {}  # was_seen for keys the window names, cleared as keys expire
         self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
         self._pass_id = 0
 
@@ -101,8 +156,8 @@ class Provenance:
     def _removed(self, span: Span, event: str) -> None:
         """Bookkeeping for every span that leaves the window; under provenance, its record and tombstone."""
         self.evicted[span.id] = span
-        if span.kind == "tool_output" and span.key and self.needs is not None:  # only needs read it
-            self.removed_turn[span.key] = self.turn
+        if span.kind == "tool_output" and span.key and self.needs is not None and span.key in self.content:
+            self.removed_turn[span.key] = self.turn  # only needs read it, for keys that may come to mind
         if span.kind in RECORD_KINDS:
             return
         if not (self.keeps_log or self._pass_tombstones):
@@ -123,9 +178,9 @@ class Provenance:
                 continue
             call = plan.tool_call.tokens if arrival is plan.tool_output else 0
             stale_at = self.turn + arrival.stale_after
-            self.content[arrival.key] = (call, arrival.tokens, stale_at, arrival.tags)
-            if self.needs is not None:
-                self.needs.observe(arrival.key, self.turn, stale_at, arrival.tags)
+            self.needs.observe(arrival.key, self.turn, stale_at, arrival.tags)
+            if arrival.key in self.needs.first_seen:  # else first seen long ago: never needed again
+                self.content[arrival.key] = (call, arrival.tokens, stale_at, arrival.tags)
 
     def holds(self, key: str) -> bool:
         """The window holds ``key``'s output: the output itself, or a summary that carries it."""
@@ -140,7 +195,8 @@ class Provenance:
         return False
 
     def record_of(self, key: str) -> str:
-        """What in the window records that ``key``'s content was pruned: "tombstone", "rationale" or ""."""
+        """What in the window records that ``key``'s content was pruned: "tombstone", "digest",
+        "rationale" or ""."""
         rationale = False
         for s in self.window.spans():
             if s.kind == "tombstone" and s.key == key:
@@ -149,6 +205,8 @@ class Provenance:
                 i in self.evicted and self.evicted[i].key == key for i in s.names
             ):
                 rationale = True
+        if self.digest is not None and self.in_digest(key):
+            return "digest"
         return "rationale" if rationale else ""
 
     def note_history(self) -> None:
@@ -159,14 +217,37 @@ class Provenance:
                 traced.add(s.key)
             elif s.kind in NAMING_KINDS:
                 traced.update(self.evicted[i].key for i in s.names if i in self.evicted)
-        run = self.content.keys()
+        recent, cache = self.content, self._ran_cache
+        shown = 0
+        in_digest = 0
+        for key in traced:
+            if key in recent:
+                ran = True
+            else:
+                ran = cache.get(key)
+                if ran is None:
+                    ran = cache[key] = self.needs.was_seen(key)
+            if ran:
+                shown += 1
+                in_digest += self.digest is not None and key in self.digest
+        if self.digest is not None and self.digest_tokens():  # the digest shows the commands it names
+            shown += self.digest.commands - in_digest
         for h in self.bus.history:
-            h(self.turn, len(run), len(traced & run))
+            h(self.turn, self.needs.seen, shown)
 
     def meet_needs(self):
         """The agent reaches for content it saw before; pruned content with no record is fetched again."""
         if self.needs is None:
             return
+        gone = self.needs.expire(self.turn)
+        if gone:
+            cache = self._ran_cache
+            for key in gone:  # never needed again: what was kept to run it again goes
+                self.content.pop(key, None)
+                self.removed_turn.pop(key, None)
+                cache.pop(key, None)
+            if len(cache) > 4096:  # keys the window no longer names
+                cache.clear()
         for need in self.needs.draw(self.turn):
             key = need.key
             if key not in self.removed_turn or self.holds(key):

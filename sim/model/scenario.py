@@ -84,10 +84,22 @@ class Workload:
     tool_output: SizeDist = field(default_factory=lambda: SizeDist(400.0, 0.8))
     reasoning_stale_after: float = 3.0
     output_stale_after: float = 8.0
+    # Chance that a turn runs again a command of an earlier turn, that turn being a geometric number of
+    # turns back with mean `repeat_gap_mean` (0: every command is new, and no extra draws are made).
+    repeat_rate: float = 0.0
+    repeat_gap_mean: float = 8.0
+    # Length of a command's key in characters: 0 names commands "cmd-<turn>"; N > 0 gives each an opaque
+    # key of N characters ("cmd " and hex), as real commands carry no turn number to compress.
+    key_chars: int = 0
     initial: list[InitialSpan] = field(default_factory=list)
     events: list[ScriptedEvent] = field(default_factory=list)
 
     def check(self, key: str, where: str) -> None:
+        fraction(self.repeat_rate, f"{key}.repeat_rate", where)
+        if self.repeat_gap_mean < 1:
+            raise UserError(where, f"{key}.repeat_gap_mean", f"must be at least 1 (got {self.repeat_gap_mean})")
+        if self.key_chars and not 8 <= self.key_chars <= 200:
+            raise UserError(where, f"{key}.key_chars", f"must be 0 or between 8 and 200 (got {self.key_chars})")
         self.reasoning.check(f"{key}.reasoning", where)
         self.tool_call.check(f"{key}.tool_call", where)
         self.tool_output.check(f"{key}.tool_output", where)
@@ -175,9 +187,23 @@ class TombstoneParams:
     """The marker an evicted span leaves under a provenance-keeping policy."""
 
     tokens: int = 24  # size of one tombstone in the window
+    # Tokens the tombstones may hold in the window (0: no limit, they stay until the run ends). Past it the
+    # oldest fold into one pinned digest (sim/model/digest.py) until they hold half the budget.
+    budget: int = 0
+    digest_base: int = 16  # tokens of the digest's fixed part: its header and the pointer to the edit log
+    # Most tokens the digest may hold (0: no limit); past it the keys named longest ago are only counted.
+    digest_max: int = 0
 
     def check(self, key: str, where: str) -> None:
         positive(self.tokens, f"{key}.tokens", where)
+        non_negative(self.budget, f"{key}.budget", where)
+        if 0 < self.budget < self.tokens:
+            raise UserError(where, f"{key}.budget", f"{self.budget} is below one tombstone ({self.tokens} tokens)")
+        non_negative(self.digest_base, f"{key}.digest_base", where)
+        non_negative(self.digest_max, f"{key}.digest_max", where)
+        if 0 < self.digest_max <= self.digest_base:
+            raise UserError(where, f"{key}.digest_max", f"{self.digest_max} leaves no room above digest_base "
+                            f"({self.digest_base})")
 
 
 CACHE_BEHAVIOURS = ("explicit", "implicit", "none")

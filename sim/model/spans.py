@@ -15,6 +15,7 @@ KINDS = (
     "prune_index",
     "prune_rationale",
     "tombstone",
+    "tombstone_digest",
     "summary",
     "placeholder",
     "warning",

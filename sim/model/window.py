@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from prunesim.model.spans import Span
 
@@ -31,7 +32,12 @@ class Window:
         self.size = size
         self.budget = budget
         self.hard = hard
+        # What an append may fill up to. Size, budget and kind are fixed for a window's life.
+        self.ceiling = budget if hard else size
         self._spans: dict[int, Span] = {}
+        self._unpinned: dict[int, Span] = {}  # the unpinned spans, in window order (what a runtime may drop)
+        self._list: list[Span] | None = None  # spans() as last built; None once the window changed
+        self._unpinned_list: list[Span] | None = None
         self.utilization = 0
         self.appended_total = 0
         self.removed_total = 0
@@ -39,16 +45,25 @@ class Window:
 
     # -- reading -----------------------------------------------------------
     @property
-    def ceiling(self) -> int:
-        return self.budget if self.hard else self.size
-
-    @property
     def headroom(self) -> int:
         return self.budget - self.utilization
 
     def spans(self) -> list[Span]:
-        """Spans in window order (oldest first)."""
-        return list(self._spans.values())
+        """Spans in window order (oldest first). A snapshot: do not change it (it is shared until the
+        window changes, so that reading an unchanged window twice costs nothing)."""
+        if self._list is None:
+            self._list = list(self._spans.values())
+        return self._list
+
+    def unpinned(self) -> list[Span]:
+        """The unpinned spans in window order (a snapshot, shared like :meth:`spans`)."""
+        if self._unpinned_list is None:
+            self._unpinned_list = list(self._unpinned.values())
+        return self._unpinned_list
+
+    def by_id(self):
+        """A read-only mapping of the spans by id (the window's own: valid until the window changes)."""
+        return MappingProxyType(self._spans)
 
     def __contains__(self, span_id: int) -> bool:
         return span_id in self._spans
@@ -66,7 +81,13 @@ class Window:
 
     def append(self, span: Span) -> AppendOutcome:
         """Place ``span`` at the end, cut to the ceiling when needed."""
-        room = (self.budget if self.hard else self.size) - self.utilization  # the ceiling's room
+        cut = self.add(span)
+        over = self.utilization - self.budget
+        return AppendOutcome(span.tokens, cut, over if over > 0 else 0)
+
+    def add(self, span: Span) -> int:
+        """:meth:`append` for the engine's hot path: returns the tokens cut (``span.tokens`` is what was kept)."""
+        room = self.ceiling - self.utilization
         cut = span.tokens - room if room > 0 else span.tokens
         if cut > 0:
             span.tokens -= cut
@@ -75,10 +96,12 @@ class Window:
         kept = span.tokens
         if kept > 0:
             self._spans[span.id] = span
+            if not span.pinned:
+                self._unpinned[span.id] = span
+            self._list = self._unpinned_list = None
             self.utilization += kept
             self.appended_total += kept
-        over = self.utilization - self.budget
-        return AppendOutcome(kept, cut, over if over > 0 else 0)
+        return cut
 
     def position(self, span_id: int) -> int:
         """The index of a span in window order (0 is the oldest)."""
@@ -105,6 +128,8 @@ class Window:
             items = list(self._spans.items())
             items.insert(index, (span.id, span))
             self._spans = dict(items)
+            self._unpinned = {i: s for i, s in items if not s.pinned}  # the same order, rebuilt (rare)
+            self._list = self._unpinned_list = None
             self.utilization += kept
             self.appended_total += kept
         over = self.utilization - self.budget
@@ -112,6 +137,9 @@ class Window:
 
     def remove(self, span_id: int) -> Span:
         span = self._spans.pop(span_id)
+        if not span.pinned:
+            del self._unpinned[span_id]
+        self._list = self._unpinned_list = None
         self.utilization -= span.tokens
         self.removed_total += span.tokens
         return span
@@ -126,4 +154,6 @@ class Window:
         self.removed_total += removed
         if keep == 0:
             del self._spans[span_id]
+            self._unpinned.pop(span_id, None)
+            self._list = self._unpinned_list = None
         return removed

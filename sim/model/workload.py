@@ -9,6 +9,7 @@ policy meets the same arrivals for a given seed.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ import numpy as np
 from prunesim.model.scenario import ScriptedEvent, SizeDist, Workload
 
 CHUNK = 1024  # turns drawn at a time: bounded memory, same draws for any run length
+MAX_REPEAT_GAP = 4096  # a repeat reaches at most this many turns back (the keys of those turns are kept)
 
 
 @dataclass(slots=True)
@@ -69,6 +71,15 @@ class SyntheticToolLoop:
         self.events: dict[int, list[ScriptedEvent]] = {}
         for ev in params.events:
             self.events.setdefault(ev.turn, []).append(ev)
+        self._keys: dict[int, str] = {}  # turn -> command key, for the last MAX_REPEAT_GAP turns (repeats)
+
+    def command_key(self, turn: int) -> str:
+        """The key of the command first run at ``turn``."""
+        chars = self.params.key_chars
+        if not chars:
+            return f"cmd-{turn}"
+        text = hashlib.blake2b(str(turn).encode(), digest_size=32).hexdigest()
+        return ("cmd " + text * (1 + chars // 64))[:chars]
 
     def initial(self) -> list[Arrival]:
         return [
@@ -88,9 +99,21 @@ class SyntheticToolLoop:
         # As Python ints and floats (the same values): indexing numpy arrays item by item is slow.
         columns = (reasoning.tolist(), call.tolist(), output.tolist(), r_stale.tolist(), o_stale.tolist(),
                    tool_s.tolist())
+        repeats = None
+        if p.repeat_rate > 0:  # drawn after the rest, so that runs without repeats keep their draws
+            again = (rng.random(n) < p.repeat_rate).tolist()
+            back = np.minimum(rng.geometric(1.0 / p.repeat_gap_mean, n), MAX_REPEAT_GAP).tolist()
+            repeats = (again, back)
         for i, (r_tok, c_tok, o_tok, r_st, o_st, t_s) in enumerate(zip(*columns, strict=True)):
             turn = first + i
-            key = f"cmd-{turn}"
+            if repeats is None:
+                key = self.command_key(turn)
+            else:
+                earlier = turn - repeats[1][i]
+                key = self._keys.get(earlier) if repeats[0][i] and earlier >= 1 else None
+                key = key or self.command_key(turn)
+                self._keys[turn] = key
+                self._keys.pop(turn - MAX_REPEAT_GAP, None)
             plan = TurnPlan(
                 turn=turn,
                 reasoning=Arrival("reasoning", r_tok, f"think-{turn}", r_st),

@@ -5,10 +5,17 @@ An observer that keeps plain columns. ``mode`` chooses how much it keeps:
 ``"none"`` (nothing: the runner does not subscribe it at all, and the metrics
 still see everything, so summaries need no trace). Event details are encoded
 here, so an unrecorded run never builds them.
+
+:class:`Recorder` keeps the rows in memory (for studies that read a run back);
+:class:`StreamingRecorder` hears the same events and writes the same rows, as
+they happen, to open files it is handed, in small batches, so that a run of any
+length holds a bounded number of rows.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import NamedTuple
 
@@ -81,6 +88,36 @@ def to_pandas(columns: dict):
 
 _PER_CHANGE = frozenset({"span_appended", "span_removed"})
 
+_KIND_JSON: dict[str, str] = {}
+
+
+def _json_kind(kind: str) -> str:
+    text = _KIND_JSON.get(kind)
+    if text is None:
+        text = _KIND_JSON[kind] = json.dumps(kind)
+    return text
+
+
+_CSV_SPECIAL = (",", '"', "\n", "\r")
+
+
+def cell(value) -> str:
+    """A value as a CSV cell, as :func:`prunesim.io.atomic.format_cell` writes it (floats to 6 decimals)."""
+    if isinstance(value, float):
+        return repr(round(value, 6))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def csv_field(text: str) -> str:
+    """``text`` as one CSV field, exactly as ``csv.writer(lineterminator="\\n")`` writes it."""
+    if not any(c in text for c in _CSV_SPECIAL):
+        return text
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([text, ""])  # a second field: a lone "" would be quoted
+    return buf.getvalue()[:-2]
+
 
 class Recorder(Observer):
     def __init__(self, mode: str = "all"):
@@ -119,15 +156,22 @@ class Recorder(Observer):
     # -- events ----------------------------------------------------------------
     def _event(self, time, turn, event: str, **detail) -> None:
         # Kept as JSON text, as events.csv writes it; RunResult.events parses it into EventRecords.
-        self.events.append((len(self.events) + 1, time, turn, event, json.dumps(detail, sort_keys=True)))
+        self._add_event(time, turn, event, json.dumps(detail, sort_keys=True))
+
+    def _add_event(self, time, turn, event: str, detail: str) -> None:
+        self.events.append((len(self.events) + 1, time, turn, event, detail))
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
+        # The most frequent events at a full window: their JSON written directly, as json.dumps(sort_keys=True)
+        # writes it (integers, and a span kind from a fixed list).
+        k = _json_kind(kind)
         if cause == "forced_truncation":
-            self._event(time, turn, cause, kind=kind, wanted=wanted, kept=kept)
+            self._add_event(time, turn, cause, f'{{"kept": {kept}, "kind": {k}, "wanted": {wanted}}}')
         elif cause == "forced_drop":
-            self._event(time, turn, cause, kind=kind, tokens=wanted)
+            self._add_event(time, turn, cause, f'{{"kind": {k}, "tokens": {wanted}}}')
         else:
-            self._event(time, turn, cause, wanted=wanted, written=kept, selections=selections)
+            self._add_event(time, turn, cause,
+                            f'{{"selections": {selections}, "wanted": {wanted}, "written": {kept}}}')
 
     def on_gate_decision(self, time, turn, reason, numbers) -> None:
         self._event(time, turn, "boundary", reason=reason, **numbers)
@@ -149,6 +193,10 @@ class Recorder(Observer):
         self._event(time, turn, "prune_plan", pass_id=pass_id, selected=selected, keys=keys,
                     rationale_span=rationale_span, rationale=rationale, own_rationale=own_rationale)
 
+    def on_tombstone_fold(self, time, turn, folded, keys, digest_tokens, tombstone_tokens) -> None:
+        self._event(time, turn, "tombstone_fold", folded=folded, keys=keys, digest_tokens=digest_tokens,
+                    tombstone_tokens=tombstone_tokens)
+
     def on_need(self, time, turn, outcome, key, tokens, turns_since_prune, record) -> None:
         if outcome == "dismissed":
             self._event(time, turn, "need_dismissed", key=key, record=record, turns_since_prune=turns_since_prune)
@@ -168,3 +216,154 @@ class Recorder(Observer):
         for name, values in self.trace.items():
             out[name] = np.array(values, dtype=object if name in ("event", "kind", "key") else None)
         return out
+
+
+# Rows buffered before they are written: large enough to amortise the writer, small enough to stay flat.
+BATCH = 4096
+
+
+class StreamingRecorder(Recorder):
+    """The recorder's rows written to ``trace``, ``ledger`` and ``events`` (open text files) as they happen.
+
+    The files receive exactly what :func:`prunesim.io.results.write_run` writes
+    from an in-memory :class:`Recorder` (header and rows, times rounded to
+    microseconds alike), so a streamed run and a recorded one are byte-equal.
+    Rows are formatted here as CSV lines (a field that needs quoting goes through
+    the csv module) and written in batches. Call :meth:`flush` at the end of the
+    run; the files' owner closes them.
+    """
+
+    def __init__(self, mode: str, trace, ledger, events, calls=None):
+        super().__init__(mode)
+        self.trace = None  # nothing is kept: rows go to the files
+        self.ledger = self.events = None
+        self._files = (trace, events)
+        self._batch: list[str] = []
+        self._event_batch: list[str] = []
+        self._events_written = 0
+        self._keys: dict[str, str] = {}  # key -> its CSV field (cached: a span's key is written twice)
+        self._time = -1.0  # the last time written, and its text: many rows share a time
+        self._time_text = ""
+        self._ledger_w = csv.writer(ledger, lineterminator="\n")
+        self._calls_w = csv.writer(calls, lineterminator="\n") if calls is not None else None
+        self._cost = None  # the cost observer, whose columns each ledger row ends with (see attach)
+        self._pending: list[PassRecord] = []  # passes whose cost is not final yet
+        trace.write(",".join(TRACE_COLUMNS) + "\n")
+        self._ledger_w.writerow(LEDGER_COLUMNS)
+        events.write(",".join(EVENT_COLUMNS) + "\n")
+        if self._calls_w is not None:
+            self._calls_w.writerow(CALL_COLUMNS)
+
+    def attach(self, observers) -> None:
+        """Find the cost observer among the run's: it supplies the ledger's cost columns and calls.csv."""
+        self._cost = next((o for o in observers if hasattr(o, "ledger_columns")), None)
+
+    def _t(self, time) -> str:
+        if time != self._time:
+            self._time = time
+            self._time_text = repr(round(time, 6))
+        return self._time_text
+
+    def _key(self, key: str) -> str:
+        field = self._keys.get(key)
+        if field is None:
+            if len(self._keys) >= 1 << 16:
+                self._keys.clear()
+            field = self._keys[key] = csv_field(key)
+        return field
+
+    def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
+        self._seq += 1
+        batch = self._batch
+        batch.append(f"{self._seq},{self._t(time)},{turn},append,{span.kind},{span.id},{self._key(span.key)},"
+                     f"{kept},{utilization},{appended_total},{removed_total}\n")
+        if len(batch) >= BATCH:
+            self._flush_trace()
+
+    def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
+        self._seq += 1
+        batch = self._batch
+        batch.append(f"{self._seq},{self._t(time)},{turn},{cause},{span.kind},{span.id},{self._key(span.key)},"
+                     f"{-freed},{utilization},{appended_total},{removed_total}\n")
+        if len(batch) >= BATCH:
+            self._flush_trace()
+
+    def on_turn_end(self, time, turn, utilization, appended_total, removed_total) -> None:
+        self._seq += 1
+        batch = self._batch
+        batch.append(f"{self._seq},{self._t(time)},{turn},turn_end,,-1,,0,{utilization},{appended_total},"
+                     f"{removed_total}\n")
+        if len(batch) >= BATCH:
+            self._flush_trace()
+
+    # -- the ledger and calls.csv, from the cost observer ---------------------------
+    # A pass's cost is final at the next model call (its edits' cache rewrite is charged there), so
+    # its row waits until then; the cost observer's rows are written and let go as they come.
+    def on_prune_pass(self, time, record: PassRecord) -> None:
+        self._pending.append(record)
+
+    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0) -> None:
+        if self._pending:
+            self._write_passes()
+        if self._cost is not None and self._cost.calls:
+            self._write_calls()
+
+    def on_run_end(self, end) -> None:
+        self._write_passes()
+        if self._cost is not None:
+            self._write_calls()
+
+    def _write_passes(self) -> None:
+        cost = self._cost
+        for record in self._pending:
+            extra = ()
+            if cost is not None:
+                extra = cost.ledger_columns(record.pass_id)
+                cost.pass_costs.pop(record.pass_id, None)
+                cost.pass_rows.pop(record.pass_id, None)
+            self._ledger_w.writerow([cell(v) for v in (*record, *extra)])
+        self._pending.clear()
+
+    def _write_calls(self) -> None:
+        rows = self._cost.calls
+        if self._calls_w is not None:
+            self._calls_w.writerows([cell(v) for v in row] for row in rows)
+        rows.clear()
+
+    def _add_event(self, time, turn, event: str, detail: str) -> None:
+        self._events_written += 1
+        batch = self._event_batch
+        # JSON text holds no raw line break (json.dumps escapes them): quoting it is the csv module's rule
+        # for a field with a quote or a comma, written out.
+        if '"' in detail or "," in detail:
+            detail = '"' + detail.replace('"', '""') + '"'
+        batch.append(f"{self._events_written},{self._t(time)},{turn},{event},{detail}\n")
+        if len(batch) >= BATCH:
+            self._files[1].write("".join(batch))
+            batch.clear()
+
+    def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
+        if cause != "forced_truncation":
+            super().on_truncation(time, turn, cause, kind, wanted, kept, constraint, selections)
+            return
+        # The commonest event at a full window, written in one step (the same text as Recorder's).
+        self._events_written += 1
+        batch = self._event_batch
+        batch.append(f'{self._events_written},{self._t(time)},{turn},forced_truncation,'
+                     f'"{{""kept"": {kept}, ""kind"": ""{kind}"", ""wanted"": {wanted}}}"\n')
+        if len(batch) >= BATCH:
+            self._files[1].write("".join(batch))
+            batch.clear()
+
+    def _flush_trace(self) -> None:
+        self._files[0].write("".join(self._batch))
+        self._batch.clear()
+
+    def flush(self) -> None:
+        """Write what is buffered (the files' own buffers are flushed by their owner)."""
+        self._flush_trace()
+        self._files[1].write("".join(self._event_batch))
+        self._event_batch.clear()
+
+    def trace_arrays(self) -> dict[str, np.ndarray]:
+        raise RuntimeError("a streaming recorder keeps no trace in memory: read trace.csv")

@@ -179,3 +179,7 @@ def get_replay(name: str):
 from prunesim.studies.reentrancy import REENTRANCY  # noqa: E402
 
 REPLAYS["reentrancy"] = REENTRANCY
+
+from prunesim.studies.long_session import LONG_SESSION  # noqa: E402
+
+REPLAYS["long-session"] = LONG_SESSION

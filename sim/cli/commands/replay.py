@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("name", help=f"one of: {', '.join(sorted(REPLAYS))}")
     p.add_argument("--seeds", default=None,
                    help="seeds as A:B (B excluded), a list, or one integer (default 1000:1100: seeds no shipped "
-                        "scenario was calibrated on)")
+                        "scenario was calibrated on; long-session: 0:5)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--plot", type=Path, metavar="DIR",
                    help="also run every variant once with a full trace, write the runs under DIR/runs/ "
@@ -38,7 +38,10 @@ def register(sub) -> None:
 
 def main(args) -> int:
     replay = get_replay(args.name)
-    seeds = parse_seeds(args.seeds) if args.seeds is not None else list(REPLAY_SEEDS)
+    if args.seeds is not None:
+        seeds = parse_seeds(args.seeds)
+    else:  # each replay's own default (a long one runs fewer seeds)
+        seeds = list(getattr(replay, "default_seeds", REPLAY_SEEDS))
     if args.plot is not None:
         if args.name not in FIGURES:
             raise UserError("--plot", args.name, "this replay has no story figure")

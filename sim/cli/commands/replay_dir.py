@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import csv
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
@@ -21,6 +19,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
+from prunesim.io.stream import StagedFiles
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import parse_names
 from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
@@ -53,21 +52,13 @@ def main(args) -> int:
         raise UserError("--out", str(args.out), "is a folder; give a CSV file")
     if args.out is None:
         return _replay_all(args, base, policies, sys.stdout)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{args.out.name}.", suffix=".tmp", dir=args.out.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            code = _replay_all(args, base, policies, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+    # Created with the user's umask, renamed into place at the end.
+    with StagedFiles(args.out.parent, "--out") as staged:
+        code = _replay_all(args, base, policies, staged.open(args.out.name))
         if code:  # nothing could be replayed: an earlier result stays as it was
-            os.unlink(tmp)
+            staged.abort()
         else:
-            os.replace(tmp, args.out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+            staged.commit()
     return code
 
 

@@ -9,6 +9,9 @@ from prunesim import api
 from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets, print_notes
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
+from prunesim.io.stream import stream_run
+from prunesim.observe.recorder import MODES
+from prunesim.policies import get_policy
 
 
 def register(sub) -> None:
@@ -20,6 +23,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
     add_set(p)
     p.add_argument("--out", type=Path, help="write trace.csv, ledger.csv, events.csv and summary.json here")
+    p.add_argument("--trace", choices=MODES, default=None,
+                   help="what trace.csv records: every change (all), one row per turn (turns) or nothing (none); "
+                        "default all with --out, none without")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=main)
 
@@ -27,15 +33,24 @@ def register(sub) -> None:
 def main(args) -> int:
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UserError("--out", str(args.out), "exists and is not a directory")
+    trace = args.trace or ("all" if args.out is not None else "none")
+    if trace != "none" and args.out is None:
+        raise UserError("--trace", trace, "needs --out DIR: without it nothing is written")
     if args.workload is not None:
         result = _replay_workload(args)
+        if args.out is not None:
+            api.write(result, args.out)
     elif args.scenario is None:
         raise UserError("run", None, "give a SCENARIO or --workload FILE")
+    elif args.out is not None:  # rows go to the files as the run makes them
+        sc = api.load_scenario(args.scenario, parse_sets(args.set))
+        if args.policy is not None:
+            get_policy(args.policy)
+        result, _ = stream_run(sc, args.policy, args.seed, args.out, trace)
     else:
-        result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set))
+        result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set),
+                         trace="none")
     print_notes([result.policy], result.scenario)
-    if args.out is not None:
-        api.write(result, args.out)
     if args.json:
         print(json.dumps(json_ready(api.record(result)), indent=2, sort_keys=True))
     else:

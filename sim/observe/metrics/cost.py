@@ -96,7 +96,8 @@ class CostMetrics(Observer):
         self._ids: list[int] = []
         self._tokens: list[int] = []
         self._total = 0
-        self.calls: list[tuple] = []
+        self.calls: list[tuple] = []  # a streaming recorder writes these out and empties the list as it goes
+        self.call_count = 0
         self.input_billed = self.output_billed = self.decision_billed = self.decision_output = 0
         self.read = self.write = self.uncached = 0
         self.invalidations = self.invalidated = 0
@@ -155,6 +156,7 @@ class CostMetrics(Observer):
         read, write, uncached, invalidated, source = split
         r_read, r_write, r_input, r_output = self._rates
         cost = read * r_read + write * r_write + uncached * r_input + output_tokens * r_output
+        self.call_count += 1
         self.input_billed += prompt_tokens
         self.output_billed += output_tokens
         self.read += read
@@ -172,7 +174,7 @@ class CostMetrics(Observer):
         if invalidated:
             invalidated = self._blame(invalidated, source)
         if self.keep_calls:
-            self.calls.append((len(self.calls) + 1, time, turn, int(decision), pass_id,
+            self.calls.append((self.call_count, time, turn, int(decision), pass_id,
                                prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
 
     def _blame(self, invalidated: int, source) -> int:

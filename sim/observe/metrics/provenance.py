@@ -41,6 +41,18 @@ DEFINITIONS = (
     ),
     Metric("tombstone_tokens", "tokens", "Tokens held by tombstones in the window at the end of the run."),
     Metric(
+        "tombstone_folds",
+        "folds",
+        "Times the tombstones passed their [tombstone] budget and the oldest were folded into the digest; each is "
+        "an events.csv tombstone_fold row and, for a policy that keeps one, an edit-log fold record.",
+    ),
+    Metric(
+        "digest_tokens",
+        "tokens",
+        "Tokens of the tombstone digest in the window at the end of the run: the one pinned span naming every "
+        "folded key (0 with no fold).",
+    ),
+    Metric(
         "history_gap",
         "fraction",
         "Summary drift: at the end of each turn, the share of the commands run so far of which the window holds no "
@@ -63,11 +75,18 @@ class ProvenanceMetrics(Observer):
     def __init__(self, run):
         self.re_retrievals = self.re_retrieved_tokens = self.re_retrieval_gaps = 0
         self.override_retrievals = self.dismissed_needs = 0
-        self.readmits: dict[str, int] = {}
+        # key -> [cycles, turn of the latest]; a key is closed once it cannot come to mind again (it was
+        # first seen before its latest cycle, so more than `horizon` turns after that cycle), so that the
+        # state stays bounded over a long run.
+        self.readmits: dict[str, list[int]] = {}
+        self.horizon = run.scenario.need.horizon
+        self.closed_keys = self.closed_max = self.cycles = 0
+        self._close_at = 1024
         self.self_edit_refusals = 0
         self.history_gap_sum = 0.0
         self.history_turns = 0
         self.unrecorded_evictions = self.tombstone_tokens = 0
+        self.tombstone_folds = self.digest_tokens = 0
 
     def on_need(self, time, turn, outcome, key, tokens, turns_since_prune, record) -> None:
         if outcome == "dismissed":
@@ -79,7 +98,26 @@ class ProvenanceMetrics(Observer):
             self.re_retrieval_gaps += turns_since_prune
         else:
             self.override_retrievals += 1
-        self.readmits[key] = self.readmits.get(key, 0) + 1
+        self.cycles += 1
+        entry = self.readmits.get(key)
+        if entry is None:
+            self.readmits[key] = [1, turn]
+        else:
+            entry[0] += 1
+            entry[1] = turn
+        if len(self.readmits) >= self._close_at:
+            self._close(turn)
+
+    def _close(self, turn: int) -> None:
+        open_keys = {}
+        for key, (count, last) in self.readmits.items():
+            if turn - last > self.horizon:
+                self.closed_keys += 1
+                self.closed_max = max(self.closed_max, count)
+            else:
+                open_keys[key] = [count, last]
+        self.readmits = open_keys
+        self._close_at = max(1024, 2 * len(open_keys))
 
     def on_history(self, turn, commands_run, commands_traced) -> None:
         if commands_run:
@@ -89,9 +127,13 @@ class ProvenanceMetrics(Observer):
     def on_self_edit_refused(self, time, turn, reason, span_ids, action) -> None:
         self.self_edit_refusals += 1
 
+    def on_tombstone_fold(self, time, turn, folded, keys, digest_tokens, tombstone_tokens) -> None:
+        self.tombstone_folds += 1
+
     def on_run_end(self, end: RunEnd) -> None:
         self.unrecorded_evictions = end.unrecorded_evictions
         self.tombstone_tokens = end.tombstone_tokens
+        self.digest_tokens = end.digest_tokens
 
     def summary(self, so_far: dict) -> dict:
         return {
@@ -100,11 +142,13 @@ class ProvenanceMetrics(Observer):
             "re_retrieval_gap_mean": mean(self.re_retrieval_gaps, self.re_retrievals),
             "override_retrievals": self.override_retrievals,
             "dismissed_needs": self.dismissed_needs,
-            "readmit_cycles": sum(self.readmits.values()),
-            "readmit_keys": len(self.readmits),
-            "readmit_max_per_key": max(self.readmits.values(), default=0),
+            "readmit_cycles": self.cycles,
+            "readmit_keys": self.closed_keys + len(self.readmits),
+            "readmit_max_per_key": max(self.closed_max, max((c for c, _ in self.readmits.values()), default=0)),
             "unrecorded_evictions": self.unrecorded_evictions,
             "tombstone_tokens": self.tombstone_tokens,
+            "tombstone_folds": self.tombstone_folds,
+            "digest_tokens": self.digest_tokens,
             "history_gap": round(self.history_gap_sum / self.history_turns, 6) if self.history_turns else 0.0,
             "self_edit_refusals": self.self_edit_refusals,
         }
