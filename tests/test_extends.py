@@ -135,7 +135,7 @@ def test_replay_dir_says_when_a_policy_never_acted(tmp_path, capsys):
     err = capsys.readouterr().err
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     n = sum(r["policy"] == "recency" for r in rows)
-    assert f"recency: never acted on {n} of {n} transcript(s): {n} never reached its trigger" in err
+    assert f"recency: never acted in {n} of {n} replay(s): {n} never reached its trigger" in err
     assert "noop: never acted" not in err  # never acting is what noop is for
     assert {r["budget"] for r in rows} == {"100000"}
     main(args)  # the shipped sizing: half of each transcript's peak

@@ -174,7 +174,9 @@ def plan_sweep(
             if key not in index:
                 where = "--grid point " + " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items())
                 params = {split_axis(k)[1]: v for k, v in point.items()}
-                data = scenario_mod.apply_overrides(base_dict, params, where="--grid")
+                # Like --set: an absolute budget or trigger turns off sizing to each transcript.
+                data = scenario_mod.absolute_sizes_win(
+                    scenario_mod.apply_overrides(base_dict, params, where="--grid"), params)
                 sc = scenario_mod.from_dict(data, where) if point else base
                 index[key] = len(points)
                 points.append(point)

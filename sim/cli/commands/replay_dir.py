@@ -1,4 +1,10 @@
-"""prunesim replay-dir: every transcript in a folder under every policy, one CSV row each."""
+"""prunesim replay-dir: every transcript in a folder under every policy (and grid point), one CSV row each.
+
+``--grid`` takes the sweep's syntax (``NAME=VALUES``, ``POLICY:NAME=VALUES``):
+each transcript is replayed at every grid point of every policy, and each axis
+is a column named as given, after the identity columns. The points are planned
+and validated by the sweep's own planner before anything is read or written.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ from prunesim.io.scenario_files import load
 from prunesim.io.stream import StagedFiles
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import parse_names
+from prunesim.studies.grid import inert_axes, parse_axes
+from prunesim.studies.sweep import metric_column, plan_sweep
 from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "budget", "repeats")
@@ -32,29 +40,48 @@ COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) +
 
 def register(sub) -> None:
     p = sub.add_parser("replay-dir", help="replay a folder of transcripts or workloads under several policies")
-    p.add_argument("dir", type=Path, help="a folder of transcripts and/or workload files (searched recursively)")
+    p.add_argument("dir", type=Path, help="a folder of transcripts and/or workload files (searched recursively), "
+                   "or one such file")
     p.add_argument("--policies", required=True, help="comma-separated policy names, or all")
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
+    p.add_argument("--grid", action="append", metavar="NAME=VALUES",
+                   help="replay every transcript at each value (A:B:STEP or a,b,c; POLICY:NAME=VALUES for one "
+                        "policy's runs only), as in prunesim sweep; repeatable: the cartesian product is replayed")
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
     add_transcript_options(p)
     p.add_argument("--out", type=Path, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
 
 
+# Grid axes a replay cannot take: the transcript sets its turns; the seed and policies have their own flags.
+_NOT_AXES = {"turns": "a replay runs the transcript's own turns", "seed": "use --seed", "policy": "use --policies"}
+
+
 def main(args) -> int:
-    if not args.dir.is_dir():
-        raise UserError(str(args.dir), None, "is not a folder")
+    if not args.dir.exists():
+        raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
-    base = load(args.scenario, parse_sets(args.set))
+    sets = parse_sets(args.set)
+    base = load(args.scenario, sets)
+    axes = parse_axes(args.grid)
+    for name in axes:
+        param = name.rpartition(":")[2]
+        if param in _NOT_AXES:
+            raise UserError("--grid", name, f"cannot be swept here: {_NOT_AXES[param]}")
+    plan = plan_sweep(base, axes, policies, [0]) if axes else None  # validates every point before any replay
     check_transcript_options(args)
     if args.out is not None and args.out.is_dir():
         raise UserError("--out", str(args.out), "is a folder; give a CSV file")
+    runs = [(policy, base, {}) for policy in policies] if plan is None else [
+        (spec.policy, plan.scenarios[spec.point], plan.points[spec.point]) for spec in plan.runs]
+    for line in inert_axes(axes, policies):
+        print(line, file=sys.stderr)
     if args.out is None:
-        return _replay_all(args, base, policies, sys.stdout)
+        return _replay_all(args, base, policies, runs, list(axes), sys.stdout)
     # Created with the user's umask, renamed into place at the end.
     with StagedFiles(args.out.parent, "--out") as staged:
-        code = _replay_all(args, base, policies, staged.open(args.out.name))
+        code = _replay_all(args, base, policies, runs, list(axes), staged.open(args.out.name))
         if code:  # nothing could be replayed: an earlier result stays as it was
             staged.abort()
         else:
@@ -62,9 +89,21 @@ def main(args) -> int:
     return code
 
 
-def _replay_all(args, base, policies, fh) -> int:
+def columns(axes: list[str]) -> list[str]:
+    """The CSV header: the identity columns, the grid axes as named, then the results.
+
+    A result whose name is also an axis (``--grid budget=...``) is written as
+    ``summary.<name>``, as in a sweep's runs.csv.
+    """
+    rest = [metric_column(c, axes) for c in COLUMNS if c not in ID_COLUMNS]
+    ids = [metric_column(c, axes) for c in ID_COLUMNS]
+    return ids[:3] + axes + ids[3:] + rest
+
+
+def _replay_all(args, base, policies, runs, axes, fh) -> int:
     writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    header = columns(axes)
+    writer.writerow(header)
     files = expand([args.dir])
     failed = rows = imported = 0
     failed_files: set[Path] = set()
@@ -86,13 +125,15 @@ def _replay_all(args, base, policies, fh) -> int:
                 report_line(bar, "warning", w)
             imported += 1
             tools.update(p["tool"] for p in data.parts if p.get("tool"))
-            for policy in policies:
-                result, _ = replay(data, base, policy, args.seed)
+            for policy, scenario, point in runs:
+                result, _ = replay(data, scenario, policy, args.seed)
                 s = result.summary
                 row = {"transcript": data.name, "format": data.header["format"], "policy": policy,
                        "turns": data.turns, "budget": result.scenario.budget, **s}
+                row = {metric_column(k, axes): v for k, v in row.items()}
+                row.update(point)
                 idle[policy].add(s)
-                writer.writerow([format_cell(row.get(c, "")) for c in COLUMNS])
+                writer.writerow([format_cell(row.get(c, "")) for c in header])
                 rows += 1
                 del result
             fh.flush()
@@ -116,7 +157,9 @@ class Idle:
 
     def add(self, summary: dict) -> None:
         self.replays += 1
-        if summary["passes"] + summary["non_model_evictions"] == 0:
+        # A runtime policy acts by clearing or compacting, never by a pass.
+        acts = ("passes", "non_model_evictions", "clearings", "compactions")
+        if not any(summary.get(name, 0) for name in acts):
             self.never_acted += 1
             self.never_triggered += summary["first_trigger_turn"] < 0
 
@@ -126,4 +169,4 @@ class Idle:
         idle = self.never_acted - self.never_triggered
         parts = [f"{self.never_triggered} never reached its trigger (lower the budget or the trigger)"] * bool(
             self.never_triggered) + [f"{idle} reached it with nothing it would remove"] * bool(idle)
-        return f"{policy}: never acted on {self.never_acted} of {self.replays} transcript(s): {'; '.join(parts)}"
+        return f"{policy}: never acted in {self.never_acted} of {self.replays} replay(s): {'; '.join(parts)}"
