@@ -97,13 +97,33 @@ class PromptCache:
     # -- the prompt changes --------------------------------------------------------
     def edit(self, offset: int, span_index: int, freed: int, source: object = None) -> None:
         """The prompt changed at token ``offset`` (the start of span number ``span_index``); ``freed`` tokens left."""
-        cached = self._extent - self._removed  # where what the previous call cached now ends
-        if offset < cached:
-            self._removed += min(freed, cached - offset)
-            if self._first_edit is None or offset < self._first_edit:
-                self._first_edit = offset
-                self._first_source = source
-        self._cut(offset, span_index)
+        self.edits(((offset, span_index, freed, source),))
+
+    def edits(self, changes) -> None:
+        """Several edits in the order they happened: ``(offset, span_index, freed, source)`` each, as :meth:`edit`.
+
+        The same as one :meth:`edit` after another, with one cut at the end:
+        cutting at each offset in turn leaves every entry cut at the smallest
+        of them (by the first edit to reach it), so only that cut is made.
+        """
+        removed = self._removed
+        cached = self._extent - removed  # where what the previous call cached now ends
+        first = self._first_edit
+        lowest = lowest_index = None
+        for offset, span_index, freed, source in changes:
+            if offset < cached:
+                taken = cached - offset if freed > cached - offset else freed
+                removed += taken
+                cached -= taken
+                if first is None or offset < first:
+                    first = offset
+                    self._first_source = source
+            if lowest is None or offset < lowest:
+                lowest, lowest_index = offset, span_index
+        self._removed = removed
+        self._first_edit = first
+        if lowest is not None:
+            self._cut(lowest, lowest_index)
 
     def _cut(self, offset: int, span_index: int) -> None:
         entries = self.entries

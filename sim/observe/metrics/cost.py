@@ -75,6 +75,18 @@ _RUNTIME = "runtime"
 _FALLBACK = "fallback"
 _EDIT = "edit"  # a runtime policy's clearing or compaction (placeholders, summaries): the policy's own edit
 _EDIT_CAUSES = frozenset({"cleared", "summarized", "summary_dropped"})
+_PASS = "pass"  # an eviction of a model-driven pass: charged to the pass whose decision call came last
+
+
+def _source_of(cause: str) -> str:
+    """Whose edit a removal with this cause is: a pass's, a fallback's, the policy's own, or the runtime's."""
+    if cause == "evict":
+        return _PASS
+    if cause.startswith(("fallback_", "nonmodel_")):  # a non-model eviction, a gate's or the policy's own
+        return _FALLBACK
+    if cause in _EDIT_CAUSES:
+        return _EDIT
+    return _RUNTIME  # forced_drop at a hard ceiling, or a replayed runtime's own recorded removal (runtime_drop)
 
 
 def usd(value: float) -> float:
@@ -96,6 +108,8 @@ class CostMetrics(Observer):
         self._ids: list[int] = []
         self._tokens: list[int] = []
         self._total = 0
+        self._pending: list[tuple] = []  # (span id, cause, tokens freed, latest pass) not yet applied
+        self._sources: dict[str, object] = {}  # cause -> whose edit it is (_source_of), looked up once
         self.calls: list[tuple] = []  # a streaming recorder writes these out and empties the list as it goes
         self.call_count = 0
         self.input_billed = self.output_billed = self.decision_billed = self.decision_output = 0
@@ -113,32 +127,40 @@ class CostMetrics(Observer):
         self._total += kept
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
-        try:
-            i = self._ids.index(span.id)
-        except ValueError:  # a span that never held a token
-            return
-        tokens = self._tokens
-        offset = sum(tokens[:i])
-        if cause == "evict":
-            source = self._pass
-        elif cause.startswith(("fallback_", "nonmodel_")):  # a non-model eviction, a gate's or the policy's own
-            source = _FALLBACK
-        elif cause in _EDIT_CAUSES:
-            source = _EDIT
-        else:  # forced_drop at a hard ceiling, or a replayed runtime's own recorded removal (runtime_drop)
-            source = _RUNTIME
-        self.cache.edit(offset, i, freed, source)
-        left = tokens[i] - freed
-        if left > 0:  # cut down: it stays, changed from its start on
-            tokens[i] = left
-        else:
-            del self._ids[i]
-            del tokens[i]
+        # Removals come in bursts (a pass's evictions, a hard ceiling's drops) and matter only to the next
+        # call: kept here, applied in order by _apply_removals (one loop, one cut of the cache).
+        self._pending.append((span.id, cause, freed, self._pass))
         self._total -= freed
+
+    def _apply_removals(self) -> None:
+        """Take the removals since the last call out of the window, in order, and tell the cache where they were."""
+        ids, tokens = self._ids, self._tokens
+        changes = []
+        for span_id, cause, freed, pass_id in self._pending:
+            try:
+                i = ids.index(span_id)
+            except ValueError:  # a span the window never held: it took nothing out
+                self._total += freed
+                continue
+            source = self._sources.get(cause)
+            if source is None:
+                source = self._sources[cause] = _source_of(cause)
+            changes.append((sum(tokens[:i]), i, freed, pass_id if source is _PASS else source))
+            left = tokens[i] - freed
+            if left > 0:  # cut down: it stays, changed from its start on
+                tokens[i] = left
+            else:
+                del ids[i]
+                del tokens[i]
+        self._pending.clear()
+        if changes:
+            self.cache.edits(changes)
 
     # -- calls ---------------------------------------------------------------------
     def on_context_edit(self, time, turn, record) -> None:
         """A placeholder or summary stands where what it replaced stood, not at the end: move it there."""
+        if self._pending:
+            self._apply_removals()
         ids, tokens = self._ids, self._tokens
         for span_id, index in sorted(record.inserted, key=lambda p: p[1]):
             try:
@@ -149,6 +171,8 @@ class CostMetrics(Observer):
             tokens.insert(index, tokens.pop(i))
 
     def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0) -> None:
+        if self._pending:
+            self._apply_removals()
         window = self._total
         spans = len(self._ids)
         # A pass that reads its index from an external log sends it after the window: a tail the next call drops.
