@@ -145,13 +145,18 @@ class PromptCache:
         ``stable``: the prompt ends with ``prompt - stable`` tokens that the next
         call will not hold (an index read from outside the window).
         """
+        return Split(*self.bill(time, prompt, spans, stable, stable_spans))
+
+    def bill(self, time: float, prompt: int, spans: int, stable: int | None = None,
+             stable_spans: int = 0) -> tuple:
+        """:meth:`call` as a plain tuple, for the cost observer's every call (a named tuple costs more to build)."""
         self._calls += 1
         if self._calls == 1:
             self.system = (stable, stable_spans) if stable is not None else (prompt, spans)
         behaviour = self.behaviour
         if behaviour == "none":
             self._forget_edits()
-            return Split(0, 0, prompt, 0, None)
+            return 0, 0, prompt, 0, None
         if behaviour == "explicit":
             readable = self._explicit(time, prompt, spans, stable, stable_spans)
         else:
@@ -171,7 +176,7 @@ class PromptCache:
         if len(entries) > self._cleanup_at:
             self.entries = [e for e in entries if e.expiry >= time]
             self._cleanup_at = max(64, 2 * len(self.entries))
-        return Split(read, cacheable - read, prompt - cacheable, invalidated, source)
+        return read, cacheable - read, prompt - cacheable, invalidated, source
 
     def _explicit(self, time: float, prompt: int, spans: int, stable: int | None, stable_spans: int) -> int:
         lookback = self.lookback

@@ -137,15 +137,19 @@ class CostMetrics(Observer):
         ids, tokens = self._ids, self._tokens
         changes = []
         for span_id, cause, freed, pass_id in self._pending:
-            try:
-                i = ids.index(span_id)
-            except ValueError:  # a span the window never held: it took nothing out
-                self._total += freed
-                continue
+            if ids and ids[0] == span_id:  # the oldest span: most forced drops at a hard ceiling
+                i = offset = 0
+            else:
+                try:
+                    i = ids.index(span_id)
+                except ValueError:  # a span the window never held: it took nothing out
+                    self._total += freed
+                    continue
+                offset = sum(tokens[:i])
             source = self._sources.get(cause)
             if source is None:
                 source = self._sources[cause] = _source_of(cause)
-            changes.append((sum(tokens[:i]), i, freed, pass_id if source is _PASS else source))
+            changes.append((offset, i, freed, pass_id if source is _PASS else source))
             left = tokens[i] - freed
             if left > 0:  # cut down: it stays, changed from its start on
                 tokens[i] = left
@@ -176,8 +180,8 @@ class CostMetrics(Observer):
         window = self._total
         spans = len(self._ids)
         # A pass that reads its index from an external log sends it after the window: a tail the next call drops.
-        split = self.cache.call(time, prompt_tokens, spans, window if prompt_tokens > window else None, spans)
-        read, write, uncached, invalidated, source = split
+        read, write, uncached, invalidated, source = self.cache.bill(
+            time, prompt_tokens, spans, window if prompt_tokens > window else None, spans)
         r_read, r_write, r_input, r_output = self._rates
         cost = read * r_read + write * r_write + uncached * r_input + output_tokens * r_output
         self.call_count += 1
