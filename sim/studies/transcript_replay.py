@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError, from_os_error
 from prunesim.io.scenario_files import replace
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
@@ -64,13 +64,27 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT) -> Iterator[wl.Workload
         yield wl.from_transcript(t, count, tokenizer)
 
 
-def iter_sources(paths: list[Path], tokenizer: str = DEFAULT) -> Iterator[tuple[Path, wl.WorkloadData | UserError]]:
-    """(file, workload) for every workload found, or (file, error) for a file that failed; never raises."""
+def iter_sources(paths: list[Path], tokenizer: str = DEFAULT) -> Iterator[tuple[Path, wl.WorkloadData | Exception]]:
+    """(file, workload) for every workload found, or (file, error) for a file that failed.
+
+    One bad file never stops the others: its :class:`UserError` (or, for a bug
+    met on that file, the exception itself) is yielded in its place. Only a
+    failure of the machine (disk, memory) or an interrupt stops the walk.
+    """
     for path in expand(paths):
         try:
             for data in iter_workloads(path, tokenizer):
                 yield path, data
         except UserError as err:
+            yield path, err
+        except OSError as err:
+            one = from_os_error(err, path)
+            if not isinstance(one, UserError):
+                raise one from None
+            yield path, one
+        except (ResourceError, MemoryError):
+            raise
+        except Exception as err:  # noqa: BLE001 - a bug met on one file: reported as such, the rest goes on
             yield path, err
 
 

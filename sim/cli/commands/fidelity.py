@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, parse_sets
-from prunesim.errors import UserError
+from prunesim.cli.commands._common import Tally, add_set, parse_sets
+from prunesim.errors import ResourceError, UserError
 from prunesim.io.atomic import json_ready
 from prunesim.io.scenario_files import load
 from prunesim.io.transcripts import tokens
@@ -30,13 +30,23 @@ def main(args) -> int:
         raise UserError(str(args.dir), None, "no such file or folder")
     base = load(args.scenario, parse_sets(args.set))
     tokens.get_counter(args.tokenizer)
-    calls, skipped, failed = [], 0, 0
-    for _path, data in iter_sources([args.dir], args.tokenizer):
-        if isinstance(data, UserError):
-            failed += 1
-            print(f"prunesim: error: {data}", file=sys.stderr)
+    tally = Tally()
+    calls, skipped = [], 0
+    for path, data in iter_sources([args.dir], args.tokenizer):
+        if isinstance(data, Exception):
+            tally.failed(path, data)
             continue
-        c = calls_of(data, base)
+        try:
+            c = calls_of(data, base)
+        except UserError as err:
+            tally.failed(path, err)
+            continue
+        except (ResourceError, MemoryError):
+            raise
+        except Exception as err:  # noqa: BLE001 - a bug on one file: reported as such, the rest goes on
+            tally.failed(path, err)
+            continue
+        tally.ok()
         if c is None:
             skipped += 1
         else:
@@ -46,7 +56,9 @@ def main(args) -> int:
         print(json.dumps(json_ready(rep), indent=2, sort_keys=True))
     else:
         print(format_report(rep))
-    return 2 if failed else 0
+    if tally.failures:
+        print(f"prunesim: {tally.summary('read')}", file=sys.stderr)
+    return tally.exit_code()
 
 
 def format_report(rep: dict) -> str:

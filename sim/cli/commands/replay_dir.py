@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import csv
-import os
+import io
 import sys
-import tempfile
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets
-from prunesim.errors import UserError
+from prunesim.cli.commands._common import Tally, add_set, non_negative_int, out_arg, parse_sets
+from prunesim.errors import ResourceError, UserError
+from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
 from prunesim.io.transcripts import tokens
@@ -31,7 +31,7 @@ def register(sub) -> None:
     add_set(p)
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
     p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
-    p.add_argument("--out", type=Path, help="CSV file (default: standard output)")
+    p.add_argument("--out", type=out_arg, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
 
 
@@ -45,42 +45,61 @@ def main(args) -> int:
         get_policy(name)
     base = load(args.scenario, parse_sets(args.set))
     tokens.get_counter(args.tokenizer)
-    if args.out is not None and args.out.is_dir():
-        raise UserError("--out", str(args.out), "is a folder; give a CSV file")
     if args.out is None:
-        return _replay_all(args, base, policies, sys.stdout)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{args.out.name}.", suffix=".tmp", dir=args.out.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            code = _replay_all(args, base, policies, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, args.out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        return _replay_all(args, base, policies, _Stdout())[0]
+    if output.names_folder(args.out) or output.kind_of(Path(args.out)) == "folder":
+        raise UserError("--out", args.out, "names a folder; give a CSV file")
+    with output.FileOutput(args.out, flag="--out") as out:
+        code, rows = _replay_all(args, base, policies, out)
+        if rows:  # a run that replayed nothing never replaces an existing result
+            out.commit()
+        else:
+            print(f"prunesim: nothing written to {args.out}", file=sys.stderr)
     return code
 
 
-def _replay_all(args, base, policies, fh) -> int:
-    writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    failed = rows = 0
-    for _path, data in iter_sources([args.dir], args.tokenizer):
-        if isinstance(data, UserError):
-            failed += 1
-            print(f"prunesim: error: {data}", file=sys.stderr)
+class _Stdout:
+    def write(self, text: str) -> None:
+        sys.stdout.write(text)
+
+
+def _replay_all(args, base, policies, out) -> tuple[int, int]:
+    """Replay every source under every policy; rows go to ``out`` file by file (a file's rows all or none)."""
+    tally = Tally()
+    rows = 0
+    header_written = False
+    for path, data in iter_sources([args.dir], args.tokenizer):
+        if isinstance(data, Exception):
+            tally.failed(path, data)
             continue
-        for policy in policies:
-            result, _ = replay(data, base, policy, args.seed)
-            s = result.summary
-            row = {"transcript": data.name, "format": data.header["format"], "policy": policy,
-                   "turns": data.turns, **s}
-            writer.writerow([format_cell(row.get(c, "")) for c in COLUMNS])
-            rows += 1
-            del result
-        fh.flush()
-    print(f"replayed {rows} row(s); {failed} file(s) failed", file=sys.stderr)
-    return 2 if failed else 0
+        try:
+            lines = [_row(data, base, policy, args.seed) for policy in policies]
+        except UserError as err:
+            tally.failed(path, err)
+            continue
+        except (ResourceError, MemoryError):
+            raise
+        except Exception as err:  # noqa: BLE001 - a bug on one file: reported as such, the rest goes on
+            tally.failed(path, err)
+            continue
+        if not header_written:  # only once there is a row: a run with none writes nothing at all
+            out.write(_csv_line(COLUMNS))
+            header_written = True
+        out.write("".join(lines))
+        rows += len(lines)
+        tally.ok()
+    print(f"replayed {rows} row(s) from {tally.summary('replayed')}", file=sys.stderr)
+    return tally.exit_code(), rows
+
+
+def _row(data, base, policy: str, seed) -> str:
+    result, _ = replay(data, base, policy, seed)
+    s = result.summary
+    row = {"transcript": data.name, "format": data.header["format"], "policy": policy, "turns": data.turns, **s}
+    return _csv_line([format_cell(row.get(c, "")) for c in COLUMNS])
+
+
+def _csv_line(cells) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()

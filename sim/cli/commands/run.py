@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets
+from prunesim.cli.commands._common import add_set, non_negative_int, out_arg, parse_sets, warn_memory
 from prunesim.errors import UserError
+from prunesim.io import output
 from prunesim.io.atomic import json_ready
+from prunesim.policies import get_policy
 
 
 def register(sub) -> None:
@@ -19,22 +21,30 @@ def register(sub) -> None:
     p.add_argument("--policy", help="policy name (default: the scenario's)")
     p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
     add_set(p)
-    p.add_argument("--out", type=Path, help="write trace.csv, ledger.csv, events.csv and summary.json here")
+    p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise UserError("--out", str(args.out), "exists and is not a directory")
+    out = None
+    if args.out is not None:
+        out = Path(args.out)
+        output.check_folder(out, "--out")
+    # Without --out nothing reads the trace: not recording it keeps a long run's memory small.
+    trace = "all" if out is not None else "none"
     if args.workload is not None:
-        result = _replay_workload(args)
+        result = _replay_workload(args)  # replay metrics read the trace: always recorded
     elif args.scenario is None:
         raise UserError("run", None, "give a SCENARIO or --workload FILE")
     else:
-        result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set))
-    if args.out is not None:
-        api.write(result, args.out)
+        scenario = api.load_scenario(args.scenario, parse_sets(args.set))
+        if args.policy is not None:
+            get_policy(args.policy)
+        warn_memory(scenario.turns, recorded=out is not None)
+        result = api.run(scenario, policy=args.policy, seed=args.seed, trace=trace)
+    if out is not None:
+        api.write(result, out)
     if args.json:
         print(json.dumps(json_ready(api.record(result)), indent=2, sort_keys=True))
     else:
@@ -43,7 +53,6 @@ def main(args) -> int:
 
 
 def _replay_workload(args):
-    from prunesim.policies import get_policy
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
     base = api.load_scenario(args.scenario or "transcript", parse_sets(args.set))

@@ -14,14 +14,20 @@ Three counters, chosen by name (``--tokenizer``):
 * ``o200k_base`` / ``cl100k_base``: exact BPE counts with OpenAI's encodings,
   from the optional ``bpe-openai`` package (``pip install prunesim[tokens]``).
   It ships both encodings inside its wheel, so it works offline; ``tiktoken``
-  downloads its encoding files on first use and fails without network.
+  downloads its encoding files on first use and fails without network. The
+  encoder refuses long inputs (a million characters, or 200,000 tokens), so
+  text is encoded in pieces of at most ``BPE_CHUNK_CHARS`` characters, cut
+  before a space that starts a word or after a newline: the encoders'
+  pre-tokenizers never join across such a point, so the count is the one a
+  single call would give. Only text with no such point in 16,384 characters
+  (a base64 blob) is cut anywhere, which can shift its count by a token.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prunesim.errors import UserError
 
@@ -65,6 +71,30 @@ def bpe_available() -> bool:
     return True
 
 
+# At most 4 UTF-8 bytes a character and at least one byte a token: a piece this long holds at most
+# 131,072 tokens, under the encoder's limits (1,000,000 characters, 200,000 tokens).
+BPE_CHUNK_CHARS = 32_768
+
+
+# Where a piece may end: before a space that starts a word, or after a newline followed by text.
+# The o200k and cl100k pre-tokenizers start a new pre-token there, so no token spans the cut.
+_CUT = re.compile(r" (?=\S)|(?<=\n)(?=\S)")
+
+
+def pieces(text: str, size: int = BPE_CHUNK_CHARS) -> Iterator[str]:
+    """``text`` in consecutive pieces of at most ``size`` characters, each cut at the last word boundary
+    (see ``_CUT``) in its second half; a piece with none there (a base64 blob) is cut at ``size``."""
+    start, n = 0, len(text)
+    while n - start > size:
+        end = start + size
+        cut = end
+        for m in _CUT.finditer(text, start + size // 2, end):
+            cut = m.start()
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
 _CACHE: dict[str, Callable[[str], int]] = {}
 
 
@@ -86,7 +116,7 @@ def get_counter(name: str = DEFAULT) -> Callable[[str], int]:
         encoding = bpe_openai.get_encoding(name)
 
         def count(text: str, _enc=encoding) -> int:
-            return len(_enc.encode(text, disallowed_special=())) if text else 0
+            return sum(len(_enc.encode(piece, disallowed_special=())) for piece in pieces(text)) if text else 0
 
         _CACHE[name] = count
     return _CACHE[name]
