@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets
+from prunesim.cli.commands._common import add_set, out_arg, parse_seeds, parse_sets, warn_memory
 from prunesim.errors import UserError
 from prunesim.studies.grid import parse_axes
 from prunesim.studies.sweep import EXECUTORS, RUNS_FILE, execute, plan_sweep
@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer (default 0:100)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: every core)")
     add_set(p)
-    p.add_argument("--out", type=Path, required=True, help="the sweep directory (runs.csv, sweep.json)")
+    p.add_argument("--out", type=_out_dir, required=True, help="the sweep directory (runs.csv, sweep.json)")
     p.add_argument("--traces", action="store_true", help="also write each run's files to OUT/traces/<run_id>/")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--executor", default="local", help=f"one of: {', '.join(EXECUTORS)} (default local)")
@@ -54,6 +54,7 @@ def main(args) -> int:
         parse_seeds(args.seeds),
         parse_sets(args.set),
     )
+    warn_memory(max(sc.turns for sc in plan.scenarios), recorded=args.traces, runs_at_once=jobs)
     stats = execute(
         plan,
         args.out,
@@ -73,6 +74,10 @@ def main(args) -> int:
         f"{stats.seconds:.1f} s, {state}; rows in {args.out / RUNS_FILE}"
     )
     return 0
+
+
+def _out_dir(text: str) -> Path:
+    return Path(out_arg(text))
 
 
 def _count(n: int, word: str) -> str:
