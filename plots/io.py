@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prunesim.errors import UserError, from_os_error
+from prunesim.errors import UserError, from_os_error, json_problem
 from prunesim.io import sweep_files
 from prunesim.io.atomic import format_cell, parse_cell
 from prunesim.observe.recorder import EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
@@ -61,6 +61,8 @@ def read_json(path: Path) -> dict:
         raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
     except json.JSONDecodeError as err:
         raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    except ValueError as err:  # a number too long to convert, say
+        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
     except RecursionError:
         raise UserError(str(path), None, "JSON nested too deeply to read") from None
     if not isinstance(data, dict):
@@ -144,7 +146,7 @@ class Run:
                 detail = row.get("detail")
                 try:
                     row = {**row, "detail": json.loads(detail) if isinstance(detail, str) and detail else {}}
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # a detail that is not JSON carries nothing to draw
                     row = {**row, "detail": {}}
                 out.append(row)
         return out

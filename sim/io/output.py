@@ -87,8 +87,8 @@ def kind_of(path: Path) -> str:
     """``"file"`` (a regular file or nothing yet), ``"stream"`` (device, pipe, socket, /proc link) or ``"folder"``."""
     try:
         st = os.stat(path)  # follows symbolic links
-    except FileNotFoundError:
-        return "file"  # nothing there, or a dangling link: its target will be created
+    except (FileNotFoundError, NotADirectoryError):
+        return "file"  # nothing there (or a dangling link): where it would go is checked when it is made
     except OSError as err:
         raise from_os_error(err, path) from None
     if stat.S_ISDIR(st.st_mode):

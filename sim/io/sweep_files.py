@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prunesim.errors import UserError, from_os_error
+from prunesim.errors import UserError, from_os_error, json_problem
 from prunesim.io import atomic
 
 SWEEP_FILE = "sweep.json"
@@ -129,6 +129,8 @@ def read_description(out: str | Path) -> dict:
         raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
     except json.JSONDecodeError as err:
         raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    except ValueError as err:  # a number too long to convert, say
+        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
     except RecursionError:
         raise UserError(str(path), None, "JSON nested too deeply to read") from None
     check_description(desc, str(path))

@@ -91,19 +91,19 @@ class Tally:
     def failures(self) -> int:
         return self.bad + self.bugs
 
-    def summary(self, what: str) -> str:
-        text = f"{self.done} file(s) {what}, {self.bad} bad"
-        return text + (f", {self.bugs} failed on a prunesim bug" if self.bugs else "")
+    def summary(self) -> str:
+        """``N file(s) failed`` (and how many of them on a prunesim bug)."""
+        bugs = f" ({self.bugs} on a prunesim bug)" if self.bugs else ""
+        return f"{self.failures} file(s) failed{bugs}"
 
     def exit_code(self) -> int:
         return 70 if self.bugs else 2 if self.bad else 0
 
 
-# Memory a run holds per simulated turn, measured with tracemalloc on oscillation-40 (5,000 and
-# 20,000 turns): the full trace costs about 2.7 KB a turn under naive; with nothing recorded the
-# edit log and tombstones of tombstoned still grow by about 0.7 KB a turn.
+# Memory a recorded trace takes per simulated turn: about 2.7 KB under naive on oscillation-40,
+# measured with tracemalloc at 5,000 and 20,000 turns. (A run that records nothing is the
+# long-sessions work's to keep in constant memory.)
 TRACE_BYTES_PER_TURN = 3_000
-STATE_BYTES_PER_TURN = 1_000
 
 
 def machine_memory() -> int | None:
@@ -114,17 +114,21 @@ def machine_memory() -> int | None:
         return None
 
 
-def warn_memory(turns: int, recorded: bool, runs_at_once: int = 1, flag: str = "turns") -> None:
-    """A warning on stderr when ``runs_at_once`` runs of ``turns`` turns would not fit in this machine's memory."""
-    need = turns * (TRACE_BYTES_PER_TURN if recorded else STATE_BYTES_PER_TURN) * max(1, runs_at_once)
+def warn_memory(turns: int, recorded: bool, runs_at_once: int = 1) -> None:
+    """A warning on stderr when ``runs_at_once`` recorded runs of ``turns`` turns would not fit in memory."""
+    if not recorded:
+        return
+    need = turns * TRACE_BYTES_PER_TURN * max(1, runs_at_once)
     have = machine_memory()
     if have is None or need <= have:
         return
-    what = "with its trace recorded " if recorded else ""
-    print(f"prunesim: warning: {flag}={turns:,} {what}needs about {_gb(need)} of memory "
-          f"({runs_at_once} at once) and this machine has {_gb(have)}; expect it to fail or swap",
-          file=sys.stderr)
+    runs = f" ({runs_at_once} runs at once)" if runs_at_once > 1 else ""
+    print(f"prunesim: warning: turns={turns:,} with the trace recorded needs about {_size(need)} of memory{runs}; "
+          f"this machine has {_size(have)}: expect the run to fail or swap", file=sys.stderr)
 
 
-def _gb(n: int) -> str:
-    return f"{n / 2**30:,.1f} GB"
+def _size(n: int) -> str:
+    for unit, scale in (("PB", 2**50), ("TB", 2**40), ("GB", 2**30)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n / 2**20:,.0f} MB"

@@ -57,7 +57,7 @@ def main(args) -> int:
     else:
         print(format_report(rep))
     if tally.failures:
-        print(f"prunesim: {tally.summary('read')}", file=sys.stderr)
+        print(f"fidelity read {tally.done} file(s); {tally.summary()}", file=sys.stderr)
     return tally.exit_code()
 
 

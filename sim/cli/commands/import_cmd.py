@@ -99,8 +99,7 @@ def _import_folder(args, files: list[Path]) -> int:
         pass
     for line in lines:
         print(line)
-    print(f"imported {written} workload(s); {tally.failures} file(s) failed"
-          + ("; nothing written" if not written else ""))
+    print(f"imported {written} workload(s); {tally.summary()}" + ("; nothing written" if not written else ""))
     return tally.exit_code()
 
 

@@ -88,7 +88,7 @@ def _replay_all(args, base, policies, out) -> tuple[int, int]:
         out.write("".join(lines))
         rows += len(lines)
         tally.ok()
-    print(f"replayed {rows} row(s) from {tally.summary('replayed')}", file=sys.stderr)
+    print(f"replayed {rows} row(s) from {tally.done} file(s); {tally.summary()}", file=sys.stderr)
     return tally.exit_code(), rows
 
 

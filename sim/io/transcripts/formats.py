@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import UserError, json_problem
 from prunesim.io.transcripts.keys import command_key, tool_key
 
 FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai")
@@ -86,6 +86,8 @@ def _load_json(text: str, where: str):
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise UserError(where, None, f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+    except ValueError as err:  # an integer of thousands of digits, say
+        raise UserError(where, None, f"malformed JSON: {json_problem(err)}") from None
     except RecursionError:
         raise UserError(where, None, TOO_DEEP) from None
 

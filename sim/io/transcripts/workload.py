@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
@@ -147,6 +147,8 @@ def read(path: Path) -> WorkloadData:
                     rec = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise UserError(f"{where}:{lineno}", None, f"malformed JSON: {err.msg}") from None
+                except ValueError as err:  # an integer of thousands of digits, say
+                    raise UserError(f"{where}:{lineno}", None, f"malformed JSON: {json_problem(err)}") from None
                 except RecursionError:
                     raise UserError(f"{where}:{lineno}", None, "JSON nested too deeply to read") from None
                 if header is None:
