@@ -22,7 +22,7 @@ net) count as larger than every finite value:
 
 They are written as the string ``inf`` (``pandas.read_csv`` reads it as a float).
 Booleans (``oscillating``) count as 0/1, so their mean is a fraction of runs.
-Empty cells (a metric a run did not report) are left out of that metric's n;
+Empty (or ``nan``) cells, a metric a run did not report, are left out of that metric's n;
 a metric no run of a group reported gets no row for that group.
 """
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from prunesim import __version__
 from prunesim.errors import UserError, from_os_error
-from prunesim.io import atomic
+from prunesim.io import atomic, output
 from prunesim.io import scenario_files as scenario_mod
 from prunesim.io.results import write_run
 from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file names are part of this module's API
@@ -429,8 +429,7 @@ def execute(
         raise UserError("--jobs", str(jobs), "must be at least 1")
     check_executor(executor, scheduler)
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError("--out", str(out), "exists and is not a directory")
+    output.check_folder(out, "--out")
     if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
     dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
@@ -443,7 +442,10 @@ def execute(
 
 def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
              started: float) -> SweepStats:
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise from_os_error(err, out) from None
     lock = _lock(out)
     try:
         desc = json.loads(description_json(plan.description()))

@@ -7,7 +7,7 @@ import os
 import sys
 
 from prunesim.cli import crash
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError
 from prunesim.io.scenario_files import parse_set
 
 
@@ -98,6 +98,42 @@ class Tally:
 
     def exit_code(self) -> int:
         return 70 if self.bugs else 2 if self.bad else 0
+
+    def per_file(self, sources, process, commit, discard=None) -> None:
+        """Process ``(path, workload or error)`` pairs, committing each file's results only when all its runs
+        went through: a JSON-lines file with a bad run in it contributes nothing, as a bad file of one run.
+
+        ``process(data)`` returns a result or raises (a UserError is bad input, anything else a bug);
+        ``commit(path, results)`` gives a file's results out; ``discard(path)`` drops what a failed file made.
+        """
+        current, results, dead = None, [], None
+
+        def close() -> None:
+            if current is not None and current != dead:
+                commit(current, results)
+                self.ok()
+
+        for path, data in sources:
+            if path != current:
+                close()
+                current, results = path, []
+            if path == dead:
+                continue
+            if isinstance(data, Exception):
+                err = data
+            else:
+                try:
+                    results.append(process(data))
+                    continue
+                except (ResourceError, MemoryError):
+                    raise
+                except Exception as caught:  # noqa: BLE001 - one file's failure, reported; the rest goes on
+                    err = caught
+            self.failed(path, err)
+            dead, results = path, []
+            if discard is not None:
+                discard(path)
+        close()
 
 
 # Memory a recorded trace takes per simulated turn: about 2.7 KB under naive on oscillation-40,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import Tally, add_set, parse_sets
-from prunesim.errors import ResourceError, UserError
+from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.io.scenario_files import load
 from prunesim.io.transcripts import tokens
@@ -31,26 +31,17 @@ def main(args) -> int:
     base = load(args.scenario, parse_sets(args.set))
     tokens.get_counter(args.tokenizer)
     tally = Tally()
-    calls, skipped = [], 0
-    for path, data in iter_sources([args.dir], args.tokenizer):
-        if isinstance(data, Exception):
-            tally.failed(path, data)
-            continue
-        try:
-            c = calls_of(data, base)
-        except UserError as err:
-            tally.failed(path, err)
-            continue
-        except (ResourceError, MemoryError):
-            raise
-        except Exception as err:  # noqa: BLE001 - a bug on one file: reported as such, the rest goes on
-            tally.failed(path, err)
-            continue
-        tally.ok()
-        if c is None:
-            skipped += 1
-        else:
-            calls.append(c)
+    calls, skipped = [], [0]
+
+    def commit(path, results) -> None:
+        for c in results:
+            if c is None:
+                skipped[0] += 1
+            else:
+                calls.append(c)
+
+    tally.per_file(iter_sources([args.dir], args.tokenizer), lambda data: calls_of(data, base), commit)
+    skipped = skipped[0]
     rep = report(calls, args.tokenizer, skipped)
     if args.json:
         print(json.dumps(json_ready(rep), indent=2, sort_keys=True))

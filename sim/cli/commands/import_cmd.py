@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from prunesim.cli.commands._common import Tally, out_arg
@@ -73,32 +74,43 @@ class _NothingImported(Exception):
 
 
 def _import_folder(args, files: list[Path]) -> int:
-    """Every run into ``--out/NAME.workload.jsonl``; the folder appears (or gains its files) only at the end."""
+    """Every run into ``--out/NAME.workload.jsonl``; the folder appears (or gains its files) only at the end,
+    and a file with a bad run in it contributes no workload."""
     tally = Tally()
     out = Path(args.out)
     used: set[str] = set()
     lines: list[str] = []
-    written = 0
-    last_path = None
     try:
         with output.folder(out, flag="--out") as staging:
-            for path, data in iter_sources(files, args.tokenizer):
-                if isinstance(data, Exception):  # one line; the other files go on
-                    tally.failed(path, data)
-                    continue
-                if path != last_path:
-                    tally.ok()
-                    last_path = path
+            held = staging / ".one-file"  # a file's workloads wait here until all its runs are read
+
+            def process(data: wl.WorkloadData) -> str:
+                held.mkdir(exist_ok=True)
                 name = _unique(f"{data.name}.workload.jsonl", used)
-                wl.write(staging / name, data)
-                written += 1
-                lines.append(_describe(out / name, data))
-            if not written:
+                wl.write(held / name, data)
+                return _describe(out / name, data)
+
+            def commit(path, results) -> None:
+                for entry in sorted(held.iterdir()) if held.exists() else ():
+                    entry.rename(staging / entry.name)
+                lines.extend(results)
+
+            def discard(path) -> None:
+                if held.exists():
+                    for entry in held.iterdir():
+                        used.discard(entry.name)
+                    shutil.rmtree(held)
+
+            tally.per_file(iter_sources(files, args.tokenizer), process, commit, discard)
+            if held.exists():
+                held.rmdir()
+            if not lines:
                 raise _NothingImported
     except _NothingImported:
         pass
     for line in lines:
         print(line)
+    written = len(lines)
     print(f"imported {written} workload(s); {tally.summary()}" + ("; nothing written" if not written else ""))
     return tally.exit_code()
 

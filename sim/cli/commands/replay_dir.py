@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import Tally, add_set, non_negative_int, out_arg, parse_sets
-from prunesim.errors import ResourceError, UserError
+from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
@@ -64,32 +64,23 @@ class _Stdout:
 
 
 def _replay_all(args, base, policies, out) -> tuple[int, int]:
-    """Replay every source under every policy; rows go to ``out`` file by file (a file's rows all or none)."""
+    """Replay every source under every policy; a file's rows go to ``out`` only when all its runs replayed."""
     tally = Tally()
-    rows = 0
-    header_written = False
-    for path, data in iter_sources([args.dir], args.tokenizer):
-        if isinstance(data, Exception):
-            tally.failed(path, data)
-            continue
-        try:
-            lines = [_row(data, base, policy, args.seed) for policy in policies]
-        except UserError as err:
-            tally.failed(path, err)
-            continue
-        except (ResourceError, MemoryError):
-            raise
-        except Exception as err:  # noqa: BLE001 - a bug on one file: reported as such, the rest goes on
-            tally.failed(path, err)
-            continue
-        if not header_written:  # only once there is a row: a run with none writes nothing at all
+    written = {"rows": 0}
+
+    def process(data) -> list[str]:
+        return [_row(data, base, policy, args.seed) for policy in policies]
+
+    def commit(path, results) -> None:
+        lines = [line for rows in results for line in rows]
+        if lines and not written["rows"]:  # the header only once there is a row: no rows, nothing written
             out.write(_csv_line(COLUMNS))
-            header_written = True
         out.write("".join(lines))
-        rows += len(lines)
-        tally.ok()
-    print(f"replayed {rows} row(s) from {tally.done} file(s); {tally.summary()}", file=sys.stderr)
-    return tally.exit_code(), rows
+        written["rows"] += len(lines)
+
+    tally.per_file(iter_sources([args.dir], args.tokenizer), process, commit)
+    print(f"replayed {written['rows']} row(s) from {tally.done} file(s); {tally.summary()}", file=sys.stderr)
+    return tally.exit_code(), written["rows"]
 
 
 def _row(data, base, policy: str, seed) -> str:
