@@ -224,13 +224,16 @@ def _repair(path: Path, columns: list[str]) -> None:
         raise from_os_error(err, path) from None
 
 
-def _append(fd: int, text: str) -> None:
+def _append(fd: int, text: str, path: Path) -> None:
     """Complete lines, one write (looped only if the kernel writes short), then to disk."""
     data = text.encode("utf-8")
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
-    os.fdatasync(fd)
+    try:
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
+        os.fdatasync(fd)
+    except OSError as err:
+        raise from_os_error(err, path) from None
 
 
 # -- running ------------------------------------------------------------------
@@ -502,7 +505,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         try:
             ready = [(rid, summary) for rid, summary in probes.items() if rid not in done]
             if ready:
-                _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in ready))
+                _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in ready), runs_path)
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
@@ -514,7 +517,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             for batch in results:
                 fresh = [(rid, summary) for rid, summary in batch if rid not in done]
                 if fresh:
-                    _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in fresh))
+                    _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in fresh), runs_path)
                     done.update(rid for rid, _ in fresh)
                 bar.update(len(batch))
         finally:
