@@ -9,11 +9,7 @@ rate of one 100,000-turn run with the full trace recorded.
 from __future__ import annotations
 
 import resource
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from prunesim.io import scenario_files as sc  # noqa: E402
 from prunesim.runner import run_one  # noqa: E402

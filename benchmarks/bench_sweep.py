@@ -6,7 +6,7 @@
 
 The reference sweep is ``--grid trigger=16000:23500:250`` (31 points) x naive,
 recency (and slack-gated when it is registered) x seeds 0:100 on
-oscillation-40, run as a real ``python -m sim sweep`` command with ``--jobs 1``
+oscillation-40, run as a real ``python -m prunesim sweep`` command with ``--jobs 1``
 and ``--jobs 2``; parallel efficiency is T1 / (2 T2). Goals on a 2-core machine:
 under 20 s with --jobs 2, efficiency >= 85%.
 
@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def reference_policies() -> list[str]:
@@ -42,7 +41,7 @@ def reference_policies() -> list[str]:
 
 def sweep_command(out: Path, jobs: int, seeds: str) -> list[str]:
     return [
-        sys.executable, "-m", "sim", "sweep", "oscillation-40", "--grid", "trigger=16000:23500:250",
+        sys.executable, "-m", "prunesim", "sweep", "oscillation-40", "--grid", "trigger=16000:23500:250",
         "--policies", ",".join(reference_policies()), "--seeds", seeds, "--jobs", str(jobs), "--quiet",
         "--out", str(out),
     ]

@@ -20,13 +20,21 @@ from pathlib import Path
 from prunesim.errors import UserError, from_os_error, json_problem
 from prunesim.io import sweep_files
 from prunesim.io.atomic import format_cell, parse_cell
-from prunesim.observe.recorder import EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
+from prunesim.observe.recorder import (
+    CALL_COLUMNS,
+    ENGINE_LEDGER_COLUMNS,
+    EVENT_COLUMNS,
+    LEDGER_COLUMNS,
+    TRACE_COLUMNS,
+)
 
 # The columns each run file must have, and those of them that hold numbers.
+# A ledger from before the cost columns must have the engine's; the cost columns are checked where present.
 TABLES = {
     "trace": (TRACE_COLUMNS, set(TRACE_COLUMNS) - {"event", "kind", "key"}),
-    "ledger": (LEDGER_COLUMNS, set(LEDGER_COLUMNS)),
+    "ledger": (ENGINE_LEDGER_COLUMNS, set(LEDGER_COLUMNS)),
     "events": (EVENT_COLUMNS, {"seq", "time_s", "turn"}),
+    "calls": (CALL_COLUMNS, set(CALL_COLUMNS)),
 }
 SUMMARY_NUMBERS = ("window", "budget", "trigger", "scenario_trigger")
 NUMBER_WORDS = ("inf", "-inf", "nan")  # how result files write what JSON cannot
@@ -42,6 +50,8 @@ def read_csv(path: Path, columns=(), numeric=()) -> list[dict]:
     for n, cells in enumerate(body, start=2):
         row = {k: parse_cell(v) for k, v in zip(header, cells, strict=True)}
         for c in numeric:
+            if c not in row:  # an optional column this file does not have
+                continue
             v = row[c]
             if isinstance(v, bool):
                 continue
@@ -118,6 +128,7 @@ class Run:
     trace: list[dict] = field(default_factory=list)
     ledger: list[dict] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    calls: list[dict] = field(default_factory=list)  # calls.csv: one row per model call (absent in older runs)
 
     @property
     def metrics(self) -> dict:
@@ -154,7 +165,11 @@ class Run:
 
 def read_run(path, need: tuple[str, ...] = ("trace", "ledger", "events"), optional: tuple[str, ...] = ()) -> Run:
     """Read a run directory: ``need`` names the CSV files that must be present, ``optional`` those read if they
-    are; no other file is opened, so a broken file a figure does not use cannot stop it."""
+    are; no other file is opened, so a broken file a figure does not use cannot stop it.
+
+    A ledger written before the cost columns existed reads as it is: its rows
+    lack them (see :func:`require_columns`).
+    """
     path = _require_dir(Path(path), "run")
     summary = read_json(_require_file(path, "summary.json", "run"))
     check_summary(summary, str(path / "summary.json"))
@@ -168,6 +183,15 @@ def read_run(path, need: tuple[str, ...] = ("trace", "ledger", "events"), option
         else:
             tables[name] = []
     return Run(path, summary, **tables)
+
+
+def require_columns(run: Run, table: str, columns: tuple[str, ...]) -> None:
+    """A run's table has these columns, or a one-line error saying the run is older than they are."""
+    rows = getattr(run, table)
+    if rows and any(c not in rows[0] for c in columns):
+        missing = next(c for c in columns if c not in rows[0])
+        raise UserError(str(run.path / f"{table}.csv"), missing,
+                        "missing column: written by an older prunesim; run it again")
 
 
 @dataclass

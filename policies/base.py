@@ -12,6 +12,7 @@ A new policy is one file defining a subclass of :class:`Policy`, one line in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
@@ -100,6 +101,46 @@ class Summarize:
 
 
 @dataclass(frozen=True, slots=True)
+class Clear:
+    """Non-model replacement of spans by placeholders, each where its span stood; costs no decision tokens.
+
+    ``placeholder_tokens[i]`` is the size of the marker left for ``span_ids[i]`` (a cleared tool
+    result's "[cleared]", a masked observation's line count); 0 leaves none. The placeholder keeps
+    the span's turn and key, and names it. The content is gone: a later need for it is a re-retrieval.
+    """
+
+    span_ids: tuple[int, ...]
+    placeholder_tokens: tuple[int, ...]
+    reason: str = "clear"
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """A model call reads the whole window and writes a summary that replaces ``span_ids``.
+
+    The call is billed as a decision (prompt: the window plus ``instruction_tokens``; output: the
+    summary) and takes simulated time. The summary, ``summary_tokens`` long, takes the place of the
+    first replaced span. ``carried`` names the content it keeps: ids of replaced spans, or ids a
+    replaced summary carried (a summary of a summary). Whatever is not carried is lost: it cannot
+    be recalled, a later need for it is a re-retrieval, and a lost constraint counts as such.
+    """
+
+    span_ids: tuple[int, ...]
+    summary_tokens: int
+    carried: tuple[int, ...] = ()
+    instruction_tokens: int = 0
+    reason: str = "compact"
+
+
+@dataclass(frozen=True, slots=True)
+class Warn:
+    """A runtime message of ``tokens`` tokens appended to the window (a memory-pressure warning)."""
+
+    tokens: int
+    reason: str = "warning"
+
+
+@dataclass(frozen=True, slots=True)
 class BoundaryEvent:
     """A gate's decision, recorded as it was taken (``reason`` is ``"run"`` or a refusal)."""
 
@@ -107,18 +148,33 @@ class BoundaryEvent:
     numbers: dict = field(default_factory=dict)
 
 
-Action = ModelPass | Evict | Truncate | Summarize | BoundaryEvent
+Action = ModelPass | Evict | Truncate | Summarize | Clear | Compact | Warn | BoundaryEvent
 
 
 def named_spans(action: Action) -> tuple[int, ...]:
     """The ids of the window spans an action would remove or change (none for a BoundaryEvent)."""
     if isinstance(action, ModelPass):
         return action.selected
-    if isinstance(action, (Evict, Summarize)):
+    if isinstance(action, (Evict, Summarize, Clear, Compact)):
         return action.span_ids
     if isinstance(action, Truncate):
         return (action.span_id,)
     return ()
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A configuration a source ships: a one-line summary and the values it gives the policy's table."""
+
+    summary: str
+    values: dict
+
+
+def resolve_table(table, presets: dict[str, Preset], preset: str):
+    """A copy of ``table`` whose unset keys (``None``) take ``preset``'s values: explicit values win."""
+    values = presets[preset].values
+    filled = {name: values[name] for name in values if getattr(table, name) is None}
+    return dataclasses.replace(table, preset=preset, **filled)
 
 
 class Policy:
@@ -127,6 +183,32 @@ class Policy:
     name: ClassVar[str] = "base"
     model_driven: ClassVar[bool] = False
     summary: ClassVar[str] = ""
+    # The scenario tables this policy reads, by TOML table name: dataclasses with defaults for
+    # every field and a ``check(key, where, scenario)`` method. The loader validates them, and
+    # the policy reads them as ``scenario.<name>``. Two policies may share a table.
+    tables: ClassVar[dict[str, type]] = {}
+    # The scenario parameters only some policies read (dotted names or table prefixes: "trigger",
+    # "decision", "gate.lead"); every policy meets the window, the budget and the workload. A sweep
+    # names any grid axis that none of these covers for one of its policies.
+    reads: ClassVar[tuple[str, ...]] = ()
+    # The parameter that plays each role for this policy ("threshold": where it starts to act,
+    # "low_water": how far down it frees), so a sweep can say which parameter would do for it what
+    # an axis does for another policy.
+    roles: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def parameters(cls) -> tuple[str, ...]:
+        """The policy-specific parameters this policy reads (see ``reads``)."""
+        return cls.reads
+
+    @classmethod
+    def parameter_roles(cls) -> dict[str, str]:
+        return dict(cls.roles)
+    # Named configurations a source ships, by preset name (see :func:`preset_variant`). A policy
+    # with presets is also registered once per preset as ``name:preset``; ``preset`` is set on
+    # those variants (None on the policy itself, which takes its table's own ``preset`` key).
+    presets: ClassVar[dict[str, Preset]] = {}
+    preset: ClassVar[str | None] = None
 
     def __init__(self, scenario: Scenario, rng: np.random.Generator):
         self.scenario = scenario
@@ -138,3 +220,24 @@ class Policy:
     def acting_trigger(self) -> int:
         """The utilization at which this policy starts to act; the metrics' band is measured against it."""
         return self.scenario.trigger
+
+    @classmethod
+    def notes(cls, scenario: Scenario, tools: frozenset[str] | None = None) -> list[str]:
+        """Warnings about running this policy on ``scenario`` (not errors: the run is valid).
+
+        ``tools`` are the tool names the replayed transcripts use, when known. The command line
+        prints each note on one line.
+        """
+        return []
+
+
+def preset_variant(cls: type[Policy], preset: str) -> type[Policy]:
+    """``cls`` fixed to one of its presets, registered as ``<name>:<preset>``."""
+    if preset not in cls.presets:
+        raise KeyError(f"{cls.name} has no preset {preset!r}")
+    return type(
+        f"{cls.__name__}[{preset}]",
+        (cls,),
+        {"name": f"{cls.name}:{preset}", "preset": preset, "summary": cls.presets[preset].summary,
+         "__module__": cls.__module__},
+    )

@@ -17,6 +17,8 @@ class NaivePolicy(Policy):
     name = "naive"
     model_driven = True
     summary = "model-driven pass at the trigger; index and rationale stay in the window"
+    reads = ("trigger", "decision")
+    roles = {"threshold": "trigger"}
 
     # False when a wrapper moves the rationale out of the window (its own rationale is then no candidate).
     rationale_in_window = True

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from prunesim.model.scenario import non_negative
 from prunesim.model.spans import PRUNABLE_KINDS
 from prunesim.policies.base import Action, Evict, Policy, WindowView
+
+
+@dataclass
+class RecencyParams:
+    """``[recency]``: the baseline frees down to ``trigger - low_water_gap``."""
+
+    low_water_gap: int = 1000
+
+    def check(self, key: str, where: str, scenario) -> None:
+        non_negative(self.low_water_gap, f"{key}.low_water_gap", where)
 
 
 def oldest_prunable(view: WindowView, protect_recent_turns: int) -> list[int]:
@@ -19,6 +32,9 @@ def oldest_prunable(view: WindowView, protect_recent_turns: int) -> list[int]:
 class RecencyPolicy(Policy):
     name = "recency"
     summary = "drops the oldest prunable spans once utilization reaches the trigger"
+    tables = {"recency": RecencyParams}
+    reads = ("trigger", "recency", "decision.protect_recent_turns")
+    roles = {"threshold": "trigger", "low_water": "recency.low_water_gap"}
 
     def decide(self, view: WindowView) -> list[Action]:
         trigger = self.scenario.trigger

@@ -1,8 +1,8 @@
 """slack-gated: a model-driven pass only when the decision boundary says it pays.
 
-Once headroom falls below the gate's own ``[gate] headroom`` (its trigger is
-``budget - headroom``, below the point where the window is full, so that there
-is still room to decide) the
+Once utilization reaches its own trigger, ``trigger - [gate] lead`` (``lead``
+tokens below the scenario's trigger, so that there is still room to decide, and
+so that sweeping ``trigger`` moves it with every other threshold policy), the
 policy draws the plan a model-driven pass would make (:func:`plan_pass`) and
 asks :func:`evaluate_boundary` about it:
 
@@ -27,10 +27,45 @@ runs or not, so the policy's random stream advances the same way in both cases.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
+from prunesim.errors import UserError
+from prunesim.model.scenario import non_negative
 from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
 from prunesim.policies.boundary import BoundaryDecision, evaluate_boundary
 from prunesim.policies.decision import plan_pass
 from prunesim.policies.recency import oldest_prunable
+
+
+@dataclass
+class Gate:
+    """``[gate]``: the ``slack-gated`` policy's parameters (see ``docs/policies.md``).
+
+    Once utilization reaches ``trigger - lead`` (``lead`` tokens below the
+    scenario's trigger; 0: at the trigger; negative: above it, for scenarios whose
+    trigger 0 means "after every turn") it draws a model-driven plan and asks
+    the decision boundary whether to run it; on a refusal it takes the non-model
+    ``fallback`` instead, freeing down to its own trigger minus ``low_water_gap``.
+    Expressed relative to the scenario's trigger, the gate moves when ``trigger``
+    is swept, as naive and recency do.
+    """
+
+    lead: int = 0
+    margin_factor: float = 1.5
+    fallback: Literal["recency", "truncate", "template"] = "recency"
+    low_water_gap: int = 1000
+    truncate_keep: int = 200
+    template_tokens: int = 300
+
+    def check(self, key: str, where: str, scenario) -> None:
+        acts_at = scenario.trigger - self.lead
+        if not 0 <= acts_at <= scenario.budget:
+            raise UserError(where, f"{key}.lead", f"{self.lead} puts the gate at {acts_at} (trigger - lead), "
+                            f"outside 0..{scenario.budget} (the budget)")
+        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
+            non_negative(getattr(self, name), f"{key}.{name}", where)
+
 
 __all__ = ["BoundaryDecision", "SlackGatedPolicy", "evaluate_boundary", "fallback_actions"]
 
@@ -79,11 +114,14 @@ class SlackGatedPolicy(Policy):
     name = "slack-gated"
     model_driven = True
     summary = "model-driven pass only when the decision boundary says it pays; non-model fallback otherwise"
+    tables = {"gate": Gate}
+    reads = ("trigger", "decision", "gate")
+    roles = {"threshold": "gate.lead", "low_water": "gate.low_water_gap"}
 
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
         gate = scenario.gate
-        self.trigger = scenario.trigger if gate.headroom < 0 else scenario.budget - gate.headroom
+        self.trigger = scenario.trigger - gate.lead
         self.low_water = self.trigger - gate.low_water_gap
 
     def acting_trigger(self) -> int:

@@ -54,6 +54,20 @@ class TombstonedPolicy(Policy):
     keeps_edit_log: ClassVar[bool] = True  # the engine keeps a hash-chained edit log for this policy
     planner: ClassVar[str] = "naive"  # registered name of the policy that plans the passes
 
+    @classmethod
+    def parameters(cls) -> tuple[str, ...]:
+        from prunesim.policies import REGISTRY  # late: the registry imports this module
+
+        planner = REGISTRY.get(cls.planner)
+        return (planner.parameters() if planner else ()) + ("tombstone",)
+
+    @classmethod
+    def parameter_roles(cls) -> dict[str, str]:
+        from prunesim.policies import REGISTRY
+
+        planner = REGISTRY.get(cls.planner)
+        return planner.parameter_roles() if planner else {}
+
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
         from prunesim.policies import REGISTRY  # late: the registry imports this module

@@ -16,7 +16,9 @@ from prunesim.model.engine import Engine
 from prunesim.model.needs import NeedModel
 from prunesim.model.scenario import Scenario
 from prunesim.model.workload import SyntheticToolLoop
-from prunesim.observe.metrics import MetricsObserver
+from prunesim.observe import RunContext, build_observers
+from prunesim.observe.metrics import summarize
+from prunesim.observe.metrics.cost import CostMetrics
 from prunesim.observe.recorder import Recorder
 from prunesim.policies import get_policy
 
@@ -34,7 +36,6 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
     }
 
 
-
 @dataclass
 class RunResult:
     """A finished run: its identity, its summary and (if recorded) its trace."""
@@ -49,10 +50,14 @@ class RunResult:
     # The external edit log of a policy that keeps one (records in order), and its tombstones.
     edit_log: tuple = ()
     tombstones: dict = field(default_factory=dict)
+    # One row per model call (cost.CALL_COLUMNS), kept when the trace is; and each pass's cost columns.
+    calls: list = field(default_factory=list)
+    pass_costs: dict = field(default_factory=dict)
 
     @property
     def ledger(self) -> list[tuple]:
-        return self.recorder.ledger
+        """The engine's pass records, each followed by what the pass cost (recorder.LEDGER_COLUMNS)."""
+        return [row + self.pass_costs.get(row[0], ()) for row in self.recorder.ledger]
 
     @property
     def events(self) -> list[tuple]:
@@ -60,7 +65,6 @@ class RunResult:
 
     def trace(self) -> dict[str, np.ndarray]:
         return self.recorder.trace_arrays()
-
 
 
 def run_one(
@@ -83,10 +87,14 @@ def run_one(
     elif callable(workload) and not hasattr(workload, "initial"):
         workload = workload(rngs["workload"])
     recorder = Recorder(mode=trace)
-    metrics = MetricsObserver(scenario.turns, policy_obj.acting_trigger(), scenario.budget, scenario.hard)
+    observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger(), trace))
+    if trace != "none":  # an unrecorded run does not subscribe the recorder at all
+        observers.append(recorder)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
-    engine = Engine(scenario, policy_obj, workload, recorder, metrics, needs)
+    engine = Engine(scenario, policy_obj, workload, observers, needs)
     engine.run()
-    return RunResult(scenario, name, seed, metrics.summary(), recorder, edit_log=engine.edit_log.records,
-                     tombstones=dict(engine.tombstones))
+    cost = next(obs for obs in observers if isinstance(obs, CostMetrics))
+    pass_costs = {row[0]: cost.ledger_columns(row[0]) for row in recorder.ledger}
+    return RunResult(scenario, name, seed, summarize(observers), recorder, edit_log=engine.edit_log.records,
+                     tombstones=dict(engine.tombstones), calls=cost.calls, pass_costs=pass_costs)

@@ -49,6 +49,16 @@ CASES = [
     ("unknown replay", "replay everything", "unknown replay"),
     ("unknown command", "frobnicate", "invalid choice"),
     ("compare unknown policy", "compare oscillation-40 --policies naive,magic", "unknown policy 'magic'"),
+    # the runtime policies and the leaderboard
+    ("leaderboard unknown policy", "leaderboard --scenario oscillation-40 --policies all,magic --out {out}",
+     "unknown policy 'magic'"),
+    ("keep below zero", "leaderboard --scenario oscillation-40 --set clear_tool_uses.keep=-1 --out {out}",
+     "clear_tool_uses.keep: must not be negative"),
+    ("compaction threshold above the window",
+     "run oscillation-40 --policy llm-summary --set llm_summary.threshold=40000 --set llm_summary.unit=tokens "
+     "--out {out}", "llm_summary.threshold: 40000 is above the window 32000"),
+    ("eviction above the window", "run oscillation-40 --policy memory-pressure:letta "
+     "--set memory_pressure.evict_at=1.1 --out {out}", "above the window"),
     # sweeps and aggregation
     ("empty grid", "sweep oscillation-40 --grid trigger= --seeds 0:2 --out {out}", "trigger: has no values"),
     ("empty range", "sweep oscillation-40 --grid trigger=5:1:1 --seeds 0:2 --out {out}", "the range is empty"),
@@ -71,6 +81,11 @@ CASES = [
     ("unknown transcript shape", "import {bad}/wrong_shape.traj --out {out}", "unknown transcript format"),
     ("empty transcript", "import {bad}/empty.json --out {out}", "malformed JSON"),
     ("missing transcript", "import {bad}/nothing-here.json --out {out}", "nothing-here.json"),
+    ("missing calibration file", "import {bad}/truncated.traj.json --calibration {bad}/nope.json --out {out}",
+     "no such calibration file"),
+    ("calibration file that is no calibration", "fidelity {bad} --calibration {bad}/empty.json", "calibration"),
+    ("unknown sidechains choice", "replay-dir {bad} --policies noop --sidechains some --out {out}", "--sidechains"),
+    ("negative folds", "fidelity {bad} --folds -2", "--folds"),
 ]
 
 
@@ -100,7 +115,7 @@ REAL = ["run {bad}/truncated.toml --out {out}", "import {bad}/truncated.traj.jso
 
 @pytest.mark.parametrize("argv", REAL)
 def test_a_real_process_prints_one_line(argv, paths):
-    proc = subprocess.run([sys.executable, "-m", "sim", *argv.format(**paths).split()], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "prunesim", *argv.format(**paths).split()], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.count("prunesim: error:") == 1 and "Traceback" not in proc.stderr

@@ -71,7 +71,7 @@ def test_malformed_scenario_file_from_a_real_process(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("turns = 40\nwindow = [\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "sim", "run", str(bad), "--out", str(tmp_path / "o")],
+        [sys.executable, "-m", "prunesim", "run", str(bad), "--out", str(tmp_path / "o")],
         capture_output=True, text=True,
     )
     assert proc.returncode == 2

@@ -44,7 +44,7 @@ def test_compare_reduces_each_policy_over_the_same_seeds(oscillation):
         assert m["passes"]["median"] == (passes[2] + passes[3]) / 2
     assert result["metrics"]["slack-gated"]["net_negative_passes"]["p90"] == 0
     # the same workload: with the gate consulted at the scenario's trigger, the first turn reaching it is the same
-    same = compare(sc.replace(oscillation, {"gate.headroom": -1}), ["naive", "slack-gated"], seeds)["metrics"]
+    same = compare(sc.replace(oscillation, {"gate.lead": 0}), ["naive", "slack-gated"], seeds)["metrics"]
     assert same["naive"]["first_trigger_turn"] == same["slack-gated"]["first_trigger_turn"]
 
 
@@ -82,7 +82,7 @@ def test_compare_matches_direct_runs_with_overrides(oscillation):
 
 @pytest.mark.parametrize("argv,needle", [
     (["compare", "oscillation-40", "--policies", "naive,nope"], "unknown policy 'nope'"),
-    (["compare", "oscillation-40", "--policies", "naive,naive"], "named twice"),
+    (["compare", "oscillation-40", "--policies", "naive,naive"], "given twice"),
     (["compare", "oscillation-40", "--policies", "naive,"], "comma-separated"),
     (["compare", "oscillation-40", "--seeds", "5:2"], "--seeds"),
     (["compare", "oscillation-40", "--set", "gate.fallback=nope"], "gate.fallback"),

@@ -27,7 +27,7 @@ TOTAL = 320
 
 
 def command(out):
-    return [sys.executable, "-m", "sim", *ARGS, "--out", str(out)]
+    return [sys.executable, "-m", "prunesim", *ARGS, "--out", str(out)]
 
 
 def check_well_formed(path: Path) -> set[str]:

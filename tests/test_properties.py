@@ -40,8 +40,27 @@ def scenarios(draw):
                              {"kind": "constraint", "tokens": 200, "pinned": True}],
     }
     if "gate" in BASE:
-        overrides["gate.headroom"] = draw(st.integers(-1, budget))
+        overrides["gate.lead"] = draw(st.integers(0, trigger))
         overrides["gate.fallback"] = draw(st.sampled_from(["recency", "truncate", "template"]))
+    # The runtime policies' own thresholds, drawn so that they act in these small windows.
+    overrides["clear_tool_uses.trigger"] = draw(st.integers(0, window))
+    overrides["clear_tool_uses.keep"] = draw(st.integers(0, 6))
+    overrides["clear_tool_uses.clear_at_least"] = draw(st.sampled_from([0, 500, 5000]))
+    overrides["clear_tool_uses.clear_tool_inputs"] = draw(st.booleans())
+    overrides["observation_masking.n"] = draw(st.integers(1, 12))
+    overrides["observation_masking.polling"] = draw(st.integers(1, 4))
+    unit = draw(st.sampled_from(["window", "tokens", "turns"]))
+    overrides["llm_summary.unit"] = unit
+    overrides["llm_summary.threshold"] = {"window": draw(st.floats(0.05, 1.0)), "tokens": draw(st.integers(1, window)),
+                                          "turns": draw(st.integers(1, 30))}[unit]
+    overrides["llm_summary.keep_turns"] = draw(st.integers(0, 8))
+    overrides["memory_pressure.send_warning"] = draw(st.booleans())
+    overrides["memory_pressure.warn_at"] = draw(st.floats(0.05, 1.0))
+    overrides["memory_pressure.evict_at"] = draw(st.floats(0.05, 1.0))
+    overrides["memory_pressure.evict_unit"] = draw(st.sampled_from(["messages", "tokens"]))
+    overrides["memory_pressure.self_edit"] = draw(st.floats(0, 1))
+    overrides["summary.mean_tokens"] = draw(st.floats(10, 4000))
+    overrides["summary.keep_tool_output"] = draw(st.floats(0, 1))
     return sc.from_dict(sc.apply_overrides(BASE, overrides), "<hypothesis>")
 
 

@@ -1,16 +1,35 @@
-"""Seed 000's published figures, reproduced by the model over seeds 0..99.
+"""Seed 000's published figures, judged on seeds the scenario was never fitted on.
 
-The accepted ranges live in sim/replay.py beside the published values; the
-model never reads them. Each test states how close the simulated median is.
+`oscillation-40` was fitted on seeds 0..99 (its header records the command); the
+replay's default seeds, 1000..1099, are the ones judged here. The accepted
+ranges follow from one rule (sim/studies/targets.py, docs/model.md). Where the
+model disagrees with the seed, the disagreement is asserted and documented
+(docs/model.md, "Where the model disagrees"): if the model starts to agree,
+this test fails, and the documentation must change with it.
 """
+
+from pathlib import Path
 
 import numpy as np
 import pytest
+from prunesim.cli import main
 from prunesim.io import scenario_files as sc
 from prunesim.runner import run_one
-from prunesim.studies.replay import OSCILLATION, evaluate
+from prunesim.studies.replay import CALIBRATION_SEEDS, OSCILLATION, REPLAY_SEEDS
 
-SEEDS = range(100)
+SEEDS = REPLAY_SEEDS
+MODEL_MD = Path(__file__).resolve().parents[1] / "docs" / "model.md"
+
+# (variant, metric) of every figure outside its range on seeds 1000..1099, each explained in docs/model.md.
+KNOWN_DISAGREEMENTS = {
+    ("naive @22k", "mean_evicted_spans"),
+    ("naive @22k", "mean_utilization_after"),
+    ("naive @22k", "band_floor"),
+    ("naive @22k", "pass_trend"),
+    ("naive @22k", "oscillating"),
+    ("naive @20k", "net_negative_passes"),
+    ("naive @20k", "oscillating"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -18,17 +37,37 @@ def report():
     return OSCILLATION.run(list(SEEDS))
 
 
-def naive_figures():
-    return [f for f in OSCILLATION.figures if f.variant.startswith("naive")]
+def judged():
+    return [f for f in OSCILLATION.figures if f.judged]
 
 
-@pytest.mark.parametrize("figure", naive_figures(), ids=lambda f: f"{f.variant}:{f.metric}")
-def test_naive_figure_is_reproduced(report, figure):
+def test_replay_seeds_are_disjoint_from_the_calibration_seeds():
+    assert not set(SEEDS) & set(CALIBRATION_SEEDS)
+    header = sc.resolve_path("oscillation-40").read_text().split("\n", 2)[1]
+    assert "--seeds 0:100" in header  # the seeds the shipped scenario was fitted on
+
+
+@pytest.mark.parametrize("figure", judged(), ids=lambda f: f"{f.variant}:{f.metric}")
+def test_each_figure_is_in_range_or_a_documented_disagreement(report, figure):
     result = next(r for r in report.figures if r.figure == figure)
-    assert result.ok, (
-        f"{figure.label}: published {figure.published}, simulated median {result.median:.3g} "
-        f"not in [{figure.low}, {figure.high}]"
-    )
+    if (figure.variant, figure.metric) in KNOWN_DISAGREEMENTS:
+        assert not result.ok, f"{figure.label} now agrees with the seed: update docs/model.md and this list"
+    else:
+        assert result.ok, (
+            f"{figure.label}: published {figure.published}, simulated {result.median:.3g} "
+            f"not in {figure.accepted_text()}"
+        )
+
+
+def test_every_disagreement_is_explained_and_the_replay_says_so(report, capsys):
+    section = MODEL_MD.read_text().split("## Where the model disagrees", 1)[1].split("\n## ", 1)[0]
+    for variant, metric in KNOWN_DISAGREEMENTS:
+        assert f"`{metric}`" in section and variant in section
+    assert main(["replay", "oscillation"]) == 0
+    out = capsys.readouterr().out
+    misses = [ln for ln in out.splitlines() if ln.endswith("  NO")]
+    assert len(misses) == len(KNOWN_DISAGREEMENTS)
+    assert f"{len(KNOWN_DISAGREEMENTS)} of {len(judged())} figures outside their range" in out
 
 
 def median(scenario, metric, policy="naive", seeds=SEEDS):
@@ -40,51 +79,37 @@ def share(scenario, metric, policy="naive", seeds=SEEDS):
     return float(np.mean([float(run_one(scenario, policy, s, trace="none").summary[metric]) > 0 for s in seeds]))
 
 
-def test_a_longer_rationale_costs_more_and_pins_more_runs(oscillation):
-    """Seed 000: the failure is the decision's own footprint. Grow it and the ratio and in-band passes grow."""
-    longer = sc.replace(oscillation, {"decision.rationale_per_span": 150.0})
+def test_a_longer_rationale_costs_more(oscillation):
+    """Seed 000: the failure is the decision's own footprint. Grow it and the ratio and the net-negative runs grow."""
+    longer = sc.replace(oscillation, {"decision.rationale_per_span": 2 * oscillation.decision.rationale_per_span})
     assert median(longer, "overhead_ratio") > median(oscillation, "overhead_ratio")
-    assert share(longer, "in_band_passes") > share(oscillation, "in_band_passes")
+    assert share(longer, "net_negative_passes") > share(oscillation, "net_negative_passes")
 
 
-def test_more_slack_at_decision_time_removes_the_failure(oscillation):
-    """Seed 000: trigger at 20k instead of 22k -> positive net on every pass, no oscillation."""
+def test_more_slack_at_decision_time_cuts_nothing_and_loses_less(oscillation):
+    """Seed 000 at 20k: with slack no rationale is cut at the ceiling and fewer passes cost more than they free.
+
+    (That no pass at all is net-negative, and that the oscillation disappears, are documented disagreements.)
+    """
     slack = sc.replace(oscillation, {"trigger": 20000})
-    assert median(slack, "net_negative_passes") == 0
-    assert share(slack, "oscillating") < 0.25 < 0.5 <= share(oscillation, "oscillating")
-    assert share(slack, "in_band_passes") < share(oscillation, "in_band_passes")
+    assert median(slack, "cut_passes") == 0 < median(oscillation, "cut_passes")
+    assert median(slack, "net_negative_passes") < median(oscillation, "net_negative_passes")
+    assert share(slack, "cut_passes") < share(oscillation, "cut_passes")
+    assert median(slack, "peak_utilization") < median(oscillation, "peak_utilization")
 
 
 def test_a_soft_budget_has_no_cut_passes(oscillation):
     """Seed 000, condition 3: with a soft budget nothing is cut at the ceiling."""
     soft = sc.replace(oscillation, {"budget_kind": "soft"})
-    assert median(soft, "cut_passes", seeds=range(30)) == 0
-    assert median(oscillation, "cut_passes", seeds=range(30)) > 0
+    assert median(soft, "cut_passes", seeds=range(1000, 1030)) == 0
+    assert share(oscillation, "cut_passes", seeds=range(1000, 1030)) > 0
 
 
 def test_later_passes_recycle_earlier_decision_artifacts(oscillation):
     """Condition 2 (self-eligibility): old indexes and rationales are candidates, and passes evict them."""
     recycled = 0
-    for seed in range(10):
+    for seed in range(1000, 1010):
         t = run_one(oscillation, "naive", seed).trace()
         evicted_kinds = set(t["kind"][t["event"] == "evict"])
         recycled += bool(evicted_kinds & {"prune_index", "prune_rationale"})
     assert recycled >= 8
-
-
-def test_oscillation_definition_both_ways():
-    from prunesim.observe.metrics import is_oscillating
-
-    assert is_oscillating(passes_after_trigger=8, band_width=900, mean_overhead=1000, in_band_passes=2)
-    assert not is_oscillating(passes_after_trigger=8, band_width=900, mean_overhead=1000, in_band_passes=0)
-    assert not is_oscillating(passes_after_trigger=8, band_width=2500, mean_overhead=1000, in_band_passes=2)
-    assert not is_oscillating(passes_after_trigger=2, band_width=900, mean_overhead=1000, in_band_passes=2)
-    assert not is_oscillating(passes_after_trigger=8, band_width=-1, mean_overhead=1000, in_band_passes=2)
-
-
-def test_evaluate_reports_shares_for_yes_no_figures():
-    from prunesim.studies.replay import Figure
-
-    fig = Figure("v", "x", "oscillating", "yes", 0.5, 1.0, "share")
-    res = evaluate(fig, [{"oscillating": True}, {"oscillating": False}, {"oscillating": True}])
-    assert res.median == pytest.approx(2 / 3) and res.ok

@@ -10,7 +10,7 @@ from prunesim.io.scenario_files import load, replace
 from prunesim.model.workload import SyntheticToolLoop
 from prunesim.runner import run_one, streams
 from prunesim.studies.reentrancy import REENTRANCY, key_story
-from prunesim.studies.replay import REPLAYS
+from prunesim.studies.replay import REPLAY_SEEDS, REPLAYS
 
 KEY = "kubectl describe pod api-7f9c"
 
@@ -22,7 +22,7 @@ def reentrancy():
 
 @pytest.fixture(scope="module")
 def report():
-    return REENTRANCY.run(list(range(100)))
+    return REENTRANCY.run(list(REPLAY_SEEDS))  # the replay's default seeds
 
 
 def test_scenario_shape(reentrancy):

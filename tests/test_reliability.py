@@ -278,14 +278,14 @@ def test_3_pieces_cut_where_no_token_spans_the_cut(name):
         "  indented   words\tand\ttabs, (parens) [brackets] {braces}; punctuation!?",
     ] * 40)
     for size in (64, 200, 1000):
-        pieces = list(tokens.pieces(text, size))
+        pieces = list(tokens.chunks(text, size))
         assert "".join(pieces) == text and all(len(p) <= size for p in pieces)
         whole = len(encoding.encode(text, disallowed_special=()))
         assert sum(len(encoding.encode(p, disallowed_special=())) for p in pieces) == whole
 
 
 def test_3_pieces_without_boundaries_are_cut_at_the_size():
-    assert [len(p) for p in tokens.pieces("x" * 70_000)] == [32_768, 32_768, 4_464]
+    assert [len(p) for p in tokens.chunks("x" * 70_000)] == [32_768, 32_768, 4_464]
 
 
 # -- 4. a failed run destroys a good result -----------------------------------------

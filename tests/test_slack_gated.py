@@ -131,11 +131,20 @@ def make_view(turn=30, utilization=None, budget=24000, n=40, size=200):
 
 
 def gated(oscillation, **gate):
-    """The scenario with [gate] values; ``trigger`` is given as the utilization it means (budget - headroom)."""
+    """The scenario with [gate] values; ``trigger`` is given as the utilization it means (trigger - lead).
+
+    A gate trigger above the scenario's moves the scenario's trigger up to it (the lead cannot be negative).
+    """
+    overrides = {}
     if "trigger" in gate:
         trigger = gate.pop("trigger")
-        gate["headroom"] = -1 if trigger == -1 else oscillation.budget - trigger
-    return sc.replace(oscillation, {f"gate.{k}": v for k, v in gate.items()})
+        if trigger == -1:
+            gate["lead"] = 0
+        elif trigger > oscillation.trigger:
+            overrides["trigger"], gate["lead"] = trigger, 0
+        else:
+            gate["lead"] = oscillation.trigger - trigger
+    return sc.replace(oscillation, overrides | {f"gate.{k}": v for k, v in gate.items()})
 
 
 def test_slack_gated_is_registered():
@@ -284,7 +293,7 @@ def test_refusal_states_are_separate_in_events_and_summary(oscillation, tmp_path
 
 
 def test_a_soft_budget_run_over_budget_is_refused_as_over_budget(oscillation):
-    soft = sc.replace(oscillation, {"budget_kind": "soft", "gate.headroom": 1000, "decision.select_max": 1,
+    soft = sc.replace(oscillation, {"budget_kind": "soft", "trigger": 23000, "gate.lead": 0, "decision.select_max": 1,
                                     "decision.select_mean": 1, "gate.low_water_gap": 0, "gate.fallback": "truncate",
                                     "gate.truncate_keep": 2000, "turns": 80})
     s = run_one(soft, "slack-gated", 0, trace="none").summary
@@ -299,8 +308,8 @@ def test_a_soft_budget_run_over_budget_is_refused_as_over_budget(oscillation):
     ("gate.template_tokens", -10, "must not be negative"),
     ("gate.low_water_gap", -1, "must not be negative"),
     ("gate.margin_factor", -0.5, "must not be negative"),
-    ("gate.headroom", 30000, "above the budget"),
-    ("gate.headroom", -7, "must not be negative"),
+    ("gate.lead", 30000, "puts the gate at -8000 (trigger - lead), outside 0..24000"),
+    ("gate.lead", -2001, "puts the gate at 24001"),
     ("gate.nonsense", 1, "unknown key"),
 ])
 def test_bad_gate_values_name_the_key(oscillation, key, value, problem):

@@ -11,6 +11,7 @@ from prunesim.io import scenario_files as scenario_mod
 from prunesim.io.atomic import format_cell
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.runner import run_one
+from prunesim.studies.grid import inert_axes
 from prunesim.studies.sweep import ID_COLUMNS, RUNS_FILE, execute, plan_sweep, read_runs, run_id, run_sweep
 
 GRID = {"trigger": [20000, 22000]}
@@ -212,3 +213,35 @@ def test_the_api_takes_ranges_and_refuses_repeated_points(tmp_path):
     assert [r["trigger"] for r in rows] == [20000, 20000, 22000, 22000]
     with pytest.raises(UserError, match="two grid points give the same scenario"):
         plan_sweep("oscillation-40", {"trigger": [20000, 20000.0]}, ["noop"], range(2))
+
+
+def test_a_trigger_sweep_moves_every_threshold_policy(tmp_path, capsys):
+    """Sweeping trigger moves naive's, recency's and slack-gated's acting threshold: each policy's rows change."""
+    out = tmp_path / "trig"
+    assert main(["sweep", "oscillation-40", "--grid", "trigger=19000,22000", "--policies", "naive,recency,slack-gated",
+                 "--seeds", "0:3", "--jobs", "1", "--out", str(out), "--quiet"]) == 0
+    assert "cannot affect" not in capsys.readouterr().err
+    rows = list(csv.DictReader(open(out / "runs.csv", newline="")))
+    for policy in ("naive", "recency", "slack-gated"):
+        by = {t: [r for r in rows if r["policy"] == policy and r["trigger"] == t] for t in ("19000", "22000")}
+        assert len(by["19000"]) == len(by["22000"]) == 3
+        # The acting threshold follows the trigger (slack-gated: trigger - gate.lead) ...
+        lead = 0 if policy != "slack-gated" else scenario_mod.load("oscillation-40").gate.lead
+        assert {int(r["acting_trigger"]) for r in by["19000"]} == {19000 - lead}
+        assert {int(r["acting_trigger"]) for r in by["22000"]} == {22000 - lead}
+        # ... and so does what the policy does.
+        assert [r["peak_utilization"] for r in by["19000"]] != [r["peak_utilization"] for r in by["22000"]]
+
+
+def test_an_axis_a_policy_cannot_feel_is_named_before_the_sweep_starts(tmp_path, capsys):
+    out = tmp_path / "lead"
+    assert main(["sweep", "oscillation-40", "--grid", "gate.lead=0,1000", "--grid", "recency.low_water_gap=500,900",
+                 "--policies", "naive,slack-gated,recency", "--seeds", "0:1", "--jobs", "1", "--out", str(out),
+                 "--quiet"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "note: --grid gate.lead cannot affect naive (trigger would), recency (trigger would)" in err
+    assert ("note: --grid recency.low_water_gap cannot affect naive (no parameter of it would), "
+            "slack-gated (gate.low_water_gap would)") in err
+    # An axis every run feels is not named.
+    assert inert_axes(["workload.tool_output.mean", "budget"], ["noop", "naive"]) == []
+    assert inert_axes(["trigger"], ["noop"]) == ["note: --grid trigger cannot affect noop (no parameter of it would)"]

@@ -19,7 +19,7 @@ TOTAL = 96
 
 
 def sweep_command(out):
-    return [sys.executable, "-m", "sim", *ARGS, "--out", str(out)]
+    return [sys.executable, "-m", "prunesim", *ARGS, "--out", str(out)]
 
 
 def data_lines(path):

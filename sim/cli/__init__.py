@@ -2,7 +2,8 @@
 
 Each subcommand is one module in ``sim/cli/commands`` with a
 ``register(subparsers)`` function; they are found by listing that package, so a
-new command is one file.
+new command is one file. The top layer: it may import every other layer, and
+nothing imports it.
 
 :func:`main` is the one error boundary. Whatever happens, the user sees at most
 one line per problem on stderr and one of these exit codes (README, "Exit

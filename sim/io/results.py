@@ -1,4 +1,4 @@
-"""Run results on disk: trace.csv, ledger.csv, events.csv, summary.json, scenario.json.
+"""Run results on disk: trace.csv, ledger.csv, events.csv, calls.csv, summary.json, scenario.json.
 
 A run directory is written whole or not at all. Plots and aggregation read
 these files; they never run simulations.
@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 from prunesim.io import atomic, output
-from prunesim.observe.recorder import EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
+from prunesim.observe.recorder import CALL_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
 from prunesim.runner import RunResult
 
-FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv")
+FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv")
 EDIT_LOG_FILE = "editlog.jsonl"  # one JSON record per line, written for policies that keep an edit log
 
 
@@ -48,6 +48,7 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
         atomic.write_csv(staging / "trace.csv", TRACE_COLUMNS, rows)
         atomic.write_csv(staging / "ledger.csv", LEDGER_COLUMNS, result.ledger)
         atomic.write_csv(staging / "events.csv", EVENT_COLUMNS, result.events)
+        atomic.write_csv(staging / "calls.csv", CALL_COLUMNS, result.calls)
         atomic.write_json(staging / "scenario.json", result.scenario.to_dict())
         atomic.write_json(staging / "summary.json", run_record(result))
         if result.edit_log:  # only policies that keep an edit log have one

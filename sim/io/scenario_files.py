@@ -10,19 +10,21 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
+import types
 import typing
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from prunesim import policies
 from prunesim.errors import UserError
+from prunesim.io import prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
     Decision,
-    Gate,
     InitialSpan,
     Latency,
     NeedParams,
-    RecencyParams,
+    Pricing,
     Scenario,
     ScriptedEvent,
     SizeDist,
@@ -36,6 +38,10 @@ _MAX_INT = 10**12  # larger sizes are typos, and would overflow numpy's draws
 
 def _coerce(value: Any, tp: Any, key: str, where: str) -> Any:
     origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        # ``X | None``: None means "unset" (a preset gives the value); a file can only set an X.
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        return None if value is None else _coerce(value, inner, key, where)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise UserError(where, key, f"must be a table, got {_type_name(value)}")
@@ -127,7 +133,7 @@ def apply_overrides(data: dict, overrides: dict[str, Any], where: str = "--set")
     """A copy of ``data`` with dotted-key overrides placed in it."""
     import copy
 
-    out = copy.deepcopy(data)
+    out = copy.deepcopy(prices.switch_model(data, overrides))
     for dotted, value in overrides.items():
         parts = dotted.split(".")
         node = out
@@ -188,8 +194,23 @@ def read_toml(path: Path) -> dict:
 
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
+    """A validated scenario from plain data; the policies' own tables are built from their declarations.
+
+    A ``[pricing]`` table is completed from the model's entry in prices.toml first.
+    """
+    declared = policies.tables()
+    data = dict(prices.fill(data, where))
+    raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
+    if "tables" in data:
+        raise UserError(where, "tables", "unknown key")
     scenario = _build(Scenario, data, "", where)
+    scenario.tables = {name: _coerce(raw_tables.get(name, {}), cls, name, where) for name, cls in declared.items()}
     scenario.check(where)
+    if scenario.policy not in policies.REGISTRY:
+        known = ", ".join(sorted(policies.REGISTRY))
+        raise UserError(where, "policy", f"unknown policy {scenario.policy!r} (known: {known})")
+    for name, table in scenario.tables.items():
+        table.check(name, where, scenario)
     return scenario
 
 

@@ -1,26 +1,34 @@
-"""The engine: one scenario, one policy, one seed, as a pure function.
+"""The engine: the agent as a SimPy process, the policy hook, and what it publishes.
 
-``run_one`` builds a SimPy environment, a window, the workload and the policy
-(each with its own random stream), runs the agent process and returns a
-:class:`RunResult`. The engine decides when the policy is consulted (at the end
-of every turn), applies what it answers, and reports every change to its
-observers (the recorder and the metrics).
+The engine decides when the policy is consulted (at the end of every turn),
+applies what it answers, and publishes what happens as typed events
+(:mod:`prunesim.model.events`) to the observers it was given. It does not know
+what any observer computes. :func:`prunesim.runner.run_one` builds it.
 """
 
 from __future__ import annotations
 
-import json
-
 import simpy
+from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
 from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
 from prunesim.model.scenario import Scenario
-from prunesim.model.spans import Span
+from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, Span
 from prunesim.model.window import Window
 from prunesim.model.workload import Arrival, TurnPlan
-from prunesim.observe.metrics import MetricsObserver
-from prunesim.observe.recorder import Recorder
-from prunesim.policies.base import BoundaryEvent, Evict, ModelPass, Policy, Summarize, Truncate, WindowView, named_spans
+from prunesim.policies.base import (
+    BoundaryEvent,
+    Clear,
+    Compact,
+    Evict,
+    ModelPass,
+    Policy,
+    Summarize,
+    Truncate,
+    Warn,
+    WindowView,
+    named_spans,
+)
 
 
 class PolicyContractError(RuntimeError):
@@ -28,13 +36,17 @@ class PolicyContractError(RuntimeError):
 
 
 class Engine(Provenance):
-    def __init__(self, scenario: Scenario, policy: Policy, workload, recorder: Recorder, metrics: MetricsObserver,
-                 needs: NeedModel | None = None):
+    """Runs one agent against one policy and publishes what happens to ``observers``."""
+
+    def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), needs: NeedModel | None = None):
         self.scenario = scenario
         self.policy = policy
         self.workload = workload
-        self.recorder = recorder
-        self.metrics = metrics
+        self.bus = bus = Bus(observers)
+        # The hot kinds' handler tuples, held directly: a call site tests one attribute.
+        self._on_appended = bus.span_appended
+        self._on_removed = bus.span_removed
+        self._on_truncation = bus.truncation
         self.window = Window(scenario.window, scenario.budget, scenario.hard)
         self.env = simpy.Environment()
         self.turn = 0
@@ -45,21 +57,37 @@ class Engine(Provenance):
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
         self._init_provenance(needs)
 
-    # -- observers -------------------------------------------------------------
-    def _changed(self, event: str, span: Span, delta: int) -> None:
+    # -- publishing ------------------------------------------------------------
+    # Each loops over the handlers bound for its kind. Hot call sites test the
+    # tuple first, so a kind nobody listens to costs a truth test, not a call.
+    def _appended(self, span: Span, kept: int) -> None:
         w = self.window
-        self.metrics.utilization(w.utilization)
-        if self.recorder.mode != "all":  # the recorder keeps no per-change rows
-            return
-        self.recorder.change(
-            self.env.now, self.turn, event, span.kind, span.id, span.key, delta, w.utilization, w.appended_total,
-            w.removed_total,
-        )
+        now, turn, util, added, removed = self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total
+        for h in self._on_appended:
+            h(now, turn, span, kept, util, added, removed)
 
-    def _event(self, event: str, **detail) -> None:
-        if self.recorder.mode == "none":  # nothing kept: skip encoding the detail
-            return
-        self.recorder.event(self.env.now, self.turn, event, json.dumps(detail, sort_keys=True))
+    def _removed_tokens(self, cause: str, span: Span, freed: int) -> None:
+        w = self.window
+        now, turn, util, added, removed = self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total
+        for h in self._on_removed:
+            h(now, turn, cause, span, freed, util, added, removed)
+
+    def _truncated(self, cause: str, kind: str, wanted: int, kept: int, constraint: bool = False,
+                   selections: int = -1) -> None:
+        for h in self._on_truncation:
+            h(self.env.now, self.turn, cause, kind, wanted, kept, constraint, selections)
+
+    def _model_call(self, prompt: int, output: int, decision: bool, pass_id: int = 0) -> None:
+        for h in self.bus.model_call:
+            h(self.env.now, self.turn, prompt, output, decision, pass_id)
+
+    def _fallback(self, reason: str, spans: int, freed: int) -> None:
+        for h in self.bus.fallback:
+            h(self.env.now, self.turn, reason, spans, freed)
+
+    def _context_edit(self, record: EditRecord) -> None:
+        for h in self.bus.context_edit:
+            h(self.env.now, self.turn, record)
 
     # -- window changes ----------------------------------------------------------
     def place(self, arrival: Arrival, **span_fields) -> Span:
@@ -72,28 +100,26 @@ class Engine(Provenance):
             stale_at=self.turn + arrival.stale_after,
             pinned=arrival.pinned,
             tags=arrival.tags,
+            tool=arrival.tool,
             **span_fields,
         )
         return self.append(span)
 
-    def append(self, span: Span) -> Span:
+    def append(self, span: Span, index: int | None = None) -> Span:
+        """Place ``span`` at the end of the window, or at ``index`` in window order."""
         wanted = span.tokens
-        outcome = self.window.append(span)
-        if outcome.kept:
-            self._changed("append", span, outcome.kept)
-        if outcome.cut:
-            self.metrics.truncation(outcome.cut)
-            if span.is_constraint:
-                self.metrics.constraint_lost()
-            self._event("forced_truncation", kind=span.kind, wanted=wanted, kept=outcome.kept)
+        outcome = self.window.append(span) if index is None else self.window.insert(span, index)
+        if outcome.kept and self._on_appended:
+            self._appended(span, outcome.kept)
+        if outcome.cut and self._on_truncation:
+            self._truncated("forced_truncation", span.kind, wanted, outcome.kept, span.is_constraint)
         return span
 
-    def remove(self, span_id: int, event: str) -> Span:
+    def remove(self, span_id: int, cause: str) -> Span:
         span = self.window.remove(span_id)
-        if span.is_constraint:
-            self.metrics.constraint_lost()
-        self._changed(event, span, -span.tokens)
-        self._removed(span, event)
+        if self._on_removed:
+            self._removed_tokens(cause, span, span.tokens)
+        self._removed(span, cause)
         return span
 
     # -- model calls -----------------------------------------------------------
@@ -103,12 +129,14 @@ class Engine(Provenance):
 
     # -- the agent -------------------------------------------------------------
     def agent(self):
+        bus = self.bus
         for arrival in self.workload.initial():
             self.place(arrival)
         for plan in self.workload:
             self.turn = plan.turn
             yield from self.take_turn(plan)
-            self.metrics.turn_reached(self.turn, self.window.utilization)
+            for h in bus.turn_reached:
+                h(self.turn, self.window.utilization)
             if not self.deciding:  # one model-driven pass at a time
                 for action in self.policy.decide(self.view()):
                     if isinstance(action, ModelPass) and self.concurrent:
@@ -117,11 +145,11 @@ class Engine(Provenance):
                         self.env.process(self.concurrent_pass(action))
                     else:
                         yield from self.apply(action)
-            w = self.window
-            self.metrics.turn_end(self.turn, w.utilization)
-            if self.needs is not None:
+            if self.needs is not None and bus.history:
                 self.note_history()
-            self.recorder.turn_end(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
+            w = self.window
+            for h in bus.turn_end:
+                h(self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
 
@@ -131,9 +159,11 @@ class Engine(Provenance):
         self.deciding = False
 
     def take_turn(self, plan: TurnPlan):
+        if plan.drop_tags:
+            self.runtime_drop(plan.drop_tags)
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens
-        self.metrics.model_call(prompt, output, decision=False)
+        self._model_call(prompt, output, False)
         yield self.env.timeout(self.model_latency(prompt, output))
         self.place(plan.reasoning)
         self.place(plan.tool_call)
@@ -143,6 +173,16 @@ class Engine(Provenance):
             self.place(arrival)
         self._saw(plan)
         yield from self.meet_needs()
+
+    def runtime_drop(self, tags: frozenset[str]) -> None:
+        """Spans the replayed runtime removed on its own (a recorded compaction) leave the window.
+
+        Not the policy's doing: no eviction is recorded for them, no tombstone is left.
+        """
+        for span in [s for s in self.window.spans() if s.tags & tags]:
+            self.window.remove(span.id)
+            if self._on_removed:
+                self._removed_tokens("runtime_drop", span, span.tokens)
 
     def view(self) -> WindowView:
         w = self.window
@@ -161,9 +201,15 @@ class Engine(Provenance):
             self.truncate(action)
         elif isinstance(action, Summarize):
             self.summarize(action)
+        elif isinstance(action, Clear):
+            self.clear(action)
+        elif isinstance(action, Compact):
+            yield from self.compact(action)
+        elif isinstance(action, Warn):
+            self.warn(action)
         elif isinstance(action, BoundaryEvent):
-            self.metrics.boundary(action.reason)
-            self._event("boundary", reason=action.reason, **action.numbers)
+            for h in self.bus.gate_decision:
+                h(self.env.now, self.turn, action.reason, action.numbers)
         else:
             raise TypeError(f"policy {self.policy.name!r} returned {action!r}, which is not an action")
 
@@ -174,6 +220,17 @@ class Engine(Provenance):
             raise PolicyContractError(
                 f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})"
             )
+        if isinstance(action, Clear) and len(action.placeholder_tokens) != len(action.span_ids):
+            raise PolicyContractError(f"policy {self.policy.name!r} gave {len(action.placeholder_tokens)} "
+                                      f"placeholder sizes for {len(action.span_ids)} spans (turn {self.turn})")
+        if isinstance(action, Compact):
+            carriable = set(action.span_ids)
+            for span_id in action.span_ids:
+                carriable.update(self.window.get(span_id).names)
+            stray = [i for i in action.carried if i not in carriable]
+            if stray:
+                raise PolicyContractError(f"policy {self.policy.name!r} has a summary carry span(s) {stray} that "
+                                          f"it does not replace (turn {self.turn})")
 
     def model_pass(self, p: ModelPass):
         """Read the index, write the rationale (cut at a hard ceiling), evict what was written.
@@ -210,15 +267,15 @@ class Engine(Provenance):
             written += 1
         cut = rationale < p.rationale_tokens
         chosen = p.selected[:written]
-        self.metrics.model_call(prompt, rationale, decision=True)
+        self._model_call(prompt, rationale, True, self.pass_count)
         if in_window and rationale:
             note = Span(w.new_id(), "prune_rationale", rationale, self.turn, stale_at=self.turn + 1,
                         names=tuple(chosen), **kind_opts)
             w.append(note)
-            self._changed("append", note, rationale)
-        if cut:
-            self.metrics.truncation(p.rationale_tokens - rationale)
-            self._event("rationale_cut", wanted=p.rationale_tokens, written=rationale, selections=written)
+            if self._on_appended:
+                self._appended(note, rationale)
+        if cut and self._on_truncation:
+            self._truncated("rationale_cut", "prune_rationale", p.rationale_tokens, rationale, False, written)
         peak = w.utilization
         self._pass_started(p, chosen, index_kept, rationale)
         evicted = spans = stale = 0
@@ -236,11 +293,12 @@ class Engine(Provenance):
         self._pass_tombstones = 0
         net = evicted - index_kept - rationale
         in_band = w.budget - before < p.overhead
-        self.metrics.prune_pass(pass_turn, index_kept, rationale, evicted, spans, cut, in_band)
-        self.recorder.prune_pass((
+        record = PassRecord(
             self.pass_count, pass_turn, self.env.now, before, peak, w.utilization, w.budget - before,
             p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut), stale, int(in_band),
-        ))
+        )
+        for h in self.bus.prune_pass:
+            h(self.env.now, record)
 
     def make_room(self, tokens: int, exclude: frozenset[int] = frozenset()) -> None:
         """Drop the oldest unpinned spans until ``tokens`` fit under the ceiling."""
@@ -253,29 +311,26 @@ class Engine(Provenance):
             if span.pinned or span.id in exclude:
                 continue
             self.remove(span.id, "forced_drop")
-            self.metrics.truncation(span.tokens)
-            self._event("forced_drop", kind=span.kind, tokens=span.tokens)
+            if self._on_truncation:
+                self._truncated("forced_drop", span.kind, span.tokens, 0)
 
     def evict(self, action: Evict) -> None:
         freed = 0
         for span_id in action.span_ids:
             if span_id in self.window:
                 freed += self.remove(span_id, f"fallback_{action.reason}").tokens
-        self.metrics.fallback(freed)
-        self._event("fallback", reason=action.reason, spans=len(action.span_ids), freed=freed)
+        self._fallback(action.reason, len(action.span_ids), freed)
 
     def truncate(self, action: Truncate) -> None:
         if action.span_id not in self.window:
             return
         span = self.window.get(action.span_id)
         freed = self.window.shrink(action.span_id, action.keep_tokens)
-        if span.is_constraint:
-            self.metrics.constraint_lost()
-        self._changed(f"fallback_{action.reason}", span, -freed)
+        if self._on_removed:
+            self._removed_tokens(f"fallback_{action.reason}", span, freed)
         if action.span_id not in self.window:  # cut to nothing: it left the window
             self._removed(span, f"fallback_{action.reason}")
-        self.metrics.fallback(freed)
-        self._event("fallback", reason=action.reason, spans=1, freed=freed)
+        self._fallback(action.reason, 1, freed)
 
     def summarize(self, action: Summarize) -> None:
         freed = 0
@@ -284,13 +339,113 @@ class Engine(Provenance):
                 freed += self.remove(span_id, f"fallback_{action.reason}").tokens
         summary = Span(self.window.new_id(), "summary", action.summary_tokens, self.turn, stale_at=self.turn + 1)
         self.append(summary)
-        self.metrics.fallback(freed - summary.tokens)
-        self._event("fallback", reason=action.reason, spans=len(action.span_ids), freed=freed - summary.tokens)
+        self._fallback(action.reason, len(action.span_ids), freed - summary.tokens)
+
+    # -- runtime context edits ---------------------------------------------------
+    def clear(self, action: Clear) -> None:
+        """Replace each span by a placeholder where it stood; the content is gone."""
+        w = self.window
+        before = w.utilization
+        spans = freed = written = 0
+        markers = []
+        for span_id, size in zip(action.span_ids, action.placeholder_tokens, strict=True):
+            if span_id not in w:  # named twice
+                continue
+            index = w.position(span_id)
+            span = self.remove(span_id, "cleared")
+            marker = Span(w.new_id(), "placeholder", max(0, size), span.turn, key=span.key,
+                          stale_at=span.stale_at, names=(span.id,), tool=span.tool,
+                          tags=frozenset({PLACEHOLDER_OF + span.kind}))
+            if marker.tokens:
+                self.append(marker, index)  # cut at a hard ceiling like any append
+                if marker.id in w:
+                    markers.append(marker.id)
+            spans += 1
+            freed += span.tokens
+            written += marker.tokens
+        self._context_edit(EditRecord("clear", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
+                                      self._placed(markers)))
+
+    def _placed(self, span_ids: list[int]) -> tuple[tuple[int, int], ...]:
+        """(id, index in window order) of spans an edit put inside the window, for observers that keep the order."""
+        if not span_ids:
+            return ()
+        wanted = set(span_ids)
+        return tuple((s.id, i) for i, s in enumerate(self.window.spans()) if s.id in wanted)
+
+    def compact(self, action: Compact):
+        """A model call reads the window and writes a summary; it replaces the named spans where the first stood.
+
+        Content a replaced span held is carried by the summary (``summarized``) or lost
+        (``summary_dropped``); content an earlier summary carried is judged again, and what the
+        new summary drops is lost now (published with nothing freed: it left the window before).
+        """
+        w = self.window
+        before = w.utilization
+        prompt = before + action.instruction_tokens
+        yield self.env.timeout(self.model_latency(prompt, action.summary_tokens))
+        self._model_call(prompt, action.summary_tokens, True)
+        named = set(action.span_ids)
+        replaced = [s for s in w.spans() if s.id in named]
+        if not replaced:
+            return
+        index = w.position(replaced[0].id)
+        carried = set(action.carried)
+        names: list[int] = []
+        kept = dropped = freed = 0
+        for span in replaced:
+            if SUMMARY_TAG in span.tags:  # an earlier summary: each piece of content it carries is judged again
+                for content_id in span.names:
+                    if content_id in carried:
+                        names.append(content_id)
+                        kept += 1
+                    else:
+                        self._content_lost(content_id)
+                        dropped += 1
+                freed += self.remove(span.id, "summarized").tokens
+            elif span.id in carried:
+                names.append(span.id)
+                kept += 1
+                freed += self.remove(span.id, "summarized").tokens
+            else:
+                dropped += 1
+                freed += self.remove(span.id, "summary_dropped").tokens
+        summary = self.append(Span(w.new_id(), "summary", action.summary_tokens, self.turn, names=tuple(names),
+                                   tags=frozenset({SUMMARY_TAG})), index)
+        self._context_edit(EditRecord("compact", action.reason, len(replaced), freed, summary.tokens, prompt, kept,
+                                      dropped, before, w.utilization,
+                                      self._placed([summary.id] if summary.id in w else [])))
+
+    def _content_lost(self, span_id: int) -> None:
+        """Content an earlier summary carried is dropped by the next one: it is lost now."""
+        span = self.evicted.get(span_id)
+        if span is None:
+            return
+        if self._on_removed:
+            self._removed_tokens("summary_dropped", span, 0)
+        if span.kind == "tool_output" and span.key and self.needs is not None:
+            self.removed_turn[span.key] = self.turn
+
+    def warn(self, action: Warn) -> None:
+        w = self.window
+        before = w.utilization
+        note = self.append(Span(w.new_id(), "warning", action.tokens, self.turn, stale_at=self.turn + 1))
+        self._context_edit(EditRecord("warning", action.reason, 0, 0, note.tokens, 0, 0, 0, before, w.utilization))
 
     # -- running ---------------------------------------------------------------
     def run(self) -> None:
         self.env.process(self.agent())
         self.env.run()
-        self.finish_provenance()
-        self.metrics.sim_time = self.env.now
-        self.metrics.final_utilization = self.window.utilization
+        w = self.window
+        end = RunEnd(
+            time_s=self.env.now,
+            utilization=w.utilization,
+            unrecorded_evictions=self.unrecorded_evictions(),
+            tombstone_tokens=sum(s.tokens for s in w.spans() if s.kind == "tombstone"),
+            keeps_edit_log=self.keeps_log,
+            edit_log=self.edit_log,
+            anchor=self.anchor,
+            placeholder_tokens=sum(s.tokens for s in w.spans() if s.kind == "placeholder"),
+        )
+        for h in self.bus.run_end:
+            h(end)

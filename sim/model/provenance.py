@@ -12,15 +12,24 @@ from __future__ import annotations
 
 from prunesim.model.editlog import EditLog, SelfEditRefused, Tombstone, content_hash
 from prunesim.model.needs import NeedModel
-from prunesim.model.spans import Span
+from prunesim.model.spans import SUMMARY_TAG, Span
 from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import ModelPass
 
 FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
+RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone")  # records of edits, not content
+# Spans that record a removal in the window: a tombstone and a rationale (the edit's own record), a
+# placeholder (it stands where the span was) and a model-written summary (it carries the content).
+NAMING_KINDS = ("prune_rationale", "placeholder", "summary")
+
+
+def is_marker(span: Span) -> bool:
+    """A record or a runtime's own message rather than content: its removal is no lost work."""
+    return span.kind in RECORD_KINDS or span.kind in ("placeholder", "warning") or SUMMARY_TAG in span.tags
 
 
 class Provenance:
-    """Mixed into :class:`sim.engine.Engine`; uses its window, recorder, metrics and clock."""
+    """Mixed into :class:`prunesim.model.engine.Engine`; uses its window, clock and event bus."""
 
     def tombstone(self, span: Span, reason: str, record_seq: int = 0, tokens: int | None = None) -> Span:
         """Leave a pinned marker for ``span``: its content hash, the turn and the reason."""
@@ -60,11 +69,10 @@ class Provenance:
         try:
             guard(action, self.view())
         except SelfEditRefused as err:
-            self.metrics.self_edit_refused()
             if self.keeps_log:
                 self.log("refusal", reason=err.reason, span_ids=list(err.span_ids), action=type(action).__name__)
-            self._event("self_edit_refused", reason=err.reason, span_ids=list(err.span_ids),
-                        action=type(action).__name__)
+            for h in self.bus.self_edit_refused:
+                h(self.env.now, self.turn, err.reason, list(err.span_ids), type(action).__name__)
             return False
         return True
 
@@ -72,12 +80,16 @@ class Provenance:
         """The plan and its rationale, written to the log before anything is evicted."""
         self._pass_id = self.pass_count
         self._pass_tombstones = p.tombstone_tokens
-        if self.needs is not None or self.keeps_log:  # runs that tell a provenance story name what each plan names
-            note = self.window.spans()[-1] if p.placement == "window" and rationale else None
-            self._event("prune_plan", pass_id=self.pass_count, selected=[i for i in chosen if i in self.window],
-                        keys=[self.window.get(i).key for i in chosen if i in self.window],
-                        rationale_span=note.id if note is not None and note.kind == "prune_rationale" else -1,
-                        rationale=rationale, own_rationale=bool(getattr(p, "prune_own_rationale", False)))
+        handlers = self.bus.prune_planned
+        if handlers and (self.needs is not None or self.keeps_log):  # runs that tell a provenance story
+            w = self.window
+            note = w.spans()[-1] if p.placement == "window" and rationale else None
+            selected = [i for i in chosen if i in w]
+            keys = [w.get(i).key for i in selected]
+            note_id = note.id if note is not None and note.kind == "prune_rationale" else -1
+            own = bool(getattr(p, "prune_own_rationale", False))
+            for h in handlers:
+                h(self.env.now, self.turn, self.pass_count, selected, keys, note_id, rationale, own)
         if not self.keeps_log:
             return
         w = self.window
@@ -91,7 +103,7 @@ class Provenance:
         self.evicted[span.id] = span
         if span.kind == "tool_output" and span.key and self.needs is not None:  # only needs read it
             self.removed_turn[span.key] = self.turn
-        if span.kind in ("prune_index", "prune_rationale", "tombstone"):
+        if span.kind in RECORD_KINDS:
             return
         if not (self.keeps_log or self._pass_tombstones):
             return
@@ -116,7 +128,16 @@ class Provenance:
                 self.needs.observe(arrival.key, self.turn, stale_at, arrival.tags)
 
     def holds(self, key: str) -> bool:
-        return any(s.key == key and s.kind == "tool_output" for s in self.window.spans())
+        """The window holds ``key``'s output: the output itself, or a summary that carries it."""
+        for s in self.window.spans():
+            if s.kind == "tool_output" and s.key == key:
+                return True
+            if SUMMARY_TAG in s.tags and any(
+                i in self.evicted and self.evicted[i].key == key and self.evicted[i].kind == "tool_output"
+                for i in s.names
+            ):
+                return True
+        return False
 
     def record_of(self, key: str) -> str:
         """What in the window records that ``key``'s content was pruned: "tombstone", "rationale" or ""."""
@@ -131,15 +152,16 @@ class Provenance:
         return "rationale" if rationale else ""
 
     def note_history(self) -> None:
-        """How much of what the agent did the window still shows (see ``history_gap`` in sim/metrics.py)."""
+        """How much of what the agent did the window still shows (the metric ``history_gap``)."""
         traced: set[str] = set()
         for s in self.window.spans():
-            if s.kind in ("tool_output", "tombstone") and s.key:
+            if s.kind in ("tool_output", "tombstone", "placeholder") and s.key:
                 traced.add(s.key)
-            elif s.kind == "prune_rationale":
+            elif s.kind in NAMING_KINDS:
                 traced.update(self.evicted[i].key for i in s.names if i in self.evicted)
         run = self.content.keys()
-        self.metrics.history(len(run), len(traced & run))
+        for h in self.bus.history:
+            h(self.turn, len(run), len(traced & run))
 
     def meet_needs(self):
         """The agent reaches for content it saw before; pruned content with no record is fetched again."""
@@ -152,8 +174,7 @@ class Provenance:
             record = self.record_of(key)
             since = self.turn - self.removed_turn.get(key, self.turn)
             if record and not need.truly:
-                self.metrics.need_dismissed()
-                self._event("need_dismissed", key=key, record=record, turns_since_prune=since)
+                self._need("dismissed", key, 0, since, record)
                 continue
             call, tokens, stale_at, tags = self.content[key]
             stale_after = max(0, stale_at - self.turn)
@@ -162,22 +183,23 @@ class Provenance:
             yield self.env.timeout(self.scenario.latency.tool_mean_s)
             out = self.place(Arrival("tool_output", tokens, key, stale_after, tags=tags))
             if record:  # the record said stale; the agent overrides it because it truly needs the content
-                self.metrics.override(out.tokens)
-                self._event("override_retrieval", key=key, tokens=out.tokens, turns_since_prune=since,
-                            record=record)
+                self._need("override", key, out.tokens, since, record)
                 if self.keeps_log:
                     self.log("override", key=key, tokens=out.tokens, turns_since_prune=since, record=record)
             else:
-                self.metrics.re_retrieval(out.tokens, since)
-                self._event("re_retrieval", key=key, tokens=out.tokens, turns_since_prune=since)
-            self.metrics.readmit(key)
+                self._need("re_retrieval", key, out.tokens, since, "")
+
+    def _need(self, outcome: str, key: str, tokens: int, since: int, record: str) -> None:
+        for h in self.bus.need:
+            h(self.env.now, self.turn, outcome, key, tokens, since, record)
 
     def _referenced(self) -> set[int]:
-        """Ids of removed spans that something in the window records: a tombstone or a rationale's names."""
+        """Ids of removed spans that something in the window records: a tombstone, or a rationale, placeholder
+        or summary naming them."""
         w = self.window
         recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
         for s in w.spans():
-            if s.kind == "prune_rationale":
+            if s.kind in NAMING_KINDS:
                 recorded.update(s.names)
         return recorded
 
@@ -193,30 +215,18 @@ class Provenance:
         for sid, span in self.evicted.items():
             if sid in keep:
                 kept[sid] = span
-            elif span.kind not in ("prune_index", "prune_rationale", "tombstone"):
+            elif not is_marker(span):
                 self._forgotten_unrecorded += 1
         self.evicted = kept
         self._forget_at = max(FORGET_AT, 2 * len(kept))
 
     def unrecorded_evictions(self) -> int:
-        """Evicted content spans with neither a tombstone nor a surviving rationale naming them."""
-        w = self.window
-        recorded = {t.evicted_id for sid, t in self.tombstones.items() if sid in w}
-        for s in w.spans():
-            if s.kind == "prune_rationale":
-                recorded.update(s.names)
+        """Removed content spans that nothing in the window records: no tombstone, and no rationale,
+        placeholder or summary naming them."""
+        recorded = self._referenced()
         return self._forgotten_unrecorded + sum(
-            1
-            for sid, span in self.evicted.items()
-            if span.kind not in ("prune_index", "prune_rationale", "tombstone") and sid not in recorded
+            1 for sid, span in self.evicted.items() if not is_marker(span) and sid not in recorded
         )
-
-    def finish_provenance(self) -> None:
-        w = self.window
-        self.metrics.unrecorded_evictions = self.unrecorded_evictions()
-        self.metrics.tombstone_tokens = sum(s.tokens for s in w.spans() if s.kind == "tombstone")
-        self.metrics.edit_log_records = len(self.edit_log)
-        self.metrics.edit_log_verified = self.keeps_log and self.edit_log.verify(self.anchor).ok
 
 
 def span_hash(span: Span) -> str:

@@ -9,6 +9,7 @@ TOML files and ``--set`` overrides is the I/O layer's work
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,9 +33,9 @@ class SizeDist:
     max: int = 100_000
 
     def check(self, key: str, where: str) -> None:
-        _positive(self.mean, f"{key}.mean", where)
-        _non_negative(self.sigma, f"{key}.sigma", where)
-        _non_negative(self.min, f"{key}.min", where)
+        positive(self.mean, f"{key}.mean", where)
+        non_negative(self.sigma, f"{key}.sigma", where)
+        non_negative(self.min, f"{key}.min", where)
         if self.max < self.min:
             raise UserError(where, f"{key}.max", f"{self.max} is below min {self.min}")
 
@@ -51,9 +52,9 @@ class InitialSpan:
     stale_after: int = 1_000_000_000
 
     def check(self, key: str, where: str) -> None:
-        _kind(self.kind, f"{key}.kind", where)
-        _non_negative(self.tokens, f"{key}.tokens", where)
-        _non_negative(self.stale_after, f"{key}.stale_after", where)
+        span_kind(self.kind, f"{key}.kind", where)
+        non_negative(self.tokens, f"{key}.tokens", where)
+        non_negative(self.stale_after, f"{key}.stale_after", where)
 
 
 @dataclass
@@ -73,10 +74,10 @@ class ScriptedEvent:
     replaces_output: bool = True
 
     def check(self, key: str, where: str) -> None:
-        _positive(self.turn, f"{key}.turn", where)
-        _kind(self.kind, f"{key}.kind", where)
-        _non_negative(self.tokens, f"{key}.tokens", where)
-        _non_negative(self.stale_after, f"{key}.stale_after", where)
+        positive(self.turn, f"{key}.turn", where)
+        span_kind(self.kind, f"{key}.kind", where)
+        non_negative(self.tokens, f"{key}.tokens", where)
+        non_negative(self.stale_after, f"{key}.stale_after", where)
 
 
 @dataclass
@@ -96,8 +97,8 @@ class Workload:
         self.tool_call.check(f"{key}.tool_call", where)
         self.tool_output.check(f"{key}.tool_output", where)
         # Turns until stale are drawn from a geometric distribution with this mean: at least one turn.
-        _at_least(self.reasoning_stale_after, 1, f"{key}.reasoning_stale_after", where, "turns")
-        _at_least(self.output_stale_after, 1, f"{key}.output_stale_after", where, "turns")
+        at_least(self.reasoning_stale_after, 1, f"{key}.reasoning_stale_after", where, "turns")
+        at_least(self.output_stale_after, 1, f"{key}.output_stale_after", where, "turns")
         for i, span in enumerate(self.initial):
             span.check(f"{key}.initial[{i}]", where)
         for i, event in enumerate(self.events):
@@ -116,7 +117,7 @@ class Latency:
 
     def check(self, key: str, where: str) -> None:
         for f in dataclasses.fields(self):
-            _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+            non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
 
 
 @dataclass
@@ -143,51 +144,14 @@ class Decision:
     def check(self, key: str, where: str) -> None:
         for f in dataclasses.fields(self):
             if f.type != "bool":
-                _non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
-        _positive(self.select_max, f"{key}.select_max", where)
+                non_negative(getattr(self, f.name), f"{key}.{f.name}", where)
+        positive(self.select_max, f"{key}.select_max", where)
         if not 1 <= self.select_mean <= self.select_max:
             raise UserError(where, f"{key}.select_mean", f"{self.select_mean} is not within [1, select_max]")
-        _fraction(self.selection_quality, f"{key}.selection_quality", where)
+        fraction(self.selection_quality, f"{key}.selection_quality", where)
         if self.rationale_sigma > MAX_RATIONALE_SIGMA:
             raise UserError(where, f"{key}.rationale_sigma", f"must be from 0 to {MAX_RATIONALE_SIGMA:g} "
                             f"(got {self.rationale_sigma:g}): a wider lognormal spread overflows")
-
-
-@dataclass
-class RecencyParams:
-    """The ``recency`` baseline frees down to ``trigger - low_water_gap``."""
-
-    low_water_gap: int = 1000
-
-    def check(self, key: str, where: str) -> None:
-        _non_negative(self.low_water_gap, f"{key}.low_water_gap", where)
-
-
-@dataclass
-class Gate:
-    """The ``slack-gated`` policy (see ``policies/slack_gated.py`` and ``docs/policies.md``).
-
-    Once headroom (budget minus utilization) falls below ``headroom`` tokens
-    (-1: at the scenario's own trigger) it draws a model-driven plan and asks the
-    decision boundary whether to run it; on a refusal it takes the non-model
-    ``fallback`` instead, freeing down to its trigger minus ``low_water_gap``.
-    Expressed as headroom, the gate keeps its meaning when the budget is swept.
-    """
-
-    headroom: int = -1
-    margin_factor: float = 1.5
-    fallback: Literal["recency", "truncate", "template"] = "recency"
-    low_water_gap: int = 1000
-    truncate_keep: int = 200
-    template_tokens: int = 300
-
-    def check(self, key: str, where: str, budget: int) -> None:
-        if self.headroom != -1:
-            _non_negative(self.headroom, f"{key}.headroom", where)
-            if self.headroom > budget:
-                raise UserError(where, f"{key}.headroom", f"{self.headroom} is above the budget {budget}")
-        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
-            _non_negative(getattr(self, name), f"{key}.{name}", where)
 
 
 @dataclass
@@ -206,11 +170,11 @@ class NeedParams:
         return self.relevant > 0 or self.stale > 0 or self.focus > 0
 
     def check(self, key: str, where: str) -> None:
-        _fraction(self.relevant, f"{key}.relevant", where)
-        _fraction(self.stale, f"{key}.stale", where)
-        _fraction(self.misjudge, f"{key}.misjudge", where)
-        _positive(self.horizon, f"{key}.horizon", where)
-        _fraction(self.focus, f"{key}.focus", where)
+        fraction(self.relevant, f"{key}.relevant", where)
+        fraction(self.stale, f"{key}.stale", where)
+        fraction(self.misjudge, f"{key}.misjudge", where)
+        positive(self.horizon, f"{key}.horizon", where)
+        fraction(self.focus, f"{key}.focus", where)
         if self.stale > max(self.relevant, self.focus):
             raise UserError(where, f"{key}.stale", f"{self.stale} is above both relevant and focus")
 
@@ -222,7 +186,75 @@ class TombstoneParams:
     tokens: int = 24  # size of one tombstone in the window
 
     def check(self, key: str, where: str) -> None:
-        _positive(self.tokens, f"{key}.tokens", where)
+        positive(self.tokens, f"{key}.tokens", where)
+
+
+CACHE_BEHAVIOURS = ("explicit", "implicit", "none")
+TTLS = {"5m": 300.0, "1h": 3600.0}  # the two cache lifetimes explicit caching sells, in simulated seconds
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(s|m|h)$")
+
+
+def duration_s(text: str) -> float | None:
+    """``"300s"``, ``"5m"`` or ``"1h"`` in seconds; None when the text is not a positive duration."""
+    match = _DURATION.match(text) if isinstance(text, str) else None
+    if match is None:
+        return None
+    value = float(match.group(1)) * {"s": 1.0, "m": 60.0, "h": 3600.0}[match.group(2)]
+    return value if value > 0 else None
+
+
+@dataclass
+class Pricing:
+    """What model calls cost, and how the provider caches prompts (see docs/cost.md).
+
+    ``model`` names an entry of the shipped ``prices.toml``; a scenario file's
+    ``[pricing]`` table fills every key it leaves out from that entry (the io
+    layer does this), so the values here are always concrete. The defaults are
+    the ``claude-opus-4-5`` entry (a test keeps them equal); in code, build one
+    for another model with ``prunesim.io.prices.pricing(model)``, since
+    ``Pricing(model=...)`` alone keeps the default's prices. Prices are USD per
+    million tokens. ``cache``: ``explicit`` (breakpoints placed by the runtime,
+    writes billed at a premium: Anthropic), ``implicit`` (the provider caches
+    prefixes on its own, writes billed as input: OpenAI, Gemini) or ``none``.
+    """
+
+    model: str = "claude-opus-4-5"
+    provider: str = "anthropic"
+    cache: Literal["explicit", "implicit", "none"] = "explicit"
+    ttl: str = "5m"  # how long an unused entry lives: "5m" or "1h" (explicit), any "Ns"/"Nm"/"Nh" (implicit)
+    input: float = 5.0
+    output: float = 25.0
+    cache_read: float = 0.5
+    cache_write_5m: float = 6.25
+    cache_write_1h: float = 10.0
+    min_tokens: int = 4096  # shortest prefix the provider caches
+    granularity: int = 1  # cached prefixes are whole multiples of this many tokens
+    breakpoints: int = 4  # explicit caching: marks one request may carry
+    lookback: int = 20  # explicit caching: spans a mark searches back for an entry (0: no limit)
+    reuse: float = 1.0  # share of the readable prefix a call is billed as read, in expectation (fitted)
+
+    @property
+    def ttl_s(self) -> float:
+        return duration_s(self.ttl)
+
+    @property
+    def cache_write(self) -> float:
+        """USD per million tokens written to the cache at this TTL (the input price when writes carry no premium)."""
+        if self.cache != "explicit":
+            return self.input
+        return self.cache_write_5m if self.ttl == "5m" else self.cache_write_1h
+
+    def check(self, key: str, where: str) -> None:
+        if duration_s(self.ttl) is None:
+            raise UserError(where, f"{key}.ttl", f"must be a duration such as 5m, 1h or 600s (got {self.ttl!r})")
+        if self.cache == "explicit" and self.ttl not in TTLS:
+            raise UserError(where, f"{key}.ttl", f"explicit caches are sold for {' or '.join(TTLS)} (got {self.ttl!r})")
+        for name in ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h", "min_tokens"):
+            non_negative(getattr(self, name), f"{key}.{name}", where)
+        positive(self.granularity, f"{key}.granularity", where)
+        positive(self.breakpoints, f"{key}.breakpoints", where)
+        non_negative(self.lookback, f"{key}.lookback", where)
+        fraction(self.reuse, f"{key}.reuse", where)
 
 
 @dataclass
@@ -241,21 +273,29 @@ class Scenario:
     workload: Workload = field(default_factory=Workload)
     latency: Latency = field(default_factory=Latency)
     decision: Decision = field(default_factory=Decision)
-    recency: RecencyParams = field(default_factory=RecencyParams)
-    gate: Gate = field(default_factory=Gate)
     need: NeedParams = field(default_factory=NeedParams)
     tombstone: TombstoneParams = field(default_factory=TombstoneParams)
+    pricing: Pricing = field(default_factory=Pricing)
+    # The parameter tables policies declare (``Policy.tables``), by table name, filled by the
+    # loader with every registered table. Each is also an attribute: ``scenario.gate``.
+    tables: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __getattr__(self, name: str) -> Any:
+        tables = self.__dict__.get("tables")
+        if tables is not None and name in tables:
+            return tables[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def hard(self) -> bool:
         return self.budget_kind == "hard"
 
     def check(self, where: str) -> None:
-        _positive(self.turns, "turns", where)
-        _positive(self.window, "window", where)
-        _positive(self.budget, "budget", where)
-        _non_negative(self.trigger, "trigger", where)
-        _non_negative(self.seed, "seed", where)
+        positive(self.turns, "turns", where)
+        positive(self.window, "window", where)
+        positive(self.budget, "budget", where)
+        non_negative(self.trigger, "trigger", where)
+        non_negative(self.seed, "seed", where)
         if self.budget > self.window:
             raise UserError(where, "budget", f"{self.budget} is above the window size {self.window}")
         if self.trigger > self.budget:
@@ -267,39 +307,41 @@ class Scenario:
         self.workload.check("workload", where)
         self.latency.check("latency", where)
         self.decision.check("decision", where)
-        self.recency.check("recency", where)
-        self.gate.check("gate", where, self.budget)
         self.need.check("need", where)
         self.tombstone.check("tombstone", where)
+        self.pricing.check("pricing", where)
         for i, ev in enumerate(self.workload.events):
             if ev.turn > self.turns:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain data, as a scenario file would hold it: policy tables are top-level tables."""
+        out = dataclasses.asdict(self)
+        out.update(out.pop("tables"))
+        return out
 
 
-# -- value checks -------------------------------------------------------------
-def _non_negative(value, key: str, where: str) -> None:
+# -- value checks (policies use them for their own tables) --------------------
+def non_negative(value, key: str, where: str) -> None:
     if value < 0:
         raise UserError(where, key, f"must not be negative (got {value})")
 
 
-def _positive(value, key: str, where: str) -> None:
+def positive(value, key: str, where: str) -> None:
     if value <= 0:
         raise UserError(where, key, f"must be positive (got {value})")
 
 
-def _at_least(value, low, key: str, where: str, unit: str) -> None:
+def at_least(value, low, key: str, where: str, unit: str) -> None:
     if value < low:
         raise UserError(where, key, f"must be at least {low} ({unit}); got {value}")
 
 
-def _fraction(value, key: str, where: str) -> None:
+def fraction(value, key: str, where: str) -> None:
     if not 0 <= value <= 1:
         raise UserError(where, key, f"must be between 0 and 1 (got {value})")
 
 
-def _kind(value: str, key: str, where: str) -> None:
+def span_kind(value: str, key: str, where: str) -> None:
     if value not in KINDS:
         raise UserError(where, key, f"unknown span kind {value!r} (known: {', '.join(KINDS)})")

@@ -16,12 +16,20 @@ KINDS = (
     "prune_rationale",
     "tombstone",
     "summary",
+    "placeholder",
+    "warning",
 )
 
 # Kinds a model-driven editor may consider by default.
 PRUNABLE_KINDS = frozenset(
-    {"user", "reasoning", "tool_call", "tool_output", "prune_index", "prune_rationale", "summary"}
+    {"user", "reasoning", "tool_call", "tool_output", "prune_index", "prune_rationale", "summary", "placeholder",
+     "warning"}
 )
+
+# A placeholder is tagged with the kind of span it replaced ("replaced:tool_output"); a summary a model
+# wrote is tagged so that the next compaction judges the content it carries again.
+PLACEHOLDER_OF = "replaced:"
+SUMMARY_TAG = "compaction"
 
 
 @dataclass(slots=True)
@@ -43,8 +51,11 @@ class Span:
     tags: frozenset[str] = field(default_factory=frozenset)
     # Prune-pass number that created this span (prune_index / prune_rationale), else -1.
     pass_id: int = -1
-    # For a rationale: the ids of the spans its plan names.
+    # For a rationale: the ids of the spans its plan names. For a summary: the ids of the removed
+    # spans whose content it carries. For a placeholder: the id of the span it stands for.
     names: tuple[int, ...] = ()
+    # The tool that produced a tool call or output (from imported transcripts; "" when unknown).
+    tool: str = ""
     # Set once at creation (kind, pinned and tags never change): may an editor ever consider it?
     # ``offerable``: a prunable kind, unpinned, not a constraint; ``artifact``: a prune index or rationale.
     offerable: bool = field(init=False, repr=False, compare=False)

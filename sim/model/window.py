@@ -80,6 +80,36 @@ class Window:
         over = self.utilization - self.budget
         return AppendOutcome(kept, cut, over if over > 0 else 0)
 
+    def position(self, span_id: int) -> int:
+        """The index of a span in window order (0 is the oldest)."""
+        for i, key in enumerate(self._spans):
+            if key == span_id:
+                return i
+        raise KeyError(span_id)
+
+    def insert(self, span: Span, index: int) -> AppendOutcome:
+        """Place ``span`` at ``index`` in window order (the end when ``index >= len``), cut to the ceiling.
+
+        Used to put a placeholder or a summary where the content it replaces stood.
+        """
+        if index >= len(self._spans):
+            return self.append(span)
+        room = (self.budget if self.hard else self.size) - self.utilization
+        cut = span.tokens - room if room > 0 else span.tokens
+        if cut > 0:
+            span.tokens -= cut
+        else:
+            cut = 0
+        kept = span.tokens
+        if kept > 0:
+            items = list(self._spans.items())
+            items.insert(index, (span.id, span))
+            self._spans = dict(items)
+            self.utilization += kept
+            self.appended_total += kept
+        over = self.utilization - self.budget
+        return AppendOutcome(kept, cut, over if over > 0 else 0)
+
     def remove(self, span_id: int) -> Span:
         span = self._spans.pop(span_id)
         self.utilization -= span.tokens

@@ -28,6 +28,7 @@ class Arrival:
     stale_after: int = 1_000_000_000
     pinned: bool = False
     tags: frozenset[str] = field(default_factory=frozenset)
+    tool: str = ""  # the tool that made a call or an output, when the workload knows it
 
 
 @dataclass(slots=True)
@@ -40,6 +41,9 @@ class TurnPlan:
     tool_output: Arrival
     tool_latency_s: float
     extra: list[Arrival] = field(default_factory=list)
+    # Spans tagged with one of these leave the window before the model call: the replayed
+    # runtime removed them itself (a recorded compaction), not the policy under test.
+    drop_tags: frozenset[str] = frozenset()
 
 
 def lognormal_sizes(rng: np.random.Generator, dist: SizeDist, n: int) -> np.ndarray:

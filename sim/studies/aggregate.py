@@ -110,6 +110,23 @@ def _group_rng(seed: int, key: tuple) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, int.from_bytes(digest[:8], "big")])))
 
 
+def describe(values: Sequence[float], key: tuple, seed: int = SEED, resamples: int = RESAMPLES,
+             confidence: float = CONFIDENCE) -> dict | None:
+    """n, median, mean and the bootstrap interval of the median of ``values`` (None and NaN left out).
+
+    The same statistics as :func:`aggregate` gives one group's metric, drawn from the generator
+    of ``key``; None when no value is left.
+    """
+    x = np.sort(np.array([float(v) for v in values if v is not None], dtype=float))
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
+        return None
+    rng = _group_rng(seed, tuple(atomic.format_cell(k) for k in key))
+    low, high = _ci_sorted(x, _sorted_resamples(rng, len(x), resamples), confidence)
+    mean = math.inf if np.isposinf(x).any() else float(np.mean(x))
+    return {"n": len(x), "median": _median(x), "mean": mean, "ci_low": low, "ci_high": high}
+
+
 def _numeric(values: list) -> bool:
     return all(v is None or isinstance(v, (int, float)) for v in values)
 

@@ -147,3 +147,35 @@ def _parse_list(raw: str, flag: str, name: str) -> list[Any]:
             raise UserError(flag, name, "values must not contain line breaks")
         values.append(value)
     return values
+
+
+def _covers(prefix: str, name: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".") or prefix.startswith(name + ".")
+
+
+def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
+    """One line per grid axis that cannot affect some of ``policies``, naming the parameter that would.
+
+    An axis is policy-specific when some registered policy declares it in
+    ``Policy.reads``; such an axis cannot affect a policy that does not read it.
+    Every other parameter (window, budget, workload, ...) affects every run.
+    """
+    from prunesim.policies import REGISTRY
+
+    classes = {name: REGISTRY[name] for name in policies}
+    specific = [p for cls in REGISTRY.values() for p in cls.parameters()]
+    lines = []
+    for axis in axes:
+        if not any(_covers(p, axis) for p in specific):
+            continue
+        role = next((r for cls in REGISTRY.values() for r, param in cls.parameter_roles().items()
+                     if _covers(param, axis)), None)
+        deaf = []
+        for name, cls in classes.items():
+            if any(_covers(p, axis) for p in cls.parameters()):
+                continue
+            other = cls.parameter_roles().get(role) if role else None
+            deaf.append(f"{name} ({other} would)" if other else f"{name} (no parameter of it would)")
+        if deaf:
+            lines.append(f"note: --grid {axis} cannot affect {', '.join(deaf)}")
+    return lines

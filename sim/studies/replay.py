@@ -3,8 +3,10 @@
 A replay runs a shipped scenario under one or more policy variants over many
 seeds and reports, for each published figure, the median and spread of the
 simulated metric and whether the median falls in the accepted range. The
-published values live here, as references to compare with; the model never
-reads them.
+published values and their ranges live in a targets file
+(:mod:`prunesim.studies.targets`), as references to compare with; the model
+never reads them. By default a replay runs seeds 1000..1099, which no
+calibration of a shipped scenario has seen.
 """
 
 from __future__ import annotations
@@ -20,28 +22,17 @@ from prunesim.model.scenario import Scenario
 from prunesim.policies import REGISTRY
 from prunesim.runner import run_one
 from prunesim.studies.compare import quantile
+from prunesim.studies.targets import Target, Targets, load_targets, statistic
 from prunesim.studies.variant import Variant
 
-
-@dataclass(frozen=True)
-class Figure:
-    """A published figure: which variant and metric, the published text, the accepted range."""
-
-    variant: str
-    label: str
-    metric: str
-    published: str
-    low: float
-    high: float
-    # "median": the median over seeds must lie in [low, high];
-    # "share": for a yes/no metric, the share of seeds where it holds must lie in [low, high].
-    reduce: str = "median"
+# A published figure is a target of the seed's targets file: its range comes from the one rule there.
+Figure = Target
 
 
 @dataclass
 class FigureResult:
-    figure: Figure
-    median: float
+    figure: Target
+    median: float  # the figure's statistic: the median, or for a yes/no figure the share of runs
     p10: float
     p90: float
     ok: bool
@@ -53,7 +44,8 @@ class FigureResult:
             "figure": f.label,
             "metric": f.metric,
             "published": f.published,
-            "accepted": [f.low, f.high],
+            "compare": f.compare,
+            "accepted": [f.low, f.high] if f.judged else None,
             "median": self.median,
             "p10": self.p10,
             "p90": self.p90,
@@ -71,7 +63,7 @@ class ReplayReport:
 
     @property
     def ok(self) -> bool:
-        return all(f.ok for f in self.figures)
+        return all(f.ok for f in self.figures if f.figure.judged)
 
     def as_dict(self) -> dict:
         return {
@@ -92,64 +84,66 @@ def metric_values(summaries: list[dict], metric: str) -> np.ndarray:
     return np.array(out, dtype=float)
 
 
-def evaluate(figure: Figure, summaries: list[dict]) -> FigureResult:
+def evaluate(figure: Target, summaries: list[dict]) -> FigureResult:
     values = metric_values(summaries, figure.metric)
+    stat = statistic(figure, values.tolist())
     if figure.reduce == "share":
-        share = float(np.mean(values > 0))
-        return FigureResult(figure, share, share, share, figure.low <= share <= figure.high)
+        return FigureResult(figure, stat, stat, stat, figure.accepts(stat))
     # The same quantiles as `prunesim compare`: defined when some values are infinite.
-    median, p10, p90 = (quantile(values.tolist(), q) for q in (0.5, 0.1, 0.9))
-    ok = figure.low <= median <= figure.high
-    return FigureResult(figure, median, p10, p90, ok)
+    p10, p90 = (quantile(values.tolist(), q) for q in (0.1, 0.9))
+    return FigureResult(figure, stat, p10, p90, figure.accepts(stat))
+
+
+# Seeds 0..99 fitted the shipped scenario (its header records the command); replays and tests judge
+# it on seeds it was never fitted on.
+CALIBRATION_SEEDS = range(0, 100)
+REPLAY_SEEDS = range(1000, 1100)
 
 
 @dataclass(frozen=True)
 class FigureReplay:
-    """A replay judged on figures over many seeds."""
+    """A replay judged on the figures of a targets file, over many seeds."""
 
     name: str
-    scenario: str
-    variants: tuple[Variant, ...]
-    figures: tuple[Figure, ...]
+    targets_name: str
+    default_seeds: range = REPLAY_SEEDS
 
-    def run(self, seeds: list[int], base: Scenario | None = None) -> ReplayReport:
-        sc = base or load(self.scenario)
+    def targets(self, base: Scenario | None = None) -> Targets:
+        return load_targets(self.targets_name, base)
+
+    @property
+    def scenario(self) -> str:
+        return self.targets().scenario
+
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        return self.targets().variants
+
+    @property
+    def figures(self) -> tuple[Target, ...]:
+        return self.targets().figures
+
+    def run_variants(self, seeds: list[int], base: Scenario | None = None) -> tuple[Targets, dict[str, list[dict]]]:
+        """One summary per seed under each variant (skipping variants whose policy this build lacks)."""
+        targets = self.targets(base)
+        sc = base or load(targets.scenario)
         runs: dict[str, list[dict]] = {}
-        for v in self.variants:
+        for v in targets.variants:
             if v.policy not in REGISTRY:
                 continue  # a variant whose policy this build lacks is skipped, with its figures
             variant_sc = replace(sc, v.overrides) if v.overrides else sc
             runs[v.label] = [run_one(variant_sc, v.policy, s, trace="none").summary for s in seeds]
-        figures = [evaluate(f, runs[f.variant]) for f in self.figures if f.variant in runs]
-        return ReplayReport(self.name, sc.name, list(seeds), figures, runs)
+        return targets, runs
+
+    def run(self, seeds: list[int], base: Scenario | None = None) -> ReplayReport:
+        targets, runs = self.run_variants(seeds, base)
+        figures = [evaluate(f, runs[f.variant]) for f in targets.figures if f.variant in runs]
+        return ReplayReport(self.name, targets.scenario, list(seeds), figures, runs)
 
 
 # -- seed 000: the 40-turn oscillation -------------------------------------------
-OSCILLATION = FigureReplay(
-    name="oscillation",
-    scenario="oscillation-40",
-    variants=(
-        Variant("naive @22k", "naive"),
-        Variant("naive @20k", "naive", {"trigger": 20000}),
-        Variant("slack-gated", "slack-gated"),
-    ),
-    figures=(
-        Figure("naive @22k", "prune passes per 40-turn run", "passes", "11", 10, 12),
-        Figure("naive @22k", "band floor after the first trigger", "band_floor", "20.9k", 20600, 21200),
-        Figure("naive @22k", "sum(index+rationale) / sum(net)", "overhead_ratio", "~1.4", 1.25, 1.55),
-        Figure("naive @22k", "index tokens per pass", "mean_index_tokens", "~600", 480, 720),
-        Figure("naive @22k", "rationale tokens per pass", "mean_rationale_tokens", "~400", 320, 480),
-        Figure("naive @22k", "evicted tokens per pass", "mean_evicted_tokens", "~1800", 1260, 2340),
-        Figure("naive @22k", "net tokens per pass", "mean_net_tokens", "~800", 400, 1200),
-        Figure("naive @22k", "pass frequency rising (2nd half - 1st half)", "pass_trend", "> 0", 1, math.inf),
-        Figure("naive @22k", "share of runs oscillating", "oscillating", "yes", 0.5, 1.0, "share"),
-        Figure("naive @20k", "net-negative passes", "net_negative_passes", "0", 0, 0),
-        Figure("naive @20k", "share of runs oscillating", "oscillating", "no", 0.0, 0.25, "share"),
-        Figure("slack-gated", "prune passes per 40-turn run", "passes", "4", 3, 5),
-        Figure("slack-gated", "net-negative passes", "net_negative_passes", "0", 0, 0),
-        Figure("slack-gated", "peak utilization", "peak_utilization", "~21.4k", 21100, 21700),
-    ),
-)
+OSCILLATION = FigureReplay("oscillation", "seed-000")
+
 
 def median_seed(report: ReplayReport, metrics: tuple[str, ...] = ("passes", "band_floor", "overhead_ratio")) -> int:
     """The seed whose run under the first variant lies nearest the medians over all seeds.

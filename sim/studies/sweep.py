@@ -473,7 +473,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 raise UserError(str(sweep_path), "columns", "missing; use a new --out directory")
         else:
             # The column set is fixed now: the metrics the policies report on a first run, those of
-            # sim.metrics in its order, then any others a policy adds, sorted.
+            # prunesim.observe.metrics in its order, then any others a policy adds, sorted.
             first = plan.runs[0]
             for policy in plan.policies:
                 spec = next(s for s in plan.runs if s.policy == policy and s.point == first.point)

@@ -4,11 +4,12 @@ Sources are transcripts (any supported format) or prunesim workload files,
 read one file at a time (a JSON-lines transcript one run at a time), so a
 folder of any size replays in bounded memory.
 
-Replay metrics (defined in :data:`sim.metrics.METRICS`): a *repeat* is a tool
+Replay metrics (defined in :data:`prunesim.observe.metrics.METRICS`): a *repeat* is a tool
 call whose content key was called before in the same transcript. Under a
 policy, a repeat *hits pruned content* when every earlier span holding that key
-(call or output) had left the window (evicted, dropped by a fallback or a
-forced drop) before the repeat, and *hits the window* when one is still there.
+(call or output) had left the window (evicted, dropped by a fallback, cleared
+to a placeholder or a forced drop) before the repeat and no summary carries it,
+and *hits the window* when one is still there or a summary carries it.
 The gap is the number of turns from the most recent removal of that key's
 content to the repeat.
 """
@@ -53,27 +54,37 @@ def expand(paths: list[Path]) -> list[Path]:
     return out
 
 
-def iter_workloads(path: Path, tokenizer: str = DEFAULT) -> Iterator[wl.WorkloadData]:
-    """The workloads in one file: a workload file as is, a transcript imported on the fly."""
+def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "auto",
+                   sidechains: str = "separate", transcripts_only: bool = False) -> Iterator[wl.WorkloadData]:
+    """The workloads in one file: a workload file as is, a transcript imported on the fly.
+
+    Each workload carries the import's warnings (``.warnings``) for the caller to show.
+    """
     path = Path(path)
-    if path.is_file() and wl.is_workload_file(path):
+    if not transcripts_only and path.is_file() and wl.is_workload_file(path):
         yield wl.read(path)
         return
-    count = get_counter(tokenizer)
-    for t in formats.iter_transcripts(path):
-        yield wl.from_transcript(t, count, tokenizer)
+    get_counter(tokenizer)
+    for t in formats.iter_transcripts(path, sidechains):
+        data = wl.from_transcript(t, tokenizer, calibration)
+        data.warnings[:0] = t.warnings
+        yield data
 
 
-def iter_sources(paths: list[Path], tokenizer: str = DEFAULT) -> Iterator[tuple[Path, wl.WorkloadData | Exception]]:
+def iter_sources(paths: list[Path], tokenizer: str = DEFAULT, calibration: str = "auto",
+                 sidechains: str = "separate", files: list[Path] | None = None, transcripts_only: bool = False,
+                 ) -> Iterator[tuple[Path, wl.WorkloadData | Exception]]:
     """(file, workload) for every workload found, or (file, error) for a file that failed.
 
     One bad file never stops the others: its :class:`UserError` (or, for a bug
-    met on that file, the exception itself) is yielded in its place. Only a
+    met on that file, the exception itself) is yielded in its place. A file
+    whose later runs fail after earlier ones imported yields both. Only a
     failure of the machine (disk, memory) or an interrupt stops the walk.
+    With ``transcripts_only`` a workload file is not read as one (``import``).
     """
-    for path in expand(paths):
+    for path in files if files is not None else expand(paths):
         try:
-            for data in iter_workloads(path, tokenizer):
+            for data in iter_workloads(path, tokenizer, calibration, sidechains, transcripts_only):
                 yield path, data
         except UserError as err:
             yield path, err
@@ -131,10 +142,14 @@ def replay_metrics(result: RunResult) -> dict:
                 called.add(key)
             live.setdefault(key, set()).add(span_id)
             held[span_id] = (key, delta)
-        elif span_id in held and delta < 0:
+        elif span_id in held and (delta < 0 or event == "summary_dropped"):
             # An eviction, a fallback or a forced drop; a truncation that leaves part of the span keeps it.
+            # Content a summary carries stays held until a summary drops it (a row that frees nothing
+            # when an earlier summary carried it).
+            if event == "summarized":
+                continue
             k, left = held[span_id]
-            left += delta
+            left = 0 if event == "summary_dropped" else left + delta
             if left > 0:
                 held[span_id] = (k, left)
                 continue

@@ -67,14 +67,15 @@ class Tally:
 
     A file that is bad input is reported as ``prunesim: error: PATH: problem``;
     a file on which prunesim itself failed (a bug) gets a crash report and the
-    line says so. :meth:`exit_code` is 0 when every file was processed, 2 when
-    some were bad input, 70 when prunesim failed on one.
+    line says so. :meth:`exit_code` is 0 when at least one file went through,
+    2 when none did, 70 when prunesim failed on one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, bar=None) -> None:
         self.done = 0
         self.bad = 0
         self.bugs = 0
+        self.bar = bar  # a progress bar to print above, if one is shown
 
     def ok(self) -> None:
         self.done += 1
@@ -82,10 +83,14 @@ class Tally:
     def failed(self, path, err: BaseException) -> None:
         if isinstance(err, UserError):
             self.bad += 1
-            print(f"prunesim: error: {err}", file=sys.stderr)
+            line = f"prunesim: error: {err}"
         else:
             self.bugs += 1
-            print(crash.one_line(err, where=str(path)), file=sys.stderr)
+            line = crash.one_line(err, where=str(path))
+        if self.bar is None:
+            print(line, file=sys.stderr)
+        else:
+            say(self.bar, line, err=True)
 
     @property
     def failures(self) -> int:
@@ -97,14 +102,16 @@ class Tally:
         return f"{self.failures} file(s) failed{bugs}"
 
     def exit_code(self) -> int:
-        return 70 if self.bugs else 2 if self.bad else 0
+        """70 when prunesim failed on a file (a bug); else 0 when some file went through, 2 when none did."""
+        return 70 if self.bugs else 0 if self.done else 2
 
-    def per_file(self, sources, process, commit, discard=None) -> None:
+    def per_file(self, sources, process, commit, discard=None, tick=None) -> None:
         """Process ``(path, workload or error)`` pairs, committing each file's results only when all its runs
         went through: a JSON-lines file with a bad run in it contributes nothing, as a bad file of one run.
 
         ``process(data)`` returns a result or raises (a UserError is bad input, anything else a bug);
-        ``commit(path, results)`` gives a file's results out; ``discard(path)`` drops what a failed file made.
+        ``commit(path, results)`` gives a file's results out; ``discard(path)`` drops what a failed file made;
+        ``tick()`` is called once per file, done or failed (a progress bar).
         """
         current, results, dead = None, [], None
 
@@ -112,6 +119,8 @@ class Tally:
             if current is not None and current != dead:
                 commit(current, results)
                 self.ok()
+                if tick is not None:
+                    tick()
 
         for path, data in sources:
             if path != current:
@@ -133,6 +142,8 @@ class Tally:
             dead, results = path, []
             if discard is not None:
                 discard(path)
+            if tick is not None:
+                tick()
         close()
 
 
@@ -168,3 +179,78 @@ def _size(n: int) -> str:
         if n >= scale:
             return f"{n / scale:,.1f} {unit}"
     return f"{n / 2**20:,.0f} MB"
+
+
+# -- folders of transcripts -----------------------------------------------------------
+PROGRESS_MIN_FILES = 5  # a folder of more files than this shows a progress bar (on a terminal)
+
+
+def add_transcript_options(parser: argparse.ArgumentParser) -> None:
+    """--tokenizer, --calibration and --sidechains: how transcripts are read and sized."""
+    from prunesim.io.transcripts import tokens
+
+    parser.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    parser.add_argument("--calibration", default="auto", metavar="auto|none|FILE",
+                        help="size parts for the transcript's model: auto (the shipped profiles, default), "
+                             "none (raw counts) or a calibration file from fidelity --fit-out")
+    parser.add_argument("--sidechains", default="separate", choices=("separate", "skip"),
+                        help="Claude Code subagent conversations: their own workloads (default) or left out")
+
+
+def check_transcript_options(args) -> None:
+    from prunesim.io.transcripts import calibration, tokens
+
+    tokens.get_counter(args.tokenizer)
+    calibration.check_setting(args.calibration, args.tokenizer)
+
+
+def progress(total: int, unit: str = "file"):
+    """A tqdm bar on stderr for a folder of more than a few files (when stderr is a terminal), else a no-op."""
+    import sys
+
+    if total <= PROGRESS_MIN_FILES or not sys.stderr.isatty():
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=False)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def report_line(bar, kind: str, text: str) -> None:
+    """One line on stderr (``prunesim: error: ...``) that does not break the progress bar."""
+    say(bar, f"prunesim: {kind}: {text}", err=True)
+
+
+def say(bar, line: str, err: bool = False) -> None:
+    """Print a line to stdout (or stderr) above the progress bar, if one is shown."""
+    import sys
+
+    stream = sys.stderr if err else sys.stdout
+    if isinstance(bar, _NoBar):
+        print(line, file=stream)
+    else:
+        from tqdm import tqdm
+
+        tqdm.write(line, file=stream)
+
+
+def print_notes(policies: list[str], scenario, tools: frozenset[str] | None = None) -> None:
+    """Each policy's warnings about this scenario (and the transcripts' tools), one line each on stderr."""
+    from prunesim.policies import get_policy
+
+    for name in policies:
+        for note in get_policy(name).notes(scenario, tools):
+            print(f"prunesim: warning: {note}", file=sys.stderr)

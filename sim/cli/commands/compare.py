@@ -6,16 +6,16 @@ import json
 import math
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets
-from prunesim.errors import UserError
+from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets, print_notes
 from prunesim.io.atomic import json_ready
+from prunesim.policies import parse_names
 from prunesim.studies.compare import compare
 
 
 def register(sub) -> None:
     p = sub.add_parser("compare", help="run a scenario under several policies and print the metrics side by side")
     p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
-    p.add_argument("--policies", default="naive,slack-gated", help="comma-separated policy names "
+    p.add_argument("--policies", default="naive,slack-gated", help="comma-separated policy names, or all "
                    "(default: naive,slack-gated)")
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer")
     add_set(p)
@@ -23,19 +23,11 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def parse_policies(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",")]
-    if not text.strip() or any(not n for n in names):
-        raise UserError("--policies", text, "expected a comma-separated list of policy names")
-    if len(set(names)) != len(names):
-        raise UserError("--policies", text, "a policy is named twice")
-    return names
-
-
 def main(args) -> int:
-    policies = parse_policies(args.policies)
+    policies = parse_names(args.policies)
     seeds = parse_seeds(args.seeds)
     scenario = api.load_scenario(args.scenario, parse_sets(args.set))
+    print_notes(policies, scenario)
     result = compare(scenario, policies, seeds)
     if args.json:
         print(json.dumps(json_ready(result), indent=2, sort_keys=True))

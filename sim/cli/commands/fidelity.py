@@ -1,26 +1,37 @@
-"""prunesim fidelity: replayed utilization against the API's own prompt-token counts."""
+"""prunesim fidelity: replayed context against the API's own prompt-token counts, cross-validated; and the
+prompt-cache model and dollars against the recorded bills, out of sample (prunesim.studies.cache_fidelity)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import Tally, add_set, parse_sets
+from prunesim.cli.commands._common import (
+    Tally,
+    add_transcript_options,
+    check_transcript_options,
+    non_negative_int,
+    progress,
+    report_line,
+)
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
-from prunesim.io.scenario_files import load
-from prunesim.io.transcripts import tokens
-from prunesim.studies.fidelity import calls_of, report
-from prunesim.studies.transcript_replay import iter_sources
+from prunesim.studies import cache_fidelity
+from prunesim.studies.fidelity import DEFAULT_FOLDS, Study, write_profiles
+from prunesim.studies.transcript_replay import expand
 
 
 def register(sub) -> None:
     p = sub.add_parser("fidelity", help="compare replayed window sizes with the API's prompt-token counts")
     p.add_argument("dir", type=Path, help="a folder (or file) of transcripts and/or workload files")
-    p.add_argument("--scenario", default="transcript", help="scenario (default: transcript)")
-    add_set(p)
-    p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    add_transcript_options(p)
+    p.add_argument("--folds", type=non_negative_int, default=DEFAULT_FOLDS,
+                   help=f"cross-validation folds per model family (default {DEFAULT_FOLDS}; 0 or 1: none)")
+    p.add_argument("--fit-out", type=Path, metavar="FILE",
+                   help="also fit a calibration on the whole folder and write it (for --calibration FILE)")
+    p.add_argument("--fit-on", type=Path, metavar="DIR",
+                   help="fit the prompt-cache parameters on this folder and judge every run of DIR with them "
+                        "(default: leave-one-out within DIR)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=main)
 
@@ -28,37 +39,70 @@ def register(sub) -> None:
 def main(args) -> int:
     if not args.dir.exists():
         raise UserError(str(args.dir), None, "no such file or folder")
-    base = load(args.scenario, parse_sets(args.set))
-    tokens.get_counter(args.tokenizer)
-    tally = Tally()
-    calls, skipped = [], [0]
+    if args.fit_on is not None and not args.fit_on.exists():
+        raise UserError("--fit-on", str(args.fit_on), "no such file or folder")
+    check_transcript_options(args)
+    if args.fit_out is not None and args.fit_out.is_dir():
+        raise UserError("--fit-out", str(args.fit_out), "is a folder; give a file")
+    files = expand([args.dir])
+    if not files:
+        raise UserError(str(args.dir), None, "no transcript or workload files found")
+    reported: set[str] = set()
+    with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
+        tally = Tally(bar)
 
-    def commit(path, results) -> None:
-        for c in results:
-            if c is None:
-                skipped[0] += 1
-            else:
-                calls.append(c)
+        def on_error(path, err) -> None:  # bad input is one line; a bug on one file gets a crash report
+            reported.add(str(path))
+            tally.failed(path, err)
 
-    tally.per_file(iter_sources([args.dir], args.tokenizer), lambda data: calls_of(data, base), commit)
-    skipped = skipped[0]
-    rep = report(calls, args.tokenizer, skipped)
+        rep = study.run(files, on_error=on_error, on_warning=lambda w: report_line(bar, "warning", w),
+                        tick=bar.update)
+        if args.fit_out is not None and study.entries:
+            write_profiles(args.fit_out, study.fit_all())
+        cache = cache_fidelity.report(args.dir, args.fit_on)
+        for failure in cache.pop("failed"):  # a file both readers failed on is reported once
+            if isinstance(failure, tuple):  # (path, exception): a bug met on that file
+                tally.failed(*failure)
+            elif not any(failure.startswith(path) for path in reported):
+                report_line(bar, "error", failure)
     if args.json:
+        keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
+        rep.update({k: cache[k] for k in keys})
+        rep["cache"] = cache
         print(json.dumps(json_ready(rep), indent=2, sort_keys=True))
     else:
         print(format_report(rep))
-    if tally.failures:
-        print(f"fidelity read {tally.done} file(s); {tally.summary()}", file=sys.stderr)
-    return tally.exit_code()
+        print(cache_fidelity.format_report(cache))
+    if tally.bugs:
+        return 70
+    if study.imported == 0:
+        return 2
+    return 0
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
 
 
 def format_report(rep: dict) -> str:
-    lines = [f"fidelity ({rep['tokenizer']} tokens): {rep['transcripts']} transcript(s) with API prompt counts, "
-             f"{rep['skipped']} without"]
-    for model, a in rep["scale"].items():
-        lines.append(f"  scale {model or '(unknown model)'}: {a:.4f}")
+    lines = [f"fidelity ({rep['tokenizer']} tokens, calibration {rep['calibration']}): {rep['transcripts']} "
+             f"transcript(s) with API prompt counts, {rep['skipped']} without, {rep['failed']} file(s) failed; "
+             f"{rep['anchored_calls']} of {rep['calls'] + rep['anchored_calls']} counted calls anchored"]
     for r in rep["per_transcript"]:
-        lines.append(f"  {r['transcript']:40s} {r['calls']:4d} calls  error {100 * r['error']:.2f}%")
+        lines.append(f"  {r['transcript'][:48]:48s} {r['calls']:4d} calls  error {_pct(r['error']):>7s} "
+                     f"cross-validated, {_pct(r['error_as_imported']):>7s} as imported")
+    for g in rep["profiles"]:
+        cv, imp = g["cross_validated"], g["as_imported"]
+        lines.append(f"profile {g['profile']}: {g['transcripts']} transcript(s); cross-validated median "
+                     f"{_pct(cv['median_error'])}, p90 {_pct(cv['p90_error'])}; as imported median "
+                     f"{_pct(imp['median_error'])}, p90 {_pct(imp['p90_error'])}")
+    for c in rep["compactions"]:
+        lines.append(f"compaction in {c['transcript']} before call {c['turn']} ({c['trigger']}): runtime counted "
+                     f"{c['pre_tokens']}, API prompt before {c['api_prompt_before']}, ours {c['ours_before']}, "
+                     f"API prompt after {c['api_prompt_after']}")
     if rep["transcripts"]:
-        lines.append(f"median error {100 * rep['median_error']:.2f}%, p90 error {100 * rep['p90_error']:.2f}%")
+        cv = rep["cross_validated"]
+        what = (f"cross-validated over {rep['folds']} folds" if rep["headline"] == "cross_validated" else
+                f"as imported; {cv['transcripts']} transcript(s) cross-validated, too few to lead")
+        lines.append(f"median error {_pct(rep['median_error'])}, p90 error {_pct(rep['p90_error'])} ({what})")
     return "\n".join(lines)

@@ -5,10 +5,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from prunesim.cli.commands._common import Tally, out_arg
+from prunesim.cli.commands._common import (
+    Tally,
+    add_transcript_options,
+    check_transcript_options,
+    out_arg,
+    progress,
+    report_line,
+    say,
+)
 from prunesim.errors import UserError
 from prunesim.io import output
-from prunesim.io.transcripts import tokens
 from prunesim.io.transcripts import workload as wl
 from prunesim.studies.transcript_replay import expand, iter_sources
 
@@ -17,8 +24,9 @@ def register(sub) -> None:
     p = sub.add_parser("import", help="convert agent transcripts into prunesim workload files")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="transcript files or folders of them")
     p.add_argument("--out", type=out_arg, required=True,
-                   help="a .jsonl file when one workload results, else a folder (NAME.workload.jsonl per run)")
-    p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+                   help="a .jsonl file (or a device or pipe) when one workload results, else a folder "
+                        "(NAME.workload.jsonl per run); a trailing / always means a folder")
+    add_transcript_options(p)
     p.set_defaults(func=main)
 
 
@@ -38,45 +46,61 @@ def _single_file_target(text: str, files: list[Path]) -> bool:
 
 
 def main(args) -> int:
-    tokens.get_counter(args.tokenizer)
+    check_transcript_options(args)
     files = expand(args.paths)
     if not files:
         raise UserError("import", None, "no transcript files found")
-    if _single_file_target(args.out, files):
-        return _import_one(args, files)
-    return _import_folder(args, files)
+    single = _single_file_target(args.out, files)
+    if not single:
+        output.check_folder(args.out, "--out")
+    sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
+                           transcripts_only=True)
+    with progress(len(files)) as bar:
+        tally = Tally(bar)
+        if single:
+            written = _import_one(args, sources, tally, bar)
+        else:
+            written = _import_folder(args, sources, tally, bar)
+    print(f"imported {written} workload(s) from {len(files)} file(s); {tally.summary()}"
+          + ("; nothing written" if not written else ""))
+    return tally.exit_code()
 
 
 def _describe(target, data: wl.WorkloadData) -> str:
     h = data.header
-    return f"{target}: {h['format']}, {h['turns']} turns, {h['parts']} parts, {h['repeats']} repeats"
+    return (f"{target}: {h['format']}, {h['turns']} turns, {h['parts']} parts, {h['repeats']} repeats, "
+            f"calibration {h['calibration']}")
 
 
-def _import_one(args, files: list[Path]) -> int:
+def _warn(bar, data: wl.WorkloadData) -> None:
+    for w in data.warnings:
+        report_line(bar, "warning", w)
+
+
+def _import_one(args, sources, tally: Tally, bar) -> int:
     """One transcript file holding one run into one workload file; nothing is written unless it all worked."""
-    tally = Tally()
-    sources = iter_sources(files, args.tokenizer)
     path, first = next(sources)
     if isinstance(first, Exception):
         tally.failed(path, first)
-        return tally.exit_code()
+        return 0
     second = next(sources, None)
     if second is not None:  # read before anything is written: a second run means the target is wrong
         raise UserError(str(path), None, "holds several runs; give --out a folder")
+    _warn(bar, first)
     wl.write(Path(args.out), first)
-    print(_describe(args.out, first))
-    print("imported 1 workload(s); 0 file(s) failed")
-    return 0
+    tally.ok()
+    bar.update()
+    say(bar, _describe(args.out, first))
+    return 1
 
 
 class _NothingImported(Exception):
     """Leaves the staging folder unused: no output folder appears when no file could be imported."""
 
 
-def _import_folder(args, files: list[Path]) -> int:
+def _import_folder(args, sources, tally: Tally, bar) -> int:
     """Every run into ``--out/NAME.workload.jsonl``; the folder appears (or gains its files) only at the end,
     and a file with a bad run in it contributes no workload."""
-    tally = Tally()
     out = Path(args.out)
     used: set[str] = set()
     lines: list[str] = []
@@ -84,16 +108,19 @@ def _import_folder(args, files: list[Path]) -> int:
         with output.folder(out, flag="--out") as staging:
             held = staging / ".one-file"  # a file's workloads wait here until all its runs are read
 
-            def process(data: wl.WorkloadData) -> str:
+            def process(data: wl.WorkloadData) -> tuple[str, list[str]]:
                 held.mkdir(exist_ok=True)
                 name = _unique(f"{data.name}.workload.jsonl", used)
                 wl.write(held / name, data)
-                return _describe(out / name, data)
+                return _describe(out / name, data), data.warnings
 
             def commit(path, results) -> None:
                 for entry in sorted(held.iterdir()) if held.exists() else ():
                     entry.rename(staging / entry.name)
-                lines.extend(results)
+                for line, warnings in results:
+                    for w in warnings:
+                        report_line(bar, "warning", w)
+                    lines.append(line)
 
             def discard(path) -> None:
                 if held.exists():
@@ -101,7 +128,7 @@ def _import_folder(args, files: list[Path]) -> int:
                         used.discard(entry.name)
                     shutil.rmtree(held)
 
-            tally.per_file(iter_sources(files, args.tokenizer), process, commit, discard)
+            tally.per_file(sources, process, commit, discard, tick=bar.update)
             if held.exists():
                 held.rmdir()
             if not lines:
@@ -109,10 +136,8 @@ def _import_folder(args, files: list[Path]) -> int:
     except _NothingImported:
         pass
     for line in lines:
-        print(line)
-    written = len(lines)
-    print(f"imported {written} workload(s); {tally.summary()}" + ("; nothing written" if not written else ""))
-    return tally.exit_code()
+        say(bar, line)
+    return len(lines)
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -15,6 +15,8 @@ def main(args) -> int:
     for name, description in api.list_scenarios().items():
         print(f"  {name:24s} {description}")
     print("policies:")
-    for name, summary in api.list_policies().items():
-        print(f"  {name:24s} {summary}")
+    policies = api.list_policies()
+    width = max(24, *(len(name) for name in policies))
+    for name, summary in policies.items():
+        print(f"  {name:{width}s} {summary}")
     return 0

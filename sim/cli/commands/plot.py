@@ -16,7 +16,8 @@ def _common(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plot", help="plot traces, pass ledgers, sweep curves and phase diagrams from result files")
+    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves, phase diagrams and "
+                                     "leaderboards from result files")
     kinds = p.add_subparsers(dest="plot", metavar="KIND", parser_class=type(p))
     kinds.required = True
 
@@ -31,12 +32,26 @@ def register(sub) -> None:
     _common(led)
     led.set_defaults(func=main_ledger)
 
+    be = kinds.add_parser("breakeven", help="cumulative cost of two runs of one workload, and each pass's "
+                                            "break-even turn")
+    be.add_argument("runs", nargs=2, type=Path, metavar="RUN_DIR", help="two runs of the same scenario and seed")
+    _common(be)
+    be.set_defaults(func=main_breakeven)
+
     s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95%% band")
     s.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
     s.add_argument("--metric", required=True, help="a column of runs.csv (see prunesim metrics)")
     s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several)")
     _common(s)
     s.set_defaults(func=main_sweep)
+
+    pa = kinds.add_parser("pareto", help="a leaderboard's cost against re-retrievals, one point per policy with "
+                          "its intervals")
+    pa.add_argument("leaderboard", type=Path, metavar="LEADERBOARD", help="leaderboard.csv or the folder holding it")
+    pa.add_argument("--x", default="input_ratio", help="the figure across (default input_ratio)")
+    pa.add_argument("--y", default="re_retrievals", help="the figure up (default re_retrievals)")
+    _common(pa)
+    pa.set_defaults(func=main_pareto)
 
     ph = kinds.add_parser("phase", help="a metric over two grid parameters, with the headroom = overhead boundary")
     ph.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
@@ -91,6 +106,15 @@ def main_ledger(args) -> int:
     return _write(ledger_figure(run), target)
 
 
+def main_breakeven(args) -> int:
+    from prunesim.plots.breakeven import breakeven_figure
+    from prunesim.plots.io import read_run
+
+    a, b = (read_run(p, need=("ledger", "calls")) for p in args.runs)
+    target = _target(args, args.runs[0], f"breakeven-{a.policy}-{b.policy}")
+    return _write(breakeven_figure(a, b), target)
+
+
 def main_sweep(args) -> int:
     from prunesim.plots.io import read_sweep
     from prunesim.plots.sweep import choose_x, sweep_figure
@@ -118,4 +142,13 @@ def main_phase(args) -> int:
     target = _target(args, args.sweep, f"phase-{args.metric}-{args.x}-{args.y}")
     sweep = read_sweep(args.sweep)
     fig = phase_figure(sweep, args.x, args.y, args.metric, stat=args.stat, policy=args.policy, fix=_fixes(args.fix))
+    return _write(fig, target)
+
+
+def main_pareto(args) -> int:
+    from prunesim.plots.pareto import pareto_figure, read_leaderboard
+
+    board = read_leaderboard(args.leaderboard)
+    target = _target(args, board.path.parent, f"pareto-{args.x}-{args.y}")
+    fig = pareto_figure(board, args.x, args.y)
     return _write(fig, target)

@@ -7,15 +7,25 @@ import io
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import Tally, add_set, non_negative_int, out_arg, parse_sets
+from prunesim.cli.commands._common import (
+    Tally,
+    add_set,
+    add_transcript_options,
+    check_transcript_options,
+    non_negative_int,
+    out_arg,
+    parse_sets,
+    print_notes,
+    progress,
+    report_line,
+)
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
-from prunesim.io.transcripts import tokens
 from prunesim.observe.metrics import METRIC_NAMES
-from prunesim.policies import get_policy
-from prunesim.studies.transcript_replay import REPLAY_METRICS, iter_sources, replay
+from prunesim.policies import parse_names
+from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "repeats")
 COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) + tuple(
@@ -26,11 +36,11 @@ COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) +
 def register(sub) -> None:
     p = sub.add_parser("replay-dir", help="replay a folder of transcripts or workloads under several policies")
     p.add_argument("dir", type=Path, help="a folder of transcripts and/or workload files (searched recursively)")
-    p.add_argument("--policies", required=True, help="comma-separated policy names")
+    p.add_argument("--policies", required=True, help="comma-separated policy names, or all")
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
-    p.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
+    add_transcript_options(p)
     p.add_argument("--out", type=out_arg, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
 
@@ -38,13 +48,9 @@ def register(sub) -> None:
 def main(args) -> int:
     if not args.dir.is_dir():
         raise UserError(str(args.dir), None, "is not a folder")
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    if not policies:
-        raise UserError("--policies", args.policies, "no policy named")
-    for name in policies:
-        get_policy(name)
+    policies = parse_names(args.policies)
     base = load(args.scenario, parse_sets(args.set))
-    tokens.get_counter(args.tokenizer)
+    check_transcript_options(args)
     if args.out is None:
         return _replay_all(args, base, policies, _Stdout())[0]
     if output.names_folder(args.out) or output.kind_of(Path(args.out)) == "folder":
@@ -65,21 +71,33 @@ class _Stdout:
 
 def _replay_all(args, base, policies, out) -> tuple[int, int]:
     """Replay every source under every policy; a file's rows go to ``out`` only when all its runs replayed."""
-    tally = Tally()
-    written = {"rows": 0}
+    files = expand([args.dir])
+    tools: set[str] = set()
+    written = {"rows": 0, "workloads": 0}
+    with progress(len(files)) as bar:
+        tally = Tally(bar)
 
-    def process(data) -> list[str]:
-        return [_row(data, base, policy, args.seed) for policy in policies]
+        def process(data) -> tuple[list[str], list[str], set[str]]:
+            rows = [_row(data, base, policy, args.seed) for policy in policies]
+            return rows, data.warnings, {p["tool"] for p in data.parts if p.get("tool")}
 
-    def commit(path, results) -> None:
-        lines = [line for rows in results for line in rows]
-        if lines and not written["rows"]:  # the header only once there is a row: no rows, nothing written
-            out.write(_csv_line(COLUMNS))
-        out.write("".join(lines))
-        written["rows"] += len(lines)
+        def commit(path, results) -> None:
+            lines = [line for rows, _, _ in results for line in rows]
+            for _, warnings, used in results:
+                for w in warnings:
+                    report_line(bar, "warning", w)
+                tools.update(used)
+            if lines and not written["rows"]:  # the header only once there is a row: no rows, nothing written
+                out.write(_csv_line(COLUMNS))
+            out.write("".join(lines))
+            written["rows"] += len(lines)
+            written["workloads"] += len(results)
 
-    tally.per_file(iter_sources([args.dir], args.tokenizer), process, commit)
-    print(f"replayed {written['rows']} row(s) from {tally.done} file(s); {tally.summary()}", file=sys.stderr)
+        sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files)
+        tally.per_file(sources, process, commit, tick=bar.update)
+    print_notes(policies, base, frozenset(tools))
+    print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
+          f"{tally.summary()}", file=sys.stderr)
     return tally.exit_code(), written["rows"]
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, non_negative_int, out_arg, parse_sets, warn_memory
+from prunesim.cli.commands._common import add_set, non_negative_int, out_arg, parse_sets, print_notes, warn_memory
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -43,6 +43,7 @@ def main(args) -> int:
             get_policy(args.policy)
         warn_memory(scenario.turns, recorded=out is not None)
         result = api.run(scenario, policy=args.policy, seed=args.seed, trace=trace)
+    print_notes([result.policy], result.scenario)
     if out is not None:
         api.write(result, out)
     if args.json:
@@ -99,5 +100,12 @@ def format_summary(result) -> str:
         lines.append(
             f"  gate          ran {gate[0]}; refused: over budget {gate[1]}, no slack to decide {gate[2]}, "
             f"nothing worth pruning {gate[3]}"
+        )
+    if s.get("clearings") or s.get("compactions") or s.get("memory_warnings"):
+        lines.append(
+            f"  edits         clearings {s['clearings']} ({s['cleared_spans']} spans, {s['cleared_tokens']} tokens "
+            f"net, placeholders {s['placeholder_tokens']} tokens at the end); compactions {s['compactions']} "
+            f"(summaries {s['summary_tokens']} tokens, content kept {s['summary_kept_spans']}, dropped "
+            f"{s['summary_dropped_spans']}); warnings {s['memory_warnings']}"
         )
     return "\n".join(lines)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import add_set, out_arg, parse_seeds, parse_sets, warn_memory
 from prunesim.errors import UserError
-from prunesim.studies.grid import parse_axes
+from prunesim.policies import parse_names
+from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.sweep import EXECUTORS, RUNS_FILE, execute, plan_sweep
 
 
@@ -26,7 +28,7 @@ def register(sub) -> None:
         help="a scenario parameter (dotted names too) and its values: a range A:B:STEP (both ends included "
         "when the step lands on them) or a list a,b,c; repeatable (the cartesian product is run)",
     )
-    p.add_argument("--policies", help="comma-separated policy names (default: the scenario's policy)")
+    p.add_argument("--policies", help="comma-separated policy names, or all (default: the scenario's policy)")
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer (default 0:100)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: every core)")
     add_set(p)
@@ -42,11 +44,7 @@ def main(args) -> int:
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
     if jobs < 1:
         raise UserError("--jobs", str(args.jobs), "must be at least 1")
-    policies = None
-    if args.policies is not None:
-        policies = [p.strip() for p in args.policies.split(",")]
-        if not all(policies):
-            raise UserError("--policies", args.policies, "has an empty name")
+    policies = parse_names(args.policies) if args.policies is not None else None
     plan = plan_sweep(
         args.scenario,
         parse_axes(args.grid),
@@ -54,6 +52,8 @@ def main(args) -> int:
         parse_seeds(args.seeds),
         parse_sets(args.set),
     )
+    for line in inert_axes(plan.axes, plan.policies):  # before any run: an axis that moves nothing is a mistake
+        print(line, file=sys.stderr)
     warn_memory(max(sc.turns for sc in plan.scenarios), recorded=args.traces, runs_at_once=jobs)
     stats = execute(
         plan,

@@ -18,6 +18,9 @@ Formats (see docs/transcripts.md):
   ``observation``/``content``).
 * ``openai``: a plain message list ``[{role, content, tool_calls}, {role: "tool"}]``
   (or ``{"messages": [...]}`` holding such a list).
+* ``claude-code`` and ``codex``: session files of one record per line, parsed
+  in their own modules (:mod:`.claude_code`, :mod:`.codex`) and detected here
+  from their first records.
 
 Every problem is a :class:`sim.errors.UserError` naming the file.
 """
@@ -31,9 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError, json_problem
+from prunesim.io.transcripts import usage as usage_fields
+from prunesim.io.transcripts.jsonl import peek_records
 from prunesim.io.transcripts.keys import command_key, tool_key
 
-FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai")
+FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai", "claude-code", "codex")
 TOO_DEEP = "JSON nested too deeply to read"
 MAX_COUNT = 10**12  # a token count above this is not a real API's: treated as not recorded
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
@@ -42,10 +47,14 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
 @dataclass(slots=True)
 class Part:
     turn: int
-    kind: str  # system, user, reasoning, tool_call, tool_output
+    kind: str  # system, user, reasoning, tool_call, tool_output, summary
     text: str
     key: str = ""
     tool: str = ""
+    tokens: int | None = None  # a size the source records or documents: the text is not counted
+    extra_tokens: int = 0  # documented tokens beside the text (an image in a tool result)
+    dropped_at: int = 0  # the runtime removed it before model call ``dropped_at`` (0: never)
+    hidden: bool = False  # billed but never written to the file (system prompt, tools): sized from usage
 
 
 @dataclass
@@ -56,6 +65,11 @@ class Transcript:
     model: str = ""
     parts: list[Part] = field(default_factory=list)
     prompt_tokens: dict[int, int] = field(default_factory=dict)
+    usage: dict[int, dict] = field(default_factory=dict)  # call -> recorded usage (workload.USAGE_FIELDS)
+    kept_output: dict[int, int] = field(default_factory=dict)  # call -> output tokens that stay in the prompt
+    events: list[dict] = field(default_factory=list)  # runtime events (compactions), see workload.py
+    context_window: int | None = None  # the model's window, where the runtime records it
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def turns(self) -> int:
@@ -107,8 +121,24 @@ def is_jsonl(path: Path) -> bool:
     return False
 
 
-def iter_transcripts(path: Path) -> Iterator[Transcript]:
-    """The runs in one file, one at a time (a JSON-lines file is read line by line)."""
+def session_format(path: Path) -> str:
+    """``claude-code`` or ``codex`` when a JSON-lines file is a runtime's session log, else ""."""
+    from prunesim.io.transcripts import claude_code, codex
+
+    records = peek_records(path)
+    if claude_code.looks_like(records):
+        return "claude-code"
+    if codex.looks_like(records):
+        return "codex"
+    return ""
+
+
+def iter_transcripts(path: Path, sidechains: str = "separate") -> Iterator[Transcript]:
+    """The runs in one file, one at a time (a JSON-lines file is read line by line).
+
+    ``sidechains`` (Claude Code subagents): ``separate`` imports each as its own
+    transcript, ``skip`` leaves them out.
+    """
     path = Path(path)
     where = str(path)
     if path.is_dir():
@@ -116,6 +146,17 @@ def iter_transcripts(path: Path) -> Iterator[Transcript]:
     if not path.exists():
         raise UserError(where, None, "no such file")
     if is_jsonl(path):
+        fmt = session_format(path)
+        if fmt == "claude-code":
+            from prunesim.io.transcripts import claude_code
+
+            yield from claude_code.parse(path, sidechains)
+            return
+        if fmt == "codex":
+            from prunesim.io.transcripts import codex
+
+            yield from codex.parse(path)
+            return
         yield from _iter_jsonl(path)
         return
     data = _load_json(read_text(path), where)
@@ -177,7 +218,8 @@ def parse_document(data, path: Path, line: int | None = None) -> Transcript:
     fmt = detect(data)
     if not fmt:
         raise UserError(where, None, "unknown transcript format (expected mini-swe-agent, SWE-agent, "
-                                     "OpenHands or an OpenAI-style message list)")
+                                     "OpenHands, an OpenAI-style message list, a Claude Code session "
+                                     "or a Codex rollout)")
     stem = _stem(path.name)
     name = stem if line is None else _run_name(data, stem, line)
     source = path.name if line is None else f"{path.name}:{line}"
@@ -287,6 +329,7 @@ def _mini(data: dict, t: Transcript) -> None:
             prompt = _int(usage.get("prompt_tokens"))
             if prompt is not None:
                 t.prompt_tokens[turn] = prompt
+            _record_usage(t, turn, usage_fields.from_openai(usage))
             model = response.get("model")
             if isinstance(model, str) and not t.model:
                 t.model = model
@@ -299,6 +342,20 @@ def _mini(data: dict, t: Transcript) -> None:
         cfg = _dict(_dict(_dict(data.get("info")).get("config")).get("model"))
         if isinstance(cfg.get("model_name"), str):
             t.model = cfg["model_name"]
+
+
+def _record_usage(t: Transcript, turn: int, fields: dict) -> None:
+    """Keep a call's usage; chat-completions APIs do not send reasoning back, so the kept output excludes it.
+
+    mini-swe-agent's dev runs confirm it: a call's prompt grows by the previous
+    call's completion tokens less its reasoning tokens (docs/transcripts.md).
+    """
+    if not fields:
+        return
+    t.usage[turn] = fields
+    out, reasoning = fields.get("output_tokens"), fields.get("reasoning_tokens", 0)
+    if out is not None and reasoning <= out:
+        t.kept_output[turn] = out - reasoning
 
 
 # -- SWE-agent ----------------------------------------------------------------

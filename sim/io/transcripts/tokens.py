@@ -12,7 +12,7 @@ Three counters, chosen by name (``--tokenizer``):
   is what the mini-swe-agent samples show for their model; it misjudges text
   whose mix of prose, code and numbers differs from that.
 * ``o200k_base`` / ``cl100k_base``: exact BPE counts with OpenAI's encodings,
-  from the optional ``bpe-openai`` package (``pip install prunesim[tokens]``).
+  from the ``bpe-openai`` package.
   It ships both encodings inside its wheel, so it works offline; ``tiktoken``
   downloads its encoding files on first use and fails without network. The
   encoder refuses long inputs (a million characters, or 200,000 tokens), so
@@ -21,6 +21,10 @@ Three counters, chosen by name (``--tokenizer``):
   pre-tokenizers never join across such a point, so the count is the one a
   single call would give. Only text with no such point in 16,384 characters
   (a base64 blob) is cut anywhere, which can shift its count by a token.
+
+These are raw counts in the counter's own units. What a given model's API
+bills for a message (its tokenizer, the framing around each message) is the
+job of :mod:`.calibration`, which works on :func:`features` of the text.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import math
 import re
 from collections.abc import Callable, Iterator
 
+import numpy as np
 from prunesim.errors import UserError
 
 DEFAULT = "pieces"
@@ -63,6 +68,65 @@ def count_chars(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
 
 
+# Pieces classes for calibration (see features()): a linear model over these fits a
+# provider's tokenizer far better than one scale on a single count.
+PIECE_FEATURES = ("newlines", "blanks", "digit_runs", "digits", "words", "letters", "long_word_letters",
+                  "other_letters", "symbols")
+LONG_WORD = 8
+
+
+# Character classes: 0 ASCII letter, 1 digit, 2 newline, 3 other blank, 4 symbol (underscore too), 5 other letter.
+_ASCII_CLASS = np.full(128, 4, np.int8)
+for _c in range(128):
+    _ch = chr(_c)
+    _ASCII_CLASS[_c] = 0 if _ch.isalpha() else 1 if _ch.isdigit() else 2 if _ch == "\n" else 3 if _ch.isspace() else 4
+
+
+def _class_of(ch: str) -> int:
+    return 5 if ch.isalpha() else 1 if ch.isdigit() else 3 if ch.isspace() else 4
+
+
+def piece_features(text: str) -> tuple[int, ...]:
+    """Counts of the pieces' classes: newlines, blank characters in runs of two or more (newlines aside),
+    digit runs and digits, ASCII words (runs of ASCII letters) and their letters, letters of words beyond
+    LONG_WORD, letters outside ASCII, and other visible characters (punctuation, symbols, underscores).
+
+    Computed on the array of code points, so that a long output stays fast.
+    """
+    if not text:
+        return (0,) * len(PIECE_FEATURES)
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    cls = np.empty(len(codes), np.int8)
+    low = codes < 128
+    cls[low] = _ASCII_CLASS[codes[low]]
+    if not low.all():
+        high = codes[~low]
+        uniq, inverse = np.unique(high, return_inverse=True)
+        cls[~low] = np.array([_class_of(chr(c)) for c in uniq.tolist()], np.int8)[inverse]
+    starts = np.flatnonzero(np.concatenate(([True], cls[1:] != cls[:-1])))
+    lengths = np.diff(np.append(starts, len(cls)))
+    kinds = cls[starts]
+    counts = np.bincount(cls, minlength=6)
+    blank_runs = lengths[kinds == 3]
+    word_runs = lengths[kinds == 0]
+    return (int(counts[2]), int(blank_runs[blank_runs >= 2].sum()), int((kinds == 1).sum()), int(counts[1]),
+            len(word_runs), int(counts[0]), int(np.maximum(word_runs - LONG_WORD, 0).sum()), int(counts[5]),
+            int(counts[4]))
+
+
+def features(tokenizer: str):
+    """A function text -> feature tuple for calibrating counts of ``tokenizer``: the piece classes for
+    ``pieces``, else the raw count alone."""
+    if tokenizer == DEFAULT:
+        return piece_features
+    count = get_counter(tokenizer)
+    return lambda text: (count(text),)
+
+
+def feature_names(tokenizer: str) -> tuple[str, ...]:
+    return PIECE_FEATURES if tokenizer == DEFAULT else (tokenizer,)
+
+
 def bpe_available() -> bool:
     try:
         import bpe_openai  # noqa: F401
@@ -81,7 +145,7 @@ BPE_CHUNK_CHARS = 32_768
 _CUT = re.compile(r" (?=\S)|(?<=\n)(?=\S)")
 
 
-def pieces(text: str, size: int = BPE_CHUNK_CHARS) -> Iterator[str]:
+def chunks(text: str, size: int = BPE_CHUNK_CHARS) -> Iterator[str]:
     """``text`` in consecutive pieces of at most ``size`` characters, each cut at the last word boundary
     (see ``_CUT``) in its second half; a piece with none there (a base64 blob) is cut at ``size``."""
     start, n = 0, len(text)
@@ -116,7 +180,7 @@ def get_counter(name: str = DEFAULT) -> Callable[[str], int]:
         encoding = bpe_openai.get_encoding(name)
 
         def count(text: str, _enc=encoding) -> int:
-            return sum(len(_enc.encode(piece, disallowed_special=())) for piece in pieces(text)) if text else 0
+            return sum(len(_enc.encode(chunk, disallowed_special=())) for chunk in chunks(text)) if text else 0
 
         _CACHE[name] = count
     return _CACHE[name]

@@ -2,34 +2,56 @@
 
 A workload file is one header record, then one record per message part::
 
-    {"type": "header", "prunesim_workload": 1, "name": ..., "source": ..., "format": ...,
-     "tokenizer": ..., "model": ..., "turns": N, "parts": M, "repeats": R,
-     "prompt_tokens": [p1, p2, ..., pN]}          # API prompt tokens per model call, null when unknown
+    {"type": "header", "prunesim_workload": 2, "name": ..., "source": ..., "format": ...,
+     "tokenizer": ..., "calibration": ..., "model": ..., "turns": N, "parts": M, "repeats": R,
+     "prompt_tokens": [p1, ..., pN],        # API prompt tokens per model call, null when unknown
+     "usage": [{...}, ..., null],           # per call: the recorded usage (usage.FIELDS), or null
+     "anchored_calls": [1, ...],            # calls whose own count sized hidden content
+     "context_window": 272000,              # the model's window, where the runtime records it
+     "events": [{"event": "compaction", "turn": 75, "trigger": "manual", "pre_tokens": 167766}, ...]}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 312}
+    {"type": "part", "turn": 0, "kind": "system", "tokens": 19000, "hidden": true, "sized_by": "usage"}
     {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash"}
-    {"type": "part", "turn": 1, "kind": "tool_output", "tokens": 420, "key": "cat setup.py", "digest": "..."}
+    {"type": "part", "turn": 1, "kind": "tool_output", "tokens": 420, "key": "cat setup.py", "digest": "...",
+     "dropped_at": 40}
 
 Turn 0 holds what the model saw before its first call (system prompt, task):
 it becomes the replay's initial spans, pinned. Turn ``k`` holds the ``k``-th
-model call's reasoning and tool calls, then what came back. Records carry no
-transcript text, only sizes and keys.
+model call's reasoning and tool calls, then what came back. A part with
+``dropped_at: k`` was removed by the runtime itself before call ``k`` (a
+recorded compaction, reasoning the API drops, content the runtime cleared
+unseen); the replay removes it there too. ``hidden`` parts were billed but
+never written to the file; ``sized_by`` says where a size that was not
+counted from text came from (``usage``: a recorded prompt count, see
+:mod:`.assemble`; ``recorded``: recorded output tokens; ``image``: an image's
+documented size). Events: ``compaction`` (recorded by the runtime; ``turn`` is
+the call it came before), ``injected`` and ``removed`` (inferred from the
+prompt counts, :mod:`.assemble`). Records carry no transcript text, only
+sizes and keys. Version 1 files (without the new fields) are still read.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic
+from prunesim.io.transcripts import assemble as asm
+from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
+from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
 from prunesim.model.workload import Arrival, TurnPlan
 
-VERSION = 1
-PART_KINDS = ("system", "user", "reasoning", "tool_call", "tool_output")
+VERSION = 2
+READS = (1, 2)
+PART_KINDS = ("system", "user", "reasoning", "tool_call", "tool_output", "summary")
+EVENTS = ("compaction", "injected", "removed")
 
 
 @dataclass
@@ -38,6 +60,7 @@ class WorkloadData:
 
     header: dict
     parts: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the import's, not written to the file
 
     @property
     def name(self) -> str:
@@ -59,17 +82,59 @@ def repeats_of(parts: list[dict]) -> int:
     return n
 
 
-def from_transcript(t: Transcript, count, tokenizer: str) -> WorkloadData:
-    parts = []
-    for p in t.parts:
-        rec = {"type": "part", "turn": p.turn, "kind": p.kind, "tokens": count(p.text)}
+def from_transcript(t: Transcript, tokenizer: str, calibration: str = "auto",
+                    sized: cal.Sized | None = None) -> WorkloadData:
+    """Size a transcript's parts (calibrated for its model, see :mod:`.calibration`) and put back
+    what the file does not show (:mod:`.assemble`)."""
+    chosen = cal.choose(t.model, t.format, tokenizer, calibration)
+    s = sized if sized is not None else cal.sized(t, tokenizer, raw=chosen is None)
+    sizes = np.rint(s.sizes(chosen))
+    out = asm.assemble(s.layout, sizes)
+    return build(t, tokenizer, chosen, s, sizes, out)
+
+
+def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.Sized, sizes: np.ndarray,
+          out: asm.Assembly) -> WorkloadData:
+    """The workload records of a sized and assembled transcript."""
+    dropped = s.layout.dropped_at.copy()
+    for k, chosen_parts, _ in out.removals:
+        for i in chosen_parts:
+            dropped[i] = k if not dropped[i] else min(dropped[i], k)
+    recorded_outputs = {i for i in range(len(t.parts)) if not math.isnan(s.fixed[i]) and t.parts[i].tokens is None}
+    keyed: list[tuple[tuple[int, int], dict]] = []
+    for i, p in enumerate(t.parts):
+        rec = {"type": "part", "turn": p.turn, "kind": p.kind}
+        if p.hidden:
+            rec["tokens"] = int(round(out.hidden_tokens))
+            rec["hidden"] = True
+            rec["sized_by"] = "usage"
+        else:
+            rec["tokens"] = int(sizes[i])
+            if i in recorded_outputs:
+                rec["sized_by"] = "recorded"
+            elif p.tokens is not None:  # encrypted reasoning sized from usage, or an image block
+                rec["sized_by"] = "recorded" if p.kind == "reasoning" else "image"
         if p.key:
             rec["key"] = p.key
         if p.tool:
             rec["tool"] = p.tool
         if p.kind == "tool_output":
             rec["digest"] = digest(p.text)
-        parts.append(rec)
+        if dropped[i]:
+            rec["dropped_at"] = int(dropped[i])
+        keyed.append(((p.turn, i), rec))
+    events = [dict(e) for e in t.events]
+    for k, tokens, dropped_at in out.injections:
+        rec = {"type": "part", "turn": k - 1, "kind": "user", "tokens": int(round(tokens)), "hidden": True,
+               "sized_by": "usage"}
+        if dropped_at:
+            rec["dropped_at"] = int(dropped_at)
+        keyed.append(((k - 1, len(t.parts) + k), rec))
+        events.append({"event": "injected", "turn": k, "tokens": int(round(tokens))})
+    for k, chosen_parts, tokens in out.removals:
+        events.append({"event": "removed", "turn": k, "tokens": int(round(tokens)), "parts": len(chosen_parts)})
+    events.sort(key=lambda e: (e["turn"], EVENTS.index(e["event"])))
+    parts = [rec for _, rec in sorted(keyed, key=lambda kr: kr[0])]
     turns = t.turns
     header = {
         "type": "header",
@@ -78,13 +143,40 @@ def from_transcript(t: Transcript, count, tokenizer: str) -> WorkloadData:
         "source": t.source,
         "format": t.format,
         "tokenizer": tokenizer,
+        "calibration": chosen.name if chosen else "none",
         "model": t.model,
         "turns": turns,
         "parts": len(parts),
         "repeats": repeats_of(parts),
         "prompt_tokens": [t.prompt_tokens.get(k) for k in range(1, turns + 1)] if t.prompt_tokens else None,
+        "usage": [t.usage.get(k) for k in range(1, turns + 1)] if t.usage else None,
+        "anchored_calls": [k + 1 for k in np.flatnonzero(out.anchored).tolist()],
+        "context_window": t.context_window,
+        "events": events,
     }
-    return WorkloadData(header, parts)
+    data = WorkloadData(header, parts)
+    if any(p.hidden for p in t.parts) and not out.hidden_at:
+        data.warnings.append(f"{t.source}: no recorded prompt counts, so the system prompt and tool definitions "
+                             "(never written to the file) are not counted")
+    return data
+
+
+def context_before_calls(data: WorkloadData) -> list[int]:
+    """Tokens in the prompt of each model call (index k-1), from the parts: what the no-op replay holds."""
+    T = data.turns
+    arrive = [0] * (T + 2)
+    leave = [0] * (T + 2)
+    for p in data.parts:
+        t = min(p["turn"] + 1, T + 1)
+        arrive[t] += p["tokens"]
+        d = p.get("dropped_at", 0)
+        if d:
+            leave[min(max(d, t), T + 1)] += p["tokens"]
+    out, x = [], 0
+    for k in range(1, T + 1):
+        x += arrive[k] - leave[k]
+        out.append(x)
+    return out
 
 
 def dumps(w: WorkloadData) -> str:
@@ -190,7 +282,7 @@ def _show(value) -> str:
 def _check_header(rec, where: str) -> dict:
     if not isinstance(rec, dict) or rec.get("type") != "header" or "prunesim_workload" not in rec:
         raise UserError(where, None, "not a prunesim workload (the first record must be its header)")
-    if type(rec["prunesim_workload"]) is not int or rec["prunesim_workload"] != VERSION:
+    if type(rec["prunesim_workload"]) is not int or rec["prunesim_workload"] not in READS:
         raise UserError(where, "prunesim_workload", f"unsupported version {_show(rec['prunesim_workload'])}")
     for key in ("name", "format", "tokenizer"):
         _text_field(rec, key, where, required=True)
@@ -213,6 +305,19 @@ def _check_header(rec, where: str) -> dict:
             if p is not None and not _count(p):
                 raise UserError(where, f"prompt_tokens[{i}]",
                                 f"must be an integer from 0 to {MAX_COUNT} or null (got {_show(p)})")
+    usage = rec.get("usage")
+    if usage is not None and (not isinstance(usage, list) or len(usage) != rec["turns"] or not all(
+            u is None or (isinstance(u, dict) and set(u) <= set(USAGE_FIELDS)
+                          and all(v is None or _count(v) for v in u.values())) for u in usage)):
+        raise UserError(where, "usage", f"must be null or a list of one object (fields {', '.join(USAGE_FIELDS)}, "
+                        "each a non-negative integer or null) or null per turn")
+    anchored = rec.get("anchored_calls", [])
+    if not isinstance(anchored, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in anchored):
+        raise UserError(where, "anchored_calls", "must be a list of call numbers")
+    events = rec.get("events", [])
+    if not isinstance(events, list) or not all(isinstance(e, dict) and e.get("event") in EVENTS and _count(
+            e.get("turn")) for e in events):
+        raise UserError(where, "events", f"must be a list of events ({', '.join(EVENTS)}) with a turn")
     return rec
 
 
@@ -230,6 +335,8 @@ def _check_part(rec, where: str) -> dict:
     for key in ("key", "tool", "digest"):
         if key in rec and (not isinstance(rec[key], str) or len(rec[key]) > MAX_TEXT):
             raise UserError(where, key, f"must be a string of at most {MAX_TEXT} characters (got {_show(rec[key])})")
+    if "dropped_at" in rec and not (_count(rec["dropped_at"]) and rec["dropped_at"] > rec["turn"]):
+        raise UserError(where, "dropped_at", "must be a call number after the part's turn")
     return rec
 
 
@@ -240,10 +347,13 @@ class TranscriptWorkload:
     Turn-0 parts are the initial spans, pinned. Each later turn's first
     reasoning, tool call and tool output fill the TurnPlan; every other part
     of the turn (more tool calls, their outputs, user messages) is an extra,
-    in transcript order. A part goes stale ``reasoning_stale_after`` (reasoning)
+    in transcript order. Tool calls and outputs carry their tool's name (an
+    output that names none takes its call's). A part goes stale ``reasoning_stale_after`` (reasoning)
     or ``output_stale_after`` (everything else) turns after it arrives, rounded;
     transcripts do not say when content stops being useful. Tool runs take no
-    simulated time: the transcript's own timing is not replayed.
+    simulated time: the transcript's own timing is not replayed. A part the
+    runtime dropped (``dropped_at: k``) carries the tag ``drop@k``, and turn
+    ``k``'s plan asks the engine to drop it before the model call.
     """
 
     def __init__(self, data: WorkloadData, reasoning_stale_after: float = 3.0, output_stale_after: float = 8.0):
@@ -251,23 +361,31 @@ class TranscriptWorkload:
         self.r_stale = max(1, round(reasoning_stale_after))
         self.o_stale = max(1, round(output_stale_after))
 
-    def _arrival(self, p: dict, pinned: bool = False) -> Arrival:
+    def _arrival(self, p: dict, pinned: bool = False, tool: str = "") -> Arrival:
         stale = self.r_stale if p["kind"] == "reasoning" else self.o_stale
-        return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned)
+        tags = frozenset({drop_tag(p["dropped_at"])}) if p.get("dropped_at") else frozenset()
+        return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags,
+                       tool=p.get("tool") or tool)
 
     def initial(self) -> list[Arrival]:
         return [self._arrival(p, pinned=True) for p in self.data.parts if p["turn"] == 0]
 
     def __iter__(self) -> Iterator[TurnPlan]:
         by_turn: dict[int, list[dict]] = {}
+        drops: set[int] = set()
         for p in self.data.parts:
             if p["turn"] > 0:
                 by_turn.setdefault(p["turn"], []).append(p)
+            if p.get("dropped_at"):
+                drops.add(p["dropped_at"])
         for turn in range(1, self.data.turns + 1):
             slots: dict[str, Arrival] = {}
             extra: list[Arrival] = []
+            tool_of: dict[str, str] = {}  # key -> tool of this turn's call: an output that names no tool has its call's
             for p in by_turn.get(turn, ()):
-                a = self._arrival(p)
+                a = self._arrival(p, tool=tool_of.get(p.get("key", ""), "") if p["kind"] == "tool_output" else "")
+                if p["kind"] == "tool_call" and a.tool:
+                    tool_of[a.key] = a.tool
                 if p["kind"] in ("reasoning", "tool_call", "tool_output") and p["kind"] not in slots:
                     slots[p["kind"]] = a
                 else:
@@ -280,4 +398,10 @@ class TranscriptWorkload:
                 tool_output=slots.get("tool_output", Arrival("tool_output", 0)),
                 tool_latency_s=0.0,
                 extra=extra,
+                drop_tags=frozenset({drop_tag(turn)}) if turn in drops else frozenset(),
             )
+
+
+def drop_tag(call: int) -> str:
+    """The tag of a span the runtime removed before model call ``call``."""
+    return f"drop@{call}"

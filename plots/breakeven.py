@@ -1,0 +1,82 @@
+"""What pruning costs in dollars: cumulative cost of two runs of one workload, and when each pass paid back.
+
+Top: the cumulative cost of every model call (calls.csv) against the turn, one
+line per run, with each run's prune passes marked on its line. Bottom: each
+pass as a bar from its turn to its break-even turn (ledger.csv), at the height
+of what it cost (its own call plus the cache rewrite it forced on the next
+call); a pass that never pays back (it freed nothing net) runs to the edge, and
+the dashed line is the end of the run: a bar that crosses it had not paid back
+when the run ended.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from prunesim.errors import UserError
+from prunesim.plots import style
+from prunesim.plots.io import Run, require_columns
+from prunesim.plots.trace import title_for, unique_labels
+
+CALL_COLUMNS = ("turn", "cost_usd")
+LEDGER_COLUMNS = ("pass", "turn", "pass_cost_usd", "breakeven_turn")
+
+
+def check_comparable(a: Run, b: Run) -> None:
+    for run in (a, b):
+        if not run.calls:
+            raise UserError(str(run.path), "calls.csv", "missing or empty: written by an older prunesim; run it again")
+        require_columns(run, "calls", CALL_COLUMNS)
+        require_columns(run, "ledger", LEDGER_COLUMNS)
+    if (a.scenario, a.seed) != (b.scenario, b.seed):
+        raise UserError(str(b.path), None, f"is {b.scenario} seed {b.seed}, not the same workload as {a.path} "
+                                           f"({a.scenario} seed {a.seed})")
+
+
+def cumulative(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """Turn and cumulative cost after each model call."""
+    turns = np.array([float(r["turn"]) for r in run.calls])
+    cost = np.cumsum([float(r["cost_usd"]) for r in run.calls])
+    return turns, cost
+
+
+def breakeven_figure(a: Run, b: Run):
+    check_comparable(a, b)
+    labelled = unique_labels([a, b])
+    fig, axes = style.new_figure(2, 1, size=(9.0, 7.0))
+    top, bottom = axes[0][0], axes[1][0]
+    last_turn = max(max(float(r["turn"]) for r in run.calls) for run in (a, b))
+    with style.rc():
+        # An escaped $: matplotlib would read a pair of them as mathtext.
+        totals = ", ".join(f"{run.policy} \\${cumulative(run)[1][-1]:.4f}" for run in (a, b))
+        top.set_title(title_for([a, b], f"cumulative cost ({totals})"))
+        top.set_xlabel("turn")
+        top.set_ylabel("cumulative cost of model calls (USD)")
+        bottom.set_xlabel("turn")
+        bottom.set_ylabel("cost of the pass (USD)")
+        bottom.set_title("each pass, from its turn to its break-even turn")
+        bars = 0
+        for i, (label, run) in enumerate(labelled.items()):
+            c = style.colour(i)
+            turns, cost = cumulative(run)
+            top.step(turns, cost, where="post", color=c, label=label)[0].set_gid(f"cumulative-{i}")
+            passes = [r for r in run.ledger]
+            if passes:
+                at = np.searchsorted(turns, [float(r["turn"]) for r in passes], side="right") - 1
+                top.plot(turns[at.clip(0)], cost[at.clip(0)], "v", color=c, ms=5, ls="none",
+                         label=f"{label}: prune pass")
+            for r in passes:
+                start, end = float(r["turn"]), float(r["breakeven_turn"])
+                never = end < 0
+                stop = last_turn * 1.08 if never or end > last_turn * 1.08 else end
+                y = float(r["pass_cost_usd"])
+                bottom.plot([start, stop], [y, y], color=c, lw=2, alpha=0.8, solid_capstyle="butt")
+                bottom.plot([stop], [y], ">" if never or stop < end else "|", color=c, ms=6)
+                bars += 1
+        bottom.axvline(last_turn, color=style.GREY, ls="--", lw=1.0, label="end of the run")
+        if not bars:
+            bottom.text(0.5, 0.5, "no model-driven passes in either run", ha="center", va="center",
+                        transform=bottom.transAxes)
+        bottom.set_xlim(0, last_turn * 1.1)
+        style.legend_outside(top)
+        style.legend_outside(bottom)
+    return fig

@@ -1,0 +1,118 @@
+"""prunesim calibrate SCENARIO --targets T --params a.b,c.d --seeds 0:100 --out CALIBRATED.toml"""
+
+from __future__ import annotations
+
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+from prunesim.cli.commands._common import parse_seeds
+from prunesim.errors import UserError
+from prunesim.io.atomic import write_text
+from prunesim.io.scenario_files import load, resolve_path
+from prunesim.studies.calibrate import Calibration, calibrate, calibrated_text, parse_params
+from prunesim.studies.targets import load_targets
+
+
+def register(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit scenario parameters to published figures (scipy.optimize)")
+    p.add_argument("scenario", help="a scenario file or the name of a shipped scenario")
+    p.add_argument("--targets", required=True, help="a targets file, or the name of a shipped one (seed-000)")
+    p.add_argument("--params", required=True, metavar="NAME[=LOW:HIGH],...",
+                   help="the numeric parameters to fit, dotted; bounds from the flag or the targets' [bounds]")
+    p.add_argument("--seeds", default="0:100", help="the seeds every candidate runs (default 0:100)")
+    p.add_argument("--max-evals", type=_positive, default=400, metavar="N",
+                   help="most candidates the optimizer may try (default 400)")
+    p.add_argument("--out", required=True, type=Path, help="the calibrated scenario file to write")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=main)
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def check_out(out: Path, force: bool) -> None:
+    """Refuse, before any work, an --out that would replace a file without --force or cannot be written."""
+    if out.is_dir():
+        raise UserError("--out", str(out), "is a directory; give a file name")
+    if out.exists() and not force:
+        raise UserError("--out", str(out), "exists; give --force to replace it")
+    # Prove the folder takes a file now, not after minutes of fitting.
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out.parent):
+            pass
+    except OSError as err:
+        raise UserError("--out", str(out), f"cannot write there: {err.strerror or err}") from None
+
+
+def command_line(args) -> str:
+    """The command that regenerates the file, with every choice spelled out."""
+    parts = ["prunesim", "calibrate", args.scenario, "--targets", args.targets, "--params", args.params,
+             "--seeds", args.seeds, "--max-evals", str(args.max_evals), "--out", str(args.out)]
+    if args.force or args.out.exists():
+        parts.append("--force")
+    import shlex
+
+    return shlex.join(parts)
+
+
+def main(args) -> int:
+    seeds = parse_seeds(args.seeds)
+    check_out(args.out, args.force)
+    base = load(args.scenario)
+    base_text = resolve_path(args.scenario).read_text(encoding="utf-8")
+    targets = load_targets(args.targets, base)
+    params = parse_params(args.params, base, targets)
+    command = command_line(args)
+
+    def progress(n: int, value: float, best: float) -> None:
+        if not args.quiet and (n == 1 or n % 10 == 0):
+            print(f"calibrate: {n} candidates, objective {value:.4g}, best {best:.4g}", file=sys.stderr, flush=True)
+
+    cal = calibrate(base, targets, params, seeds, args.max_evals, progress)
+    text = calibrated_text(base_text, cal, command, args.targets)
+    try:
+        write_text(args.out, text)
+    except OSError as err:
+        raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
+    print(format_fit(cal))
+    print(f"written: {args.out}")
+    return 0
+
+
+def _num(x: float) -> str:
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.2f}"
+
+
+def format_fit(cal: Calibration) -> str:
+    seeds = cal.seeds
+    lines = [f"calibrate: {len(cal.params)} parameters, {len(cal.figures)} figures, {len(seeds)} seeds "
+             f"{seeds[0]}..{seeds[-1]}, {cal.evaluations} candidates ({cal.optimizer_message})",
+             f"{'parameter':32s} {'start':>10s} {'fitted':>10s}  bounds"]
+    for p in cal.params:
+        lines.append(f"{p.name:32s} {cal.start[p.name]:>10.6g} {cal.fitted[p.name]:>10.6g}  "
+                     f"{p.low:g}..{p.high:g}")
+    lines.append(f"{'variant':13s} {'figure':44s} {'published':>10s} {'start':>9s} {'fitted':>9s} "
+                 f"{'accepted':>15s}  in range")
+    for f in cal.figures:
+        t = f.target
+        lines.append(f"{t.variant:13s} {t.label:44s} {t.published:>10s} {_num(f.start):>9s} {_num(f.fitted):>9s} "
+                     f"{t.accepted_text():>15s}  {'yes' if f.ok else 'NO'}{'' if t.fit else '  (not fitted)'}")
+    lines.append(f"objective (sum of squared distances in half-widths): start {cal.start_objective:.4g}, "
+                 f"fitted {cal.objective:.4g}; {sum(f.ok for f in cal.figures)} of {len(cal.figures)} in range "
+                 "on the fitting seeds")
+    return "\n".join(lines)

@@ -1,0 +1,188 @@
+"""What each model call's prompt held: a transcript's parts, sized, put back in order.
+
+A part arrives after the model call of its turn (turn 0: before the first
+call) and stays until the runtime drops it (``dropped_at``: a recorded
+compaction, reasoning the API drops at a user turn). The prompt of call ``k``
+is every part that arrived before it and is still there, plus what the file
+does not show:
+
+* **hidden system part**: the system prompt and tool definitions of a runtime
+  that never writes them (Claude Code, Codex). Sized at the first call with a
+  recorded prompt count: that count less the parts before it. The call it is
+  sized at is *anchored*: its own count set its size.
+* **reconciliation** (runtimes that change the prompt without writing it down,
+  see ``RECONCILED_FORMATS``): between two calls with recorded counts, the
+  API's growth is compared with the parts that arrived. A surplus above
+  ``TAU_ABS + TAU_REL * |growth we see|`` is content the runtime injected
+  unseen (a skill's expanded prompt, @-mentioned files, files re-read after a
+  compaction): a hidden ``user`` part of that size, dropped at the next
+  compaction. A shortfall that large is content the runtime removed unseen
+  (Claude Code clears old tool results on its own): the oldest tool outputs
+  are dropped until the removed tokens come closest to it. Either way the
+  call is anchored. Drift of the estimate itself never triggers this, since
+  only the growth between two consecutive calls is compared, and the error a
+  call carried before is carried on, not reset.
+
+The same loop runs on plain numbers (to build a workload) or on linear
+expressions in a calibration's parameters (to fit one), so the fitted model
+and the replayed workload can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+RECONCILED_FORMATS = frozenset({"claude-code"})
+TAU_ABS = 2000
+TAU_REL = 0.25
+
+
+def threshold(growth: float) -> float:
+    return TAU_ABS + TAU_REL * abs(growth)
+
+
+@dataclass
+class Layout:
+    """The bare facts of a transcript's parts, as arrays (sizes come separately)."""
+
+    kind: list[str]
+    turn: np.ndarray
+    dropped_at: np.ndarray
+    hidden: np.ndarray  # bool: the hidden system part
+    prompt: np.ndarray  # float, per call 1..turns at index k-1; nan where not recorded
+    turns: int
+    reconcile: bool
+    compactions: list[int] = field(default_factory=list)  # call numbers a recorded compaction came before
+
+    def __post_init__(self):
+        n = len(self.kind)
+        self.arrivals: list[list[int]] = [[] for _ in range(self.turns + 2)]  # before call k: index k
+        self.drops: list[list[int]] = [[] for _ in range(self.turns + 2)]
+        for i in range(n):
+            if self.hidden[i]:
+                continue
+            t = int(self.turn[i])
+            self.arrivals[min(t + 1, self.turns + 1)].append(i)
+            d = int(self.dropped_at[i])
+            if d:
+                self.drops[min(d, self.turns + 1)].append(i)
+        self.first_counted = next((k for k in range(1, self.turns + 1) if np.isfinite(self.prompt[k - 1])), 0)
+
+
+@dataclass
+class Assembly:
+    """The outcome: per call our count and whether it was anchored; what was added or removed unseen."""
+
+    context: np.ndarray  # per call: tokens in the prompt (numeric mode)
+    anchored: np.ndarray  # bool per call
+    hidden_tokens: float = 0.0
+    hidden_at: int = 0  # the call the hidden system part was sized at
+    injections: list[tuple[int, float, int]] = field(default_factory=list)  # (before call, tokens, dropped_at)
+    removals: list[tuple[int, list[int], float]] = field(default_factory=list)  # (before call, parts, tokens)
+    rows: list = field(default_factory=list)  # linear mode: (coefficients, constant, prompt) of unanchored calls
+
+
+def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
+             const: np.ndarray | None = None) -> Assembly:
+    """Put the parts back in order (see the module docstring).
+
+    ``tokens``: each part's size. In linear mode ``phi`` (parts x parameters)
+    and ``const`` give each part's size as ``phi[i] @ theta + const[i]`` (with
+    ``tokens`` its value at the current theta); every unanchored call then
+    yields a row: its count as a linear expression, for a least-squares fit.
+    """
+    T = layout.turns
+    linear = phi is not None
+    width = phi.shape[1] if linear else 0
+    zero = np.zeros(width)
+    x, xa, xc = 0.0, zero.copy(), 0.0  # numeric value; linear coefficients and constant
+    live: set[int] = set()
+    injected: list[list] = []  # [tokens, coeffs, const, dropped_at]
+    out = Assembly(np.zeros(T), np.zeros(T, bool))
+    prev_api = prev_x = None
+    prev_xa, prev_xc = zero, 0.0
+    hidden = bool(layout.hidden.any())
+    for k in range(1, T + 1):
+        for i in layout.arrivals[k]:
+            live.add(i)
+            x += tokens[i]
+            if linear:
+                xa = xa + phi[i]
+                xc += const[i]
+        for i in layout.drops[k]:
+            if i in live:
+                live.discard(i)
+                x -= tokens[i]
+                if linear:
+                    xa = xa - phi[i]
+                    xc -= const[i]
+        for inj in injected:
+            if inj[3] == k:
+                x -= inj[0]
+                if linear:
+                    xa = xa - inj[1]
+                    xc -= inj[2]
+        injected = [inj for inj in injected if inj[3] != k]
+        api = layout.prompt[k - 1]
+        counted = bool(np.isfinite(api))
+        anchored = False
+        if hidden and k == layout.first_counted:
+            size = max(0.0, api - x)
+            out.hidden_tokens, out.hidden_at = size, k
+            x += size
+            if linear and size > 0:  # the hidden part is what makes this call's count exact
+                xa, xc = zero.copy(), float(api)
+            anchored = True
+        elif layout.reconcile and counted and prev_api is not None and (not hidden or k > layout.first_counted):
+            growth = x - prev_x
+            excess = (api - prev_api) - growth
+            if excess > threshold(growth):
+                anchored = True
+                later = [c for c in layout.compactions if c > k]
+                coeffs = (xa - prev_xa) if linear else None
+                inj_const = (api - prev_api) - (xc - prev_xc) if linear else 0.0
+                # Linear form of the injected size: (api - prev_api) - (x - x_prev).
+                injected.append([excess, -coeffs if linear else None, inj_const, later[0] if later else 0])
+                out.injections.append((k, excess, later[0] if later else 0))
+                x += excess
+                if linear:
+                    xa = xa - coeffs
+                    xc += inj_const
+            elif excess < -threshold(growth):
+                anchored = True
+                chosen, removed = _oldest_outputs(layout, live, tokens, -excess)
+                for i in chosen:
+                    live.discard(i)
+                    x -= tokens[i]
+                    if linear:
+                        xa = xa - phi[i]
+                        xc -= const[i]
+                out.removals.append((k, chosen, removed))
+        out.context[k - 1] = x
+        out.anchored[k - 1] = anchored
+        if linear and counted and not anchored:
+            out.rows.append((xa.copy(), xc, float(api)))
+        if counted:
+            prev_api, prev_x = api, x
+            if linear:
+                prev_xa, prev_xc = xa.copy(), xc
+        else:
+            prev_api = prev_x = None
+    return out
+
+
+def _oldest_outputs(layout: Layout, live: set[int], tokens: np.ndarray, need: float) -> tuple[list[int], float]:
+    """The oldest live tool outputs whose sizes add up closest to ``need`` (whole parts, oldest first)."""
+    chosen, removed = [], 0.0
+    for i in sorted(live):
+        if removed >= need:
+            break
+        if layout.kind[i] != "tool_output" or tokens[i] <= 0:
+            continue
+        if removed + tokens[i] - need > need - removed:  # taking it would overshoot more than it closes
+            continue
+        chosen.append(i)
+        removed += tokens[i]
+    return chosen, removed

@@ -1,0 +1,354 @@
+"""Claude Code session files (``~/.claude/projects/<project>/<session>.jsonl``).
+
+One JSON record per line. The records that matter:
+
+* ``user`` and ``assistant`` records hold a Messages-API ``message``; they are
+  linked into a DAG by ``uuid`` and ``parentUuid``. Claude Code writes one
+  assistant record per content block, all sharing ``message.id``: one API call.
+  Parallel tool calls chain their ``tool_use`` records one after another, and
+  each result hangs off its own call, so the conversation is the path from the
+  last leaf back to the root *plus* the results answering the calls on it
+  (paired through ``tool_use_id``). An edited or retried message leaves an
+  abandoned branch, which is not on that path and is dropped.
+* ``system`` records with ``subtype: compact_boundary`` mark a compaction:
+  ``compactMetadata.trigger`` (``auto``/``manual``) and ``preTokens``. The
+  boundary starts a new root; ``logicalParentUuid`` links it to what came
+  before. The next user record (``isCompactSummary``) holds the summary that
+  replaces the conversation.
+* ``isSidechain`` records are a subagent's own conversation (a Task); each
+  sidechain root is imported as its own transcript, or skipped.
+
+Content blocks: ``text`` and ``thinking`` are reasoning, ``tool_use`` a tool
+call (its key from the command or the arguments), ``tool_result`` the output
+(a string or a list of ``text``/``image`` blocks). Images count by Anthropic's
+documented size (:mod:`.images`); an image whose size cannot be read is
+skipped with a warning. ``redacted_thinking`` cannot be counted and is skipped
+with a warning.
+
+Prompt tokens of a call are ``input_tokens + cache_read_input_tokens +
+cache_creation_input_tokens``. The system prompt and the tool definitions are
+billed but never written to the file: they become a hidden turn-0 ``system``
+part, sized at import from the first call's prompt tokens less what the file
+shows before that call.
+
+Records Claude Code keeps for its own interface (``file-history-snapshot``,
+``queue-operation``, ``summary`` titles, hook and timing ``system`` records,
+``isVisibleInTranscriptOnly`` messages and synthetic API-error messages) are
+not part of any prompt and are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from prunesim.errors import UserError
+from prunesim.io.transcripts import images
+from prunesim.io.transcripts import usage as usage_fields
+from prunesim.io.transcripts.formats import Part, Transcript
+from prunesim.io.transcripts.jsonl import read_records
+from prunesim.io.transcripts.keys import command_key, tool_key
+
+FORMAT = "claude-code"
+RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"})
+MESSAGE_TYPES = frozenset({"user", "assistant"})
+SIDECHAINS = ("separate", "skip")
+
+
+def looks_like(records: list) -> bool:
+    """A Claude Code session: its first records are typed Claude Code records (a uuid on messages)."""
+    if not records or not all(isinstance(r, dict) for r in records):
+        return False
+    first = records[0]
+    if first.get("type") not in RECORD_TYPES:
+        return False
+    return any(r.get("type") in RECORD_TYPES and ("sessionId" in r or "leafUuid" in r or "messageId" in r)
+               for r in records)
+
+
+class _Record:
+    """What the importer keeps of one message record (the big UI-only fields are dropped at once)."""
+
+    __slots__ = ("line", "type", "uuid", "parent", "logical_parent", "sidechain", "message", "subtype", "meta",
+                 "index")
+
+    def __init__(self, line: int, rec: dict, index: int):
+        self.line = line
+        self.index = index
+        self.type = rec["type"]
+        self.uuid = rec.get("uuid")
+        parent = rec.get("parentUuid")
+        self.parent = parent if isinstance(parent, str) else None
+        logical = rec.get("logicalParentUuid")
+        self.logical_parent = logical if isinstance(logical, str) else None
+        self.sidechain = rec.get("isSidechain") is True
+        self.message = rec.get("message")
+        self.subtype = rec.get("subtype")
+        self.meta = {k: rec[k] for k in ("isCompactSummary", "isVisibleInTranscriptOnly", "isApiErrorMessage",
+                                         "compactMetadata", "agentId") if k in rec}
+
+
+def parse(path: Path, sidechains: str = "separate") -> Iterator[Transcript]:
+    """The session's main conversation, then each subagent's (unless ``sidechains == "skip"``)."""
+    if sidechains not in SIDECHAINS:
+        raise UserError("--sidechains", sidechains, f"must be one of {', '.join(SIDECHAINS)}")
+    path = Path(path)
+    warnings: list[str] = []
+    records = _load(path, warnings)
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
+    main = [r for r in records if not r.sidechain]
+    side = [r for r in records if r.sidechain]
+    produced = 0
+    if any(r.type in MESSAGE_TYPES for r in main):
+        t = _transcript(main, path, stem, path.name, warnings)
+        produced += 1
+        yield t
+    if sidechains == "separate":
+        for n, (agent, group) in enumerate(_sidechain_groups(side), 1):
+            name = f"{stem}.agent-{agent or n}"
+            t = _transcript(group, path, name, f"{path.name}#agent-{agent or n}", [])
+            produced += 1
+            yield t
+    elif side and not produced:
+        raise UserError(str(path), None, "holds only subagent (sidechain) records, skipped by --sidechains skip")
+    if not produced:
+        raise UserError(str(path), None, f"{FORMAT}: no user or assistant messages in the session")
+
+
+def _load(path: Path, warnings: list[str]) -> list[_Record]:
+    out: list[_Record] = []
+    for line, rec in read_records(path, warnings):
+        kind = rec.get("type")
+        if not isinstance(kind, str):
+            raise UserError(f"{path}:{line}", "type", "missing or not a string in a Claude Code record")
+        if kind not in ("user", "assistant", "system"):
+            continue  # snapshots, queue operations, titles: never part of a prompt
+        if not isinstance(rec.get("uuid"), str):
+            raise UserError(f"{path}:{line}", "uuid", f"missing or not a string in a {kind} record")
+        if kind in MESSAGE_TYPES:
+            message = rec.get("message")
+            if not isinstance(message, dict):
+                raise UserError(f"{path}:{line}", "message", f"missing or not an object in a {kind} record")
+            content = message.get("content")
+            if not isinstance(content, str | list):
+                raise UserError(f"{path}:{line}", "message.content", "must be a string or a list of blocks")
+        out.append(_Record(line, rec, len(out)))
+    return out
+
+
+def _sidechain_groups(side: list[_Record]) -> list[tuple[str, list[_Record]]]:
+    """Sidechain records grouped by their root (one subagent conversation each), in file order."""
+    by_uuid = {r.uuid: r for r in side}
+    root_of: dict[str, str] = {}
+    groups: dict[str, list[_Record]] = {}
+    for r in side:
+        seen = []
+        node = r
+        while node.parent in by_uuid and node.uuid not in root_of and node.uuid not in seen:
+            seen.append(node.uuid)
+            node = by_uuid[node.parent]
+        root = root_of.get(node.uuid, node.uuid)
+        for u in seen:
+            root_of[u] = root
+        root_of[r.uuid] = root
+        groups.setdefault(root, []).append(r)
+    out = []
+    for group in groups.values():
+        agent = next((str(r.meta["agentId"]) for r in group if isinstance(r.meta.get("agentId"), str)), "")
+        if any(r.type in MESSAGE_TYPES for r in group):
+            out.append((agent if agent.replace("-", "").isalnum() else "", group))
+    return out
+
+
+def _conversation(records: list[_Record]) -> list[_Record]:
+    """The records on the path to the last leaf, plus the tool results answering calls on it, in file order."""
+    by_uuid = {r.uuid: r for r in records}
+    leaf = next((r for r in reversed(records) if r.type in MESSAGE_TYPES), None)
+    if leaf is None:
+        return []
+    on_path: set[str] = set()
+    node = leaf
+    while node is not None and node.uuid not in on_path:
+        on_path.add(node.uuid)
+        parent = node.parent or node.logical_parent
+        if parent is None:
+            break
+        # A parent the file does not hold (Claude Code sometimes links to an unwritten record):
+        # the conversation went on from the record written just before.
+        node = by_uuid.get(parent) or _previous(records, node)
+    called = set()
+    for r in records:
+        if r.uuid in on_path and r.type == "assistant":
+            called.update(b.get("id") for b in _blocks(r) if b.get("type") == "tool_use")
+    answered: set[str] = set()
+    kept = []
+    for r in records:
+        if r.uuid in on_path:
+            kept.append(r)
+            answered.update(_result_ids(r))
+        elif r.type == "user":
+            ids = _result_ids(r)
+            if ids and ids <= called and not ids & answered:
+                kept.append(r)
+                answered.update(ids)
+    return kept
+
+
+def _previous(records: list[_Record], node: _Record) -> _Record | None:
+    for i in range(node.index - 1, -1, -1):
+        if records[i].type in MESSAGE_TYPES or records[i].subtype == "compact_boundary":
+            return records[i]
+    return None
+
+
+def _blocks(r: _Record) -> list[dict]:
+    content = r.message.get("content") if isinstance(r.message, dict) else None
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _result_ids(r: _Record) -> set[str]:
+    return {b["tool_use_id"] for b in _blocks(r) if b.get("type") == "tool_result" and isinstance(
+        b.get("tool_use_id"), str)}
+
+
+def _transcript(records: list[_Record], path: Path, name: str, source: str, warnings: list[str]) -> Transcript:
+    t = Transcript(name=name, format=FORMAT, source=source)
+    t.warnings.extend(warnings)
+    t.parts.append(Part(0, "system", "", hidden=True))
+    turn = 0
+    call_of: dict[str, int] = {}  # message.id -> call number
+    calls: dict[str, tuple[str, str]] = {}  # tool_use id -> (key, tool name)
+    where = str(path)
+    for r in _conversation(records):
+        at = f"{where}:{r.line}"
+        if r.type == "system":
+            if r.subtype == "compact_boundary":
+                _compaction(t, r, turn)
+            continue
+        if r.type == "assistant":
+            if r.meta.get("isApiErrorMessage") or r.message.get("model") == "<synthetic>":
+                continue  # an error Claude Code shows the user; no API call behind it
+            mid = r.message.get("id")
+            mid = mid if isinstance(mid, str) else r.uuid
+            if mid not in call_of:
+                turn += 1
+                call_of[mid] = turn
+                if not t.model and isinstance(r.message.get("model"), str):
+                    t.model = r.message["model"]
+            k = call_of[mid]
+            _call_usage(t, k, r.message.get("usage"))
+            _assistant_blocks(t, r, k, calls, at)
+            continue
+        _user_message(t, r, turn, calls, at)
+    if turn == 0:
+        raise UserError(where, None, f"{FORMAT}: no model calls in {name}")
+    return t
+
+
+def _compaction(t: Transcript, r: _Record, turn: int) -> None:
+    meta = r.meta.get("compactMetadata") if isinstance(r.meta.get("compactMetadata"), dict) else {}
+    trigger = meta.get("trigger") if meta.get("trigger") in ("auto", "manual") else "unknown"
+    event = {"event": "compaction", "turn": turn + 1, "trigger": trigger}
+    pre = usage_fields.count(meta.get("preTokens"))
+    if pre is not None:
+        event["pre_tokens"] = pre
+    t.events.append(event)
+    for p in t.parts:  # everything written so far leaves the prompt; the hidden system part stays
+        if not p.hidden and not p.dropped_at:
+            p.dropped_at = turn + 1
+
+
+def _call_usage(t: Transcript, k: int, raw) -> None:
+    fields = usage_fields.from_anthropic(raw)
+    if not fields:
+        return
+    have = t.usage.get(k)
+    if have is None:
+        t.usage[k] = fields
+        if "prompt_tokens" in fields:
+            t.prompt_tokens[k] = fields["prompt_tokens"]
+    elif fields.get("output_tokens", 0) > have.get("output_tokens", 0):
+        # Records of one call repeat its usage; output_tokens grows as blocks stream in.
+        have["output_tokens"] = fields["output_tokens"]
+
+
+def _assistant_blocks(t: Transcript, r: _Record, k: int, calls: dict, at: str) -> None:
+    content = r.message.get("content")
+    if isinstance(content, str):
+        t.parts.append(Part(k, "reasoning", content))
+        return
+    for b in _blocks(r):
+        kind = b.get("type")
+        if kind == "text":
+            t.parts.append(Part(k, "reasoning", _str(b.get("text"))))
+        elif kind == "thinking":
+            t.parts.append(Part(k, "reasoning", _str(b.get("thinking"))))
+        elif kind == "redacted_thinking":
+            t.warnings.append(f"{at}: redacted thinking cannot be counted; skipped")
+        elif kind == "tool_use":
+            name = _str(b.get("name"))
+            args = b.get("input") if isinstance(b.get("input"), dict) else {}
+            text = json.dumps(args, ensure_ascii=False)
+            command = args.get("command")
+            key = command_key(command) if name == "Bash" and isinstance(command, str) else tool_key(name, args)
+            t.parts.append(Part(k, "tool_call", text, key, name))
+            if isinstance(b.get("id"), str):
+                calls[b["id"]] = (key, name)
+
+
+def _user_message(t: Transcript, r: _Record, turn: int, calls: dict, at: str) -> None:
+    summary = bool(r.meta.get("isCompactSummary"))
+    if r.meta.get("isVisibleInTranscriptOnly") and not summary:
+        return
+    content = r.message.get("content")
+    kind = "summary" if summary else "user"
+    if isinstance(content, str):
+        t.parts.append(Part(turn, kind, content))
+        return
+    for b in _blocks(r):
+        btype = b.get("type")
+        if btype == "tool_result":
+            key, name = calls.pop(b.get("tool_use_id"), ("", ""))
+            text, extra = _result_content(t, b.get("content"), at)
+            t.parts.append(Part(turn, "tool_output" if key or name else "user", text, key, name, extra_tokens=extra))
+        elif btype == "text":
+            t.parts.append(Part(turn, kind, _str(b.get("text"))))
+        elif btype == "image":
+            extra = _image(t, b, at)
+            if extra:
+                t.parts.append(Part(turn, kind, "", tokens=extra))
+        elif btype == "document":
+            t.warnings.append(f"{at}: a document block cannot be counted; skipped")
+
+
+def _result_content(t: Transcript, content, at: str) -> tuple[str, int]:
+    """A tool result's text and the documented tokens of the images in it."""
+    if isinstance(content, str):
+        return content, 0
+    if not isinstance(content, list):
+        return "", 0
+    texts, extra = [], 0
+    for b in content:
+        if isinstance(b, str):
+            texts.append(b)
+        elif isinstance(b, dict) and b.get("type") == "text":
+            texts.append(_str(b.get("text")))
+        elif isinstance(b, dict) and b.get("type") == "image":
+            extra += _image(t, b, at)
+    return "\n".join(texts), extra
+
+
+def _image(t: Transcript, block: dict, at: str) -> int:
+    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+    size = images.size_of(source.get("data")) if source.get("type") == "base64" else None
+    if size is None:
+        t.warnings.append(f"{at}: an image whose size cannot be read; skipped (not counted)")
+        return 0
+    return images.anthropic_tokens(*size)
+
+
+def _str(value) -> str:
+    return value if isinstance(value, str) else ""

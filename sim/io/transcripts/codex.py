@@ -1,0 +1,277 @@
+"""Codex CLI rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+One JSON record per line, ``{"timestamp", "type", "payload"}``:
+
+* ``session_meta``: the session (id, working folder, CLI version; newer
+  versions add the model, as ``turn_context`` records do).
+* ``response_item``: what the Responses API saw or wrote: ``message`` (role
+  ``user``/``developer``/``assistant``, blocks ``input_text``/``output_text``/
+  ``input_image``), ``reasoning`` (its content encrypted: billed, never
+  readable), ``function_call`` / ``custom_tool_call`` / ``local_shell_call``
+  and their ``*_output``.
+* ``event_msg``: interface events; ``token_count`` carries the call's usage in
+  ``info.last_token_usage`` (``input_tokens``, which includes
+  ``cached_input_tokens``, ``output_tokens``, ``reasoning_output_tokens``) and
+  the ``model_context_window``. The other events repeat response items for
+  the interface and are skipped.
+* ``compacted``: a compaction; its ``message`` is the summary that replaces
+  the conversation.
+
+A model call is one ``token_count``. Version 0.34 writes a call's usage just
+before its output items; other versions write it after. The order is read from
+the file: whichever side of the ``token_count`` events the calls' output items
+mostly sit on.
+
+Reasoning is sized from the usage (``reasoning_output_tokens``), the call's
+other output from ``output_tokens`` less that. The Responses API keeps a turn's
+reasoning in the prompt until the next user message and drops it then; the
+two dev rollouts show it (the prompt shrinks right after a user message), so
+reasoning parts are dropped before the first call after a user message. The
+base instructions and tool definitions are not in the file: a hidden turn-0
+``system`` part, sized from the first call's prompt tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+from prunesim.errors import UserError
+from prunesim.io.transcripts import images
+from prunesim.io.transcripts import usage as usage_fields
+from prunesim.io.transcripts.formats import Part, Transcript
+from prunesim.io.transcripts.jsonl import read_records
+from prunesim.io.transcripts.keys import command_key, tool_key
+
+FORMAT = "codex"
+RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+OUTPUT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
+RESULT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+
+
+def looks_like(records: list) -> bool:
+    """A Codex rollout: typed records, each with a payload object."""
+    if not records or not all(isinstance(r, dict) for r in records):
+        return False
+    return all(r.get("type") in RECORD_TYPES and isinstance(r.get("payload"), dict) for r in records)
+
+
+def _is_output(item: dict) -> bool:
+    return item.get("type") in OUTPUT_ITEMS or (item.get("type") == "message" and item.get("role") == "assistant")
+
+
+def parse(path: Path) -> Iterator[Transcript]:
+    path = Path(path)
+    where = str(path)
+    warnings: list[str] = []
+    records = []  # (line, kind, payload): response items and token counts only
+    meta: dict = {}
+    for line, rec in read_records(path, warnings):
+        kind = rec.get("type")
+        payload = rec.get("payload")
+        if kind not in RECORD_TYPES:
+            raise UserError(f"{where}:{line}", "type", f"unknown Codex record type {kind!r}")
+        if not isinstance(payload, dict):
+            raise UserError(f"{where}:{line}", "payload", "missing or not an object")
+        if kind in ("session_meta", "turn_context"):
+            model = payload.get("model")
+            if isinstance(model, str) and model:
+                meta["model"] = model
+            if kind == "session_meta" and isinstance(payload.get("id"), str):
+                meta.setdefault("id", payload["id"])
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            info = payload.get("info")
+            if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
+                records.append((line, "usage", info))
+        elif kind == "response_item":
+            if not isinstance(payload.get("type"), str):
+                raise UserError(f"{where}:{line}", "payload.type", "missing or not a string in a response item")
+            records.append((line, "item", payload))
+        elif kind == "compacted":
+            records.append((line, "compacted", payload))
+    name = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
+    t = Transcript(name=name, format=FORMAT, source=path.name, model=meta.get("model", ""))
+    t.warnings.extend(warnings)
+    _build(t, records, where)
+    if t.turns == 0:
+        raise UserError(where, None, f"{FORMAT}: no model calls in the rollout")
+    yield t
+
+
+def _usage_first(records: list) -> bool:
+    """Does each call's token_count come before its output items (0.34) or after them?"""
+    before = after = 0
+    for i, (_, kind, _) in enumerate(records):
+        if kind != "usage":
+            continue
+        if i + 1 < len(records) and records[i + 1][1] == "item" and _is_output(records[i + 1][2]):
+            before += 1
+        if i > 0 and records[i - 1][1] == "item" and _is_output(records[i - 1][2]):
+            after += 1
+    return before >= after
+
+
+def _build(t: Transcript, records: list, where: str) -> None:
+    t.parts.append(Part(0, "system", "", hidden=True))
+    usage_first = _usage_first(records)
+    turn = 0
+    open_call = False  # usage-after order: output items seen since the last token_count
+    calls: dict[str, tuple[str, str]] = {}  # call_id -> (key, tool)
+    encrypted: list[Part] = []  # reasoning parts, sized from their call's usage at the end
+    for line, kind, payload in records:
+        at = f"{where}:{line}"
+        if kind == "usage":
+            if usage_first or not open_call:
+                turn += 1  # usage-after order and no output items before it: a call that wrote nothing
+            _call_usage(t, turn, payload)
+            open_call = False
+        elif kind == "compacted":
+            _compaction(t, payload, turn)
+        elif _is_output(payload):
+            if (not usage_first and not open_call) or turn == 0:
+                turn += 1  # (usage-first order: output before any token_count is a call without usage)
+                open_call = True
+            _output(t, payload, turn, calls, encrypted)
+        else:
+            _input(t, payload, turn, calls, encrypted, at)
+    _size_reasoning(t, encrypted, where)
+
+
+def _size_reasoning(t: Transcript, encrypted: list[Part], where: str) -> None:
+    by_call: dict[int, list[Part]] = {}
+    for p in encrypted:
+        by_call.setdefault(p.turn, []).append(p)
+    missing = 0
+    for k, parts in by_call.items():
+        total = t.usage.get(k, {}).get("reasoning_tokens")
+        if total is None:
+            missing += 1
+            total = 0
+        for i, p in enumerate(parts):  # several items of one call share its count
+            p.tokens = total // len(parts) + (1 if i < total % len(parts) else 0)
+    if missing:
+        t.warnings.append(f"{where}: {missing} call(s) with encrypted reasoning but no recorded reasoning tokens; "
+                          "counted as 0")
+
+
+def _call_usage(t: Transcript, k: int, info: dict) -> None:
+    fields = usage_fields.from_codex(info.get("last_token_usage"))
+    window = usage_fields.count(info.get("model_context_window"))
+    if window:
+        t.context_window = window
+    if not fields:
+        return
+    t.usage[k] = fields
+    if "prompt_tokens" in fields:
+        t.prompt_tokens[k] = fields["prompt_tokens"]
+    out, reasoning = fields.get("output_tokens"), fields.get("reasoning_tokens", 0)
+    if out is not None and reasoning <= out:
+        t.kept_output[k] = out - reasoning
+
+
+def _output(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part]) -> None:
+    kind = item.get("type")
+    if kind == "reasoning":  # encrypted: sized from the call's usage (_size_reasoning)
+        part = Part(k, "reasoning", "", tokens=0)
+        t.parts.append(part)
+        encrypted.append(part)
+    elif kind == "message":
+        t.parts.append(Part(k, "reasoning", _text(item.get("content"))))
+    elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        name, arguments, key = _call(item)
+        t.parts.append(Part(k, "tool_call", arguments, key, name))
+        call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else item.get("id")
+        if isinstance(call_id, str):
+            calls[call_id] = (key, name)
+    elif kind == "web_search_call":
+        action = item.get("action")
+        text = json.dumps(action, sort_keys=True, ensure_ascii=False) if action is not None else ""
+        t.parts.append(Part(k, "tool_call", text, tool_key("web_search", action or {}), "web_search"))
+
+
+def _call(item: dict) -> tuple[str, str, str]:
+    """(tool name, arguments as written, content key) of a tool call item."""
+    if item.get("type") == "local_shell_call":
+        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        argv = action.get("command")
+        text = json.dumps(action, ensure_ascii=False)
+        return "local_shell", text, _shell_key(argv) or tool_key("local_shell", action)
+    name = item.get("name") if isinstance(item.get("name"), str) else ""
+    raw = item.get("arguments", item.get("input", ""))
+    text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+    try:
+        args = json.loads(text) if isinstance(raw, str) else raw
+    except ValueError:
+        args = None
+    if isinstance(args, dict) and isinstance(args.get("command"), list):
+        key = _shell_key(args["command"])
+        if key:
+            return name, text, key
+    return name, text, tool_key(name, args if isinstance(args, dict) else text)
+
+
+def _shell_key(argv) -> str:
+    """The key of a shell command given as argv: ``["bash", "-lc", SCRIPT]`` keys on SCRIPT."""
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        return ""
+    if len(argv) == 3 and argv[1] in ("-lc", "-c") and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
+        return command_key(argv[2])
+    return command_key(shlex.join(argv))
+
+
+def _input(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part], at: str) -> None:
+    kind = item.get("type")
+    if kind in RESULT_ITEMS:
+        key, name = calls.pop(item.get("call_id"), ("", ""))
+        output = item.get("output")
+        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        t.parts.append(Part(k, "tool_output" if key or name else "user", text, key, name))
+    elif kind == "message":
+        role = item.get("role")
+        text, extra = _content(item.get("content"), t.warnings, at)
+        t.parts.append(Part(k, "system" if role in ("system", "developer") and k == 0 else "user", text,
+                            extra_tokens=extra))
+        if role == "user" and k > 0:
+            for p in encrypted:  # a new user turn: the Responses API drops the reasoning so far
+                if not p.dropped_at:
+                    p.dropped_at = k + 1
+    else:
+        t.warnings.append(f"{at}: response item {kind!r} not imported")
+
+
+def _compaction(t: Transcript, payload: dict, turn: int) -> None:
+    t.events.append({"event": "compaction", "turn": turn + 1, "trigger": "unknown"})
+    for p in t.parts:
+        if not p.hidden and not p.dropped_at:
+            p.dropped_at = turn + 1
+    message = payload.get("message")
+    if isinstance(message, str):
+        t.parts.append(Part(turn, "summary", message))
+
+
+def _content(content, warnings: list[str], at: str) -> tuple[str, int]:
+    """A message's text, and the documented tokens of its images (an unreadable one is a warning)."""
+    if isinstance(content, str):
+        return content, 0
+    texts, extra = [], 0
+    for b in content if isinstance(content, list) else []:
+        if not isinstance(b, dict):
+            continue
+        if isinstance(b.get("text"), str):
+            texts.append(b["text"])
+        elif b.get("type") == "input_image":
+            url = b.get("image_url")
+            data = url.split(",", 1)[1] if isinstance(url, str) and url.startswith("data:") and "," in url else None
+            size = images.size_of(data) if data else None
+            if size is None:
+                warnings.append(f"{at}: an image whose size cannot be read; skipped (not counted)")
+            else:
+                extra += images.openai_tokens(*size)
+    return "\n".join(texts), extra
+
+
+def _text(content) -> str:
+    """The text of an assistant message (its output blocks hold no images)."""
+    return _content(content, [], "")[0]

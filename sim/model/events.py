@@ -1,0 +1,179 @@
+"""What the engine publishes: a small, fixed vocabulary of typed events.
+
+The engine is the only emitter. Window, needs and policies return outcomes;
+the engine turns them into calls of the ``on_<kind>`` methods below on every
+observer that defines one. An observer is any object with some of these
+methods: it subclasses :class:`Observer` and overrides what it wants to hear,
+and a kind it does not override costs it nothing.
+
+Frequent kinds are positional calls with plain values (numbers, strings and
+the span concerned; a :class:`~prunesim.model.spans.Span` is passed for
+reading, never to be changed). Rare kinds carry one record. Every call
+begins with the simulated time ``time`` (seconds) and the ``turn``.
+
+:class:`Bus` binds the handlers once, at the start of a run: one tuple of
+bound methods per kind, in the order the observers were given. A call site
+loops over its tuple only when the tuple is not empty, so a kind nobody
+listens to costs a truth test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from prunesim.model.editlog import Anchor, EditLog
+    from prunesim.model.spans import Span
+
+
+class PassRecord(NamedTuple):
+    """One model-driven prune pass, as the ledger records it (columns in this order)."""
+
+    pass_id: int
+    turn: int
+    time_s: float
+    utilization_before: int
+    utilization_peak: int
+    utilization_after: int
+    headroom_before: int
+    candidates: int
+    selected: int
+    evicted_spans: int
+    index: int
+    rationale: int
+    evicted: int
+    net: int
+    cut: int
+    truly_stale: int
+    in_band: int
+
+
+class EditRecord(NamedTuple):
+    """One runtime context edit: a clearing, a compaction or a warning (an events.csv row).
+
+    ``inserted`` places what the edit wrote inside the window rather than at its end (each
+    placeholder, the summary): (span id, its index in window order once the edit is done). The
+    ``span_appended`` events of those spans came first, as for any append.
+    """
+
+    action: str  # "clear" (placeholders), "compact" (a model-written summary) or "warning"
+    reason: str  # the policy's name for it ("clear_tool_uses", "observation_masking", "auto_compact", ...)
+    spans: int  # spans replaced
+    freed: int  # tokens of the spans replaced
+    written: int  # tokens written in their place: placeholders, the summary or the warning
+    prompt: int  # prompt tokens of the model call that wrote a summary (0 otherwise)
+    kept: int  # content spans a summary carries
+    dropped: int  # content spans a summary lost, those an earlier summary carried included
+    utilization_before: int
+    utilization_after: int
+    inserted: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """The state at the end of a run that only the model can see."""
+
+    time_s: float
+    utilization: int
+    # Removed content spans with neither a tombstone nor a surviving rationale naming them.
+    unrecorded_evictions: int
+    tombstone_tokens: int
+    keeps_edit_log: bool
+    edit_log: EditLog
+    anchor: Anchor
+    placeholder_tokens: int = 0  # tokens held by placeholders in the window
+
+
+class Observer:
+    """Base of every observer. Override the ``on_<kind>`` methods you need; the rest are never called.
+
+    ``muted`` names kinds an instance does not want although its class handles
+    them (a recorder that keeps one row per turn mutes the per-change kinds).
+    """
+
+    muted: frozenset[str] = frozenset()
+
+    def on_span_appended(self, time: float, turn: int, span: Span, kept: int, utilization: int,
+                         appended_total: int, removed_total: int) -> None:
+        """``span`` entered the window with ``kept`` tokens (fewer than it wanted when a hard ceiling cut it)."""
+
+    def on_span_removed(self, time: float, turn: int, cause: str, span: Span, freed: int, utilization: int,
+                        appended_total: int, removed_total: int) -> None:
+        """``freed`` tokens of ``span`` left the window because of ``cause`` (``evict``, ``forced_drop``,
+        ``fallback_<reason>``, ``cleared`` for a placeholder, ``summarized`` when a summary carries its
+        content, ``summary_dropped`` when a summary lost it, or ``runtime_drop``: a replayed transcript's
+        runtime removed it itself). ``freed < span.tokens`` when a span was cut down and stays; ``freed``
+        is 0 for ``summary_dropped`` of content an earlier summary carried (the span left the window
+        before; its content is lost now)."""
+
+    def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
+                      decision: bool, pass_id: int = 0) -> None:
+        """A model call was billed: the agent's turn call, or a call that decides what to prune
+        (``decision``): a prune pass's (``pass_id``, the ledger's pass number) or a compaction's
+        (``pass_id`` 0: it writes a summary, see ``on_context_edit``)."""
+
+    def on_truncation(self, time: float, turn: int, cause: str, kind: str, wanted: int, kept: int,
+                      constraint: bool, selections: int) -> None:
+        """Content was lost to a ceiling. ``cause``: ``forced_truncation`` (an append cut to ``kept`` of
+        ``wanted``), ``forced_drop`` (a whole span dropped to make room: ``kept`` is 0) or ``rationale_cut``
+        (a pass's rationale cut after ``selections`` selections). ``constraint``: the lost content was one."""
+
+    def on_prune_planned(self, time: float, turn: int, pass_id: int, selected: list, keys: list,
+                         rationale_span: int, rationale: int, own_rationale: bool) -> None:
+        """A pass wrote its plan (published in runs that model needs or keep an edit log)."""
+
+    def on_prune_pass(self, time: float, record: PassRecord) -> None:
+        """A model-driven pass finished."""
+
+    def on_gate_decision(self, time: float, turn: int, reason: str, numbers: dict) -> None:
+        """A gate decided: ``reason`` is ``run`` or the refusal."""
+
+    def on_fallback(self, time: float, turn: int, reason: str, spans: int, freed: int) -> None:
+        """A non-model eviction (recency, truncate, template, ...) freed ``freed`` tokens net."""
+
+    def on_context_edit(self, time: float, turn: int, record: EditRecord) -> None:
+        """A runtime context edit was applied: placeholders, a model-written summary or a warning."""
+
+    def on_self_edit_refused(self, time: float, turn: int, reason: str, span_ids: list, action: str) -> None:
+        """A policy's guard refused one of its own plans."""
+
+    def on_need(self, time: float, turn: int, outcome: str, key: str, tokens: int, turns_since_prune: int,
+                record: str) -> None:
+        """The agent reached for pruned content: ``outcome`` is ``re_retrieval`` (nothing recorded it),
+        ``override`` (a record said stale; it was truly needed) or ``dismissed`` (the record said stale)."""
+
+    def on_turn_reached(self, turn: int, utilization: int) -> None:
+        """The turn's arrivals are in, before the policy is consulted."""
+
+    def on_turn_end(self, time: float, turn: int, utilization: int, appended_total: int,
+                    removed_total: int) -> None:
+        """The turn is over, policy actions included."""
+
+    def on_history(self, turn: int, commands_run: int, commands_traced: int) -> None:
+        """At the end of a turn (runs that model needs): of the commands run so far, how many the window
+        still holds a trace of."""
+
+    def on_run_end(self, end: RunEnd) -> None:
+        """The run is over."""
+
+
+KINDS = tuple(name[3:] for name in vars(Observer) if name.startswith("on_"))
+
+
+class Bus:
+    """The handlers of each kind, bound once: ``bus.span_appended`` is a tuple of bound methods."""
+
+    def __init__(self, observers):
+        self.observers = tuple(observers)
+        for obs in self.observers:
+            if not isinstance(obs, Observer):
+                raise TypeError(f"{obs!r} is not an Observer")
+        for kind in KINDS:
+            method = "on_" + kind
+            base = getattr(Observer, method)
+            handlers = tuple(
+                getattr(obs, method) for obs in self.observers
+                if getattr(type(obs), method, base) is not base and kind not in obs.muted
+            )
+            setattr(self, kind, handlers)

@@ -1,0 +1,62 @@
+"""Every metric prunesim reports, named and defined once.
+
+Each concern is one module holding its definitions and the observer that
+computes them from the engine's events, incrementally, so that a run of any
+length needs no stored trace: :mod:`.window` (utilization, the band, content
+lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
+:mod:`.gate` (gate decisions and fallbacks), :mod:`.provenance` (needs,
+re-retrievals, constraints, the edit log), :mod:`.edits` (runtime context
+edits: placeholders, summaries, warnings), :mod:`.cost` (what model calls
+bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
+and the oscillation verdict again from a recorded trace and ledger.
+
+:data:`METRICS` is the one table (name, unit, definition) that the README and
+``prunesim metrics`` print. A new metric is one definition in its concern's
+``DEFINITIONS`` and one handler in its observer.
+"""
+
+from __future__ import annotations
+
+from . import cost, edits, gate, passes, provenance, transcript, window
+from .definition import Metric
+from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
+
+METRICS: tuple[Metric, ...] = (
+    window.DEFINITIONS
+    + passes.DEFINITIONS
+    + gate.DEFINITIONS
+    + provenance.DEFINITIONS
+    + edits.DEFINITIONS
+    + cost.DEFINITIONS
+    + transcript.DEFINITIONS
+)
+
+METRIC_NAMES = tuple(m.name for m in METRICS)
+
+
+def summarize(observers) -> dict[str, object]:
+    """One run's summary from its observers' ``summary(so_far)`` parts, in the order of :data:`METRICS`.
+
+    Observers are asked in order, each seeing what the earlier ones reported;
+    keys no definition names (a study's own figures) follow, in the order given.
+    """
+    parts: dict[str, object] = {}
+    for obs in observers:
+        part = getattr(obs, "summary", None)
+        if part is not None:
+            parts.update(part(parts))
+    out = {name: parts.pop(name) for name in METRIC_NAMES if name in parts}
+    out.update(parts)
+    return out
+
+
+__all__ = [
+    "METRICS",
+    "METRIC_NAMES",
+    "Metric",
+    "OSC_BAND_PASSES",
+    "OSC_MIN_PASSES",
+    "is_oscillating",
+    "overhead_ratio",
+    "summarize",
+]

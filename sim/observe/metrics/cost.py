@@ -1,0 +1,247 @@
+"""What the model calls bill: tokens, the prompt cache, and dollars.
+
+Every call's prompt is split by the provider's prompt cache
+(:mod:`prunesim.observe.cache`) into tokens read from the cache, written to it
+and billed in full, and priced with the scenario's ``[pricing]`` (USD per
+million tokens, from the shipped ``prices.toml``). A prune pass's ledger row
+gets the cost it caused: its own call, and the rewrite its edits forced on the
+next call (priced as the write premium over reading those tokens). A pass
+*breaks even* at the turn where the tokens it freed, saved on every later call
+at the rate they would have been billed, pay for that cost.
+
+Edits by the runtime itself (forced drops at a hard ceiling, and in a replayed
+transcript the removals its own runtime recorded) rewrite the cache too; their
+writes are in ``cost_usd`` but not in the invalidation metrics, which count what
+the policy's own edits (passes, fallbacks, clearings and compactions) cost. A
+placeholder or a summary takes the place of what it replaced
+(``on_context_edit`` says where), so the cache sees the edit there.
+"""
+
+from __future__ import annotations
+
+import math
+
+from prunesim.model.events import Observer
+from prunesim.observe.cache import PromptCache
+
+from .definition import Metric
+
+DEFINITIONS = (
+    Metric("input_tokens_billed", "tokens", "Prompt tokens over all model calls (turn calls, prune passes and "
+           "compactions)."),
+    Metric("output_tokens_billed", "tokens", "Output tokens over all model calls (the agent's turns, rationales and "
+           "summaries)."),
+    Metric("decision_tokens_billed", "tokens", "Prompt and output tokens of the calls that decide what to prune or "
+           "write a summary (prune passes and compactions)."),
+    Metric(
+        "decision_share",
+        "fraction",
+        "decision_tokens_billed / (input_tokens_billed + output tokens of prune passes and compactions).",
+    ),
+    Metric("cache_read_tokens", "tokens", "Prompt tokens read from the provider's prompt cache, over all calls."),
+    Metric("cache_write_tokens", "tokens",
+           "Prompt tokens written to the cache (billed at the write price: a premium under explicit caching, the "
+           "input price under implicit caching)."),
+    Metric("uncached_input_tokens", "tokens",
+           "Prompt tokens neither read nor written (below the minimum cacheable length, past the last breakpoint, or "
+           "not caching); cache_read + cache_write + uncached = input_tokens_billed."),
+    Metric("cache_invalidations", "calls",
+           "Model calls that had to rewrite cached prefix because a policy edit (eviction, truncation, summary, "
+           "placeholder) cut it since the previous call, while the cached entry would still have been live."),
+    Metric("invalidated_tokens", "tokens",
+           "Prefix tokens that had to be written again because of a policy's edit: what the call would have read "
+           "had the content that survived the edit stayed cached, minus what it read."),
+    Metric("cost_usd", "USD", "What every model call cost at the scenario's [pricing]: reads, writes, uncached "
+                              "prompt and output tokens."),
+    Metric("decision_cost_usd", "USD", "What the prune passes' and compactions' own model calls cost."),
+    Metric("invalidation_cost_usd", "USD",
+           "invalidated_tokens priced at the write price minus the read price: what rewriting them cost beyond "
+           "reading them."),
+    Metric("cost_per_net_token", "USD/token",
+           "(decision_cost_usd + invalidation_cost_usd) / (sum_net_tokens + fallback_tokens): dollars spent on "
+           "context management per token of net reclamation; \"inf\" when that reclamation is <= 0 and something "
+           "was spent, 0 when nothing was spent."),
+)
+
+# Columns a pass's ledger row gets from this observer, after the engine's own (see recorder.LEDGER_COLUMNS).
+LEDGER_COLUMNS = ("decision_cost_usd", "invalidated_tokens", "invalidation_cost_usd", "pass_cost_usd",
+                  "breakeven_turn")
+# One row per model call (calls.csv).
+CALL_COLUMNS = ("call", "time_s", "turn", "decision", "pass", "prompt_tokens", "cache_read", "cache_write",
+                "uncached", "output_tokens", "invalidated_tokens", "cost_usd")
+
+_PER_TOKEN = 1e-6  # prices are per million tokens
+_RUNTIME = "runtime"
+_FALLBACK = "fallback"
+_EDIT = "edit"  # a runtime policy's clearing or compaction (placeholders, summaries): the policy's own edit
+_EDIT_CAUSES = frozenset({"cleared", "summarized", "summary_dropped"})
+
+
+def usd(value: float) -> float:
+    """Dollars as reported: to the nano-dollar, so sums read cleanly and stay deterministic."""
+    return round(value, 9)
+
+
+class CostMetrics(Observer):
+    def __init__(self, run):
+        p = run.scenario.pricing
+        self.pricing = p
+        self.cache = PromptCache.from_pricing(p)
+        self._rates = (p.cache_read * _PER_TOKEN, p.cache_write * _PER_TOKEN, p.input * _PER_TOKEN,
+                       p.output * _PER_TOKEN)
+        self._rewrite_rate = (p.cache_write - p.cache_read) * _PER_TOKEN
+        # Per-call rows and per-pass costs only when the run is recorded: they grow with the run.
+        self.keep_calls = getattr(run, "trace", "none") != "none"
+        # The window as the cache sees it: span ids and their tokens, in order.
+        self._ids: list[int] = []
+        self._tokens: list[int] = []
+        self._total = 0
+        self.calls: list[tuple] = []
+        self.input_billed = self.output_billed = self.decision_billed = self.decision_output = 0
+        self.read = self.write = self.uncached = 0
+        self.invalidations = self.invalidated = 0
+        self.cost = self.decision_cost = self.invalidation_cost = 0.0
+        self._pass = 0  # the pass whose decision call came last (its evictions follow it)
+        self.pass_costs: dict[int, list] = {}  # pass id -> [decision cost, invalidated tokens, invalidation cost]
+        self.pass_rows: dict[int, tuple[int, int]] = {}  # pass id -> (turn, net)
+
+    # -- the window ----------------------------------------------------------------
+    def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
+        self._ids.append(span.id)
+        self._tokens.append(kept)
+        self._total += kept
+
+    def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
+        try:
+            i = self._ids.index(span.id)
+        except ValueError:  # a span that never held a token
+            return
+        tokens = self._tokens
+        offset = sum(tokens[:i])
+        if cause == "evict":
+            source = self._pass
+        elif cause.startswith("fallback_"):
+            source = _FALLBACK
+        elif cause in _EDIT_CAUSES:
+            source = _EDIT
+        else:  # forced_drop at a hard ceiling, or a replayed runtime's own recorded removal (runtime_drop)
+            source = _RUNTIME
+        self.cache.edit(offset, i, freed, source)
+        left = tokens[i] - freed
+        if left > 0:  # cut down: it stays, changed from its start on
+            tokens[i] = left
+        else:
+            del self._ids[i]
+            del tokens[i]
+        self._total -= freed
+
+    # -- calls ---------------------------------------------------------------------
+    def on_context_edit(self, time, turn, record) -> None:
+        """A placeholder or summary stands where what it replaced stood, not at the end: move it there."""
+        ids, tokens = self._ids, self._tokens
+        for span_id, index in sorted(record.inserted, key=lambda p: p[1]):
+            try:
+                i = ids.index(span_id)
+            except ValueError:
+                continue
+            ids.insert(index, ids.pop(i))
+            tokens.insert(index, tokens.pop(i))
+
+    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0) -> None:
+        window = self._total
+        spans = len(self._ids)
+        # A pass that reads its index from an external log sends it after the window: a tail the next call drops.
+        split = self.cache.call(time, prompt_tokens, spans, window if prompt_tokens > window else None, spans)
+        read, write, uncached, invalidated, source = split
+        r_read, r_write, r_input, r_output = self._rates
+        cost = read * r_read + write * r_write + uncached * r_input + output_tokens * r_output
+        self.input_billed += prompt_tokens
+        self.output_billed += output_tokens
+        self.read += read
+        self.write += write
+        self.uncached += uncached
+        self.cost += cost
+        if decision:
+            self.decision_billed += prompt_tokens + output_tokens
+            self.decision_output += output_tokens
+            self.decision_cost += cost
+            if pass_id:  # a prune pass (a compaction has none: its edits are charged as the policy's, not a pass's)
+                self._pass = pass_id
+                if self.keep_calls:
+                    self.pass_costs[pass_id] = [cost, 0, 0.0]
+        if invalidated:
+            invalidated = self._blame(invalidated, source)
+        if self.keep_calls:
+            self.calls.append((len(self.calls) + 1, time, turn, int(decision), pass_id,
+                               prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
+
+    def _blame(self, invalidated: int, source) -> int:
+        """Count a rewrite caused by a policy's edit, and charge it to the pass that made it; 0 for the runtime's."""
+        if source == _RUNTIME:
+            return 0
+        rewrite = invalidated * self._rewrite_rate
+        self.invalidations += 1
+        self.invalidated += invalidated
+        self.invalidation_cost += rewrite
+        row = self.pass_costs.get(source) if isinstance(source, int) else None
+        if row is not None:
+            row[1] += invalidated
+            row[2] += rewrite
+        return invalidated
+
+    def on_prune_pass(self, time, record) -> None:
+        if self.keep_calls:
+            self.pass_rows[record.pass_id] = (record.turn, record.net)
+
+    # -- the ledger's cost columns ---------------------------------------------------
+    def saving_rate(self) -> float:
+        """USD per token a freed token saves on each later call: the rate it would have been billed at."""
+        p = self.pricing
+        if p.cache == "none":
+            return p.input * _PER_TOKEN
+        return (p.reuse * p.cache_read + (1 - p.reuse) * p.input) * _PER_TOKEN
+
+    def ledger_columns(self, pass_id: int) -> tuple:
+        """(decision cost, invalidated tokens, invalidation cost, pass cost, break-even turn) of one pass.
+
+        The break-even turn is the pass's turn plus the calls it takes for
+        ``net * saving_rate`` per call to reach the pass's cost; -1 when the pass
+        freed nothing net, so it never pays back.
+        """
+        decision, invalidated, rewrite = self.pass_costs.get(pass_id, (0.0, 0, 0.0))
+        total = decision + rewrite
+        turn, net = self.pass_rows.get(pass_id, (0, 0))
+        per_call = net * self.saving_rate()
+        if total <= 0:
+            breakeven = turn
+        elif per_call <= 0:
+            breakeven = -1
+        else:
+            breakeven = turn + math.ceil(total / per_call - 1e-12)
+        return usd(decision), invalidated, usd(rewrite), usd(total), breakeven
+
+    def summary(self, so_far: dict) -> dict:
+        billed_all = self.input_billed + self.decision_output
+        spent = self.decision_cost + self.invalidation_cost
+        freed = so_far.get("sum_net_tokens", 0) + so_far.get("fallback_tokens", 0)
+        if spent <= 0:
+            per_net: float | str = 0.0
+        elif freed <= 0:
+            per_net = "inf"
+        else:
+            per_net = round(spent / freed, 12)
+        return {
+            "input_tokens_billed": self.input_billed,
+            "output_tokens_billed": self.output_billed,
+            "decision_tokens_billed": self.decision_billed,
+            "decision_share": round(self.decision_billed / billed_all, 6) if billed_all else 0.0,
+            "cache_read_tokens": self.read,
+            "cache_write_tokens": self.write,
+            "uncached_input_tokens": self.uncached,
+            "cache_invalidations": self.invalidations,
+            "invalidated_tokens": self.invalidated,
+            "cost_usd": usd(self.cost),
+            "decision_cost_usd": usd(self.decision_cost),
+            "invalidation_cost_usd": usd(self.invalidation_cost),
+            "cost_per_net_token": per_net,
+        }

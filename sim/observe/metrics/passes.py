@@ -1,0 +1,189 @@
+"""Model-driven prune passes: their costs, their yield, and whether the run oscillates.
+
+A *pass* is one model-driven prune pass. *index* is what the model read,
+*rationale* what it wrote, *evicted* the tokens of the spans it removed;
+``net = evicted - index - rationale``. The *post-trigger turns* run from the
+first trigger (see :mod:`.window`) to the last turn.
+
+A pass is *decided in band* when its headroom at decision time (budget minus
+utilization) is below its own overhead (the index plus the rationale it means
+to write). Under a hard budget such a pass cannot finish: its rationale is cut
+at the ceiling and the selections it did not get to write are not evicted, so
+it is net-negative by construction.
+
+*Oscillation* is a verdict on what the run observably did, never on a label the
+mechanism under test assigns (whether a pass was decided in band, why a gate
+refused). It reads the trace (utilization over time, see :mod:`.window`) and
+the ledger (each pass's turn, index, rationale and evicted tokens) and encodes
+the seed's signature, "a utilization trace that oscillates in a tight band just
+below the trigger threshold, with prune-pass frequency increasing over time"
+while "the sum of decision overhead exceeded the sum of net reclamation". A run
+oscillates when all four hold:
+
+1. it keeps pruning: at least ``OSC_MIN_PASSES`` passes after the first trigger;
+2. the band is tight: ``0 <= band_width < OSC_BAND_PASSES`` times the mean pass
+   overhead (index + rationale), so utilization never gets far below the trigger;
+3. the pass rate does not fall: ``passes_second_half >= passes_first_half``;
+4. deciding costs more than it frees: ``sum_overhead_tokens > sum_net_tokens``.
+
+:func:`prunesim.observe.metrics.verdict.from_trace` computes the same verdict
+from a recorded trace and ledger; the tests check that both agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+from prunesim.model.events import Observer, PassRecord
+
+from .definition import Metric, mean
+
+OSC_MIN_PASSES = 3
+OSC_BAND_PASSES = 2.0
+
+DEFINITIONS = (
+    Metric("oscillating", "bool", "The run oscillates as defined in the module docstring of "
+           "sim/observe/metrics/passes.py (from utilization, pass turns and pass sizes only)."),
+    Metric("passes", "passes", "Model-driven prune passes."),
+    Metric("passes_first_half", "passes", "Passes in the first half of the post-trigger turns."),
+    Metric("passes_second_half", "passes", "Passes in the second half of the post-trigger turns."),
+    Metric("pass_trend", "passes", "passes_second_half - passes_first_half; positive when pass frequency rises."),
+    Metric("mean_pass_gap", "turns", "Mean turns between one pass and the next (0 with fewer than two passes)."),
+    Metric("mean_index_tokens", "tokens", "Mean index size per pass (0 with no passes)."),
+    Metric("mean_rationale_tokens", "tokens", "Mean rationale size per pass, as written (after any cut)."),
+    Metric("mean_evicted_tokens", "tokens", "Mean tokens evicted per pass."),
+    Metric("mean_evicted_spans", "spans", "Mean spans evicted per pass."),
+    Metric("mean_net_tokens", "tokens", "Mean of evicted - index - rationale per pass."),
+    Metric("mean_utilization_after", "tokens", "Mean utilization right after a pass (0 with no passes)."),
+    Metric("sum_overhead_tokens", "tokens", "Sum over passes of index + rationale."),
+    Metric("sum_net_tokens", "tokens", "Sum over passes of net."),
+    Metric(
+        "overhead_ratio",
+        "ratio",
+        'sum_overhead_tokens / sum_net_tokens; "inf" when sum_net_tokens <= 0 and there was a pass, 0 with no passes.',
+    ),
+    Metric("net_negative_passes", "passes", "Passes whose net is below zero."),
+    Metric("zero_yield_passes", "passes", "Passes that evicted nothing."),
+    Metric("cut_passes", "passes", "Passes whose rationale was cut short by a hard budget."),
+    Metric(
+        "in_band_passes",
+        "passes",
+        "Passes decided in band: headroom at decision time below the pass's own overhead (index + rationale "
+        "wanted). A label of the mechanism, for diagnosis: no verdict and no replayed figure uses it.",
+    ),
+    Metric("evicted_spans", "spans", "Spans evicted by model-driven passes."),
+)
+
+
+def overhead_ratio(sum_overhead: float, sum_net: float, passes: int) -> float:
+    """sum(index + rationale) / sum(net); infinite when the passes freed nothing net."""
+    if passes == 0:
+        return 0.0
+    if sum_net <= 0:
+        return math.inf
+    return sum_overhead / sum_net
+
+
+def is_oscillating(
+    passes_after_trigger: int,
+    band_width: float,
+    mean_overhead: float,
+    passes_first_half: int,
+    passes_second_half: int,
+    sum_overhead: float,
+    sum_net: float,
+) -> bool:
+    """The oscillation verdict of the module docstring, on a run's observable figures."""
+    return (
+        passes_after_trigger >= OSC_MIN_PASSES
+        and 0 <= band_width < OSC_BAND_PASSES * mean_overhead
+        and passes_second_half >= passes_first_half
+        and sum_overhead > sum_net
+    )
+
+
+def half_of(turn: int, first_trigger_turn: int, turns: int) -> int | None:
+    """0 or 1: the half of the post-trigger turns ``turn`` is in; None before the first trigger."""
+    if first_trigger_turn < 0 or turn < first_trigger_turn:
+        return None
+    return 0 if turn < first_trigger_turn + (turns - first_trigger_turn + 1) / 2 else 1
+
+
+class PassMetrics(Observer):
+    def __init__(self, run):
+        self.turns = run.scenario.turns
+        self.trigger = run.acting_trigger
+        self.first_trigger_turn = -1
+        # Counters only, so that a run of any length holds O(1) state.
+        self.pass_count = 0
+        self.passes_first = self.passes_second = 0  # halves of the post-trigger turns
+        self.early_pass_turns: list[int] = []  # passes recorded before the first trigger
+        self.first_pass_turn = self.last_pass_turn = -1
+        self.sum_index = self.sum_rationale = self.sum_evicted = self.sum_after = 0
+        self.net_negative = self.zero_yield = self.cut_passes = self.in_band = self.evicted_spans = 0
+
+    def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
+        # The first trigger as the window metrics define it: the first recorded point at the trigger.
+        if self.first_trigger_turn < 0 and utilization >= self.trigger:
+            self.first_trigger_turn = turn
+
+    def on_prune_pass(self, time: float, record: PassRecord) -> None:
+        self.pass_count += 1
+        if self.first_trigger_turn >= 0:
+            self._count_half(record.turn)
+        else:  # classified once the first trigger is known (usually none: passes follow the trigger)
+            self.early_pass_turns.append(record.turn)
+        if self.first_pass_turn < 0:
+            self.first_pass_turn = record.turn
+        self.last_pass_turn = record.turn
+        self.sum_index += record.index
+        self.sum_rationale += record.rationale
+        self.sum_evicted += record.evicted
+        self.sum_after += record.utilization_after
+        self.evicted_spans += record.evicted_spans
+        self.net_negative += record.net < 0
+        self.zero_yield += record.evicted_spans == 0
+        self.cut_passes += record.cut
+        self.in_band += record.in_band
+
+    def _count_half(self, turn: int) -> None:
+        half = half_of(turn, self.first_trigger_turn, self.turns)
+        if half == 0:
+            self.passes_first += 1
+        elif half == 1:
+            self.passes_second += 1
+
+    def summary(self, so_far: dict) -> dict:
+        n = self.pass_count
+        overhead = self.sum_index + self.sum_rationale
+        net = self.sum_evicted - overhead
+        first, second = self.passes_first, self.passes_second
+        for turn in self.early_pass_turns:
+            half = half_of(turn, self.first_trigger_turn, self.turns)
+            first += half == 0
+            second += half == 1
+        gap = (self.last_pass_turn - self.first_pass_turn) / (n - 1) if n > 1 else 0.0
+        return {
+            "oscillating": is_oscillating(
+                first + second, so_far["band_width"], overhead / n if n else 0.0, first, second, overhead, net
+            ),
+            "passes": n,
+            "passes_first_half": first,
+            "passes_second_half": second,
+            "pass_trend": second - first,
+            "mean_pass_gap": round(gap, 3),
+            "mean_index_tokens": mean(self.sum_index, n),
+            "mean_rationale_tokens": mean(self.sum_rationale, n),
+            "mean_evicted_tokens": mean(self.sum_evicted, n),
+            "mean_evicted_spans": mean(self.evicted_spans, n),
+            "mean_net_tokens": mean(net, n),
+            "mean_utilization_after": mean(self.sum_after, n),
+            "sum_overhead_tokens": overhead,
+            "sum_net_tokens": net,
+            "overhead_ratio": overhead_ratio(overhead, net, n),
+            "net_negative_passes": self.net_negative,
+            "zero_yield_passes": self.zero_yield,
+            "cut_passes": self.cut_passes,
+            "in_band_passes": self.in_band,
+            "evicted_spans": self.evicted_spans,
+        }

@@ -1,0 +1,55 @@
+"""prunesim plot breakeven, calls.csv, and ledgers written before the cost columns existed."""
+
+from __future__ import annotations
+
+import pytest
+from plot_fixtures import make_run, read_rows, write_rows
+from prunesim.cli import main
+from prunesim.observe.recorder import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, LEDGER_COLUMNS
+from prunesim.plots.io import read_run
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("breakeven")
+    return make_run(tmp, "naive", "naive"), make_run(tmp, "gated", "slack-gated")
+
+
+def test_run_files_carry_calls_and_cost_columns(runs):
+    naive = read_run(runs[0], need=("ledger", "calls"))
+    assert list(naive.calls[0]) == list(CALL_COLUMNS)
+    assert list(naive.ledger[0]) == list(LEDGER_COLUMNS)
+    assert LEDGER_COLUMNS[: len(ENGINE_LEDGER_COLUMNS)] == ENGINE_LEDGER_COLUMNS  # appended, not reordered
+    total = sum(float(r["cost_usd"]) for r in naive.calls)
+    assert total == pytest.approx(naive.metrics["cost_usd"], abs=1e-4)
+
+
+def test_plot_breakeven_writes_a_figure(runs, tmp_path, capsys):
+    out = tmp_path / "be.svg"
+    assert main(["plot", "breakeven", str(runs[0]), str(runs[1]), "--out", str(out)]) == 0
+    svg = out.read_text()
+    assert 'id="cumulative-0"' in svg and 'id="cumulative-1"' in svg
+    assert capsys.readouterr().out.strip().endswith("be.svg")
+
+
+def test_breakeven_refuses_runs_of_different_workloads(runs, tmp_path, capsys):
+    other = make_run(tmp_path, "seed4", "naive", seed=4)
+    out = tmp_path / "x.png"
+    assert main(["plot", "breakeven", str(runs[0]), str(other), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not the same workload" in err and err.count("\n") == 0 and not out.exists()
+
+
+def test_an_older_run_without_cost_files_gets_one_line(runs, tmp_path, capsys):
+    old = make_run(tmp_path, "old", "naive")
+    rows = read_rows(old / "ledger.csv")
+    write_rows(old / "ledger.csv", [{k: r[k] for k in ENGINE_LEDGER_COLUMNS} for r in rows],
+               list(ENGINE_LEDGER_COLUMNS))
+    # The ledger plot still reads an old ledger as it is.
+    assert main(["plot", "ledger", str(old), "--out", str(tmp_path / "l.png")]) == 0
+    assert main(["plot", "breakeven", str(runs[0]), str(old), "--out", str(tmp_path / "b.png")]) == 2
+    assert "written by an older prunesim" in capsys.readouterr().err
+    (old / "calls.csv").unlink()
+    assert main(["plot", "breakeven", str(runs[0]), str(old), "--out", str(tmp_path / "b.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "calls.csv" in err and err.count("\n") == 0 and not (tmp_path / "b.png").exists()

@@ -1,0 +1,253 @@
+"""Targets, the accepted-range rule, prunesim calibrate and prunesim validate."""
+
+import math
+import re
+import shlex
+import tomllib
+
+import numpy as np
+import pytest
+from prunesim.cli import main
+from prunesim.errors import UserError
+from prunesim.io import scenario_files as sc
+from prunesim.io.scenario_files import resolve_path
+from prunesim.studies.calibrate import HEADER_BEGIN, HEADER_END, Objective, parse_params, set_values
+from prunesim.studies.replay import FigureReplay
+from prunesim.studies.targets import TOLERANCE, accepted_range, load_targets
+from prunesim.studies.validate import validate
+
+SEED_000 = resolve_path("oscillation-40")
+
+
+# -- the rule ---------------------------------------------------------------------------
+def test_one_rule_sets_every_range_of_seed_000():
+    targets = load_targets("seed-000")
+    judged = [f for f in targets.figures if f.judged]
+    assert len(judged) == 17 and TOLERANCE == 0.15
+    by = {(f.variant, f.metric): f for f in judged}
+    assert (by["naive @22k", "passes"].low, by["naive @22k", "passes"].high) == pytest.approx((9.35, 12.65))
+    assert (by["naive @22k", "band_floor"].low, by["naive @22k", "band_floor"].high) == (20435.0, 21365.0)
+    assert (by["slack-gated", "peak_utilization"].low, by["slack-gated", "peak_utilization"].high) == (21010, 21790)
+    assert (by["naive @20k", "net_negative_passes"].low, by["naive @20k", "net_negative_passes"].high) == (0, 0)
+    assert by["naive @22k", "oscillating"].low == 0.85 and by["naive @20k", "oscillating"].high == 0.15
+    for f in judged:  # every range is the rule's, none set by hand
+        budget = 24000
+        assert (f.low, f.high) == pytest.approx(accepted_range(f.compare, f.value, budget))
+
+
+@pytest.mark.parametrize("compare,value", [("near", 600), ("near", 0), ("level", 21400), ("above", 0),
+                                           ("at_most", 2), ("yes", 0), ("no", 0)])
+def test_distance_is_at_most_one_exactly_inside_the_range(compare, value, tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(f'scenario = "oscillation-40"\n[variants.v]\npolicy = "naive"\n[[figures]]\nvariant = "v"\n'
+                    f'metric = "passes"\nvalue = {value}\ncompare = "{compare}"\n')
+    (target,) = load_targets(str(path)).figures
+    probes = np.concatenate([np.linspace(-2, 3, 101), np.linspace(-1000, 30000, 311), [0.85, 0.15, 0, 2, 1]])
+    if target.reduce == "share":
+        probes = probes[(probes >= 0) & (probes <= 1)]  # a share of runs
+    for x in probes:
+        if abs(x - target.low) < 1e-9 or abs(x - target.high) < 1e-9:
+            continue  # the edges themselves: rounding decides
+        assert (target.distance(float(x)) <= 1) == target.accepts(float(x)), (compare, x)
+    assert target.distance(math.inf) == math.inf
+
+
+BAD_TARGETS = [
+    ('[[figures]]\nvariant = "v"\nmetric = "passes_per_minute"\nvalue = 1\n', "figures[0].metric",
+     "unknown figure 'passes_per_minute'"),
+    ('[[figures]]\nvariant = "w"\nmetric = "passes"\nvalue = 1\n', "figures[0].variant", "unknown variant 'w'"),
+    ('[[figures]]\nvariant = "v"\nmetric = "passes"\nvalue = "eleven"\n', "figures[0].value", "finite number"),
+    ('[[figures]]\nvariant = "v"\nmetric = "passes"\nvalue = 1\ncompare = "close"\n', "figures[0].compare",
+     "must be one of"),
+    ('[[figures]]\nvariant = "v"\nmetric = "peak_utilization"\nvalue = 25000\ncompare = "level"\n',
+     "figures[0].value", "below the budget"),
+    ('[[figures]]\nvariant = "v"\nmetric = "passes"\nvalue = 1\n[bounds]\n"decision.rationale_per_span" = [300, 30]\n',
+     "bounds.decision.rationale_per_span", "the bounds cross"),
+    ('[[figures]]\nvariant = "v"\nmetric = "passes"\nvalue = 1\n[bounds]\n"trigger" = [1]\n', "bounds.trigger",
+     "two numbers"),
+]
+
+
+@pytest.mark.parametrize("body,key,problem", BAD_TARGETS, ids=[b[1] + ":" + b[2] for b in BAD_TARGETS])
+def test_bad_targets_are_one_clear_error(tmp_path, body, key, problem):
+    path = tmp_path / "bad.toml"
+    path.write_text('scenario = "oscillation-40"\n[variants.v]\npolicy = "naive"\n' + body)
+    with pytest.raises(UserError) as err:
+        load_targets(str(path))
+    assert err.value.key == key and problem in err.value.problem and str(path) in str(err.value)
+
+
+def test_a_variant_with_a_bad_override_or_policy_is_refused(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('scenario = "oscillation-40"\n[variants.v]\npolicy = "naive"\nset = { trigger = 99000 }\n'
+                    '[[figures]]\nvariant = "v"\nmetric = "passes"\nvalue = 1\n')
+    with pytest.raises(UserError, match="trigger: 99000 is above the budget"):
+        load_targets(str(path))
+    path.write_text('scenario = "oscillation-40"\n[variants.v]\npolicy = "nave"\n')
+    with pytest.raises(UserError, match="unknown policy 'nave'"):
+        load_targets(str(path))
+
+
+# -- calibrate: bad parameters -------------------------------------------------------------
+@pytest.mark.parametrize("params,problem", [
+    ("decision.rationale_per_spam", "decision.rationale_per_spam: no such scenario parameter"),
+    ("gate.fallback", "gate.fallback: is not numeric (it is the string 'recency')"),
+    ("workload.reasoning", "workload.reasoning: is not numeric (it is a table)"),
+    ("decision.concurrent", "is not numeric (it is true/false)"),
+    ("decision.rationale_base", "no bounds: give decision.rationale_base=LOW:HIGH"),
+    ("decision.rationale_base=90:10", "the bounds cross: low 90.0 is not below high 10.0"),
+    ("decision.rationale_base=a:b", "must be LOW:HIGH"),
+    ("decision.rationale_per_span,decision.rationale_per_span", "is named twice"),
+    ("gate.lead=30000:40000", "the centre of the bounds is not a valid scenario: gate.lead"),
+    ("", "expected NAME"),
+])
+def test_bad_parameters_are_refused_before_any_run(oscillation, params, problem, tmp_path, capsys):
+    with pytest.raises(UserError) as err:
+        parse_params(params, oscillation, load_targets("seed-000", oscillation))
+    assert err.value.where == "--params" and problem in str(err.value)
+    out = tmp_path / "cal.toml"
+    assert main(["calibrate", "oscillation-40", "--targets", "seed-000", "--params", params or ",",
+                 "--seeds", "0:2", "--out", str(out)]) == 2
+    assert "--params" in capsys.readouterr().err and not out.exists()
+
+
+def test_an_existing_out_is_kept_without_force(tmp_path, capsys):
+    out = tmp_path / "mine.toml"
+    out.write_text("# my own scenario\n")
+    assert main(["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "decision.rationale_per_span",
+                 "--seeds", "0:2", "--out", str(out)]) == 2
+    assert "exists; give --force" in capsys.readouterr().err and out.read_text() == "# my own scenario\n"
+
+
+# -- calibrate: a small fit, end to end ----------------------------------------------------------
+CMD = ["calibrate", "oscillation-40", "--targets", "seed-000", "--params",
+       "decision.rationale_per_span,decision.reclaim_target=1000:4000", "--seeds", "0:3", "--max-evals", "8"]
+
+
+def test_a_small_calibration_writes_a_valid_scenario_with_its_fit_and_is_reproducible(tmp_path, capsys):
+    first, second = tmp_path / "a" / "cal.toml", tmp_path / "b" / "cal.toml"
+    assert main([*CMD, "--out", str(first), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "objective (sum of squared distances in half-widths): start" in out and "naive @22k" in out
+    text = first.read_text()
+    assert text.startswith(HEADER_BEGIN) and HEADER_END in text
+    assert "# seeds: 0..2 (3 seeds, the same for every candidate: common random numbers)" in text
+    assert "--params decision.rationale_per_span,decision.reclaim_target=1000:4000" in text
+    fitted = sc.load(str(first))
+    data = tomllib.loads(text)
+    assert fitted.decision.rationale_per_span == data["decision"]["rationale_per_span"]
+    assert 30 <= fitted.decision.rationale_per_span <= 300 and 1000 <= fitted.decision.reclaim_target <= 4000
+    # Every other line of the shipped file is kept, comments included.
+    kept = [ln for ln in SEED_000.read_text().splitlines() if "rationale_per_span" not in ln
+            and "reclaim_target" not in ln and not ln.startswith("# -- ") and not ln.startswith("#   ")
+            and not ln.startswith("# ")]
+    assert all(ln in text.splitlines() for ln in kept)
+    # Same command, same file (the optimizer starts at the centre of the bounds, not at the file's values).
+    assert main([*CMD, "--out", str(second), "--quiet"]) == 0
+    assert second.read_bytes().replace(b"/b/", b"/a/") == first.read_bytes()
+    # Calibrating the calibrated file again gives it back: its header's command regenerates it.
+    again = tmp_path / "a" / "again.toml"
+    assert main(["calibrate", str(first), *CMD[2:], "--out", str(again), "--quiet"]) == 0
+    body = lambda t: t.split(HEADER_END, 1)[1]  # noqa: E731
+    assert body(again.read_text()) == body(text)
+
+
+def test_set_values_adds_what_the_file_does_not_write():
+    text = 'turns = 4\n\n[decision]                 # cost\nindex_base = 10.0          # framing\n'
+    out = set_values(text, {"decision.index_base": 123.25, "decision.select_max": 3, "trigger": 7, "need.stale": 0.1})
+    data = tomllib.loads(out)
+    assert data == {"turns": 4, "trigger": 7, "decision": {"index_base": 123.25, "select_max": 3},
+                    "need": {"stale": 0.1}}
+    assert "index_base = 123.25        # framing" in out
+
+
+# -- the shipped scenario is what its header's command produced -------------------------------------------
+def shipped_header():
+    text = SEED_000.read_text()
+    assert text.startswith(HEADER_BEGIN), "oscillation-40 must carry its calibration header"
+    head = text.split(HEADER_END, 1)[0]
+    command = head.splitlines()[1].removeprefix("#").strip()
+    return text, head, command
+
+
+def test_the_shipped_scenario_records_its_calibration():
+    text, head, command = shipped_header()
+    argv = shlex.split(command)
+    assert argv[:3] == ["prunesim", "calibrate", "oscillation-40"]
+    opts = dict(zip(argv[3::2], argv[4::2], strict=False))
+    assert opts["--targets"] == "seed-000" and opts["--out"] == "scenarios/oscillation-40.toml"
+    # Fitted on seeds no replay and no validation block uses by default.
+    seeds = opts["--seeds"].split(":")
+    assert int(seeds[1]) <= 1000
+    # Every parameter the header lists holds the value the header records.
+    data = tomllib.loads(text)
+    for name, value in re.findall(r"^#   ([a-z_.]+) = ([-0-9.e]+)   \(", head, flags=re.M):
+        node = data
+        for part in name.split("."):
+            node = node[part]
+        assert node == pytest.approx(float(value), abs=0), name
+    assert set(opts["--params"].split(",")) == set(re.findall(r"^#   ([a-z_.]+) = ", head, flags=re.M))
+
+
+def test_the_shipped_objective_is_what_the_header_says():
+    """Re-evaluating the shipped values on the header's seeds gives the objective it recorded."""
+    text, head, command = shipped_header()
+    argv = shlex.split(command)
+    opts = dict(zip(argv[3::2], argv[4::2], strict=False))
+    scenario = sc.load("oscillation-40")
+    targets = load_targets(opts["--targets"], scenario)
+    params = parse_params(opts["--params"], scenario, targets)
+    lo, hi = (int(x) for x in opts["--seeds"].split(":"))
+    objective = Objective(scenario, targets, params, range(lo, hi))
+    data = tomllib.loads(text)
+    values = {}
+    for p in params:
+        node = data
+        for part in p.name.split("."):
+            node = node[part]
+        values[p.name] = node
+    total, _ = objective.figures(values)
+    recorded = float(re.search(r"fitted ([0-9.,]+)", head).group(1).replace(",", ""))
+    assert total == pytest.approx(recorded, rel=1e-3)
+
+
+# -- validate ----------------------------------------------------------------------------------------------
+def test_validate_reports_each_figure_over_blocks(capsys):
+    assert main(["validate", "oscillation", "--blocks", "2", "--block-size", "4", "--first-seed", "1000"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert out.startswith("validate oscillation: scenario oscillation-40, 2 blocks of 4 seeds (1000..1007)")
+    assert "prune passes per 40-turn run" in out and "figures hold" in out
+
+
+def test_validate_exits_non_zero_when_a_figure_misses_in_more_than_a_tenth_of_the_blocks(tmp_path, capsys):
+    path = tmp_path / "t.toml"
+    path.write_text('scenario = "oscillation-40"\n[variants.v]\npolicy = "noop"\n'
+                    '[[figures]]\nvariant = "v"\nmetric = "passes"\nvalue = 0\n'
+                    '[[figures]]\nvariant = "v"\nmetric = "peak_utilization"\nvalue = 5000\n')
+    result = validate(FigureReplay("custom", str(path)), blocks=10, block_size=1, first_seed=1000)
+    holds = {f.target.metric: (f.share, f.misses <= result.allowed_misses) for f in result.figures}
+    assert holds["passes"] == (1.0, True) and holds["peak_utilization"] == (0.0, False)
+    assert not result.ok and result.allowed_misses == 1
+
+
+def test_validate_refuses_a_replay_without_figures(capsys):
+    assert main(["validate", "reentrancy", "--blocks", "1", "--block-size", "1"]) == 2
+    assert "no published figures" in capsys.readouterr().err
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_fitting(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    assert main(["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "decision.rationale_per_span",
+                 "--seeds", "0:2", "--out", str(blocker / "cal.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "cannot write there" in err and "calibrate:" not in err  # no candidate was run
+
+
+def test_validate_json_names_every_block(capsys):
+    import json
+
+    assert main(["validate", "oscillation", "--blocks", "2", "--block-size", "2", "--json"]) in (0, 1)
+    data = json.loads(capsys.readouterr().out)
+    assert data["blocks"] == [[1000, 1002], [1002, 1004]] and data["allowed_misses"] == 0
+    assert all(len(f["per_block"]) == 2 for f in data["figures"])

@@ -1,0 +1,207 @@
+"""llm-summary: auto-compaction (Codex, Claude Code) and OpenHands' LLMSummarizingCondenser."""
+
+import json
+
+import pytest
+from prunesim.cli import main
+from prunesim.io import scenario_files as sc
+from prunesim.io.transcripts.workload import TranscriptWorkload
+from prunesim.model.engine import Engine
+from prunesim.model.spans import SUMMARY_TAG, Span
+from prunesim.policies import get_policy
+from prunesim.policies.base import Compact
+from prunesim.runner import run_one, streams
+from prunesim.studies.transcript_replay import replay
+from runtime_fixtures import policy, tool_turns, view_of, workload
+
+TURNS = {"llm_summary.threshold": 12, "llm_summary.unit": "turns"}
+
+
+def compactions(result):
+    return [json.loads(e[4]) for e in result.events if e[3] == "compact"]
+
+
+def test_presets_hold_their_sources_thresholds():
+    codex = policy("llm-summary:codex").params
+    claude = policy("llm-summary:claude-code").params
+    openhands = policy("llm-summary:openhands").params
+    assert (codex.threshold, codex.unit, codex.keep_turns) == (0.9, "window", 0)
+    assert (claude.threshold, claude.unit, claude.keep_turns) == (0.775, "window", 0)
+    assert (openhands.threshold, openhands.unit, openhands.keep_turns) == (50, "turns", 24)
+
+
+def test_explicit_values_win_over_the_preset():
+    p = policy("llm-summary:openhands", {"llm_summary.keep_turns": 3}).params
+    assert (p.threshold, p.unit, p.keep_turns) == (50, "turns", 3)
+
+
+def test_at_the_threshold_everything_but_pinned_spans_and_the_last_k_turns_is_named():
+    system = Span(100, "system", 500, 0, pinned=True)
+    spans = [system, *tool_turns([1000] * 10)]
+    used = sum(s.tokens for s in spans)
+    pol = policy("llm-summary", {"llm_summary.threshold": used, "llm_summary.unit": "tokens",
+                                 "llm_summary.keep_turns": 3})
+    assert pol.decide(view_of(spans[:-1], turn=10)) == []  # one token short
+    (action,) = pol.decide(view_of(spans, turn=10))
+    assert isinstance(action, Compact) and action.reason == "auto_compact"
+    assert list(action.span_ids) == [s.id for s in spans if not s.pinned and s.turn <= 7]
+    assert set(action.carried) <= set(action.span_ids)
+    assert action.instruction_tokens == 95
+    assert 1 <= action.summary_tokens <= 20_000
+
+
+def run_engine(turns, overrides, output=lambda t: 1000, name="llm-summary", seed=0):
+    overrides = {"turns": turns, **overrides}
+    scenario = sc.load("transcript", overrides)
+    engine = Engine(scenario, policy(name, overrides, seed=seed), TranscriptWorkload(workload(turns, output=output)))
+    engine.run()
+    return engine
+
+
+def test_a_compaction_replaces_all_but_the_last_k_turns_with_one_summary_where_they_stood():
+    engine = run_engine(12, {**TURNS, "llm_summary.keep_turns": 4})  # it compacts at turn 12, the last
+    spans = engine.window.spans()
+    assert spans[0].kind == "system" and spans[0].pinned
+    assert spans[1].kind == "summary" and SUMMARY_TAG in spans[1].tags
+    assert {s.turn for s in spans[2:]} == {9, 10, 11, 12} and len(spans[2:]) == 4 * 3
+
+
+def test_a_compaction_bills_the_whole_window_read_and_takes_its_time():
+    data = workload(40, output=lambda t: 900)
+    base = sc.load("transcript", {"llm_summary.threshold": 9000, "llm_summary.unit": "tokens",
+                                  "llm_summary.keep_turns": 2})
+    noop, _ = replay(data, base, "noop", 0)
+    result, _ = replay(data, base, "llm-summary", 0)
+    edits = compactions(result)
+    assert len(edits) >= 3
+    for e in edits:
+        assert e["prompt"] == e["utilization_before"] + 95  # the whole window, and the request
+        assert e["utilization_before"] >= 9000
+    s = result.summary
+    assert s["compactions"] == len(edits)
+    assert s["decision_tokens_billed"] == sum(e["prompt"] + e["written"] for e in edits)
+    assert s["summary_tokens"] == sum(e["written"] for e in edits)
+    lat = base.latency
+    extra = sum(lat.model_base_s + lat.model_per_input_token_s * e["prompt"] + lat.model_per_output_token_s
+                * e["written"] for e in edits)
+    turn_calls = s["input_tokens_billed"] - sum(e["prompt"] for e in edits)
+    assert s["sim_time_s"] == pytest.approx(
+        noop.summary["sim_time_s"] + extra - lat.model_per_input_token_s
+        * (noop.summary["input_tokens_billed"] - turn_calls), rel=1e-9)
+
+
+def test_summary_of_summary_accounting_is_exact():
+    data = workload(80, output=lambda t: 700 + (t * 37) % 600)
+    base = sc.load("transcript", {"llm_summary.threshold": 8000, "llm_summary.unit": "tokens",
+                                  "llm_summary.keep_turns": 2, "summary.mean_tokens": 1500})
+    result, _ = replay(data, base, "llm-summary", 3)
+    t = result.trace()
+    s = result.summary
+    edits = compactions(result)
+    assert len(edits) >= 5  # summaries of summaries of summaries...
+    # every window change adds up, every row
+    assert (t["appended_total"] - t["removed_total"] == t["utilization"]).all()
+    assert s["summary_kept_spans"] == sum(e["kept"] for e in edits)
+    assert s["summary_dropped_spans"] == sum(e["dropped"] for e in edits)
+    assert s["compacted_tokens"] == sum(e["freed"] - e["written"] for e in edits)
+    # each piece of content is dropped once at most, and what was never dropped is carried by the last summary
+    rows = list(zip(t["event"], t["kind"], t["span_id"], t["delta"], strict=True))
+    dropped = [int(i) for e, k, i, _ in rows if e == "summary_dropped"]
+    assert len(dropped) == len(set(dropped)) == s["summary_dropped_spans"]
+    summaries = {int(i) for e, k, i, _ in rows if e == "append" and k == "summary"}
+    content = {int(i) for e, k, i, _ in rows if e in ("summarized", "summary_dropped") and int(i) not in summaries}
+    # the same run again, its engine kept: the policy's stream is the one run_one gives seed 3
+    pol = get_policy("llm-summary")(result.scenario, streams(3)["policy"])
+    engine = Engine(result.scenario, pol, TranscriptWorkload(data))
+    engine.run()
+    (last,) = [sp for sp in engine.window.spans() if sp.kind == "summary"]
+    assert set(last.names) | set(dropped) == content and not set(last.names) & set(dropped)
+    # content dropped later than it was summarized frees nothing the second time
+    late = [d for e, _, i, d in rows if e == "summary_dropped" and d == 0]
+    assert late, "no summary dropped content an earlier one carried"
+    assert engine.window.utilization == sum(sp.tokens for sp in engine.window.spans()) == s["final_utilization"]
+
+
+def constraint_scenario(keep):
+    events = [{"turn": t, "kind": "constraint", "tokens": 120, "replaces_output": False, "pinned": False}
+              for t in (3, 6, 9)]
+    # 12,200 pinned tokens; compactions at 20,000 leave room for a few turns between them
+    return sc.load("oscillation-40", {"turns": 60, "workload.events": events, "llm_summary.threshold": 20000,
+                                      "llm_summary.unit": "tokens", "llm_summary.keep_turns": 1,
+                                      "summary.keep_constraint": keep, "summary.size_half": 0,
+                                      "summary.mean_tokens": 1000})
+
+
+def test_a_constraint_the_summary_drops_is_lost_and_one_it_carries_is_not():
+    lost = run_one(constraint_scenario(0.0), "llm-summary", 0)
+    assert lost.summary["compactions"] >= 1 and lost.summary["lost_constraints"] == 3
+    kept = run_one(constraint_scenario(1.0), "llm-summary", 0)
+    assert kept.summary["compactions"] >= 2 and kept.summary["lost_constraints"] == 0
+    assert kept.summary["summary_dropped_spans"] > 0  # other content was dropped; the constraints were not
+
+
+def repeating(keep):
+    # the same command at turns 2 and 14; summaries keep everything or nothing
+    data = workload(16, output=lambda t: 800, keys=lambda t: "cat setup.py" if t in (2, 14) else f"cmd {t}")
+    base = sc.load("transcript", {**TURNS, "llm_summary.keep_turns": 3, "summary.keep_tool_call": keep,
+                                  "summary.keep_tool_output": keep, "summary.size_half": 0})
+    result, metrics = replay(data, base, "llm-summary", 0)
+    assert result.summary["compactions"] == 1  # at turn 12
+    return metrics
+
+
+def test_dropped_content_cannot_be_recalled_and_carried_content_can():
+    assert repeating(1.0)["repeats_after_prune"] == 0 and repeating(1.0)["repeats_in_window"] == 1
+    assert repeating(0.0)["repeats_after_prune"] == 1
+
+
+def test_the_openhands_preset_compacts_past_50_turns_and_keeps_24():
+    engine = run_engine(50, {}, output=lambda t: 100, name="llm-summary:openhands")
+    spans = engine.window.spans()
+    assert [s.kind for s in spans[:2]] == ["system", "summary"]
+    assert {s.turn for s in spans[2:]} == set(range(27, 51))
+
+
+@pytest.mark.parametrize("setting, words", [
+    ("llm_summary.threshold=1.5 --set llm_summary.unit=window", "llm_summary.threshold: 1.5 is above the window"),
+    ("llm_summary.threshold=200000 --set llm_summary.unit=tokens",
+     "llm_summary.threshold: 200000 is above the window 128000"),
+    ("llm_summary.threshold=0.5", "set threshold and unit together"),
+    ("llm_summary.keep_turns=-1", "llm_summary.keep_turns: must not be negative"),
+    ("summary.keep_tool_output=2", "summary.keep_tool_output: must be between 0 and 1"),
+])
+def test_bad_parameters_are_one_line_and_exit_2(setting, words, tmp_path, capsys):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    from prunesim.io.transcripts.workload import write
+
+    write(folder / "a.jsonl", workload(3))
+    argv = ["leaderboard", str(folder), "--policies", "llm-summary", "--out", str(tmp_path / "out")]
+    for part in setting.split(" --set "):
+        argv += ["--set", part]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err, err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, overrides", [
+    ("llm-summary", {"llm_summary.threshold": 6000, "llm_summary.unit": "tokens", "llm_summary.keep_turns": 2}),
+    ("observation-masking", {}),
+    ("clear-tool-uses", {"clear_tool_uses.trigger": 5000}),
+])
+def test_the_cost_model_sees_placeholders_and_summaries_where_they_stand(name, overrides):
+    from prunesim.observe import RunContext, build_observers
+    from prunesim.observe.metrics.cost import CostMetrics
+
+    overrides = {"turns": 30, "pricing.model": "claude-opus-4-5", **overrides}
+    scenario = sc.load("transcript", overrides)
+    pol = policy(name, overrides)
+    observers = build_observers(RunContext(scenario, name, 0, pol.acting_trigger(), "all"))
+    engine = Engine(scenario, pol, TranscriptWorkload(workload(30, output=lambda t: 700)), observers)
+    engine.run()
+    (cost,) = [o for o in observers if isinstance(o, CostMetrics)]
+    spans = engine.window.spans()
+    assert cost._ids == [s.id for s in spans] and cost._tokens == [s.tokens for s in spans]
+    if name == "observation-masking":  # it masks mid-window at every turn: the cached prefix is cut there
+        assert cost.summary({})["cache_invalidations"] > 0

@@ -1,0 +1,85 @@
+"""observation-masking: SWE-agent's LastNObservations on hand-made windows and replays."""
+
+import pytest
+from prunesim.cli import main
+from prunesim.io import scenario_files as sc
+from prunesim.io.transcripts.workload import TranscriptWorkload
+from prunesim.model.engine import Engine
+from prunesim.policies.base import Clear
+from prunesim.studies.transcript_replay import replay
+from runtime_fixtures import policy, tool_turns, view_of, workload
+
+
+def test_presets_hold_the_n_of_swe_agent_and_of_the_complexity_trap():
+    assert policy("observation-masking:swe-agent").params.n == 5
+    assert policy("observation-masking:complexity-trap").params.n == 10
+    assert policy("observation-masking").params.n == 5  # its table's default preset is SWE-agent's
+    assert policy("observation-masking:swe-agent").params.placeholder_tokens == 9
+
+
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_the_last_n_outputs_stay_whole_and_every_older_one_is_masked(n):
+    spans = tool_turns([400 + i for i in range(9)])
+    (action,) = policy("observation-masking", {"observation_masking.n": n}).decide(view_of(spans, turn=9))
+    assert isinstance(action, Clear) and action.reason == "observation_masking"
+    outputs = [s.id for s in spans if s.kind == "tool_output"]
+    assert list(action.span_ids) == outputs[: len(outputs) - n]
+    assert set(action.placeholder_tokens) == {9}
+
+
+def test_nothing_is_masked_while_there_are_n_outputs_or_fewer():
+    spans = tool_turns([400] * 5)
+    assert policy("observation-masking", {"observation_masking.n": 5}).decide(view_of(spans, turn=5)) == []
+
+
+def run_masking(turns, overrides):
+    overrides = {"turns": turns, **overrides}
+    scenario = sc.load("transcript", overrides)
+    engine = Engine(scenario, policy("observation-masking", overrides), TranscriptWorkload(workload(turns)))
+    engine.run()
+    return engine.window.spans()
+
+
+@pytest.mark.parametrize("n", [5, 10])
+def test_in_a_run_exactly_the_last_n_outputs_are_whole_and_the_rest_are_placeholders(n):
+    spans = run_masking(25, {"observation_masking.n": n})
+    outputs = [s for s in spans if s.kind == "tool_output"]
+    masks = [s for s in spans if s.kind == "placeholder"]
+    assert [s.turn for s in outputs] == list(range(25 - n + 1, 26))
+    assert len(masks) == 25 - n and all(s.tokens == 9 for s in masks)
+    # each mask stands where its output stood, after the call that made it
+    for i, s in enumerate(spans):
+        if s.kind == "placeholder":
+            assert spans[i - 1].kind == "tool_call" and spans[i - 1].key == s.key
+
+
+@pytest.mark.parametrize("polling", [2, 3, 4])
+def test_with_polling_between_n_and_n_plus_polling_outputs_stay_whole(polling):
+    for turns in range(8, 20):
+        spans = run_masking(turns, {"observation_masking.n": 5, "observation_masking.polling": polling})
+        whole = sum(s.kind == "tool_output" for s in spans)
+        assert 5 <= whole < 5 + polling, (turns, whole)
+
+
+def test_masking_cuts_the_prompt_tokens_and_its_placeholders_are_billed():
+    data = workload(30, output=lambda t: 1200)
+    base = sc.load("transcript")
+    noop, _ = replay(data, base, "noop", 0)
+    masked, _ = replay(data, base, "observation-masking:swe-agent", 0)
+    s = masked.summary
+    assert s["cleared_spans"] == 25 and s["placeholder_tokens"] == 25 * 9
+    assert s["decision_tokens_billed"] == 0  # no model call
+    assert s["input_tokens_billed"] < noop.summary["input_tokens_billed"]
+    assert s["final_utilization"] == noop.summary["final_utilization"] - 25 * (1200 - 9)
+
+
+@pytest.mark.parametrize("setting, words", [
+    ("observation_masking.n=0", "observation_masking.n: must be at least 1"),
+    ("observation_masking.polling=-2", "observation_masking.polling: must be at least 1"),
+    ("observation_masking.preset=openhands", "observation_masking.preset: must be one of"),
+])
+def test_bad_parameters_are_one_line_and_exit_2(setting, words, capsys):
+    assert main(["compare", "oscillation-40", "--policies", "observation-masking", "--seeds", "0:1",
+                 "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err

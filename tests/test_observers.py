@@ -1,0 +1,116 @@
+"""The observer interface: what is bound, in which order, and what a new observer takes."""
+
+from __future__ import annotations
+
+import pytest
+from prunesim import observe
+from prunesim.io import scenario_files as sc
+from prunesim.model.events import KINDS, Bus, Observer, PassRecord
+from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
+from prunesim.observe.recorder import LEDGER_COLUMNS, Recorder
+from prunesim.runner import run_one
+
+
+class Counts(Observer):
+    """Counts every kind it hears."""
+
+    def __init__(self, run=None):
+        self.heard: dict[str, int] = {}
+
+
+    def summary(self, so_far):
+        return {"heard": dict(self.heard)}
+
+
+for _kind in KINDS:
+    def _handler(self, *args, _kind=_kind):
+        self.heard[_kind] = self.heard.get(_kind, 0) + 1
+    setattr(Counts, "on_" + _kind, _handler)
+
+
+class OnlyPasses(Observer):
+    def __init__(self, run=None):
+        self.rows: list[PassRecord] = []
+
+    def on_prune_pass(self, time, record):
+        self.rows.append(record)
+
+    def summary(self, so_far):
+        return {"my_pass_count": len(self.rows), "seen_passes_metric": so_far.get("passes")}
+
+
+def test_only_the_kinds_an_observer_overrides_are_bound():
+    obs = OnlyPasses()
+    bus = Bus([obs])
+    assert bus.prune_pass == (obs.on_prune_pass,)
+    for kind in KINDS:
+        if kind != "prune_pass":
+            assert getattr(bus, kind) == (), kind
+
+
+def test_handlers_run_in_the_order_observers_are_given_and_muted_kinds_are_not_bound():
+    a, b = Counts(), Counts()
+    b.muted = frozenset({"span_appended"})
+    bus = Bus([a, b])
+    assert [h.__self__ for h in bus.prune_pass] == [a, b]
+    assert [h.__self__ for h in bus.span_appended] == [a]
+
+
+def test_anything_that_is_not_an_observer_is_refused():
+    with pytest.raises(TypeError):
+        Bus([object()])
+
+
+def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
+    """Each event kind reaches an observer in some shipped scenario and policy."""
+    heard: dict[str, int] = {}
+    monkeypatch.setitem(observe.REGISTRY, "counts", Counts)
+    for name, policy in [("oscillation-40", "naive"), ("oscillation-40", "slack-gated"),
+                         ("reentrancy-60", "tombstoned"), ("reentrancy-60", "naive"),
+                         ("oscillation-40", "observation-masking")]:
+        result = run_one(sc.load(name), policy, 0, trace="none")
+        for kind, n in result.summary.get("heard", {}).items():
+            heard[kind] = heard.get(kind, 0) + n
+    # A self-edit refusal needs a misbehaving planner (tests/test_tombstoned.py); everything else happens.
+    assert set(KINDS) - set(heard) == {"self_edit_refused"}
+
+
+def test_a_new_observer_is_one_class_and_one_registry_line(monkeypatch):
+    monkeypatch.setitem(observe.REGISTRY, "only-passes", OnlyPasses)
+    result = run_one(sc.load("oscillation-40"), "naive", 3, trace="none")
+    assert result.summary["my_pass_count"] == result.summary["passes"] > 0
+    assert result.summary["seen_passes_metric"] == result.summary["passes"]  # later observers see earlier parts
+    # Its own figures follow the registered metrics, in the order it gave them.
+    assert list(result.summary)[-2:] == ["my_pass_count", "seen_passes_metric"]
+
+
+def test_the_ledger_is_the_pass_records_the_engine_published(monkeypatch):
+    monkeypatch.setitem(observe.REGISTRY, "only-passes", OnlyPasses)
+    captured = []
+    original = OnlyPasses.summary
+
+    def keep(self, so_far):
+        captured.extend(self.rows)
+        return original(self, so_far)
+
+    monkeypatch.setattr(OnlyPasses, "summary", keep)
+    result = run_one(sc.load("oscillation-40"), "naive", 3, trace="turns")
+    n = len(PassRecord._fields)  # the engine's record first; the cost observer's columns are appended after it
+    assert [tuple(r) for r in captured] == [row[:n] for row in result.ledger]
+    assert all(len(row) == len(LEDGER_COLUMNS) for row in result.ledger)
+    assert LEDGER_COLUMNS[0] == "pass" and LEDGER_COLUMNS[1:n] == PassRecord._fields[1:]
+    assert LEDGER_COLUMNS[n:] == COST_LEDGER_COLUMNS
+
+
+def test_a_recorder_keeping_turns_hears_no_per_change_kind_and_one_keeping_all_no_turn_end():
+    turns, every = Bus([Recorder("turns")]), Bus([Recorder("all")])
+    assert turns.span_appended == turns.span_removed == () and turns.turn_end
+    assert every.span_appended and every.span_removed and every.turn_end == ()
+
+
+def test_an_unrecorded_run_keeps_nothing_and_has_the_same_summary():
+    scenario = sc.load("reentrancy-60")
+    quiet, full = run_one(scenario, "tombstoned", 2, trace="none"), run_one(scenario, "tombstoned", 2, trace="all")
+    assert quiet.summary == full.summary
+    assert quiet.ledger == [] and quiet.events == [] and not quiet.recorder.trace["seq"]
+    assert full.ledger and full.events and full.recorder.trace["seq"]
