@@ -20,13 +20,7 @@ from pathlib import Path
 from prunesim.errors import UserError, from_os_error, json_problem
 from prunesim.io import sweep_files
 from prunesim.io.atomic import format_cell, parse_cell
-from prunesim.observe.recorder import (
-    CALL_COLUMNS,
-    ENGINE_LEDGER_COLUMNS,
-    EVENT_COLUMNS,
-    LEDGER_COLUMNS,
-    TRACE_COLUMNS,
-)
+from prunesim.io.results import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
 
 # The columns each run file must have, and those of them that hold numbers.
 # A ledger from before the cost columns must have the engine's; the cost columns are checked where present.
@@ -250,15 +244,13 @@ def read_sweep(path) -> Sweep:
 
 
 def fresh_aggregate(path: Path, meta: dict, runs: list[dict]) -> list[dict] | None:
-    """aggregate.csv's rows when it was made from these runs; else the same table recomputed from runs.csv.
+    """aggregate.csv's rows when it was made from these runs; None when there is none or it is stale.
 
     aggregate.csv is derived from runs.csv: one older than runs.csv (a sweep
-    resumed since), unreadable, or whose counts differ from runs.csv's is
-    recomputed here, in memory, as ``prunesim aggregate`` would (with its
-    default resamples and seed), and a note says so. None when there is none.
+    resumed since), unreadable, or whose groups and counts differ from
+    runs.csv's is not used. The figure is then computed from runs.csv, as when
+    there is no aggregate.csv, and a note says so; the file is left alone.
     """
-    from prunesim.studies.aggregate import STAT_COLUMNS, aggregate_rows
-
     agg = path / sweep_files.AGGREGATE_FILE
     if not agg.is_file():
         return None
@@ -271,22 +263,22 @@ def fresh_aggregate(path: Path, meta: dict, runs: list[dict]) -> list[dict] | No
     table = None
     if reason is None:
         try:
-            table = _read_aggregate(agg, meta, STAT_COLUMNS)
+            table = _read_aggregate(agg, meta)
         except UserError as err:
             reason = f"is unreadable ({err.problem})"
     if table is not None and not _matches(table, runs, meta):
         reason, table = "does not match runs.csv", None
     if reason is None:
         return table
-    print(f"prunesim: note: {agg} {reason}; recomputed from runs.csv (run prunesim aggregate to refresh the file)",
+    print(f"prunesim: note: {agg} {reason}; the figure is computed from runs.csv (prunesim aggregate refreshes it)",
           file=sys.stderr)
-    return aggregate_rows(meta, runs)
+    return None
 
 
-def _read_aggregate(path: Path, meta: dict, stat_columns) -> list[dict]:
+def _read_aggregate(path: Path, meta: dict) -> list[dict]:
     grid = meta["grid"]
     header, body, _ = sweep_files.read_table(path, sweep_files.AGGREGATE_FILE,
-                                             header=["policy", *grid, *stat_columns])
+                                             header=["policy", *grid, *sweep_files.STAT_COLUMNS])
     axes = {name: {format_cell(v): v for v in values} for name, values in grid.items()}
     rows = []
     for n, cells in enumerate(body, start=2):

@@ -312,5 +312,5 @@ def test_replay_dir_over_transcripts_with_one_corrupt(originals, data, target):
         assert snapshot(tree) == before
         errors = [line for line in err.splitlines() if line.startswith("prunesim: error:")]
         rows = list(csv.DictReader(open(Path(tmp) / "rows.csv")))
-        assert code == (2 if errors else 0) and len(errors) <= 1
+        assert code == 0 and len(errors) <= 1  # the other files went through
         assert len(rows) >= 3  # the three other transcripts (and the good runs of openhands.jsonl)

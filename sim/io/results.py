@@ -10,7 +10,13 @@ import json
 from pathlib import Path
 
 from prunesim.io import atomic, output
-from prunesim.observe.recorder import CALL_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
+from prunesim.observe.recorder import (  # noqa: F401 - the files' columns, for their readers (plots)
+    CALL_COLUMNS,
+    ENGINE_LEDGER_COLUMNS,
+    EVENT_COLUMNS,
+    LEDGER_COLUMNS,
+    TRACE_COLUMNS,
+)
 from prunesim.runner import RunResult
 
 FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv")

@@ -36,13 +36,18 @@ from pathlib import Path
 import numpy as np
 from prunesim.errors import UserError
 from prunesim.io import atomic
-from prunesim.io.sweep_files import AGGREGATE_FILE, ID_COLUMNS, read_description, read_runs  # noqa: F401
+from prunesim.io.sweep_files import (  # noqa: F401 - AGGREGATE_FILE is part of this module's API
+    AGGREGATE_FILE,
+    ID_COLUMNS,
+    STAT_COLUMNS,
+    read_description,
+    read_runs,
+)
 
 RESAMPLES = 2000
 MAX_RESAMPLES = 1_000_000  # far past where the interval's order statistics stop moving
 SEED = 0
 CONFIDENCE = 0.95
-STAT_COLUMNS = ("metric", "n", "median", "mean", "ci_low", "ci_high")
 # Resampled indices are drawn this many at a time: memory stays bounded whatever --resamples and the
 # number of seeds (the generator's stream is the same whether drawn in one call or in blocks).
 BLOCK = 1 << 21
