@@ -110,3 +110,15 @@ def test_a_real_crash_from_a_real_process_is_one_line(tmp_path):
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     (report,) = (tmp_path / "crashes").iterdir()
     assert "AssertionError: an invariant broke" in report.read_text()
+
+
+def test_an_out_pipe_closed_by_its_reader_ends_quietly(tmp_path):
+    """``--out /dev/stdout | head -c 4``: the output layer writes the pipe directly, and a closed pipe is no error."""
+    run = tmp_path / "run"
+    assert main(["run", "oscillation-40", "--out", str(run)]) == 0  # its ledger figure outgrows a pipe buffer
+    proc = subprocess.Popen([sys.executable, "-m", "sim", "plot", "ledger", str(run), "--out", "/dev/stdout"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(4) == b"\x89PNG"
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 0
+    assert b"error" not in proc.stderr.read()

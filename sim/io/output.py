@@ -200,6 +200,8 @@ class FileOutput:
         try:
             while view:
                 view = view[os.write(self._fd, view):]
+        except BrokenPipeError:
+            raise  # the reader of a pipe went away (| head): the command ends quietly, as on stdout
         except OSError as err:
             raise from_os_error(err, self.shown) from None
 
