@@ -152,16 +152,20 @@ def check_description(desc: Any, where: str, need_columns: bool = True) -> None:
     grid = desc.get("grid")
     if not isinstance(grid, dict):
         raise UserError(where, "grid", f"expected an object of parameter -> values, got {_kind(grid)}")
+    policies = desc.get("policies")
     for name, values in grid.items():
-        if not _is_parameter(scenario, name) or name in ID_COLUMNS:
+        # A per-policy axis is POLICY:PARAMETER (prunesim.studies.grid.split_axis); parameter names have no colon.
+        policy, _, param = name.rpartition(":")
+        if not _is_parameter(scenario, param) or param in ID_COLUMNS:
             raise UserError(where, f"grid.{name}", "not a parameter of the sweep's scenario")
+        if policy and (not isinstance(policies, list) or policy not in policies):
+            raise UserError(where, f"grid.{name}", f"{policy} is not one of the sweep's policies")
         if not isinstance(values, list) or not values:
             raise UserError(where, f"grid.{name}", f"expected a non-empty list of values, got {_kind(values)}")
         if any(not _is_single(v) for v in values):
             raise UserError(where, f"grid.{name}", "values must be numbers, strings or booleans")
         if len({atomic.format_cell(v) for v in values}) != len(values):
             raise UserError(where, f"grid.{name}", "a value is repeated")
-    policies = desc.get("policies")
     if not isinstance(policies, list) or not policies or not all(isinstance(p, str) and p for p in policies):
         raise UserError(where, "policies", "expected a non-empty list of policy names")
     if len(set(policies)) != len(policies):
@@ -229,6 +233,8 @@ def read_runs(out: str | Path, desc: dict | None = None) -> list[dict]:
                 if text not in seeds:
                     raise UserError(str(path), where, f"seed {text!r} is not one of the sweep's seeds; {_REDO}")
                 row[col] = seeds[text]
+            elif col in axes and text == "" and ":" in col:  # a per-policy axis, blank in other policies' rows
+                row[col] = None
             elif col in axes:
                 if text not in axes[col]:
                     raise UserError(str(path), where, f"{col} = {text!r} is not on the sweep's grid; {_REDO}")
@@ -243,6 +249,11 @@ def read_runs(out: str | Path, desc: dict | None = None) -> list[dict]:
         if row["policy"] not in policies:
             raise UserError(str(path), where, f"policy {_short(row['policy'])} is not one of the sweep's "
                             f"({', '.join(desc['policies'])}); {_REDO}")
+        for col in axes:
+            owner = col.rpartition(":")[0]
+            if owner and (row[col] is None) != (row["policy"] != owner):
+                raise UserError(str(path), where, f"{col} is {'blank' if row[col] is None else 'set'} in a "
+                                f"{row['policy']} row; {_REDO}")
         if row["scenario"] != desc["scenario_name"] or row["prunesim_version"] != desc["prunesim_version"]:
             raise UserError(str(path), where, f"scenario or version differs from {SWEEP_FILE}; {_REDO}")
         point = (row["policy"], row["seed"], *(atomic.format_cell(row[a]) for a in axes))
