@@ -132,7 +132,9 @@ class Idle:
 
     def add(self, summary: dict) -> None:
         self.replays += 1
-        if summary["passes"] + summary["non_model_evictions"] == 0:
+        acted = summary["passes"] + summary["non_model_evictions"] + summary.get("clearings", 0) + \
+            summary.get("compactions", 0) + summary.get("memory_warnings", 0)
+        if acted == 0:  # no pass, eviction, placeholder, summary or warning
             self.never_acted += 1
             self.never_triggered += summary["first_trigger_turn"] < 0
 
