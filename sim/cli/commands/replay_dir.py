@@ -9,23 +9,26 @@ and validated by the sweep's own planner before anything is read or written.
 from __future__ import annotations
 
 import csv
+import io
 import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    Tally,
     add_set,
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
+    out_arg,
     parse_sets,
     print_notes,
     progress,
     report_line,
 )
 from prunesim.errors import UserError
+from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
-from prunesim.io.stream import StagedFiles
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
@@ -50,7 +53,7 @@ def register(sub) -> None:
                         "policy's runs only), as in prunesim sweep; repeatable: the cartesian product is replayed")
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
     add_transcript_options(p)
-    p.add_argument("--out", type=Path, help="CSV file (default: standard output)")
+    p.add_argument("--out", type=out_arg, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
 
 
@@ -58,108 +61,125 @@ def register(sub) -> None:
 _NOT_AXES = {"turns": "a replay runs the transcript's own turns", "seed": "use --seed", "policy": "use --policies"}
 
 
+class Grid:
+    """What each transcript is replayed under: (policy, scenario, grid point) in order, and the CSV header."""
+
+    def __init__(self, base, policies: list[str], axes: dict):
+        for name in axes:
+            param = name.rpartition(":")[2]
+            if param in _NOT_AXES:
+                raise UserError("--grid", name, f"cannot be swept here: {_NOT_AXES[param]}")
+        self.axes = list(axes)
+        if not axes:
+            self.runs = [(policy, base, {}) for policy in policies]
+        else:
+            plan = plan_sweep(base, axes, policies, [0])  # validates every point before any replay
+            self.runs = [(spec.policy, plan.scenarios[spec.point], plan.points[spec.point]) for spec in plan.runs]
+        # A result whose name is also an axis (--grid budget=...) is written as summary.<name>, as in runs.csv.
+        ids = [metric_column(c, self.axes) for c in ID_COLUMNS]
+        self.columns = ids[:3] + self.axes + ids[3:] + [metric_column(c, self.axes) for c in COLUMNS
+                                                           if c not in ID_COLUMNS]
+
+
 def main(args) -> int:
     if not args.dir.exists():
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
-    sets = parse_sets(args.set)
-    base = load(args.scenario, sets)
+    base = load(args.scenario, parse_sets(args.set))
     axes = parse_axes(args.grid)
-    for name in axes:
-        param = name.rpartition(":")[2]
-        if param in _NOT_AXES:
-            raise UserError("--grid", name, f"cannot be swept here: {_NOT_AXES[param]}")
-    plan = plan_sweep(base, axes, policies, [0]) if axes else None  # validates every point before any replay
+    grid = Grid(base, policies, axes)
     check_transcript_options(args)
-    if args.out is not None and args.out.is_dir():
-        raise UserError("--out", str(args.out), "is a folder; give a CSV file")
-    runs = [(policy, base, {}) for policy in policies] if plan is None else [
-        (spec.policy, plan.scenarios[spec.point], plan.points[spec.point]) for spec in plan.runs]
+    if args.out is not None and (output.names_folder(args.out) or output.kind_of(Path(args.out)) == "folder"):
+        raise UserError("--out", args.out, "names a folder; give a CSV file")
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:
-        return _replay_all(args, base, policies, runs, list(axes), sys.stdout)
-    # Created with the user's umask, renamed into place at the end.
-    with StagedFiles(args.out.parent, "--out") as staged:
-        code = _replay_all(args, base, policies, runs, list(axes), staged.open(args.out.name))
-        if code:  # nothing could be replayed: an earlier result stays as it was
-            staged.abort()
+        return _replay_all(args, base, policies, grid, _Stdout())[0]
+    with output.FileOutput(args.out, flag="--out") as out:
+        code, rows = _replay_all(args, base, policies, grid, out)
+        if rows:  # a run that replayed nothing never replaces an existing result
+            out.commit()
         else:
-            staged.commit()
+            print(f"prunesim: nothing written to {args.out}", file=sys.stderr)
     return code
 
 
-def columns(axes: list[str]) -> list[str]:
-    """The CSV header: the identity columns, the grid axes as named, then the results.
-
-    A result whose name is also an axis (``--grid budget=...``) is written as
-    ``summary.<name>``, as in a sweep's runs.csv.
-    """
-    rest = [metric_column(c, axes) for c in COLUMNS if c not in ID_COLUMNS]
-    ids = [metric_column(c, axes) for c in ID_COLUMNS]
-    return ids[:3] + axes + ids[3:] + rest
+class _Stdout:
+    def write(self, text: str) -> None:
+        sys.stdout.write(text)
 
 
-def _replay_all(args, base, policies, runs, axes, fh) -> int:
-    writer = csv.writer(fh, lineterminator="\n")
-    header = columns(axes)
-    writer.writerow(header)
+def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, int]:
+    """Replay every source under every policy and grid point; a file's rows go to ``out`` only when all its
+    runs replayed."""
     files = expand([args.dir])
-    failed = rows = imported = 0
-    failed_files: set[Path] = set()
-    idle = {p: Idle() for p in policies}
+    idle = {p: Idle("replay" if grid.axes else "transcript") for p in policies}
     tools: set[str] = set()
+    written = {"rows": 0, "workloads": 0}
     with progress(len(files)) as bar:
-        done: Path | None = None
-        for path, data in iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files):
-            if path != done:
-                if done is not None:
-                    bar.update()
-                done = path
-            if isinstance(data, UserError):
-                failed += 1
-                failed_files.add(path)
-                report_line(bar, "error", str(data))
-                continue
-            for w in data.warnings:
-                report_line(bar, "warning", w)
-            imported += 1
-            tools.update(p["tool"] for p in data.parts if p.get("tool"))
-            for policy, scenario, point in runs:
-                result, _ = replay(data, scenario, policy, args.seed)
-                s = result.summary
-                row = {"transcript": data.name, "format": data.header["format"], "policy": policy,
-                       "turns": data.turns, "budget": result.scenario.budget, **s}
-                row = {metric_column(k, axes): v for k, v in row.items()}
-                row.update(point)
-                idle[policy].add(s)
-                writer.writerow([format_cell(row.get(c, "")) for c in header])
-                rows += 1
-                del result
-            fh.flush()
-        if done is not None:
-            bar.update()
+        tally = Tally(bar)
+
+        def process(data) -> tuple[list[str], list[str], set[str]]:
+            rows = []
+            for policy, scenario, point in grid.runs:
+                line, summary = _row(data, scenario, policy, args.seed, grid, point)
+                rows.append(line)
+                idle[policy].add(summary)
+            return rows, data.warnings, {p["tool"] for p in data.parts if p.get("tool")}
+
+        def commit(path, results) -> None:
+            lines = [line for rows, _, _ in results for line in rows]
+            for _, warnings, used in results:
+                for w in warnings:
+                    report_line(bar, "warning", w)
+                tools.update(used)
+            if lines and not written["rows"]:  # the header only once there is a row: no rows, nothing written
+                out.write(_csv_line(grid.columns))
+            out.write("".join(lines))
+            written["rows"] += len(lines)
+            written["workloads"] += len(results)
+
+        sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files)
+        tally.per_file(sources, process, commit, tick=bar.update)
     print_notes(policies, base, frozenset(tools))
-    print(f"replayed {rows} row(s) from {imported} workload(s) in {len(files)} file(s); "
-          f"{len(failed_files)} file(s) failed", file=sys.stderr)
+    print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
+          f"{tally.summary()}", file=sys.stderr)
     for policy, counts in idle.items():
         note = counts.note(policy)
         if note:
             print(note, file=sys.stderr)
-    return 0 if imported else 2
+    return tally.exit_code(), written["rows"]
+
+
+def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, dict]:
+    result, _ = replay(data, scenario, policy, seed)
+    s = result.summary
+    row = {"transcript": data.name, "format": data.header["format"], "policy": policy, "turns": data.turns,
+           "budget": result.scenario.budget, **s}
+    if grid.axes:
+        row = {metric_column(k, grid.axes): v for k, v in row.items()}
+        row.update(point)
+    return _csv_line([format_cell(row.get(c, "")) for c in grid.columns]), s
+
+
+def _csv_line(cells) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
 
 
 class Idle:
     """Transcripts on which a policy never acted: a replay that never prunes says nothing about the policy."""
 
-    def __init__(self):
+    def __init__(self, unit: str = "transcript"):
+        self.unit = unit  # with a grid, one transcript is replayed several times
         self.replays = self.never_acted = self.never_triggered = 0
 
     def add(self, summary: dict) -> None:
         self.replays += 1
-        # A runtime policy acts by clearing or compacting, never by a pass.
-        acts = ("passes", "non_model_evictions", "clearings", "compactions")
-        if not any(summary.get(name, 0) for name in acts):
+        acted = summary["passes"] + summary["non_model_evictions"] + summary.get("clearings", 0) + \
+            summary.get("compactions", 0) + summary.get("memory_warnings", 0)
+        if acted == 0:  # no pass, eviction, placeholder, summary or warning
             self.never_acted += 1
             self.never_triggered += summary["first_trigger_turn"] < 0
 
@@ -169,4 +189,4 @@ class Idle:
         idle = self.never_acted - self.never_triggered
         parts = [f"{self.never_triggered} never reached its trigger (lower the budget or the trigger)"] * bool(
             self.never_triggered) + [f"{idle} reached it with nothing it would remove"] * bool(idle)
-        return f"{policy}: never acted in {self.never_acted} of {self.replays} replay(s): {'; '.join(parts)}"
+        return f"{policy}: never acted on {self.never_acted} of {self.replays} {self.unit}(s): {'; '.join(parts)}"
