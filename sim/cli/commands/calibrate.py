@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from prunesim.cli.commands._common import parse_seeds
+from prunesim.cli.commands._common import out_arg, parse_seeds
 from prunesim.errors import UserError
 from prunesim.io.atomic import write_text
 from prunesim.io.scenario_files import load, resolve_path
@@ -24,10 +24,14 @@ def register(sub) -> None:
     p.add_argument("--seeds", default="0:100", help="the seeds every candidate runs (default 0:100)")
     p.add_argument("--max-evals", type=_positive, default=400, metavar="N",
                    help="most candidates the optimizer may try (default 400)")
-    p.add_argument("--out", required=True, type=Path, help="the calibrated scenario file to write")
+    p.add_argument("--out", required=True, type=_out_file, help="the calibrated scenario file to write")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=main)
+
+
+def _out_file(text: str) -> Path:
+    return Path(out_arg(text))
 
 
 def _positive(text: str) -> int:
