@@ -261,7 +261,9 @@ class Provenance:
             stale_after = max(0, stale_at - self.turn)
             if call:
                 self.place(Arrival("tool_call", call, key, stale_after))
-            yield self.env.timeout(self.scenario.latency.tool_mean_s)
+            delay = self.scenario.latency.tool_mean_s
+            if not self.env.advance(delay):
+                yield self.env.timeout(delay)
             out = self.place(Arrival("tool_output", tokens, key, stale_after, tags=tags))
             if record:  # the record said stale; the agent overrides it because it truly needs the content
                 self._need("override", key, out.tokens, since, record)
