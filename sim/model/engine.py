@@ -141,9 +141,13 @@ class Engine(Provenance):
         return span
 
     def remove(self, span_id: int, cause: str) -> Span:
-        span = self.window.remove(span_id)
-        if self._on_removed:
-            self._removed_tokens(cause, span, span.tokens)
+        w = self.window
+        span = w.remove(span_id)
+        if self._on_removed:  # _removed_tokens, written out: every eviction passes by
+            now, turn, freed, util, added, removed = (self.env.now, self.turn, span.tokens, w.utilization,
+                                                      w.appended_total, w.removed_total)
+            for h in self._on_removed:
+                h(now, turn, cause, span, freed, util, added, removed)
         self._removed(span, cause)
         return span
 
@@ -300,7 +304,8 @@ class Engine(Provenance):
         kind_opts = dict(pass_id=self.pass_count, pinned=p.protect_artifacts)
         # The pass's prompt must fit under the ceiling: a runtime at its limit drops
         # the oldest prunable content to make room (a forced truncation, lost content).
-        self.make_room(p.index_tokens, exclude=frozenset(p.selected))
+        if w.utilization + p.index_tokens > w.ceiling:
+            self.make_room(p.index_tokens, exclude=frozenset(p.selected))
         if in_window:
             index = self.append(Span(w.new_id(), "prune_index", p.index_tokens, self.turn, stale_at=self.turn,
                                      **kind_opts))
