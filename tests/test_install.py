@@ -50,8 +50,7 @@ def documented_imports() -> list[str]:
                       if re.match(r"\s*(from prunesim[\w.]* import |import prunesim)", ln)]
         for name in re.findall(r"`(prunesim(?:\.\w+)+)", text):
             module, _, attr = name.rpartition(".")
-            found.append(f"import {name}" if not attr[:1].islower() or _is_module(name) else
-                         f"from {module} import {attr}")
+            found.append(f"import {name}" if _is_module(name) else f"from {module} import {attr}")
     return sorted(set(found))
 
 

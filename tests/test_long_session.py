@@ -47,7 +47,7 @@ def test_the_replay_figures_agree_with_the_runs_summaries():
         f = obs.figures(s)
         assert f["re_retrievals_per_100_turns"] == pytest.approx(100 * s["re_retrievals"] / sc.turns)
         assert f["overrides_per_100_turns"] == pytest.approx(100 * s["override_retrievals"] / sc.turns)
-        assert f["prune_events"] == s["passes"] + s["fallback_evictions"] > 0
+        assert f["prune_events"] == s["passes"] + s["non_model_evictions"] > 0
         assert f[f"tombstone_tokens@{sc.turns}"] == s["tombstone_tokens"]
         assert f[f"digest_tokens@{sc.turns}"] == s["digest_tokens"]
         share = f["prunes_followed_by_reread_2min"]

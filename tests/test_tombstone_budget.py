@@ -1,6 +1,5 @@
 """The tombstone lifecycle: a budget for tombstones, and the digest the oldest fold into."""
 
-import json
 
 import numpy as np
 import pytest
@@ -76,8 +75,7 @@ def test_the_digest_accounts_for_every_folded_key(monkeypatch, digest_max):
 
 def test_the_agent_reads_a_key_in_the_digest_as_recorded():
     exact = run()
-    records = [json.loads(e[4]).get("record") for e in exact.events if e[3] in ("need_dismissed",
-                                                                              "override_retrieval")]
+    records = [e.detail.get("record") for e in exact.events if e.event in ("need_dismissed", "override_retrieval")]
     assert "digest" in records  # needs met by the digest: dismissed, or overridden when truly needed
     assert exact.summary["re_retrievals"] == 0
     # a digest too small to name much forgets keys, and the agent runs those commands again

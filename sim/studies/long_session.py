@@ -34,7 +34,6 @@ from prunesim.studies.variant import Variant
 
 REREAD_WINDOW_S = 120.0  # "within 2 minutes"
 SAMPLE_EVERY = 250  # turns between samples of tombstone and digest tokens
-PRUNE_CAUSES = ("evict", "fold")  # plus every fallback_* cause
 
 
 class LongSessionObserver(Observer):
@@ -44,7 +43,7 @@ class LongSessionObserver(Observer):
         self.horizon = horizon
         self.turns = turns
         self.removed_at: dict[str, float] = {}  # content key -> time its output last left the window
-        self.prune_times: list[float] = []  # one per prune event (a pass or a fallback)
+        self.prune_times: list[float] = []  # one per prune event (a pass or a non-model eviction)
         self.reread_times: list[float] = []
         self.reread_turns: list[int] = []  # turns since the prune, per re-read
         self.reread_seconds: list[float] = []
@@ -72,7 +71,7 @@ class LongSessionObserver(Observer):
     def on_prune_pass(self, time, record) -> None:
         self.prune_times.append(time)
 
-    def on_fallback(self, time, turn, reason, spans, freed) -> None:
+    def on_non_model_eviction(self, time, turn, action, reason, spans, freed, fallback) -> None:
         self.prune_times.append(time)
 
     def on_need(self, time, turn, outcome, key, tokens, turns_since_prune, record) -> None:

@@ -43,9 +43,9 @@ def main(args) -> int:
     elif args.scenario is None:
         raise UserError("run", None, "give a SCENARIO or --workload FILE")
     elif args.out is not None:  # rows go to the files as the run makes them
-        sc = api.load_scenario(args.scenario, parse_sets(args.set))
         if args.policy is not None:
-            get_policy(args.policy)
+            get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
+        sc = api.load_scenario(args.scenario, parse_sets(args.set))
         result, _ = stream_run(sc, args.policy, args.seed, args.out, trace)
     else:
         result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set),
