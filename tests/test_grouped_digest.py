@@ -75,6 +75,15 @@ def test_keys_with_nothing_in_common_end_in_one_group_covering_everything():
     assert list(d.named()) == ["*"] and "anything" in d
 
 
+def test_a_group_adds_no_commands_beyond_those_it_was_given():
+    d = GroupedDigest(BASE, 1, is_command=lambda key: True)
+    for i in range(50):
+        d.add(f"cat src/f{i}.py")
+    assert d.commands < 50 and d.commands_beyond(0) == d.commands
+    # keys the window traces that a group covers may outnumber the commands it was given: none added
+    assert d.commands_beyond(d.commands + 10) == 0
+
+
 def test_same_keys_same_digest():
     def build():
         d = GroupedDigest(BASE, ROOT)

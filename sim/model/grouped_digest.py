@@ -105,6 +105,13 @@ class GroupedDigest:
         # Entries are sorted and none lies under a group: a group covering key is the last entry <= key.
         return entry == key or (self._group[i] and key.startswith(entry))
 
+    def commands_beyond(self, in_window: int) -> int:
+        """Commands the digest names beyond the ``in_window`` keys the window traces otherwise that it covers.
+
+        A group covers keys it was never given, so ``in_window`` can exceed the commands it was given: it
+        then adds none (never fewer than none)."""
+        return max(0, self.commands - in_window)
+
     def add(self, key: str, record_seq: int = 0) -> bool:
         """Fold one tombstone of ``key``; True when no entry covered the key yet."""
         self.folded += 1

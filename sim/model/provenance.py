@@ -235,7 +235,7 @@ class Provenance:
                 shown += 1
                 in_digest += self.digest is not None and key in self.digest
         if self.digest is not None and self.digest_tokens():  # the digest shows the commands it names
-            shown += self.digest.commands - in_digest
+            shown += self.digest.commands_beyond(in_digest)
         for h in self.bus.history:
             h(self.turn, self.needs.seen, shown)
 
