@@ -1,30 +1,58 @@
-"""Readers of result files: run directories and sweep directories.
+"""Readers of result files: run directories and sweep directories, checked.
 
-Every problem with the input (a missing directory or file, an unreadable file)
-is a :class:`sim.errors.UserError`, so the command line prints one line and
-exits 2 before any figure is written.
+Every problem with the input (a missing directory or file, an unreadable or
+corrupted file, a missing column, text where a number belongs) is a
+:class:`prunesim.errors.UserError` naming the file (and line), so the command
+line prints one line and exits 2 before any figure is written. As for every
+reader of prunesim's files, a last line without a line end (an interrupted
+write) is ignored. Sweep directories are read through
+:mod:`prunesim.io.sweep_files`, as ``aggregate`` reads them.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prunesim.errors import UserError
-from prunesim.io.atomic import parse_cell
+from prunesim.errors import UserError, from_os_error, json_problem
+from prunesim.io import sweep_files
+from prunesim.io.atomic import format_cell, parse_cell
+from prunesim.io.results import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
+
+# The columns each run file must have, and those of them that hold numbers.
+# A ledger from before the cost columns must have the engine's; the cost columns are checked where present.
+TABLES = {
+    "trace": (TRACE_COLUMNS, set(TRACE_COLUMNS) - {"event", "kind", "key"}),
+    "ledger": (ENGINE_LEDGER_COLUMNS, set(LEDGER_COLUMNS)),
+    "events": (EVENT_COLUMNS, {"seq", "time_s", "turn"}),
+    "calls": (CALL_COLUMNS, set(CALL_COLUMNS)),
+}
+SUMMARY_NUMBERS = ("window", "budget", "trigger", "scenario_trigger")
+NUMBER_WORDS = ("inf", "-inf", "nan")  # how result files write what JSON cannot
 
 
-def read_csv(path: Path) -> list[dict]:
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            return [{k: parse_cell(v) for k, v in row.items()} for row in csv.DictReader(fh)]
-    except OSError as err:
-        raise UserError(str(path), None, f"cannot read ({err.strerror or err})") from None
-    except csv.Error as err:
-        raise UserError(str(path), None, f"not a readable CSV file ({err})") from None
+def read_csv(path: Path, columns=(), numeric=()) -> list[dict]:
+    """Rows of a result CSV as dicts; ``columns`` must be in its header, ``numeric`` ones hold finite numbers."""
+    header, body, _ = sweep_files.read_table(Path(path), Path(path).name)
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise UserError(str(path), None, f"missing column(s) {', '.join(missing)} (not a prunesim result file?)")
+    rows = []
+    for n, cells in enumerate(body, start=2):
+        row = {k: parse_cell(v) for k, v in zip(header, cells, strict=True)}
+        for c in numeric:
+            if c not in row:  # an optional column this file does not have
+                continue
+            v = row[c]
+            if isinstance(v, bool):
+                continue
+            if not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise UserError(str(path), f"line {n}, column {c}", f"{cells[header.index(c)]!r} is not a number")
+        rows.append(row)
+    return rows
 
 
 def read_json(path: Path) -> dict:
@@ -32,12 +60,41 @@ def read_json(path: Path) -> dict:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as err:
-        raise UserError(str(path), None, f"cannot read ({err.strerror or err})") from None
+        raise from_os_error(err, path) from None
+    except UnicodeDecodeError:
+        raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
     except json.JSONDecodeError as err:
         raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    except ValueError as err:  # a number too long to convert, say
+        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
+    except RecursionError:
+        raise UserError(str(path), None, "JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise UserError(str(path), None, "expected a JSON object")
     return data
+
+
+def check_summary(summary: dict, where: str) -> None:
+    """What the figures read from summary.json: identity, limits and metrics of the right types."""
+    for key in ("scenario", "policy", "seed", "metrics"):
+        if key not in summary:
+            raise UserError(where, key, "missing")
+    for key in ("scenario", "policy"):
+        if not isinstance(summary[key], str):
+            raise UserError(where, key, "must be a string")
+    if type(summary["seed"]) is not int or summary["seed"] < 0:
+        raise UserError(where, "seed", f"must be a non-negative integer (got {json.dumps(summary['seed'])[:40]})")
+    if not isinstance(summary["metrics"], dict):
+        raise UserError(where, "metrics", "must be an object of metric -> value")
+    for key in SUMMARY_NUMBERS:
+        v = summary.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+            raise UserError(where, key, "must be a number")
+    if not isinstance(summary.get("budget_kind", ""), str):
+        raise UserError(where, "budget_kind", "must be a string")
+    for name, v in summary["metrics"].items():
+        if not (isinstance(v, (int, float)) or v in NUMBER_WORDS):
+            raise UserError(where, f"metrics.{name}", f"must be a number (got {json.dumps(v)[:40]})")
 
 
 def _require_dir(path: Path, what: str) -> Path:
@@ -94,30 +151,31 @@ class Run:
                 detail = row.get("detail")
                 try:
                     row = {**row, "detail": json.loads(detail) if isinstance(detail, str) and detail else {}}
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):  # a detail that is not JSON carries nothing to draw
                     row = {**row, "detail": {}}
                 out.append(row)
         return out
 
 
-def read_run(path, need: tuple[str, ...] = ("trace", "ledger", "events")) -> Run:
-    """Read a run directory; ``need`` names the CSV files that must be present.
+def read_run(path, need: tuple[str, ...] = ("trace", "ledger", "events"), optional: tuple[str, ...] = ()) -> Run:
+    """Read a run directory: ``need`` names the CSV files that must be present, ``optional`` those read if they
+    are; no other file is opened, so a broken file a figure does not use cannot stop it.
 
     A ledger written before the cost columns existed reads as it is: its rows
     lack them (see :func:`require_columns`).
     """
     path = _require_dir(Path(path), "run")
     summary = read_json(_require_file(path, "summary.json", "run"))
-    for key in ("scenario", "policy", "seed", "metrics"):
-        if key not in summary:
-            raise UserError(str(path / "summary.json"), key, "missing")
+    check_summary(summary, str(path / "summary.json"))
     tables = {}
-    for name in ("trace", "ledger", "events", "calls"):
+    for name, (columns, numeric) in TABLES.items():
         file = path / f"{name}.csv"
         if name in need:
-            tables[name] = read_csv(_require_file(path, f"{name}.csv", "run"))
+            tables[name] = read_csv(_require_file(path, f"{name}.csv", "run"), columns, numeric)
+        elif name in optional and file.is_file():
+            tables[name] = read_csv(file, columns, numeric)
         else:
-            tables[name] = read_csv(file) if file.is_file() else []
+            tables[name] = []
     return Run(path, summary, **tables)
 
 
@@ -176,16 +234,92 @@ class Sweep:
 
 
 def read_sweep(path) -> Sweep:
+    """A sweep directory, checked as ``aggregate`` checks it; aggregate.csv only when it matches runs.csv."""
     path = _require_dir(Path(path), "sweep")
-    meta = read_json(_require_file(path, "sweep.json", "sweep"))
-    if not isinstance(meta.get("grid", {}), dict):
-        raise UserError(str(path / "sweep.json"), "grid", "expected an object of parameter -> values")
-    runs = read_csv(_require_file(path, "runs.csv", "sweep"))
+    meta = sweep_files.read_description(path)
+    runs = sweep_files.read_runs(path, meta)
     if not runs:
-        raise UserError(str(path / "runs.csv"), None, "no runs")
-    agg_file = path / "aggregate.csv"
-    aggregate = read_csv(agg_file) if agg_file.is_file() else None
-    return Sweep(path, meta, runs, aggregate)
+        raise UserError(str(path / sweep_files.RUNS_FILE), None, "no runs yet")
+    return Sweep(path, meta, runs, fresh_aggregate(path, meta, runs))
+
+
+def fresh_aggregate(path: Path, meta: dict, runs: list[dict]) -> list[dict] | None:
+    """aggregate.csv's rows when it was made from these runs; None when there is none or it is stale.
+
+    aggregate.csv is derived from runs.csv: one older than runs.csv (a sweep
+    resumed since), unreadable, or whose groups and counts differ from
+    runs.csv's is not used. The figure is then computed from runs.csv, as when
+    there is no aggregate.csv, and a note says so; the file is left alone.
+    """
+    agg = path / sweep_files.AGGREGATE_FILE
+    if not agg.is_file():
+        return None
+    reason = None
+    try:
+        if agg.stat().st_mtime_ns < (path / sweep_files.RUNS_FILE).stat().st_mtime_ns:
+            reason = "is older than runs.csv"
+    except OSError as err:
+        raise from_os_error(err, agg) from None
+    table = None
+    if reason is None:
+        try:
+            table = _read_aggregate(agg, meta)
+        except UserError as err:
+            reason = f"is unreadable ({err.problem})"
+    if table is not None and not _matches(table, runs, meta):
+        reason, table = "does not match runs.csv", None
+    if reason is None:
+        return table
+    print(f"prunesim: note: {agg} {reason}; the figure is computed from runs.csv (prunesim aggregate refreshes it)",
+          file=sys.stderr)
+    return None
+
+
+def _read_aggregate(path: Path, meta: dict) -> list[dict]:
+    grid = meta["grid"]
+    header, body, _ = sweep_files.read_table(path, sweep_files.AGGREGATE_FILE,
+                                             header=["policy", *grid, *sweep_files.STAT_COLUMNS])
+    axes = {name: {format_cell(v): v for v in values} for name, values in grid.items()}
+    rows = []
+    for n, cells in enumerate(body, start=2):
+        row = dict(zip(header, cells, strict=True))
+        if row["policy"] not in meta["policies"] or any(row[a] not in axes[a] for a in axes):
+            raise UserError(str(path), f"line {n}", "a policy or grid value that is not the sweep's")
+        for a in axes:
+            row[a] = axes[a][row[a]]
+        for c in ("n", "median", "mean", "ci_low", "ci_high"):
+            row[c] = parse_cell(row[c])
+            if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):
+                raise UserError(str(path), f"line {n}, column {c}", "not a number")
+        rows.append(row)
+    return rows
+
+
+def _matches(table: list[dict], runs: list[dict], meta: dict) -> bool:
+    """The same (policy, grid point) groups as runs.csv, and each row's n what runs.csv gives that metric.
+
+    (A file that leaves some metrics out still matches: the figure takes those from runs.csv.)
+    """
+    expected = _expected_counts(runs, meta)
+    groups = {key[:-1] for key in expected}
+    found = {(r["policy"], *(format_cell(r[a]) for a in meta["grid"])): None for r in table}
+    if set(found) != groups:
+        return False
+    return all(expected.get((*g, r["metric"]), 0) == r["n"]
+               for r in table for g in [(r["policy"], *(format_cell(r[a]) for a in meta["grid"]))])
+
+
+def _expected_counts(runs: list[dict], meta: dict) -> dict:
+    fixed = set(sweep_files.ID_COLUMNS) | set(meta["grid"])
+    metrics = [c for c in meta["columns"] if c not in fixed]
+    counts: dict = {}
+    for r in runs:
+        point = (r["policy"], *(format_cell(r[a]) for a in meta["grid"]))
+        for m in metrics:
+            v = r.get(m)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                counts[(*point, m)] = counts.get((*point, m), 0) + 1
+    return counts
 
 
 def as_float(value) -> float:

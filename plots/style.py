@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 from prunesim.errors import UserError  # noqa: E402
+from prunesim.io import output  # noqa: E402
 from prunesim.io.atomic import write_bytes  # noqa: E402
 
 # Okabe & Ito (2008), black moved last so that the first lines are coloured.
@@ -78,17 +79,34 @@ def save(fig: Figure, path: Path, fmt: str | None = None) -> Path:
     return path
 
 
-def output_path(out: Path | None, default_dir: Path, name: str, fmt: str | None) -> tuple[Path, str]:
-    """Where a figure goes: ``--out`` as a file (its suffix names the format) or a directory."""
-    if out is not None and Path(out).suffix.lower().lstrip(".") in FORMATS:
-        suffix = Path(out).suffix.lower().lstrip(".")
-        if fmt and fmt != suffix:
-            raise UserError("--out", str(out), f"suffix .{suffix} disagrees with --format {fmt}")
-        return Path(out), suffix
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise UserError("--out", str(out), "exists and is not a directory (name a .png, .svg or .pdf file)")
+def output_path(out: str | Path | None, default_dir: Path, name: str, fmt: str | None) -> tuple[Path, str]:
+    """Where a figure goes: ``--out`` as a file (its suffix names the format), a device or pipe, or a folder.
+
+    A path ending with ``/``, an existing folder, or a new name without a
+    suffix is a folder (the figure gets its default name in it); a name with
+    another suffix (``x.jpg``) is refused rather than taken for a folder.
+    """
+    if out is None:
+        fmt = fmt or "png"
+        return Path(default_dir) / f"{name}.{fmt}", fmt
+    text = str(out)
+    path = Path(text)
+    kind = output.kind_of(path)
+    suffix = path.suffix.lower().lstrip(".")
+    if not output.names_folder(text) and kind != "folder":
+        if kind == "stream":  # /dev/stdout, a pipe: the figure's bytes, in --format (default png)
+            return path, fmt or "png"
+        if suffix in FORMATS:
+            if fmt and fmt != suffix:
+                raise UserError("--out", text, f"suffix .{suffix} disagrees with --format {fmt}")
+            return path, suffix
+        if path.exists():
+            raise UserError("--out", text, "exists and is not a directory (name a .png, .svg or .pdf file)")
+        if suffix:
+            raise UserError("--out", text, f".{suffix} is not a figure format (png, svg or pdf); "
+                            "end the path with / to name a folder")
     fmt = fmt or "png"
-    return Path(out if out is not None else default_dir) / f"{name}.{fmt}", fmt
+    return path / f"{name}.{fmt}", fmt
 
 
 def legend_outside(ax, handles=None, labels=None) -> None:

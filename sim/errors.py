@@ -1,14 +1,25 @@
-"""The one error type a user ever sees: one line naming where, which key, and what is wrong."""
+"""The errors a user sees: one line naming where, which key, and what is wrong.
+
+Two kinds, told apart by the exit code (README, "Exit codes"):
+
+* :class:`UserError`, exit 2: the input is wrong (a file, a flag, a value, a
+  path the user named that cannot be written);
+* :class:`ResourceError`, exit 1: the machine failed (disk full, an I/O error,
+  out of memory); the same command may work elsewhere or later.
+
+:func:`from_os_error` turns an ``OSError`` into one of them, naming the path.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
 
-class UserError(Exception):
-    """Bad input from the user: a file, a flag or a value.
 
-    The command line prints ``str(err)`` on one line and exits with code 2;
-    no traceback, no output files.
-    """
+class OneLineError(Exception):
+    """An error the command line prints as one line (``str(err)``) and ends with ``exit_code``."""
+
+    exit_code = 1
 
     def __init__(self, where: str, key: str | None, problem: str):
         self.where = where
@@ -16,3 +27,50 @@ class UserError(Exception):
         self.problem = problem
         text = f"{where}: {key}: {problem}" if key else f"{where}: {problem}"
         super().__init__(" ".join(text.split()))
+
+    def __reduce__(self):  # so that it crosses process boundaries (sweep workers) intact
+        return (type(self), (self.where, self.key, self.problem))
+
+
+class UserError(OneLineError):
+    """Bad input from the user: a file, a flag or a value.
+
+    The command line prints ``str(err)`` on one line and exits with code 2;
+    no traceback, no output files.
+    """
+
+    exit_code = 2
+
+
+class ResourceError(OneLineError):
+    """The environment failed (disk full, I/O error, out of memory): one line, exit code 1.
+
+    Not a UserError, so that a loop that skips bad input files stops on it.
+    """
+
+    exit_code = 1
+
+
+# Errors that say something about the path the user gave; anything else is the machine's.
+_USER_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ("EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR", "ENOENT", "EEXIST", "ELOOP", "ENAMETOOLONG",
+                 "EXDEV", "EINVAL", "ENXIO", "ENODEV", "ETXTBSY", "ENOTEMPTY", "EBADF")
+    if hasattr(errno, name)
+)
+
+
+def json_problem(err: ValueError) -> str:
+    """What is wrong with JSON that ``json.loads`` refused with a ValueError that is no JSONDecodeError."""
+    if "digits" in str(err):  # Python's limit on converting long integers
+        return "a number too long to read (thousands of digits)"
+    return " ".join(str(err).split())
+
+
+def from_os_error(err: OSError, path: str | os.PathLike | None = None) -> OneLineError:
+    """One line for an ``OSError``: the path and the system's reason; a ResourceError when the machine failed."""
+    where = str(path) if path is not None else (str(err.filename) if err.filename is not None else "prunesim")
+    reason = err.strerror or str(err) or type(err).__name__
+    if err.errno in _USER_ERRNOS:
+        return UserError(where, None, reason)
+    return ResourceError(where, None, reason)

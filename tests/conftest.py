@@ -24,3 +24,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     settings.load_profile("slow" if config.getoption("--slow") else "default")
+
+
+@pytest.fixture(autouse=True)
+def _crash_reports_in_a_temporary_folder(tmp_path_factory, monkeypatch):
+    """Crash reports written by tests go to a scratch folder, never the user's state folder."""
+    monkeypatch.setenv("PRUNESIM_CRASH_DIR", str(tmp_path_factory.getbasetemp() / "crash-reports"))

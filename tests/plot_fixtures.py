@@ -8,6 +8,7 @@ from pathlib import Path
 
 from prunesim.io.results import write_run
 from prunesim.io.scenario_files import load
+from prunesim.io.sweep_files import ID_COLUMNS
 from prunesim.runner import run_one
 
 
@@ -62,11 +63,17 @@ def metrics_for(policy: str, trigger: int, per_span: int, seed: int) -> dict:
 def make_sweep(tmp: Path, aggregate: bool = False) -> Path:
     path = tmp / "sweep"
     path.mkdir(parents=True, exist_ok=True)
+    grid = {"trigger": TRIGGERS, "decision.rationale_per_span": PER_SPAN}
     meta = {
-        "scenario": {"name": "oscillation-40", "budget": 24000, "trigger": 22000, "window": 32000},
-        "grid": {"trigger": TRIGGERS, "decision.rationale_per_span": PER_SPAN},
+        "format": 1,
+        "scenario_name": "oscillation-40",
+        "scenario": load("oscillation-40").to_dict(),  # as a sweep writes it: the resolved scenario
+        "grid": grid,
         "policies": POLICIES,
         "seeds": SEEDS,
+        "overrides": {},
+        "prunesim_version": "0.1.0",
+        "columns": [*ID_COLUMNS, *grid, *metrics_for("naive", 20000, 60, 0)],
     }
     (path / "sweep.json").write_text(json.dumps(meta))
     rows, run_id = [], 0
@@ -76,8 +83,8 @@ def make_sweep(tmp: Path, aggregate: bool = False) -> Path:
                 for seed in SEEDS:
                     run_id += 1
                     m = metrics_for(policy, trigger, per_span, seed)
-                    rows.append({"run_id": run_id, "scenario": "oscillation-40", "policy": policy, "seed": seed,
-                                 "prunesim_version": "0.1.0", "trigger": trigger,
+                    rows.append({"run_id": f"{run_id:016x}", "scenario": "oscillation-40", "policy": policy,
+                                 "seed": seed, "prunesim_version": "0.1.0", "trigger": trigger,
                                  "decision.rationale_per_span": per_span,
                                  **{k: (str(v).lower() if isinstance(v, bool) else v) for k, v in m.items()}})
     write_rows(path / "runs.csv", rows, list(rows[0]))

@@ -1,10 +1,12 @@
 """Crash safety of sweeps: many SIGKILLs at random moments, and two sweeps on one folder.
 
-The kill moments are drawn from a seeded generator between 0.05 s and 1.2 s
-after the start of each attempt, so they fall across the phases of a sweep:
-interpreter start-up, planning and validation, taking the lock, writing
-sweep.json, and runs being appended. After every kill, runs.csv must be well
-formed (a partial last line at most), and no run may appear twice.
+Half the kills land early, a seeded 0 to 0.5 s after the start of an attempt
+(interpreter start-up, planning and validation, taking the lock, writing
+sweep.json); the first of them at once, before any row can exist. The other
+half wait until runs.csv has grown by a seeded 1 to 19 rows, so they land while
+runs are being appended, however fast or loaded the machine is. After every
+kill, runs.csv must be well formed (a partial last line at most), and no run
+may appear twice.
 """
 
 import csv
@@ -47,6 +49,13 @@ def check_well_formed(path: Path) -> set[str]:
     return set(ids)
 
 
+def complete_rows(path: Path) -> int:
+    try:
+        return max(0, path.read_bytes().count(b"\n") - 1)
+    except FileNotFoundError:
+        return 0
+
+
 def test_twenty_random_kills_then_resume_every_run_exactly_once(tmp_path):
     rng = np.random.default_rng(20261129)
     out = tmp_path / "sweep"
@@ -56,7 +65,13 @@ def test_twenty_random_kills_then_resume_every_run_exactly_once(tmp_path):
     while kills < KILLS:
         proc = subprocess.Popen(command(out), cwd=ROOT, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(float(rng.uniform(0.05, 1.2)))
+        if kills % 2 == 0:  # early: before or while the sweep sets itself up
+            time.sleep(0.0 if kills == 0 else float(rng.uniform(0.0, 0.5)))
+        else:  # while rows are appended: once runs.csv has grown by a few rows
+            wanted = len(check_well_formed(runs)) + int(rng.integers(1, 20))
+            deadline = time.monotonic() + 300
+            while proc.poll() is None and complete_rows(runs) < wanted and time.monotonic() < deadline:
+                time.sleep(0.002)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             kills += 1

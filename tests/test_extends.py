@@ -146,3 +146,18 @@ def test_replay_dir_says_when_a_policy_never_acted(tmp_path, capsys):
     acted = sum(int(r["non_model_evictions"]) > 0 for r in recency)
     assert acted > 0 and (acted == len(recency) or "reached it with nothing it would remove" in err)
     assert len({r["budget"] for r in recency}) > 1
+
+
+def test_a_policy_that_acts_through_placeholders_is_not_called_idle(tmp_path, capsys):
+    out = tmp_path / "rows.csv"
+    main(["replay-dir", str(FIXTURES), "--policies", "observation-masking", "--set", "observation_masking.n=1",
+          "--out", str(out)])
+    err = capsys.readouterr().err
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    acts = ("passes", "non_model_evictions", "clearings", "compactions", "memory_warnings")
+    idle = sum(all(int(r[k]) == 0 for k in acts) for r in rows)
+    assert any(int(r["clearings"]) > 0 for r in rows)  # masking acted, by placeholders alone
+    if idle:
+        assert f"observation-masking: never acted on {idle} of {len(rows)} transcript(s)" in err
+    else:
+        assert "never acted" not in err

@@ -86,10 +86,13 @@ def _wait_for_staged_rows(out: Path, proc: subprocess.Popen) -> None:
     """Until the run has flushed rows to a staged file (it is mid-run, files open)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        staged = list(out.glob(".trace.csv.*.tmp")) if out.exists() else []
+        # Staged in a temporary folder beside a new --out, or inside an existing one.
+        staged = list(out.parent.glob("**/.trace.csv.*.tmp"))
         if staged and staged[0].stat().st_size > 1 << 20:
             return
         time.sleep(0.05)
+    proc.kill()
+    proc.communicate()
     raise AssertionError("the run never got going")
 
 
@@ -102,7 +105,8 @@ def test_an_interrupted_run_leaves_no_partial_file(tmp_path, sig, code):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert "Traceback" not in err
-    assert not fresh.exists()  # it made the folder, and removed it again: nothing partial
+    assert not fresh.exists()  # nothing partial: no folder, no staged files beside it
+    assert not list(tmp_path.glob(".*"))
 
     # Over an earlier run: the earlier files stay whole and unchanged.
     kept = tmp_path / "kept"
@@ -114,6 +118,7 @@ def test_an_interrupted_run_leaves_no_partial_file(tmp_path, sig, code):
     proc.communicate(timeout=60)
     assert proc.returncode == code
     assert files_of(kept) == before
+    assert not list(kept.glob(".*")) and not list(tmp_path.glob(".*"))
 
 
 def test_the_edit_log_streams_and_verifies_after_a_long_run(tmp_path):

@@ -1,14 +1,26 @@
 """The ``prunesim`` command line.
 
-Each subcommand is one module in ``sim/cli/commands`` with a ``register(subparsers)``
-function; they are found by listing that package, so a new command is one file.
-Every user error ends as one line on stderr and exit code 2. The top layer:
-it may import every other layer, and nothing imports it.
+Each subcommand is one module in ``sim/cli/commands`` with a
+``register(subparsers)`` function; they are found by listing that package, so a
+new command is one file. The top layer: it may import every other layer, and
+nothing imports it.
+
+:func:`main` is the one error boundary. Whatever happens, the user sees at most
+one line per problem on stderr and one of these exit codes (README, "Exit
+codes"):
+
+* 0: done;
+* 1: the machine failed (disk full, an I/O error, out of memory);
+* 2: the input is wrong (a file, a flag, a value, an output path that cannot be written);
+* 70: a bug in prunesim: the line names the crash report holding the traceback;
+* 130: interrupted (Ctrl-C);
+* 143: terminated (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import pkgutil
@@ -16,10 +28,14 @@ import signal
 import sys
 
 from prunesim import __version__
-from prunesim.cli import commands
-from prunesim.errors import UserError
+from prunesim.cli import commands, crash
+from prunesim.errors import OneLineError, UserError, from_os_error
 
+EXIT_OK = 0
+EXIT_ENVIRONMENT = 1
 EXIT_USAGE = 2
+EXIT_BUG = 70  # EX_SOFTWARE in sysexits.h
+EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
@@ -58,6 +74,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class StdoutGone(Exception):
+    """Standard output was closed by its reader (``prunesim list | head -1``)."""
+
+
+class _Stdout:
+    """Standard output whose write errors say so: a full disk is one line naming it, a closed pipe ends quietly."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _guard(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise StdoutGone() from None
+        except OSError as err:
+            raise from_os_error(err, "standard output") from None
+
+    def write(self, text):
+        return self._guard(self._stream.write, text)
+
+    def flush(self):
+        return self._guard(self._stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # stderr is gone too: the exit code is all that is left
+
+
+def _silence_stdout() -> None:
+    """After a write error on stdout, point it at /dev/null so the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -65,23 +126,49 @@ def main(argv: list[str] | None = None) -> int:
         _INSTALLED_BY[:] = [os.getpid()]
     except ValueError:  # not the main thread (an embedding program): leave its signals alone
         previous = None
+    real_stdout = sys.stdout
+    sys.stdout = _Stdout(real_stdout)
     try:
-        args = build_parser().parse_args(argv)
-        return int(args.func(args) or 0)
-    except UserError as err:
-        print(f"prunesim: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("prunesim: interrupted", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("prunesim: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
-    except BrokenPipeError:
-        return 0
+        return _main(argv)
     finally:
+        sys.stdout = real_stdout
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return code
+    except OneLineError as err:
+        _say(f"prunesim: error: {err}")
+        if err.where == "standard output":
+            _silence_stdout()
+        return err.exit_code
+    except StdoutGone:
+        _silence_stdout()
+        return EXIT_OK  # the reader had what it wanted, as with any Unix filter
+    except KeyboardInterrupt:
+        _say("prunesim: interrupted")
+        return EXIT_INTERRUPTED
+    except Terminated:
+        _say("prunesim: terminated")
+        return EXIT_TERMINATED
+    except MemoryError:
+        _say("prunesim: error: out of memory")
+        return EXIT_ENVIRONMENT
+    except OSError as err:  # an OSError no layer named: still one line with its path and reason
+        if err.errno == errno.EPIPE:
+            _silence_stdout()
+            return EXIT_OK
+        one = from_os_error(err)
+        _say(f"prunesim: error: {one}")
+        return one.exit_code
+    except Exception as err:  # noqa: BLE001 - the boundary: a bug, reported as one
+        _say(crash.one_line(err, argv))
+        return EXIT_BUG
 
 
 def entry() -> None:

@@ -1,7 +1,8 @@
-"""Atomic file output: write beside the target, flush, then rename into place.
+"""Result files' text: JSON and CSV cells as prunesim writes and reads them, and the writers.
 
-A reader (or a crash) sees either the old file or the whole new one, never a
-half-written file.
+The writers go through :mod:`prunesim.io.output`: a regular file is replaced
+atomically (a reader, or a crash, sees the old file or the whole new one),
+a symbolic link is written through and a device or pipe is written directly.
 """
 
 from __future__ import annotations
@@ -10,40 +11,18 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_MODE = 0o666 & ~_umask()  # what open() would have given: mkstemp alone makes files 0600
+from prunesim.io import output
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, _MODE)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    output.write_bytes(path, data)
 
 
 def write_text(path: Path, text: str) -> None:
-    write_bytes(path, text.encode("utf-8"))
+    output.write_text(path, text)
 
 
 def json_ready(value):

@@ -1,7 +1,7 @@
 """Run results on disk: trace.csv, ledger.csv, events.csv, calls.csv, summary.json, scenario.json.
 
-Every file is written atomically. Plots and aggregation read these files; they
-never run simulations.
+A run directory is written whole or not at all. Plots and aggregation read
+these files; they never run simulations.
 """
 
 from __future__ import annotations
@@ -9,8 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prunesim.io import atomic
-from prunesim.observe.recorder import CALL_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
+from prunesim.io import atomic, output
+from prunesim.observe.recorder import (  # noqa: F401 - the files' columns, for their readers (plots)
+    CALL_COLUMNS,
+    ENGINE_LEDGER_COLUMNS,
+    EVENT_COLUMNS,
+    LEDGER_COLUMNS,
+    TRACE_COLUMNS,
+)
 from prunesim.runner import RunResult
 
 FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv")
@@ -35,26 +41,31 @@ def run_record(result: RunResult) -> dict:
 
 
 def write_run(result: RunResult, out_dir: Path) -> list[Path]:
-    """A recorded run's files (for a long run, :func:`prunesim.io.stream.stream_run` writes as it goes)."""
+    """Write a recorded run's files into ``out_dir``: all of them, or (on an error) none.
+
+    The files are made in a staging folder and moved in together
+    (:func:`prunesim.io.output.folder`); other files in ``out_dir`` are left
+    alone, except an ``editlog.jsonl`` of an earlier run, which is not this run's.
+    A long run is better written as it goes: :func:`prunesim.io.stream.stream_run`.
+    """
     if result.edit_log and result.edit_log[0].seq != 1:
         raise ValueError("this run kept only the tail of its edit log: record it (trace) or stream it to write it")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     trace = result.recorder.trace
     n = len(trace["seq"])
     rows = (tuple(trace[c][i] for c in TRACE_COLUMNS) for i in range(n))
-    atomic.write_csv(out_dir / "trace.csv", TRACE_COLUMNS, rows)
-    ledger = ((("" if v is None else v) for v in row) for row in result.ledger)
-    atomic.write_csv(out_dir / "ledger.csv", LEDGER_COLUMNS, ledger)
-    atomic.write_csv(out_dir / "events.csv", EVENT_COLUMNS, result.recorder.events)  # the detail as JSON text
-    atomic.write_csv(out_dir / "calls.csv", CALL_COLUMNS, result.calls)
-    atomic.write_json(out_dir / "scenario.json", result.scenario.to_dict())
-    atomic.write_json(out_dir / "summary.json", run_record(result))
+    with output.folder(out_dir, stale=[EDIT_LOG_FILE]) as staging:
+        atomic.write_csv(staging / "trace.csv", TRACE_COLUMNS, rows)
+        ledger = ((("" if v is None else v) for v in row) for row in result.ledger)
+        atomic.write_csv(staging / "ledger.csv", LEDGER_COLUMNS, ledger)
+        atomic.write_csv(staging / "events.csv", EVENT_COLUMNS, result.recorder.events)  # the detail as JSON text
+        atomic.write_csv(staging / "calls.csv", CALL_COLUMNS, result.calls)
+        atomic.write_json(staging / "scenario.json", result.scenario.to_dict())
+        atomic.write_json(staging / "summary.json", run_record(result))
+        if result.edit_log:  # only policies that keep an edit log have one
+            lines = "".join(json.dumps(r.as_dict(), sort_keys=True) + "\n" for r in result.edit_log)
+            atomic.write_text(staging / EDIT_LOG_FILE, lines)
     written = [out_dir / f for f in FILES]
-    if result.edit_log:  # only policies that keep an edit log have one
-        lines = "".join(json.dumps(r.as_dict(), sort_keys=True) + "\n" for r in result.edit_log)
-        atomic.write_text(out_dir / EDIT_LOG_FILE, lines)
+    if result.edit_log:
         written.append(out_dir / EDIT_LOG_FILE)
-    elif (out_dir / EDIT_LOG_FILE).exists():  # left by an earlier run in this folder: it is not this run's
-        (out_dir / EDIT_LOG_FILE).unlink()
     return written

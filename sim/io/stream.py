@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from prunesim.errors import UserError
-from prunesim.io import atomic
+from prunesim.io import atomic, output
 from prunesim.io.results import EDIT_LOG_FILE, run_record
 from prunesim.model.editlog import EditLog
 from prunesim.observe.recorder import StreamingRecorder
@@ -145,18 +145,22 @@ def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, tr
 
     name = policy or scenario.policy
     keeps_log = bool(getattr(get_policy(name), "keeps_edit_log", False))
-    with StagedFiles(out_dir) as staged:
-        recorder = StreamingRecorder(trace, staged.open("trace.csv"), staged.open("ledger.csv"),
-                                     staged.open("events.csv"), staged.open("calls.csv"))
-        log = EditLog(sink=staged.open(EDIT_LOG_FILE, "w+"), tail=EDIT_LOG_TAIL) if keeps_log else None
-        result = run_one(scenario, name, seed, trace=trace, workload=workload, recorder=recorder, edit_log=log)
-        recorder.flush()
-        staged.write("scenario.json", atomic.dumps_json(result.scenario.to_dict()))
-        staged.write("summary.json", atomic.dumps_json(run_record(result)))
-        remove = ()
-        if log is None or len(log) == 0:  # only a log with records is written; an old one is not this run's
-            if log is not None:
-                staged.discard(EDIT_LOG_FILE)
-            remove = (EDIT_LOG_FILE,)
-        written = staged.commit(remove)
+    # The files are staged in a fresh folder, then moved into out_dir as any folder output is
+    # (prunesim.io.output.folder: links written through, other files left alone, nothing on an error).
+    with output.folder(out_dir, "--out", stale=[EDIT_LOG_FILE]) as staging:
+        with StagedFiles(staging) as staged:
+            recorder = StreamingRecorder(trace, staged.open("trace.csv"), staged.open("ledger.csv"),
+                                         staged.open("events.csv"), staged.open("calls.csv"))
+            log = EditLog(sink=staged.open(EDIT_LOG_FILE, "w+"), tail=EDIT_LOG_TAIL) if keeps_log else None
+            result = run_one(scenario, name, seed, trace=trace, workload=workload, recorder=recorder, edit_log=log)
+            recorder.flush()
+            staged.write("scenario.json", atomic.dumps_json(result.scenario.to_dict()))
+            staged.write("summary.json", atomic.dumps_json(run_record(result)))
+            remove = ()
+            if log is None or len(log) == 0:  # only a log with records is written; an old one is not this run's
+                if log is not None:
+                    staged.discard(EDIT_LOG_FILE)
+                remove = (EDIT_LOG_FILE,)
+            written = staged.commit(remove)
+    written = [Path(out_dir) / path.name for path in written]
     return result, written

@@ -16,6 +16,11 @@ from typing import Any, Literal
 from prunesim.errors import UserError
 from prunesim.model.spans import KINDS
 
+# The rationale's size is rationale_per_span times a lognormal factor exp(sigma * z); above this
+# sigma the factor overflows a float (and no model writes rationales spread over 40 orders of
+# magnitude).
+MAX_RATIONALE_SIGMA = 10.0
+
 
 # -- the schema ---------------------------------------------------------------
 @dataclass
@@ -103,8 +108,9 @@ class Workload:
         self.reasoning.check(f"{key}.reasoning", where)
         self.tool_call.check(f"{key}.tool_call", where)
         self.tool_output.check(f"{key}.tool_output", where)
-        positive(self.reasoning_stale_after, f"{key}.reasoning_stale_after", where)
-        positive(self.output_stale_after, f"{key}.output_stale_after", where)
+        # Turns until stale are drawn from a geometric distribution with this mean: at least one turn.
+        at_least(self.reasoning_stale_after, 1, f"{key}.reasoning_stale_after", where, "turns")
+        at_least(self.output_stale_after, 1, f"{key}.output_stale_after", where, "turns")
         for i, span in enumerate(self.initial):
             span.check(f"{key}.initial[{i}]", where)
         for i, event in enumerate(self.events):
@@ -155,6 +161,9 @@ class Decision:
         if not 1 <= self.select_mean <= self.select_max:
             raise UserError(where, f"{key}.select_mean", f"{self.select_mean} is not within [1, select_max]")
         fraction(self.selection_quality, f"{key}.selection_quality", where)
+        if self.rationale_sigma > MAX_RATIONALE_SIGMA:
+            raise UserError(where, f"{key}.rationale_sigma", f"must be from 0 to {MAX_RATIONALE_SIGMA:g} "
+                            f"(got {self.rationale_sigma:g}): a wider lognormal spread overflows")
 
 
 @dataclass
@@ -382,6 +391,11 @@ def non_negative(value, key: str, where: str) -> None:
 def positive(value, key: str, where: str) -> None:
     if value <= 0:
         raise UserError(where, key, f"must be positive (got {value})")
+
+
+def at_least(value, low, key: str, where: str, unit: str) -> None:
+    if value < low:
+        raise UserError(where, key, f"must be at least {low} ({unit}); got {value}")
 
 
 def fraction(value, key: str, where: str) -> None:

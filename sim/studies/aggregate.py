@@ -22,7 +22,7 @@ net) count as larger than every finite value:
 
 They are written as the string ``inf`` (``pandas.read_csv`` reads it as a float).
 Booleans (``oscillating``) count as 0/1, so their mean is a fraction of runs.
-Empty cells (a metric a run did not report) are left out of that metric's n;
+Empty (or ``nan``) cells, a metric a run did not report, are left out of that metric's n;
 a metric no run of a group reported gets no row for that group.
 """
 
@@ -34,14 +34,23 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from prunesim.errors import UserError
 from prunesim.io import atomic
-from prunesim.studies.sweep import ID_COLUMNS, read_description, read_runs
+from prunesim.io.sweep_files import (  # noqa: F401 - AGGREGATE_FILE is part of this module's API
+    AGGREGATE_FILE,
+    ID_COLUMNS,
+    STAT_COLUMNS,
+    read_description,
+    read_runs,
+)
 
 RESAMPLES = 2000
+MAX_RESAMPLES = 1_000_000  # far past where the interval's order statistics stop moving
 SEED = 0
 CONFIDENCE = 0.95
-AGGREGATE_FILE = "aggregate.csv"
-STAT_COLUMNS = ("metric", "n", "median", "mean", "ci_low", "ci_high")
+# Resampled indices are drawn this many at a time: memory stays bounded whatever --resamples and the
+# number of seeds (the generator's stream is the same whether drawn in one call or in blocks).
+BLOCK = 1 << 21
 
 
 def median_ci(
@@ -49,7 +58,7 @@ def median_ci(
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval of the median of ``values`` (see the module docstring)."""
     x = np.sort(np.asarray(values, dtype=float))
-    return _ci_sorted(x, _sorted_resamples(rng, len(x), resamples), confidence)
+    return _ci_from_middles(x, _middle_ranks(rng, len(x), resamples), confidence)
 
 
 def _sorted_resamples(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
@@ -57,9 +66,27 @@ def _sorted_resamples(rng: np.random.Generator, n: int, resamples: int) -> np.nd
     return np.sort(rng.integers(0, n, size=(resamples, n)), axis=1)
 
 
+def _middle_ranks(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
+    """For each resample of ``n`` indices, its lower and upper middle order statistics: shape (resamples, 2).
+
+    The same numbers as the middle columns of :func:`_sorted_resamples`, drawn in blocks.
+    """
+    out = np.empty((resamples, 2), dtype=np.int64)
+    rows = max(1, BLOCK // max(1, n))
+    for start in range(0, resamples, rows):
+        block = _sorted_resamples(rng, n, min(rows, resamples - start))
+        out[start : start + len(block), 0] = block[:, (n - 1) // 2]
+        out[start : start + len(block), 1] = block[:, n // 2]
+    return out
+
+
 def _ci_sorted(x: np.ndarray, idx: np.ndarray, confidence: float) -> tuple[float, float]:
     n = len(x)
-    lo, hi = x[idx[:, (n - 1) // 2]], x[idx[:, n // 2]]
+    return _ci_from_middles(x, np.stack([idx[:, (n - 1) // 2], idx[:, n // 2]], axis=1), confidence)
+
+
+def _ci_from_middles(x: np.ndarray, middles: np.ndarray, confidence: float) -> tuple[float, float]:
+    lo, hi = x[middles[:, 0]], x[middles[:, 1]]
     medians = np.where(lo == hi, lo, (lo + hi) / 2)  # equal infinities stay inf, never NaN
     medians.sort()
     return float(medians[_rank(tail_share(confidence), len(medians))]), float(
@@ -113,8 +140,20 @@ def aggregate(
     out: str | Path, resamples: int = RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
 ) -> list[dict]:
     """The aggregate table of a sweep directory: one dict per (policy, grid point, numeric metric)."""
+    check_resamples(resamples)
     desc = read_description(out)
-    rows = read_runs(out)
+    return aggregate_rows(desc, read_runs(out, desc), resamples, seed, confidence)
+
+
+def check_resamples(resamples: int) -> None:
+    if not 1 <= resamples <= MAX_RESAMPLES:
+        raise UserError("--resamples", str(resamples), f"must be from 1 to {MAX_RESAMPLES:,}")
+
+
+def aggregate_rows(
+    desc: dict, rows: list[dict], resamples: int = RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
+) -> list[dict]:
+    """The aggregate table of a sweep's rows (as :func:`prunesim.io.sweep_files.read_runs` gives them)."""
     axes = list(desc["grid"])
     fixed = set(ID_COLUMNS) | set(axes)
     columns = [c for c in desc.get("columns", []) if c not in fixed]
@@ -135,8 +174,8 @@ def aggregate(
             if n == 0:  # no run of this group reported the metric
                 continue
             if n not in resampled:
-                resampled[n] = _sorted_resamples(rng, n, resamples)
-            low, high = _ci_sorted(x, resampled[n], confidence)
+                resampled[n] = _middle_ranks(rng, n, resamples)
+            low, high = _ci_from_middles(x, resampled[n], confidence)
             mean = math.inf if np.isposinf(x).any() else float(np.mean(x))
             record = {"policy": key[0], **dict(zip(axes, key[1:], strict=True)), "metric": metric, "n": n}
             record.update(median=_median(x), mean=mean, ci_low=low, ci_high=high)

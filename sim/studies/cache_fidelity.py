@@ -47,7 +47,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError
 from prunesim.io import prices
 from prunesim.io.transcripts import usage
 from prunesim.model.scenario import Pricing
@@ -117,6 +117,8 @@ def read_runs(path: Path) -> Iterator[Run | UserError]:
         yield UserError(where, None, f"cannot read: {getattr(err, 'strerror', None) or err}")
     except (ValueError, TypeError) as err:  # a usage record whose time or count is not what the format says
         yield UserError(where, None, f"unreadable usage record ({err})")
+    except RecursionError:
+        yield UserError(where, None, "JSON nested too deeply to read")
 
 
 def _mini_swe_agent(data, path: Path) -> Run | None:
@@ -253,14 +255,23 @@ def _codex(records: Iterator[dict], path: Path) -> Run | None:
 
 
 def collect(folder: Path) -> tuple[list[Run], list[str]]:
-    """Every recorded run under ``folder`` (or in one file), and a line for each file that failed."""
+    """Every recorded run under ``folder`` (or in one file), and a line for each file that failed
+    (``(path, exception)`` instead of a line when prunesim itself failed on it)."""
     runs, failed = [], []
     for path in expand([Path(folder)]):
-        for item in read_runs(path):
-            if isinstance(item, UserError):
-                failed.append(str(item))
-            else:
-                runs.append(item)
+        found = []
+        try:
+            for item in read_runs(path):
+                if isinstance(item, UserError):
+                    failed.append(str(item))
+                else:
+                    found.append(item)
+        except (ResourceError, MemoryError):
+            raise
+        except Exception as err:  # noqa: BLE001 - a bug met on one file: (path, error), for the caller to report
+            failed.append((path, err))
+            continue
+        runs.extend(found)
     return runs, failed
 
 

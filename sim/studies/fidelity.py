@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts import formats
@@ -137,13 +137,23 @@ class Study:
     def __exit__(self, *exc) -> None:
         self._tmp.cleanup()
 
-    def run(self, files: list[Path], on_error: Callable[[Path, UserError], None] = lambda p, e: None,
+    def run(self, files: list[Path], on_error: Callable[[Path, Exception], None] = lambda p, e: None,
             on_warning: Callable[[str], None] = lambda w: None, tick: Callable[[], None] = lambda: None) -> dict:
-        """Read every file (one line per failure through ``on_error``) and report; use inside ``with``."""
+        """Read every file (one line per failure through ``on_error``) and report; use inside ``with``.
+
+        A file that fails contributes nothing, not even the runs read before its
+        bad one; its error (a UserError, or for a bug met on it the exception
+        itself) goes to ``on_error`` and the other files go on.
+        """
         for path in files:
+            mark = (len(self.entries), len(self.stored), len(self.compactions), self.imported, self.skipped)
             try:
                 self._read(path, Path(self._tmp.name), on_warning)
-            except UserError as err:
+            except (ResourceError, MemoryError):
+                raise
+            except Exception as err:  # noqa: BLE001 - bad input, or a bug met on this file: the rest goes on
+                del self.entries[mark[0]:], self.stored[mark[1]:], self.compactions[mark[2]:]
+                self.imported, self.skipped = mark[3], mark[4]
                 self.failed += 1
                 on_error(path, err)
             tick()

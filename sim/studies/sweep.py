@@ -36,6 +36,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -44,22 +45,30 @@ from pathlib import Path
 from typing import Any
 
 from prunesim import __version__
-from prunesim.errors import UserError
-from prunesim.io import atomic
+from prunesim.errors import UserError, from_os_error
+from prunesim.io import atomic, output
 from prunesim.io import scenario_files as scenario_mod
 from prunesim.io.results import write_run
+from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file names are part of this module's API
+    ID_COLUMNS,
+    LOCK_FILE,
+    RUNS_FILE,
+    SWEEP_FILE,
+    check_description,
+    complete_part,
+    read_bytes,
+    read_description,
+    read_runs,
+    read_table,
+)
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import get_policy
 from prunesim.runner import run_one
 from prunesim.studies.grid import axis_values, expand_grid, split_axis
 
-SWEEP_FILE = "sweep.json"
-RUNS_FILE = "runs.csv"
-LOCK_FILE = ".lock"
 TRACES_DIR = "traces"
 FORMAT = 1
-ID_COLUMNS = ("run_id", "scenario", "policy", "seed", "prunesim_version")
 # Grid names the sweep sets itself: seeds and policies have their own flags.
 RESERVED_AXES = {"seed": "--seeds", "policy": "--policies"}
 EXECUTORS = ("local", "dask")
@@ -232,33 +241,36 @@ def _csv_line(cells: Sequence[Any]) -> str:
     return buf.getvalue()
 
 
-def _read_rows(path: Path, repair: bool) -> tuple[list[str], list[list[str]]]:
-    """Header and complete rows of runs.csv; a trailing partial line is ignored (and cut off with ``repair``)."""
-    with open(path, "r+b" if repair else "rb") as fh:
-        data = fh.read()
-        end = data.rfind(b"\n") + 1
-        if end != len(data) and repair:
-            fh.truncate(end)
+def _repair(path: Path, columns: list[str]) -> None:
+    """Make runs.csv end at a line end: cut a partial last row (the run is redone), complete a bare header."""
+    header = _csv_line(columns).encode("utf-8")
+    data = read_bytes(path, RUNS_FILE)
+    body, tail = complete_part(data)
+    if not tail and body:
+        return
+    try:
+        if not body:  # nothing but a header, whole or cut short (or an empty file): no row can be lost
+            if data != header:
+                atomic.write_bytes(path, header)
+            return
+        with open(path, "r+b") as fh:
+            fh.truncate(len(body))
             fh.flush()
             os.fsync(fh.fileno())
-    text = data[:end].decode("utf-8")
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows:
-        raise UserError(str(path), None, "has no header line")
-    header, body = rows[0], rows[1:]
-    for n, row in enumerate(body, start=2):
-        if len(row) != len(header):
-            raise UserError(str(path), f"line {n}", f"has {len(row)} fields, the header {len(header)}")
-    return header, body
+    except OSError as err:
+        raise from_os_error(err, path) from None
 
 
-def _append(fd: int, text: str) -> None:
+def _append(fd: int, text: str, path: Path) -> None:
     """Complete lines, one write (looped only if the kernel writes short), then to disk."""
     data = text.encode("utf-8")
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
-    os.fdatasync(fd)
+    try:
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
+        os.fdatasync(fd)
+    except OSError as err:
+        raise from_os_error(err, path) from None
 
 
 # -- running ------------------------------------------------------------------
@@ -337,7 +349,7 @@ class DaskRunner:
                     n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
                 )
                 self.client = Client(self.cluster)
-        except (OSError, TimeoutError) as err:
+        except (OSError, TimeoutError, ValueError) as err:
             if self.cluster is not None:
                 self.cluster.close()
             raise UserError("--scheduler" if scheduler else "--executor", scheduler or "dask",
@@ -361,11 +373,31 @@ class DaskRunner:
             self.cluster.close()
 
 
+# A Dask scheduler address: [PROTOCOL://]HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 one.
+DASK_PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx")
+_SCHEDULER = re.compile(r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+)"
+                        r":(?P<port>[0-9]+)/?")
+
+
+def check_scheduler(address: str) -> None:
+    """UserError unless ``address`` looks like a Dask scheduler's: [tcp://]HOST:PORT with a port from 1 to 65535."""
+    m = _SCHEDULER.fullmatch(address)
+    expected = f"expected [PROTOCOL://]HOST:PORT, PROTOCOL one of {', '.join(DASK_PROTOCOLS)}"
+    if not m:
+        raise UserError("--scheduler", address, expected)
+    if m["scheme"] is not None and m["scheme"] not in DASK_PROTOCOLS:
+        raise UserError("--scheduler", address, f"unknown protocol {m['scheme']!r}; {expected}")
+    if not 1 <= int(m["port"]) <= 65535:
+        raise UserError("--scheduler", address, "the port must be from 1 to 65535")
+
+
 def check_executor(executor: str, scheduler: str | None) -> None:
     if executor not in EXECUTORS:
         raise UserError("--executor", executor, f"unknown executor (known: {', '.join(EXECUTORS)})")
-    if scheduler and executor != "dask":
+    if scheduler is not None and executor != "dask":
         raise UserError("--scheduler", scheduler, "only applies with --executor dask")
+    if scheduler is not None:
+        check_scheduler(scheduler)
     if executor == "dask":
         try:
             import distributed  # noqa: F401
@@ -385,7 +417,10 @@ class SweepStats:
 
 
 def _lock(out: Path) -> int:
-    fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(out / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise from_os_error(err, out / LOCK_FILE) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -434,8 +469,7 @@ def execute(
         raise UserError("--jobs", str(jobs), "must be at least 1")
     check_executor(executor, scheduler)
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError("--out", str(out), "exists and is not a directory")
+    output.check_folder(out, "--out")
     if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
     dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
@@ -448,18 +482,21 @@ def execute(
 
 def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
              started: float) -> SweepStats:
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise from_os_error(err, out) from None
     lock = _lock(out)
     try:
         desc = json.loads(description_json(plan.description()))
         sweep_path, runs_path = out / SWEEP_FILE, out / RUNS_FILE
         probes: dict[str, dict] = {}
         traces_dir = str(out / TRACES_DIR) if traces else None
-        if sweep_path.exists():
+        if sweep_path.exists() or sweep_path.is_symlink():
             try:
-                old = json.loads(sweep_path.read_text("utf-8"))
-            except (OSError, ValueError) as err:
-                raise UserError(str(sweep_path), None, f"unreadable ({err}); use a new --out directory") from None
+                old = read_description(out)
+            except UserError as err:
+                raise UserError(err.where, err.key, f"{err.problem}; use a new --out directory") from None
             columns = old.pop("columns", None)
             diff = _first_difference(old, desc)
             if diff:
@@ -483,11 +520,10 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             fixed = list(ID_COLUMNS) + list(plan.axes)
             columns = fixed + [metric_column(m, fixed) for m in metrics]
             atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))
-        if not runs_path.exists():
+        if not runs_path.exists() and not runs_path.is_symlink():
             atomic.write_text(runs_path, _csv_line(columns))
-        header, body = _read_rows(runs_path, repair=True)
-        if header != columns:
-            raise UserError(str(runs_path), None, f"header does not match the columns in {SWEEP_FILE}")
+        _repair(runs_path, columns)
+        _, body, _ = read_table(runs_path, RUNS_FILE, header=columns)
         done = {row[0] for row in body}
         planned = {s.run_id for s in plan.runs}
         stray = done - planned
@@ -497,12 +533,15 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         pending = [s for s in plan.runs if s.run_id not in done]
         specs = {s.run_id: s for s in plan.runs}
         row_of = _row_maker(plan, columns)
-        fd = os.open(runs_path, os.O_WRONLY | os.O_APPEND)
+        try:
+            fd = os.open(runs_path, os.O_WRONLY | os.O_APPEND)
+        except OSError as err:
+            raise from_os_error(err, runs_path) from None
         bar = _progress(len(plan.runs), already, progress)
         try:
             ready = [(rid, summary) for rid, summary in probes.items() if rid not in done]
             if ready:
-                _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in ready))
+                _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in ready), runs_path)
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
@@ -514,7 +553,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             for batch in results:
                 fresh = [(rid, summary) for rid, summary in batch if rid not in done]
                 if fresh:
-                    _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in fresh))
+                    _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in fresh), runs_path)
                     done.update(rid for rid, _ in fresh)
                 bar.update(len(batch))
         finally:
@@ -558,13 +597,16 @@ def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict],
 
 
 def _rewrite_sorted(runs_path: Path, plan: SweepPlan) -> None:
-    header, body = _read_rows(runs_path, repair=False)
+    """A complete sweep's rows in the plan's order, each run once; a file already so is left untouched."""
+    header, body, _ = read_table(runs_path, RUNS_FILE)
     order = {s.run_id: i for i, s in enumerate(plan.runs)}
     unique = {}
     for row in body:
         unique.setdefault(row[0], row)
     rows = sorted(unique.values(), key=lambda r: order[r[0]])
-    atomic.write_text(runs_path, _csv_line(header) + "".join(_csv_line(r) for r in rows))
+    text = _csv_line(header) + "".join(_csv_line(r) for r in rows)
+    if read_bytes(runs_path, RUNS_FILE) != text.encode("utf-8"):
+        atomic.write_text(runs_path, text)
 
 
 class _NoBar:
@@ -611,52 +653,6 @@ def run_sweep(
     return read_runs(out)
 
 
-def read_description(out: str | Path) -> dict:
-    path = Path(out) / SWEEP_FILE
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise UserError(str(out), None, f"not a sweep directory (no {SWEEP_FILE})") from None
-    except (OSError, ValueError) as err:
-        raise UserError(str(path), None, f"unreadable: {err}") from None
-
-
 def parse_value(text: str) -> Any:
     """A runs.csv cell as a Python value (see :func:`sim.atomic.parse_cell`)."""
     return atomic.parse_cell(text)
-
-
-def read_runs(out: str | Path) -> list[dict]:
-    """The tidy table of a sweep directory: one dict per run, sorted by (policy, grid point, seed).
-
-    Works on a sweep that is still running or was interrupted (a trailing partial
-    line is ignored). Grid values come back as the types they were given.
-    """
-    desc = read_description(out)
-    header, body = _read_rows(Path(out) / RUNS_FILE, repair=False)
-    axes = {name: {atomic.format_cell(v): v for v in values} for name, values in desc["grid"].items()}
-    rows = []
-    for cells in body:
-        row = {}
-        for col, text in zip(header, cells, strict=True):
-            if col in ("run_id", "scenario", "policy", "prunesim_version"):
-                row[col] = text
-            elif col in axes:
-                row[col] = axes[col].get(text, parse_value(text))
-            else:
-                row[col] = parse_value(text)
-        rows.append(row)
-    return sorted(rows, key=_sort_key(desc))
-
-
-def _sort_key(desc: dict) -> Callable[[dict], tuple]:
-    policies = {p: i for i, p in enumerate(desc["policies"])}
-    seeds = {s: i for i, s in enumerate(desc["seeds"])}
-    names = list(desc["grid"])
-    positions = [{atomic.format_cell(v): i for i, v in enumerate(values)} for values in desc["grid"].values()]
-
-    def key(row: dict) -> tuple:
-        point = tuple(pos.get(atomic.format_cell(row[n]), len(pos)) for n, pos in zip(names, positions, strict=True))
-        return (policies.get(row["policy"], len(policies)), point, seeds.get(row["seed"], len(seeds)), row["run_id"])
-
-    return key

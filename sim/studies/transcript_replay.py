@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError, from_os_error
 from prunesim.io.scenario_files import replace
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
@@ -64,13 +64,13 @@ def expand(paths: list[Path]) -> list[Path]:
 
 
 def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "auto",
-                   sidechains: str = "separate") -> Iterator[wl.WorkloadData]:
+                   sidechains: str = "separate", transcripts_only: bool = False) -> Iterator[wl.WorkloadData]:
     """The workloads in one file: a workload file as is, a transcript imported on the fly.
 
     Each workload carries the import's warnings (``.warnings``) for the caller to show.
     """
     path = Path(path)
-    if path.is_file() and wl.is_workload_file(path):
+    if not transcripts_only and path.is_file() and wl.is_workload_file(path):
         yield wl.read(path)
         return
     get_counter(tokenizer)
@@ -81,15 +81,30 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
 
 
 def iter_sources(paths: list[Path], tokenizer: str = DEFAULT, calibration: str = "auto",
-                 sidechains: str = "separate", files: list[Path] | None = None,
-                 ) -> Iterator[tuple[Path, wl.WorkloadData | UserError]]:
-    """(file, workload) for every workload found, or (file, error) for a file that failed; never raises
-    a UserError. A file whose later runs fail after earlier ones imported yields both."""
+                 sidechains: str = "separate", files: list[Path] | None = None, transcripts_only: bool = False,
+                 ) -> Iterator[tuple[Path, wl.WorkloadData | Exception]]:
+    """(file, workload) for every workload found, or (file, error) for a file that failed.
+
+    One bad file never stops the others: its :class:`UserError` (or, for a bug
+    met on that file, the exception itself) is yielded in its place. A file
+    whose later runs fail after earlier ones imported yields both. Only a
+    failure of the machine (disk, memory) or an interrupt stops the walk.
+    With ``transcripts_only`` a workload file is not read as one (``import``).
+    """
     for path in files if files is not None else expand(paths):
         try:
-            for data in iter_workloads(path, tokenizer, calibration, sidechains):
+            for data in iter_workloads(path, tokenizer, calibration, sidechains, transcripts_only):
                 yield path, data
         except UserError as err:
+            yield path, err
+        except OSError as err:
+            one = from_os_error(err, path)
+            if not isinstance(one, UserError):
+                raise one from None
+            yield path, one
+        except (ResourceError, MemoryError):
+            raise
+        except Exception as err:  # noqa: BLE001 - a bug met on one file: reported as such, the rest goes on
             yield path, err
 
 

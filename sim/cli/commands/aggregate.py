@@ -6,9 +6,16 @@ import json
 from pathlib import Path
 
 from prunesim.cli.commands._common import non_negative_int
-from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
-from prunesim.studies.aggregate import RESAMPLES, SEED, STAT_COLUMNS, aggregate, write_aggregate
+from prunesim.studies.aggregate import (
+    MAX_RESAMPLES,
+    RESAMPLES,
+    SEED,
+    STAT_COLUMNS,
+    aggregate,
+    check_resamples,
+    write_aggregate,
+)
 
 
 def register(sub) -> None:
@@ -20,15 +27,15 @@ def register(sub) -> None:
     p.add_argument("dir", type=Path, help="a sweep directory (holding sweep.json and runs.csv)")
     p.add_argument("--json", action="store_true", help="also print the table as JSON")
     p.add_argument(
-        "--resamples", type=non_negative_int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})"
+        "--resamples", type=non_negative_int, default=RESAMPLES,
+        help=f"bootstrap resamples, 1 to {MAX_RESAMPLES:,} (default {RESAMPLES})",
     )
     p.add_argument("--seed", type=non_negative_int, default=SEED, help=f"bootstrap seed (default {SEED})")
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    if args.resamples < 1:
-        raise UserError("--resamples", str(args.resamples), "must be at least 1")
+    check_resamples(args.resamples)
     table = aggregate(args.dir, resamples=args.resamples, seed=args.seed)
     path = write_aggregate(args.dir, table)
     if args.json:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    Tally,
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
@@ -48,19 +49,22 @@ def main(args) -> int:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
+        tally = Tally(bar)
 
-        def on_error(path, err) -> None:
+        def on_error(path, err) -> None:  # bad input is one line; a bug on one file gets a crash report
             reported.add(str(path))
-            report_line(bar, "error", str(err))
+            tally.failed(path, err)
 
         rep = study.run(files, on_error=on_error, on_warning=lambda w: report_line(bar, "warning", w),
                         tick=bar.update)
         if args.fit_out is not None and study.entries:
             write_profiles(args.fit_out, study.fit_all())
         cache = cache_fidelity.report(args.dir, args.fit_on)
-        for line in cache.pop("failed"):  # a file both readers failed on is reported once
-            if not any(line.startswith(path) for path in reported):
-                report_line(bar, "error", line)
+        for failure in cache.pop("failed"):  # a file both readers failed on is reported once
+            if isinstance(failure, tuple):  # (path, exception): a bug met on that file
+                tally.failed(*failure)
+            elif not any(failure.startswith(path) for path in reported):
+                report_line(bar, "error", failure)
     if args.json:
         keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
         rep.update({k: cache[k] for k in keys})
@@ -69,6 +73,8 @@ def main(args) -> int:
     else:
         print(format_report(rep))
         print(cache_fidelity.format_report(cache))
+    if tally.bugs:
+        return 70
     if study.imported == 0:
         return 2
     return 0

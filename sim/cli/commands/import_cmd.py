@@ -2,36 +2,47 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    Tally,
     add_transcript_options,
     check_transcript_options,
+    out_arg,
     progress,
     report_line,
     say,
 )
 from prunesim.errors import UserError
-from prunesim.io.transcripts import formats
+from prunesim.io import output
 from prunesim.io.transcripts import workload as wl
-from prunesim.studies.transcript_replay import expand
+from prunesim.studies.transcript_replay import expand, iter_sources
 
 
 def register(sub) -> None:
     p = sub.add_parser("import", help="convert agent transcripts into prunesim workload files")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="transcript files or folders of them")
-    p.add_argument("--out", type=Path, required=True,
-                   help="a .jsonl file when one workload results, else a folder (NAME.workload.jsonl per run)")
+    p.add_argument("--out", type=out_arg, required=True,
+                   help="a .jsonl file (or a device or pipe) when one workload results, else a folder "
+                        "(NAME.workload.jsonl per run); a trailing / always means a folder")
     add_transcript_options(p)
     p.set_defaults(func=main)
 
 
-def _single_file_target(out: Path, files: list[Path]) -> bool:
-    if out.is_dir() or out.suffix != ".jsonl":
+def _single_file_target(text: str, files: list[Path]) -> bool:
+    """Is ``--out`` one workload file (a .jsonl name, a device or a pipe) rather than a folder?"""
+    out = Path(text)
+    kind = output.kind_of(out)
+    if output.names_folder(text) or kind == "folder":
         return False
-    if len(files) != 1:
-        raise UserError("--out", str(out), f"{len(files)} input files give several workloads; give a folder")
-    return True
+    if kind == "stream" or out.suffix == ".jsonl":
+        if len(files) != 1:
+            raise UserError("--out", text, f"{len(files)} input files give several workloads; give a folder")
+        return True
+    if out.exists():
+        raise UserError("--out", text, "exists and is not a folder")
+    return False
 
 
 def main(args) -> int:
@@ -39,41 +50,94 @@ def main(args) -> int:
     files = expand(args.paths)
     if not files:
         raise UserError("import", None, "no transcript files found")
-    if args.out.exists() and not args.out.is_dir() and args.out.suffix != ".jsonl":
-        raise UserError("--out", str(args.out), "exists and is not a folder")
     single = _single_file_target(args.out, files)
-    failed = 0
-    used: set[str] = set()
-    written = 0
+    if not single:
+        output.check_folder(args.out, "--out")
+    sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
+                           transcripts_only=True)
     with progress(len(files)) as bar:
-        for path in files:
-            try:
-                runs = formats.iter_transcripts(path, args.sidechains)
-                if single:  # know there is exactly one run before writing anything
-                    runs = _only_run(runs, path)
-                for t in runs:
-                    data = wl.from_transcript(t, args.tokenizer, args.calibration)
-                    for w in [*t.warnings, *data.warnings]:
-                        report_line(bar, "warning", w)
-                    target = args.out if single else args.out / _unique(f"{data.name}.workload.jsonl", used)
-                    wl.write(target, data)
-                    written += 1
-                    h = data.header
-                    say(bar, f"{target}: {h['format']}, {h['turns']} turns, {h['parts']} parts, "
-                             f"{h['repeats']} repeats, calibration {h['calibration']}")
-            except UserError as err:
-                failed += 1
-                report_line(bar, "error", str(err))
-            bar.update()
-    print(f"imported {written} workload(s) from {len(files)} file(s); {failed} file(s) failed")
-    return 0 if written else 2
+        tally = Tally(bar)
+        if single:
+            written = _import_one(args, sources, tally, bar)
+        else:
+            written = _import_folder(args, sources, tally, bar)
+    print(f"imported {written} workload(s) from {len(files)} file(s); {tally.summary()}"
+          + ("; nothing written" if not written else ""))
+    return tally.exit_code()
 
 
-def _only_run(runs, path: Path) -> list:
-    first = next(runs, None)
-    if first is not None and next(runs, None) is not None:
+def _describe(target, data: wl.WorkloadData) -> str:
+    h = data.header
+    return (f"{target}: {h['format']}, {h['turns']} turns, {h['parts']} parts, {h['repeats']} repeats, "
+            f"calibration {h['calibration']}")
+
+
+def _warn(bar, data: wl.WorkloadData) -> None:
+    for w in data.warnings:
+        report_line(bar, "warning", w)
+
+
+def _import_one(args, sources, tally: Tally, bar) -> int:
+    """One transcript file holding one run into one workload file; nothing is written unless it all worked."""
+    path, first = next(sources)
+    if isinstance(first, Exception):
+        tally.failed(path, first)
+        return 0
+    second = next(sources, None)
+    if second is not None:  # read before anything is written: a second run means the target is wrong
         raise UserError(str(path), None, "holds several runs; give --out a folder")
-    return [first] if first is not None else []
+    _warn(bar, first)
+    wl.write(Path(args.out), first)
+    tally.ok()
+    bar.update()
+    say(bar, _describe(args.out, first))
+    return 1
+
+
+class _NothingImported(Exception):
+    """Leaves the staging folder unused: no output folder appears when no file could be imported."""
+
+
+def _import_folder(args, sources, tally: Tally, bar) -> int:
+    """Every run into ``--out/NAME.workload.jsonl``; the folder appears (or gains its files) only at the end,
+    and a file with a bad run in it contributes no workload."""
+    out = Path(args.out)
+    used: set[str] = set()
+    lines: list[str] = []
+    try:
+        with output.folder(out, flag="--out") as staging:
+            held = staging / ".one-file"  # a file's workloads wait here until all its runs are read
+
+            def process(data: wl.WorkloadData) -> tuple[str, list[str]]:
+                held.mkdir(exist_ok=True)
+                name = _unique(f"{data.name}.workload.jsonl", used)
+                wl.write(held / name, data)
+                return _describe(out / name, data), data.warnings
+
+            def commit(path, results) -> None:
+                for entry in sorted(held.iterdir()) if held.exists() else ():
+                    entry.rename(staging / entry.name)
+                for line, warnings in results:
+                    for w in warnings:
+                        report_line(bar, "warning", w)
+                    lines.append(line)
+
+            def discard(path) -> None:
+                if held.exists():
+                    for entry in held.iterdir():
+                        used.discard(entry.name)
+                    shutil.rmtree(held)
+
+            tally.per_file(sources, process, commit, discard, tick=bar.update)
+            if held.exists():
+                held.rmdir()
+            if not lines:
+                raise _NothingImported
+    except _NothingImported:
+        pass
+    for line in lines:
+        say(bar, line)
+    return len(lines)
 
 
 def _unique(name: str, used: set[str]) -> str:

@@ -11,11 +11,13 @@ from prunesim.cli.commands._common import (
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
+    out_arg,
     parse_seeds,
     parse_sets,
     print_notes,
 )
 from prunesim.errors import UserError
+from prunesim.io import output
 from prunesim.io.scenario_files import load
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
@@ -42,14 +44,17 @@ def register(sub) -> None:
     p.add_argument("--seed", type=non_negative_int, help="with DIR: the seed of the policies' random streams")
     add_set(p)
     add_transcript_options(p)
-    p.add_argument("--out", type=Path, required=True, help="the output folder")
+    p.add_argument("--out", type=_out_dir, required=True, help="the output folder")
     p.set_defaults(func=main)
+
+
+def _out_dir(text: str) -> Path:
+    return Path(out_arg(text))
 
 
 def main(args) -> int:
     policies = parse_names(args.policies)
-    if args.out.exists() and not args.out.is_dir():
-        raise UserError("--out", str(args.out), "exists and is not a folder")
+    output.check_folder(args.out, "--out")
     transcripts = args.dir is not None
     if transcripts and args.seeds is not None:
         raise UserError("--seeds", args.seeds, "runs seeds of a synthetic --scenario; with a folder of transcripts "
@@ -105,7 +110,8 @@ def main(args) -> int:
         "sidechains": args.sidechains if transcripts else None,
     }
     try:
-        lb.write(args.out, meta, rows, table)
+        with output.folder(args.out, "--out") as staging:  # the three files together, or none
+            lb.write(staging, meta, rows, table)
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prunesim.cli.commands._common import out_arg
 from prunesim.errors import UserError
+from prunesim.io import output
 
 
 def _common(p) -> None:
-    p.add_argument("--out", type=Path, help="a .png/.svg/.pdf file, or a directory for the default file name")
+    p.add_argument("--out", type=out_arg,
+                   help="a .png/.svg/.pdf file, a device or pipe, or a directory (ending with /) for the default name")
     p.add_argument("--format", choices=("png", "svg", "pdf"), help="output format (default: from --out, else png)")
 
 
@@ -68,12 +71,20 @@ def register(sub) -> None:
     ph.set_defaults(func=main_phase)
 
 
-def _write(fig, out, default_dir: Path, name: str, fmt) -> int:
+def _target(args, default_dir: Path, name: str) -> tuple[Path, str]:
+    """Where the figure goes, checked before the result files are read."""
     from prunesim.plots import style
 
-    path, fmt = style.output_path(out, default_dir, name, fmt)
+    return style.output_path(args.out, default_dir, name, args.format)
+
+
+def _write(fig, target: tuple[Path, str]) -> int:
+    from prunesim.plots import style
+
+    path, fmt = target
     style.save(fig, path, fmt)
-    print(path)
+    if output.kind_of(path) != "stream":
+        print(path)
     return 0
 
 
@@ -82,9 +93,12 @@ def main_trace(args) -> int:
     from prunesim.plots.trace import trace_figure
 
     ylim = parse_ylim(args.ylim) if args.ylim is not None else None
-    runs = [read_run(p, need=("trace",)) for p in args.runs]
-    name = "trace" if args.x == "turn" else "trace-time"
-    return _write(trace_figure(runs, x=args.x, ylim=ylim), args.out, args.runs[0], name, args.format)
+    target = _target(args, args.runs[0], "trace" if args.x == "turn" else "trace-time")
+    runs = [read_run(p, need=("trace",), optional=("ledger", "events")) for p in args.runs]
+    for p, run in zip(args.runs, runs, strict=True):
+        if not run.trace:
+            raise UserError(str(p / "trace.csv"), None, "no rows: nothing to plot")
+    return _write(trace_figure(runs, x=args.x, ylim=ylim), target)
 
 
 def parse_ylim(text: str) -> tuple[float, float]:
@@ -108,8 +122,9 @@ def main_ledger(args) -> int:
     from prunesim.plots.io import read_run
     from prunesim.plots.ledger import ledger_figure
 
+    target = _target(args, args.run, "ledger")
     run = read_run(args.run, need=("ledger",))
-    return _write(ledger_figure(run), args.out, args.run, "ledger", args.format)
+    return _write(ledger_figure(run), target)
 
 
 def main_breakeven(args) -> int:
@@ -117,7 +132,8 @@ def main_breakeven(args) -> int:
     from prunesim.plots.io import read_run
 
     a, b = (read_run(p, need=("ledger", "calls")) for p in args.runs)
-    return _write(breakeven_figure(a, b), args.out, args.runs[0], f"breakeven-{a.policy}-{b.policy}", args.format)
+    target = _target(args, args.runs[0], f"breakeven-{a.policy}-{b.policy}")
+    return _write(breakeven_figure(a, b), target)
 
 
 def main_sweep(args) -> int:
@@ -126,8 +142,8 @@ def main_sweep(args) -> int:
 
     sweep = read_sweep(args.sweep)
     x = choose_x(sweep, args.x)
-    fig = sweep_figure(sweep, args.metric, x)
-    return _write(fig, args.out, args.sweep, f"sweep-{args.metric}-{x}", args.format)
+    target = _target(args, args.sweep, f"sweep-{args.metric}-{x}")
+    return _write(sweep_figure(sweep, args.metric, x), target)
 
 
 def _fixes(items) -> dict[str, str]:
@@ -144,14 +160,16 @@ def main_phase(args) -> int:
     from prunesim.plots.io import read_sweep
     from prunesim.plots.phase import phase_figure
 
+    target = _target(args, args.sweep, f"phase-{args.metric}-{args.x}-{args.y}")
     sweep = read_sweep(args.sweep)
     fig = phase_figure(sweep, args.x, args.y, args.metric, stat=args.stat, policy=args.policy, fix=_fixes(args.fix))
-    return _write(fig, args.out, args.sweep, f"phase-{args.metric}-{args.x}-{args.y}", args.format)
+    return _write(fig, target)
 
 
 def main_pareto(args) -> int:
     from prunesim.plots.pareto import pareto_figure, read_leaderboard
 
     board = read_leaderboard(args.leaderboard)
+    target = _target(args, board.path.parent, f"pareto-{args.x}-{args.y}")
     fig = pareto_figure(board, args.x, args.y)
-    return _write(fig, args.out, board.path.parent, f"pareto-{args.x}-{args.y}", args.format)
+    return _write(fig, target)

@@ -6,8 +6,9 @@ import json
 import re
 from pathlib import Path
 
-from prunesim.cli.commands._common import non_negative_int, parse_seeds
+from prunesim.cli.commands._common import non_negative_int, out_arg, parse_seeds
 from prunesim.errors import UserError
+from prunesim.io import output
 from prunesim.io.atomic import json_ready
 from prunesim.io.results import write_run
 from prunesim.io.scenario_files import load, replace
@@ -26,7 +27,7 @@ def register(sub) -> None:
                    help="seeds as A:B (B excluded), a list, or one integer (default 1000:1100: seeds no shipped "
                         "scenario was calibrated on; long-session: 0:5)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--plot", type=Path, metavar="DIR",
+    p.add_argument("--plot", type=_plot_dir, metavar="DIR",
                    help="also run every variant once with a full trace, write the runs under DIR/runs/ "
                         "and draw the story figure into DIR")
     p.add_argument("--plot-seed", type=plot_seed, default=None, metavar="N|median",
@@ -42,11 +43,12 @@ def main(args) -> int:
         seeds = parse_seeds(args.seeds)
     else:  # each replay's own default (a long one runs fewer seeds)
         seeds = list(getattr(replay, "default_seeds", REPLAY_SEEDS))
+    if args.plot is None and args.plot_seed is not None:
+        raise UserError("--plot-seed", str(args.plot_seed), "only applies with --plot DIR")
     if args.plot is not None:
         if args.name not in FIGURES:
             raise UserError("--plot", args.name, "this replay has no story figure")
-        if args.plot.exists() and not args.plot.is_dir():
-            raise UserError("--plot", str(args.plot), "exists and is not a directory")
+        output.check_folder(args.plot, "--plot")
     report = replay.run(seeds)
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
@@ -54,19 +56,22 @@ def main(args) -> int:
         print(getattr(replay, "format_report", format_report)(report))
     if args.plot is not None:
         if args.plot_seed == "median":
-            if not hasattr(report, "runs"):
-                raise UserError("--plot-seed", "median", f"the {args.name} replay has no per-seed figures")
             seed = median_seed(report)
         else:
             seed = load(replay.scenario).seed if args.plot_seed is None else args.plot_seed
-        print(f"plotted seed: {seed}")
-        run_dirs = write_variant_runs(replay, args.plot / "runs", seed)
         from prunesim.plots import stories
 
-        figures = getattr(stories, FIGURES[args.name])(run_dirs, args.plot, fmt=args.format)
+        with output.folder(args.plot, "--plot") as staging:  # the runs and the figure, all or none
+            run_dirs = write_variant_runs(replay, staging / "runs", seed)
+            figures = getattr(stories, FIGURES[args.name])(run_dirs, staging, fmt=args.format)
+        print(f"plotted seed: {seed}")
         for name in figures:
             print(f"figure: {args.plot / f'{name}.{args.format}'}")
     return 0
+
+
+def _plot_dir(text: str) -> Path:
+    return Path(out_arg(text))
 
 
 def plot_seed(text: str):

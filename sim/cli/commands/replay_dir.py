@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import csv
+import io
 import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    Tally,
     add_set,
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
+    out_arg,
     parse_sets,
     print_notes,
     progress,
     report_line,
 )
 from prunesim.errors import UserError
+from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
-from prunesim.io.stream import StagedFiles
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import parse_names
 from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
@@ -38,7 +41,7 @@ def register(sub) -> None:
     add_set(p)
     p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
     add_transcript_options(p)
-    p.add_argument("--out", type=Path, help="CSV file (default: standard output)")
+    p.add_argument("--out", type=out_arg, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
 
 
@@ -48,64 +51,77 @@ def main(args) -> int:
     policies = parse_names(args.policies)
     base = load(args.scenario, parse_sets(args.set))
     check_transcript_options(args)
-    if args.out is not None and args.out.is_dir():
-        raise UserError("--out", str(args.out), "is a folder; give a CSV file")
     if args.out is None:
-        return _replay_all(args, base, policies, sys.stdout)
-    # Created with the user's umask, renamed into place at the end.
-    with StagedFiles(args.out.parent, "--out") as staged:
-        code = _replay_all(args, base, policies, staged.open(args.out.name))
-        if code:  # nothing could be replayed: an earlier result stays as it was
-            staged.abort()
+        return _replay_all(args, base, policies, _Stdout())[0]
+    if output.names_folder(args.out) or output.kind_of(Path(args.out)) == "folder":
+        raise UserError("--out", args.out, "names a folder; give a CSV file")
+    with output.FileOutput(args.out, flag="--out") as out:
+        code, rows = _replay_all(args, base, policies, out)
+        if rows:  # a run that replayed nothing never replaces an existing result
+            out.commit()
         else:
-            staged.commit()
+            print(f"prunesim: nothing written to {args.out}", file=sys.stderr)
     return code
 
 
-def _replay_all(args, base, policies, fh) -> int:
-    writer = csv.writer(fh, lineterminator="\n")
-    writer.writerow(COLUMNS)
+class _Stdout:
+    def write(self, text: str) -> None:
+        sys.stdout.write(text)
+
+
+def _replay_all(args, base, policies, out) -> tuple[int, int]:
+    """Replay every source under every policy; a file's rows go to ``out`` only when all its runs replayed."""
     files = expand([args.dir])
-    failed = rows = imported = 0
-    failed_files: set[Path] = set()
     idle = {p: Idle() for p in policies}
     tools: set[str] = set()
+    written = {"rows": 0, "workloads": 0}
     with progress(len(files)) as bar:
-        done: Path | None = None
-        for path, data in iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files):
-            if path != done:
-                if done is not None:
-                    bar.update()
-                done = path
-            if isinstance(data, UserError):
-                failed += 1
-                failed_files.add(path)
-                report_line(bar, "error", str(data))
-                continue
-            for w in data.warnings:
-                report_line(bar, "warning", w)
-            imported += 1
-            tools.update(p["tool"] for p in data.parts if p.get("tool"))
+        tally = Tally(bar)
+
+        def process(data) -> tuple[list[str], list[str], set[str]]:
+            rows = []
             for policy in policies:
-                result, _ = replay(data, base, policy, args.seed)
-                s = result.summary
-                row = {"transcript": data.name, "format": data.header["format"], "policy": policy,
-                       "turns": data.turns, "budget": result.scenario.budget, **s}
-                idle[policy].add(s)
-                writer.writerow([format_cell(row.get(c, "")) for c in COLUMNS])
-                rows += 1
-                del result
-            fh.flush()
-        if done is not None:
-            bar.update()
+                line, summary = _row(data, base, policy, args.seed)
+                rows.append(line)
+                idle[policy].add(summary)
+            return rows, data.warnings, {p["tool"] for p in data.parts if p.get("tool")}
+
+        def commit(path, results) -> None:
+            lines = [line for rows, _, _ in results for line in rows]
+            for _, warnings, used in results:
+                for w in warnings:
+                    report_line(bar, "warning", w)
+                tools.update(used)
+            if lines and not written["rows"]:  # the header only once there is a row: no rows, nothing written
+                out.write(_csv_line(COLUMNS))
+            out.write("".join(lines))
+            written["rows"] += len(lines)
+            written["workloads"] += len(results)
+
+        sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files)
+        tally.per_file(sources, process, commit, tick=bar.update)
     print_notes(policies, base, frozenset(tools))
-    print(f"replayed {rows} row(s) from {imported} workload(s) in {len(files)} file(s); "
-          f"{len(failed_files)} file(s) failed", file=sys.stderr)
+    print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
+          f"{tally.summary()}", file=sys.stderr)
     for policy, counts in idle.items():
         note = counts.note(policy)
         if note:
             print(note, file=sys.stderr)
-    return 0 if imported else 2
+    return tally.exit_code(), written["rows"]
+
+
+def _row(data, base, policy: str, seed) -> tuple[str, dict]:
+    result, _ = replay(data, base, policy, seed)
+    s = result.summary
+    row = {"transcript": data.name, "format": data.header["format"], "policy": policy, "turns": data.turns,
+           "budget": result.scenario.budget, **s}
+    return _csv_line([format_cell(row.get(c, "")) for c in COLUMNS]), s
+
+
+def _csv_line(cells) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
 
 
 class Idle:
@@ -116,7 +132,9 @@ class Idle:
 
     def add(self, summary: dict) -> None:
         self.replays += 1
-        if summary["passes"] + summary["non_model_evictions"] == 0:
+        acted = summary["passes"] + summary["non_model_evictions"] + summary.get("clearings", 0) + \
+            summary.get("compactions", 0) + summary.get("memory_warnings", 0)
+        if acted == 0:  # no pass, eviction, placeholder, summary or warning
             self.never_acted += 1
             self.never_triggered += summary["first_trigger_turn"] < 0
 

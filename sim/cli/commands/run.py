@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, non_negative_int, parse_sets, print_notes
+from prunesim.cli.commands._common import add_set, non_negative_int, out_arg, parse_sets, print_notes
 from prunesim.errors import UserError
+from prunesim.io import output
 from prunesim.io.atomic import json_ready
 from prunesim.io.stream import stream_run
 from prunesim.observe.recorder import MODES
@@ -22,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--policy", help="policy name (default: the scenario's)")
     p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
     add_set(p)
-    p.add_argument("--out", type=Path, help="write trace.csv, ledger.csv, events.csv and summary.json here")
+    p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
     p.add_argument("--trace", choices=MODES, default=None,
                    help="what trace.csv records: every change (all), one row per turn (turns) or nothing (none); "
                         "default all with --out, none without")
@@ -31,25 +32,29 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise UserError("--out", str(args.out), "exists and is not a directory")
-    trace = args.trace or ("all" if args.out is not None else "none")
-    if trace != "none" and args.out is None:
+    out = None
+    if args.out is not None:
+        out = Path(args.out)
+        output.check_folder(out, "--out")
+    trace = args.trace or ("all" if out is not None else "none")
+    if trace != "none" and out is None:
         raise UserError("--trace", trace, "needs --out DIR: without it nothing is written")
     if args.workload is not None:
-        result = _replay_workload(args)
-        if args.out is not None:
-            api.write(result, args.out)
+        result = _replay_workload(args)  # replay metrics read the trace: always recorded
+        if out is not None:
+            api.write(result, out)
     elif args.scenario is None:
         raise UserError("run", None, "give a SCENARIO or --workload FILE")
-    elif args.out is not None:  # rows go to the files as the run makes them
+    elif out is not None:  # rows go to the files as the run makes them
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
         sc = api.load_scenario(args.scenario, parse_sets(args.set))
-        result, _ = stream_run(sc, args.policy, args.seed, args.out, trace)
+        result, _ = stream_run(sc, args.policy, args.seed, out, trace)
     else:
-        result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set),
-                         trace="none")
+        if args.policy is not None:
+            get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
+        scenario = api.load_scenario(args.scenario, parse_sets(args.set))
+        result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
     print_notes([result.policy], result.scenario)
     if args.json:
         print(json.dumps(json_ready(api.record(result)), indent=2, sort_keys=True))

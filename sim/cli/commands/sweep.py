@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets
+from prunesim.cli.commands._common import add_set, out_arg, parse_seeds, parse_sets, warn_memory
 from prunesim.errors import UserError
 from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
@@ -33,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer (default 0:100)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: every core)")
     add_set(p)
-    p.add_argument("--out", type=Path, required=True, help="the sweep directory (runs.csv, sweep.json)")
+    p.add_argument("--out", type=_out_dir, required=True, help="the sweep directory (runs.csv, sweep.json)")
     p.add_argument("--traces", action="store_true", help="also write each run's files to OUT/traces/<run_id>/")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--executor", default="local", help=f"one of: {', '.join(EXECUTORS)} (default local)")
@@ -55,6 +55,7 @@ def main(args) -> int:
     )
     for line in inert_axes(plan.axes, plan.policies):  # before any run: an axis that moves nothing is a mistake
         print(line, file=sys.stderr)
+    warn_memory(max(sc.turns for sc in plan.scenarios), recorded=args.traces, runs_at_once=jobs)
     stats = execute(
         plan,
         args.out,
@@ -77,6 +78,10 @@ def main(args) -> int:
         f"{stats.seconds:.1f} s, {state}; rows in {args.out / RUNS_FILE}"
     )
     return 0
+
+
+def _out_dir(text: str) -> Path:
+    return Path(out_arg(text))
 
 
 def _count(n: int, word: str) -> str:

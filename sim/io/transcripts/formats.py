@@ -33,12 +33,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import UserError, json_problem
 from prunesim.io.transcripts import usage as usage_fields
 from prunesim.io.transcripts.jsonl import peek_records
 from prunesim.io.transcripts.keys import command_key, tool_key
 
 FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai", "claude-code", "codex")
+TOO_DEEP = "JSON nested too deeply to read"
+MAX_COUNT = 10**12  # a token count above this is not a real API's: treated as not recorded
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
 
 
@@ -98,6 +100,10 @@ def _load_json(text: str, where: str):
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise UserError(where, None, f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+    except ValueError as err:  # an integer of thousands of digits, say
+        raise UserError(where, None, f"malformed JSON: {json_problem(err)}") from None
+    except RecursionError:
+        raise UserError(where, None, TOO_DEEP) from None
 
 
 def _first_line(path: Path) -> str:
@@ -222,6 +228,8 @@ def parse_document(data, path: Path, line: int | None = None) -> Transcript:
         {"mini-swe-agent": _mini, "swe-agent": _swe, "openhands": _openhands, "openai": _openai}[fmt](data, t)
     except _Missing as err:
         raise UserError(where, None, f"{fmt}: {err}") from None
+    except RecursionError:  # a value nested deeper than Python's stack, met while keying or flattening it
+        raise UserError(where, None, f"{fmt}: {TOO_DEEP}") from None
     if t.turns == 0:
         raise UserError(where, None, f"{fmt}: no model calls in the transcript")
     return t
@@ -240,7 +248,8 @@ def _stem(name: str) -> str:
 
 def _run_name(data, stem: str, line: int) -> str:
     iid = data.get("instance_id") if isinstance(data, dict) else None
-    if isinstance(iid, str) and re.fullmatch(r"[\w.@+-]{1,120}", iid):
+    # It becomes a file name: no leading dot (a hidden file that folder commands would skip).
+    if isinstance(iid, str) and re.fullmatch(r"[\w@+-][\w.@+-]{0,119}", iid):
         return iid
     return f"{stem}-{line}"
 
@@ -279,7 +288,21 @@ def _split_action(content: str) -> tuple[str, str]:
 
 
 def _int(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else None
+
+
+def _dict(value) -> dict:
+    """``value`` when it is an object, else an empty one: optional fields of the wrong type are ignored."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value, what: str) -> list:
+    """``value`` when it is a list, nothing when absent; any other type is a malformed transcript."""
+    if not value:  # absent, null or empty
+        return []
+    if not isinstance(value, list):
+        raise _Missing(f"{what} is not a list")
+    return value
 
 
 # -- mini-swe-agent -----------------------------------------------------------
@@ -316,8 +339,8 @@ def _mini(data: dict, t: Transcript) -> None:
         else:  # the task, a format-error notice, a limit message
             t.parts.append(Part(turn, "user", text))
     if not t.model:
-        cfg = ((data.get("info") or {}).get("config") or {}).get("model") or {}
-        if isinstance(cfg, dict) and isinstance(cfg.get("model_name"), str):
+        cfg = _dict(_dict(_dict(data.get("info")).get("config")).get("model"))
+        if isinstance(cfg.get("model_name"), str):
             t.model = cfg["model_name"]
 
 
@@ -382,6 +405,8 @@ def _openhands(data: dict, t: Transcript) -> None:
             raise _Missing(f"history[{i}] is not an object")
         if "action" in ev:
             action = ev["action"]
+            if not isinstance(action, str):
+                raise _Missing(f"history[{i}].action is not a string")
             args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
             if action == "system":
                 t.parts.append(Part(turn, "system", _text(args.get("content", ev.get("message")))))
@@ -431,11 +456,11 @@ def _oh_call(ev: dict, meta: dict, resp: dict, args: dict) -> tuple[str, str]:
     """(tool name, arguments text) of an OpenHands action: from the model's own tool call when recorded."""
     name = meta.get("function_name") if isinstance(meta.get("function_name"), str) else str(ev.get("action"))
     call_id = meta.get("tool_call_id")
-    for choice in resp.get("choices") or []:
-        message = choice.get("message") if isinstance(choice, dict) else None
-        for call in (message or {}).get("tool_calls") or []:
+    for choice in _list(resp.get("choices"), "model_response.choices"):
+        message = _dict(choice.get("message")) if isinstance(choice, dict) else {}
+        for call in _list(message.get("tool_calls"), "model_response message tool_calls"):
             if isinstance(call, dict) and call.get("id") == call_id:
-                fn = call.get("function") or {}
+                fn = _dict(call.get("function"))
                 if isinstance(fn.get("arguments"), str):
                     return name, fn["arguments"]
     kept = {k: v for k, v in args.items() if k != "thought"}
@@ -464,7 +489,7 @@ def _openai(data, t: Transcript) -> None:
             prompt = _int(usage.get("prompt_tokens"))
             if prompt is not None:
                 t.prompt_tokens[turn] = prompt
-            for j, call in enumerate(m.get("tool_calls") or []):
+            for j, call in enumerate(_list(m.get("tool_calls"), f"message {i} tool_calls")):
                 fn = _need(call, "function", f"message {i} tool_calls[{j}]")
                 name = _need(fn, "name", f"message {i} tool_calls[{j}].function")
                 arguments = fn.get("arguments", "")

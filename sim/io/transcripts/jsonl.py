@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import UserError, json_problem
 
 PEEK_BYTES = 1 << 16
 
@@ -74,6 +74,9 @@ def read_records(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict]]:
                 rec = json.loads(text)
             except json.JSONDecodeError as err:
                 pending = (lineno, err.msg)
+                continue
+            except ValueError as err:  # an integer of thousands of digits, say
+                pending = (lineno, json_problem(err))
                 continue
             except RecursionError:
                 raise UserError(f"{where}:{lineno}", None, "JSON nested too deeply") from None

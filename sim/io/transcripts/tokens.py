@@ -12,12 +12,15 @@ Three counters, chosen by name (``--tokenizer``):
   is what the mini-swe-agent samples show for their model; it misjudges text
   whose mix of prose, code and numbers differs from that.
 * ``o200k_base`` / ``cl100k_base``: exact BPE counts with OpenAI's encodings,
-  from the ``bpe-openai`` package. It ships both encodings inside its wheel, so
-  it works offline; ``tiktoken`` downloads its encoding files on first use and
-  fails without network. The encoder refuses inputs over 200,000 tokens or
-  about a million characters, so long texts are encoded in chunks of at most
-  ``BPE_CHUNK_CHARS`` characters, cut after a newline (or a blank) where the
-  encoder's own pre-splitting would cut anyway: no input length can raise.
+  from the ``bpe-openai`` package.
+  It ships both encodings inside its wheel, so it works offline; ``tiktoken``
+  downloads its encoding files on first use and fails without network. The
+  encoder refuses long inputs (a million characters, or 200,000 tokens), so
+  text is encoded in pieces of at most ``BPE_CHUNK_CHARS`` characters, cut
+  before a space that starts a word or after a newline: the encoders'
+  pre-tokenizers never join across such a point, so the count is the one a
+  single call would give. Only text with no such point in 16,384 characters
+  (a base64 blob) is cut anywhere, which can shift its count by a token.
 
 These are raw counts in the counter's own units. What a given model's API
 bills for a message (its tokenizer, the framing around each message) is the
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from prunesim.errors import UserError
@@ -132,6 +135,30 @@ def bpe_available() -> bool:
     return True
 
 
+# At most 4 UTF-8 bytes a character and at least one byte a token: a piece this long holds at most
+# 131,072 tokens, under the encoder's limits (1,000,000 characters, 200,000 tokens).
+BPE_CHUNK_CHARS = 32_768
+
+
+# Where a piece may end: before a space that starts a word, or after a newline followed by text.
+# The o200k and cl100k pre-tokenizers start a new pre-token there, so no token spans the cut.
+_CUT = re.compile(r" (?=\S)|(?<=\n)(?=\S)")
+
+
+def chunks(text: str, size: int = BPE_CHUNK_CHARS) -> Iterator[str]:
+    """``text`` in consecutive pieces of at most ``size`` characters, each cut at the last word boundary
+    (see ``_CUT``) in its second half; a piece with none there (a base64 blob) is cut at ``size``."""
+    start, n = 0, len(text)
+    while n - start > size:
+        end = start + size
+        cut = end
+        for m in _CUT.finditer(text, start + size // 2, end):
+            cut = m.start()
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
 _CACHE: dict[str, Callable[[str], int]] = {}
 
 
@@ -153,28 +180,7 @@ def get_counter(name: str = DEFAULT) -> Callable[[str], int]:
         encoding = bpe_openai.get_encoding(name)
 
         def count(text: str, _enc=encoding) -> int:
-            return sum(len(_enc.encode(chunk, disallowed_special=())) for chunk in chunks(text))
+            return sum(len(_enc.encode(chunk, disallowed_special=())) for chunk in chunks(text)) if text else 0
 
         _CACHE[name] = count
     return _CACHE[name]
-
-
-# At most 4 tokens per character (a byte each), so a chunk stays far below the encoder's 200,000-token limit.
-BPE_CHUNK_CHARS = 40_000
-
-
-def chunks(text: str, size: int = BPE_CHUNK_CHARS):
-    """``text`` in consecutive pieces of at most ``size`` characters, cut after a newline or a blank when
-    one lies in the second half of the piece (so that words are not split)."""
-    start, n = 0, len(text)
-    while start < n:
-        end = start + size
-        if end >= n:
-            yield text[start:]
-            return
-        cut = text.rfind("\n", start + size // 2, end)
-        if cut < 0:
-            cut = max(text.rfind(" ", start + size // 2, end), text.rfind("\t", start + size // 2, end))
-        end = cut + 1 if cut >= 0 else end
-        yield text[start:end]
-        start = end

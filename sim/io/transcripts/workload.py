@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from prunesim.errors import UserError
+from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
@@ -199,66 +199,125 @@ def is_workload_file(path: Path) -> bool:
     return first.lstrip().startswith(b"{") and b'"prunesim_workload"' in first
 
 
+MAX_COUNT = 10**12  # larger sizes and counts are typos, as in scenario files
+MAX_TEXT = 1000  # characters in a name, key or other text field
+
+
 def read(path: Path) -> WorkloadData:
-    """Read and check a workload file; every problem is a UserError naming the file and line."""
+    """Read and check a workload file; every problem is a UserError naming the file and line.
+
+    A last line without a line end is what an interrupted write leaves, and is
+    ignored, as by every reader of prunesim's files; the header's ``parts``
+    count (when given) then tells the file is short.
+    """
     path = Path(path)
     where = str(path)
     if path.is_dir():
         raise UserError(where, None, "is a directory, not a workload file")
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, "rb")
     except FileNotFoundError:
         raise UserError(where, None, "no such workload file") from None
     except OSError as err:
         raise UserError(where, None, f"cannot read: {err.strerror}") from None
     header = None
     parts: list[dict] = []
+    partial = False
     with fh:
         try:
-            for lineno, line in enumerate(fh, 1):
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.endswith(b"\n"):
+                    partial = True
+                    break
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise UserError(f"{where}:{lineno}", None, "not a text file (invalid UTF-8)") from None
                 if not line.strip():
                     continue
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise UserError(f"{where}:{lineno}", None, f"malformed JSON: {err.msg}") from None
+                except ValueError as err:  # an integer of thousands of digits, say
+                    raise UserError(f"{where}:{lineno}", None, f"malformed JSON: {json_problem(err)}") from None
+                except RecursionError:
+                    raise UserError(f"{where}:{lineno}", None, "JSON nested too deeply to read") from None
                 if header is None:
                     header = _check_header(rec, f"{where}:{lineno}")
                 else:
                     parts.append(_check_part(rec, f"{where}:{lineno}"))
-        except UnicodeDecodeError:
-            raise UserError(where, None, "not a text file (invalid UTF-8)") from None
+        except OSError as err:
+            raise UserError(where, None, f"cannot read: {err.strerror}") from None
     if header is None:
-        raise UserError(where, None, "empty workload file")
+        raise UserError(where, None, "empty workload file" if not partial else "no complete header line")
+    if "parts" in header and header["parts"] != len(parts):
+        short = " (its last line is incomplete: a truncated file?)" if partial else ""
+        raise UserError(where, "parts", f"header says {header['parts']} but the file holds {len(parts)}{short}")
     turns = max((p["turn"] for p in parts), default=0)
     if turns != header["turns"]:
         raise UserError(where, "turns", f"header says {header['turns']} but the parts reach turn {turns}")
     return WorkloadData(header, parts)
 
 
+def _count(value) -> bool:
+    return type(value) is int and 0 <= value <= MAX_COUNT
+
+
+def _usage_value(field: str, value) -> bool:
+    """A recorded usage field: token counts are integers; the cost is dollars, a finite number."""
+    if field == "cost_usd":
+        return type(value) in (int, float) and math.isfinite(value) and value >= 0
+    return _count(value)
+
+
+def _text_field(rec: dict, key: str, where: str, required: bool) -> None:
+    if key not in rec:
+        if required:
+            raise UserError(where, key, "missing in the header")
+        return
+    value = rec[key]
+    if not isinstance(value, str) or len(value) > MAX_TEXT:
+        raise UserError(where, key, f"must be a string of at most {MAX_TEXT} characters (got {_show(value)})")
+
+
+def _show(value) -> str:
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _check_header(rec, where: str) -> dict:
     if not isinstance(rec, dict) or rec.get("type") != "header" or "prunesim_workload" not in rec:
         raise UserError(where, None, "not a prunesim workload (the first record must be its header)")
-    if rec["prunesim_workload"] not in READS:
-        raise UserError(where, "prunesim_workload", f"unsupported version {rec['prunesim_workload']!r}")
-    for key in ("name", "format", "tokenizer", "turns"):
-        if key not in rec:
-            raise UserError(where, key, "missing in the header")
-    if not isinstance(rec["turns"], int) or isinstance(rec["turns"], bool) or rec["turns"] < 1:
-        raise UserError(where, "turns", "must be a positive integer")
-    if not isinstance(rec["name"], str):
-        raise UserError(where, "name", "must be a string")
-    if not isinstance(rec.get("model", ""), str):
-        raise UserError(where, "model", "must be a string")
+    if type(rec["prunesim_workload"]) is not int or rec["prunesim_workload"] not in READS:
+        raise UserError(where, "prunesim_workload", f"unsupported version {_show(rec['prunesim_workload'])}")
+    for key in ("name", "format", "tokenizer"):
+        _text_field(rec, key, where, required=True)
+    if not rec["name"]:
+        raise UserError(where, "name", "must not be empty")
+    for key in ("model", "source"):
+        _text_field(rec, key, where, required=False)
+    if "turns" not in rec:
+        raise UserError(where, "turns", "missing in the header")
+    if not _count(rec["turns"]) or rec["turns"] < 1:
+        raise UserError(where, "turns", f"must be an integer from 1 to {MAX_COUNT} (got {_show(rec['turns'])})")
+    for key in ("parts", "repeats"):
+        if key in rec and not _count(rec[key]):
+            raise UserError(where, key, f"must be a non-negative integer (got {_show(rec[key])})")
     pt = rec.get("prompt_tokens")
-    if pt is not None and (not isinstance(pt, list) or len(pt) != rec["turns"] or not all(
-            p is None or _count(p) for p in pt)):
-        raise UserError(where, "prompt_tokens", "must be null or a list of one non-negative integer (or null) "
-                        "per turn")
+    if pt is not None:
+        if not isinstance(pt, list) or len(pt) != rec["turns"]:
+            raise UserError(where, "prompt_tokens", "must be a list with one entry per turn, or null")
+        for i, p in enumerate(pt):
+            if p is not None and not _count(p):
+                raise UserError(where, f"prompt_tokens[{i}]",
+                                f"must be an integer from 0 to {MAX_COUNT} or null (got {_show(p)})")
     usage = rec.get("usage")
     if usage is not None and (not isinstance(usage, list) or len(usage) != rec["turns"] or not all(
-            u is None or (isinstance(u, dict) and set(u) <= set(USAGE_FIELDS)) for u in usage)):
-        raise UserError(where, "usage", f"must be null or a list of one object (fields {', '.join(USAGE_FIELDS)}) "
+            u is None or (isinstance(u, dict) and set(u) <= set(USAGE_FIELDS)
+                          and all(v is None or _usage_value(k, v) for k, v in u.items())) for u in usage)):
+        raise UserError(where, "usage", f"must be null or a list of one object (fields {', '.join(USAGE_FIELDS)}, "
+                        "each a non-negative integer, cost_usd a non-negative number in USD, or null) "
                         "or null per turn")
     anchored = rec.get("anchored_calls", [])
     if not isinstance(anchored, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in anchored):
@@ -270,24 +329,20 @@ def _check_header(rec, where: str) -> dict:
     return rec
 
 
-def _count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10**12
-
-
 def _check_part(rec, where: str) -> dict:
     if not isinstance(rec, dict) or rec.get("type") != "part":
         raise UserError(where, None, "expected a part record")
     for key in ("turn", "kind", "tokens"):
         if key not in rec:
             raise UserError(where, key, "missing in a part record")
-    if rec["kind"] not in PART_KINDS:
-        raise UserError(where, "kind", f"unknown part kind {rec['kind']!r} (known: {', '.join(PART_KINDS)})")
+    if not isinstance(rec["kind"], str) or rec["kind"] not in PART_KINDS:
+        raise UserError(where, "kind", f"unknown part kind {_show(rec['kind'])} (known: {', '.join(PART_KINDS)})")
     for key in ("turn", "tokens"):
         if not _count(rec[key]):
-            raise UserError(where, key, f"must be a non-negative integer (got {rec[key]!r})")
-    for key in ("key", "tool"):
-        if key in rec and not isinstance(rec[key], str):
-            raise UserError(where, key, "must be a string")
+            raise UserError(where, key, f"must be an integer from 0 to {MAX_COUNT} (got {_show(rec[key])})")
+    for key in ("key", "tool", "digest"):
+        if key in rec and (not isinstance(rec[key], str) or len(rec[key]) > MAX_TEXT):
+            raise UserError(where, key, f"must be a string of at most {MAX_TEXT} characters (got {_show(rec[key])})")
     if "dropped_at" in rec and not (_count(rec["dropped_at"]) and rec["dropped_at"] > rec["turn"]):
         raise UserError(where, "dropped_at", "must be a call number after the part's turn")
     return rec

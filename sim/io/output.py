@@ -1,0 +1,325 @@
+"""Every file prunesim writes goes through here.
+
+What happens depends on what the output path names (README, "Output files"):
+
+* a regular file, or nothing yet: the new content is written to a temporary
+  file beside it, flushed to disk and renamed into place, so a reader (or a
+  crash) sees the old file or the whole new one. A new file gets the mode the
+  umask allows (0644 under umask 022); a replaced file keeps its own mode;
+* a symbolic link: written through. The file it points to is replaced as above
+  and the link stays a link; a dangling link gets its target created;
+* a device, a pipe or a socket (``/dev/null``, ``/dev/stdout``, a FIFO), or a
+  link into ``/proc`` or ``/dev``: written to directly (appending, never
+  truncating), never renamed over;
+* a folder where a file is expected: refused.
+
+Folder outputs (a run directory, a folder of workloads, a replay's figures) are
+built in a hidden staging folder and moved into place only when complete
+(:func:`folder`), so a failed command leaves no half-filled folder.
+
+Every ``OSError`` becomes one line naming the path
+(:func:`prunesim.errors.from_os_error`): exit code 2 when the path is the
+problem (a read-only folder, a path under a file), 1 when the machine is (disk
+full, I/O error).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from prunesim.errors import UserError, from_os_error
+
+_MAX_LINKS = 40  # like the kernel's limit on symbolic links followed in one lookup
+_umask: int | None = None
+
+
+def _current_umask() -> int:
+    global _umask
+    if _umask is None:  # read once: os.umask can only be read by setting it
+        _umask = os.umask(0o022)
+        os.umask(_umask)
+    return _umask
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` would give a new file: 0666 less the umask (mkstemp alone gives 0600)."""
+    return 0o666 & ~_current_umask()
+
+
+def new_folder_mode() -> int:
+    """The mode ``mkdir`` would give a new folder: 0777 less the umask (mkdtemp alone gives 0700)."""
+    return 0o777 & ~_current_umask()
+
+
+def path_arg(text: str, flag: str = "--out") -> Path:
+    """An output path given on the command line; an empty one is refused (it would mean the current folder)."""
+    if not str(text).strip():
+        raise UserError(flag, repr(text), "empty path")
+    return Path(text)
+
+
+def names_folder(text: str) -> bool:
+    """True when the path as typed ends with a separator: the user means a folder."""
+    return str(text).endswith(("/", os.sep))
+
+
+# -- what a path names --------------------------------------------------------------
+def _through_special_links(path: Path) -> bool:
+    """True when following ``path``'s symbolic links passes through /proc or /dev (``/dev/stdout``, fd links)."""
+    p = path
+    for _ in range(_MAX_LINKS):
+        if not p.is_symlink():
+            return False
+        target = Path(os.readlink(p))
+        p = target if target.is_absolute() else p.parent / target
+        if str(p).startswith(("/proc/", "/dev/")):
+            return True
+    return False
+
+
+def kind_of(path: Path) -> str:
+    """``"file"`` (a regular file or nothing yet), ``"stream"`` (device, pipe, socket, /proc link) or ``"folder"``."""
+    try:
+        st = os.stat(path)  # follows symbolic links
+    except (FileNotFoundError, NotADirectoryError):
+        return "file"  # nothing there (or a dangling link): where it would go is checked when it is made
+    except OSError as err:
+        raise from_os_error(err, path) from None
+    if stat.S_ISDIR(st.st_mode):
+        return "folder"
+    if stat.S_ISREG(st.st_mode) and not _through_special_links(path):
+        return "file"
+    return "stream"
+
+
+def _real_target(path: Path) -> Path:
+    """The file a path writes to: the end of its chain of symbolic links (created when missing)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _make_parents(folder: Path, shown: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; returns those created (deepest last)."""
+    missing = []
+    p = folder
+    while not p.exists():
+        if p.is_symlink():  # a dangling link where a folder should be
+            raise UserError(str(shown), None, f"{p} is a broken symbolic link, not a folder")
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    if p.exists() and not p.is_dir():
+        raise UserError(str(shown), None, f"{p} is a file, not a folder")
+    created = []
+    try:
+        for d in reversed(missing):
+            d.mkdir()
+            created.append(d)
+    except OSError as err:
+        _remove_dirs(created)
+        raise from_os_error(err, shown) from None
+    return created
+
+
+def _remove_dirs(dirs: Sequence[Path]) -> None:
+    for d in reversed(dirs):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+# -- single files -------------------------------------------------------------------
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` by the rules in the module docstring."""
+    with FileOutput(path) as out:
+        out.write(data)
+        out.commit()
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+class FileOutput:
+    """One output file written in pieces (rows of a CSV as they come).
+
+    Nothing is visible at ``path`` until :meth:`commit`; leaving the ``with``
+    block without it (an error, an interrupt, a run with nothing to show)
+    discards what was written and leaves an existing file as it was. A device
+    or pipe is written as the pieces come, since it cannot be replaced.
+    """
+
+    def __init__(self, path: str | os.PathLike, flag: str | None = None):
+        self.shown = Path(path)
+        self.flag = flag
+        self.kind = kind_of(self.shown)
+        if self.kind == "folder":
+            where = f"{flag}: {self.shown}" if flag else str(self.shown)
+            raise UserError(where, None, "is a folder; give a file name")
+        self.target = _real_target(self.shown)
+        self._fd: int | None = None
+        self._tmp: str | None = None
+        self._created: list[Path] = []
+        self.committed = False
+
+    def __enter__(self) -> FileOutput:
+        try:
+            if self.kind == "stream":
+                self._fd = os.open(self.shown, os.O_WRONLY | os.O_APPEND)
+            else:
+                self._created = _make_parents(self.target.parent, self.shown)
+                fd, self._tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp",
+                                                 dir=self.target.parent)
+                self._fd = fd
+                os.fchmod(fd, self._mode())
+        except OSError as err:
+            self._cleanup()
+            raise from_os_error(err, self.shown) from None
+        except BaseException:
+            self._cleanup()
+            raise
+        return self
+
+    def _mode(self) -> int:
+        try:
+            return stat.S_IMODE(os.stat(self.target).st_mode)  # a replaced file keeps its mode
+        except OSError:
+            return new_file_mode()
+
+    def write(self, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except BrokenPipeError:
+            raise  # the reader of a pipe went away (| head): the command ends quietly, as on stdout
+        except OSError as err:
+            raise from_os_error(err, self.shown) from None
+
+    def commit(self) -> None:
+        try:
+            if self.kind == "file":
+                os.fsync(self._fd)
+                os.close(self._fd)
+                self._fd = None
+                os.replace(self._tmp, self.target)
+                self._tmp = None
+            else:
+                os.close(self._fd)
+                self._fd = None
+        except OSError as err:
+            raise from_os_error(err, self.shown) from None
+        self.committed = True
+
+    def _cleanup(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+        if self._tmp is not None:
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
+            self._tmp = None
+        if not self.committed:
+            _remove_dirs(self._created)
+
+    def __exit__(self, *exc) -> None:
+        self._cleanup()
+
+
+# -- folders ------------------------------------------------------------------------
+def check_folder(path: str | os.PathLike, flag: str | None = None) -> None:
+    """Refuse, before any work is done, a folder output that names a file, a device or a broken link."""
+    shown = Path(path)
+    where = f"{flag}: {shown}" if flag else str(shown)
+    if kind_of(shown) == "folder":
+        return
+    if shown.is_symlink() and not shown.exists():
+        raise UserError(where, None, "is a broken symbolic link")
+    if shown.exists():
+        raise UserError(where, None, "exists and is not a folder")
+    p = shown.parent
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    if p.exists() and not p.is_dir():
+        raise UserError(where, None, f"{p} is a file, not a folder")
+
+
+@contextmanager
+def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str] = ()) -> Iterator[Path]:
+    """A staging folder whose contents move into ``path`` when the block ends without an error.
+
+    ``path`` is created when missing (with its parents). When it exists, each
+    staged file replaces the file of the same name in it (written through a
+    symbolic link or to a device like any output) and nothing else in it is
+    touched, except the names in ``stale``: results of an earlier run that this
+    one did not produce, removed. On an error nothing changes.
+    """
+    shown = Path(path)
+    check_folder(shown, flag)
+    dest = Path(os.path.realpath(shown)) if shown.is_symlink() else shown
+    new = not dest.exists()
+    created = _make_parents(dest.parent, shown) if new else []
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if new else dest))
+    except OSError as err:
+        _remove_dirs(created)
+        raise from_os_error(err, shown) from None
+    try:
+        yield staging
+        if new:
+            os.chmod(staging, new_folder_mode())
+            os.rename(staging, dest)
+        else:
+            _check_merge(staging, dest, shown)
+            _merge(staging, dest, shown)
+            for name in stale:
+                if not (staging / name).exists() and (dest / name).is_file():
+                    (dest / name).unlink()
+    except OSError as err:
+        raise from_os_error(err, shown) from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+        if new and not dest.exists():
+            _remove_dirs(created)
+
+
+def _check_merge(src: Path, dest: Path, shown: Path) -> None:
+    """Refuse before moving anything when a staged name would land on something of another kind."""
+    for entry in src.iterdir():
+        target = dest / entry.name
+        if entry.is_dir():
+            if target.exists() and not target.is_dir():
+                raise UserError(str(shown / entry.name), None, "exists and is not a folder")
+            if target.is_dir():
+                _check_merge(entry, target, shown / entry.name)
+        elif target.is_dir():
+            raise UserError(str(shown / entry.name), None, "is a folder; cannot replace it with a file")
+
+
+def _merge(src: Path, dest: Path, shown: Path) -> None:
+    for entry in sorted(src.iterdir()):
+        target = dest / entry.name
+        if entry.is_dir():
+            if target.exists():
+                _merge(entry, target, shown / entry.name)
+            else:
+                os.rename(entry, target)
+        elif kind_of(target) == "file" and not target.is_symlink():
+            os.replace(entry, target)
+        else:  # a link or a device in the way: write through it, as any output
+            write_bytes(target, entry.read_bytes())

@@ -1,0 +1,799 @@
+"""Regression tests for issue 13: no command loses data, replaces what it must not, or shows a traceback.
+
+One section per numbered finding of the issue; each test names its number.
+Commands run in-process through ``prunesim.cli.main``, so an uncaught
+exception fails the test instead of being printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import csv
+import io
+import json
+import os
+import shlex
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prunesim.cli import main
+from prunesim.cli.commands import _common
+from prunesim.errors import UserError
+from prunesim.io import scenario_files
+from prunesim.io.sweep_files import RUNS_FILE, SWEEP_FILE
+from prunesim.io.transcripts import formats, tokens
+from prunesim.io.transcripts import workload as wl
+from prunesim.io.transcripts.keys import command_key, normalize_command
+from prunesim.plots.io import read_sweep
+from prunesim.studies import aggregate as agg_mod
+from prunesim.studies import transcript_replay as tr
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+HAS_DEV_FULL = Path("/dev/full").exists()
+
+
+def cli(*argv) -> tuple[int, str, str]:
+    """Run the command line in-process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_error_line(err: str, *words: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("prunesim: error:"), err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in err, (w, err)
+
+
+# -- shared inputs -------------------------------------------------------------------
+def bad_transcripts(folder: Path) -> dict[str, Path]:
+    """One file per trigger named in finding 2, each made from a project fixture."""
+    folder.mkdir(parents=True, exist_ok=True)
+    made = {}
+
+    def put(name: str, text: str) -> None:
+        (folder / name).write_text(text)
+        made[name] = folder / name
+
+    put("deep.json", "[" * 100_000 + "]" * 100_000)
+    openai = json.loads((FIXTURES / "openai.json").read_text())
+    bad = copy.deepcopy(openai)
+    bad[2]["tool_calls"] = 5
+    put("tool_calls5.json", json.dumps(bad))
+    bad = copy.deepcopy(openai)
+    bad[2]["tool_calls"][0]["function"] = "s"
+    put("function_s.json", json.dumps(bad))
+    mini = json.loads((FIXTURES / "mini.traj.json").read_text())
+    mini["info"] = "x"
+    mini.pop("trajectory_format", None)
+    put("info_x.traj.json", json.dumps(mini))
+    oh = json.loads((FIXTURES / "openhands.jsonl").read_text().splitlines()[0])
+    for name, value in (("choices5", 5), ("message_s", [{"message": "s"}])):
+        d = copy.deepcopy(oh)
+        for ev in d["history"]:
+            meta = ev.get("tool_call_metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("model_response"), dict):
+                meta["model_response"]["choices"] = value
+        put(f"oh_{name}.jsonl", json.dumps(d) + "\n")
+    d = copy.deepcopy(oh)
+    for ev in d["history"]:
+        for choice in ev.get("tool_call_metadata", {}).get("model_response", {}).get("choices", []):
+            for call in choice.get("message", {}).get("tool_calls", []):
+                call["function"] = "s"
+    put("oh_function_s.jsonl", json.dumps(d) + "\n")
+    return made
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sweep") / "s"
+    code, _, err = cli("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency",
+                       "--seeds", "0:3", "--jobs", "1", "--quiet", "--out", out)
+    assert code == 0, err
+    assert cli("aggregate", out)[0] == 0
+    return out
+
+
+@pytest.fixture
+def sweep_copy(sweep_dir, tmp_path) -> Path:
+    dest = tmp_path / "s"
+    shutil.copytree(sweep_dir, dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "r"
+    assert cli("run", "oscillation-40", "--policy", "naive", "--seed", "3", "--out", out)[0] == 0
+    return out
+
+
+@pytest.fixture
+def run_copy(run_dir, tmp_path) -> Path:
+    dest = tmp_path / "r"
+    shutil.copytree(run_dir, dest)
+    return dest
+
+
+def edit_lines(path: Path, fn) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(fn(lines)))
+
+
+# -- 1. a rename replaces things it must not ---------------------------------------
+def test_1_out_through_a_symlink_reaches_its_target_and_the_link_stays(tmp_path):
+    target = tmp_path / "rows.csv"
+    target.write_text("old\n")
+    os.chmod(target, 0o600)
+    link = tmp_path / "o.csv"
+    link.symlink_to(target)
+    code, _, err = cli("replay-dir", FIXTURES, "--policies", "noop", "--out", link)
+    assert code == 0 and "prunesim: error:" in err  # fixtures/bad holds bad files on purpose: they are skipped
+    assert link.is_symlink() and target.read_text().startswith("transcript,format,policy")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600  # a replaced file keeps its mode
+    dangling = tmp_path / "new.csv"
+    dangling.symlink_to(tmp_path / "made.csv")
+    assert cli("replay-dir", FIXTURES, "--policies", "noop", "--out", dangling)[0] == 0
+    assert dangling.is_symlink() and stat.S_IMODE((tmp_path / "made.csv").stat().st_mode) == 0o666 & ~_umask()
+
+
+def test_1_out_through_a_link_to_a_pipe_streams_into_it(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    link = tmp_path / "o.jsonl"
+    link.symlink_to(fifo)
+    try:
+        code, _, err = cli("import", FIXTURES / "mini.traj.json", "--out", link)
+        data = os.read(reader, 1 << 20)
+    finally:
+        os.close(reader)
+    assert code == 0, err
+    header = json.loads(data.decode().splitlines()[0])
+    assert header["type"] == "header" and header["format"] == "mini-swe-agent" and stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_1_a_figure_through_a_link(run_dir, tmp_path):
+    target = tmp_path / "real.png"
+    target.write_bytes(b"old")
+    link = tmp_path / "fig.png"
+    link.symlink_to(target)
+    assert cli("plot", "ledger", run_dir, "--out", link)[0] == 0
+    assert link.is_symlink() and target.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this platform")
+def test_1_dev_full_is_written_to_never_replaced(tmp_path):
+    before = os.stat("/dev/full")
+    code, _, err = cli("replay-dir", FIXTURES, "--policies", "noop", "--out", "/dev/full")
+    assert code == 1 and "prunesim: error: /dev/full: No space left on device" in err
+    after = os.stat("/dev/full")
+    assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# -- 2. one bad transcript aborts a folder -----------------------------------------
+def test_2_import_reports_each_bad_file_and_imports_the_rest(tmp_path):
+    bad = bad_transcripts(tmp_path / "in")
+    shutil.copy(FIXTURES / "mini.traj.json", tmp_path / "in")
+    code, out, err = cli("import", tmp_path / "in", "--out", tmp_path / "wl")
+    assert code == 0 and "Traceback" not in err  # some files went through: 0, the bad ones one line each
+    failed = [line for line in err.splitlines() if line.startswith("prunesim: error:")]
+    # deep nesting, tool_calls 5, OpenHands choices 5 and "function": "s" on an OpenAI call are malformed;
+    # "info": "x", [{"message": "s"}] and an OpenHands function "s" are optional fields, ignored
+    assert {Path(line.split(": ")[2].split(":")[0]).name for line in failed} == {
+        "deep.json", "tool_calls5.json", "function_s.json", "oh_choices5.jsonl"}
+    assert "JSON nested too deeply" in err
+    imported = sorted(p.name for p in (tmp_path / "wl").iterdir())
+    assert imported == ["info_x.workload.jsonl", "mini.workload.jsonl", "tiny__oh-1-2.workload.jsonl",
+                        "tiny__oh-1.workload.jsonl"]
+    assert len(bad) == 7
+
+
+def test_2_replay_dir_and_fidelity_go_on_past_bad_files(tmp_path):
+    bad_transcripts(tmp_path / "in")
+    shutil.copy(FIXTURES / "mini.traj.json", tmp_path / "in")
+    code, _, err = cli("replay-dir", tmp_path / "in", "--policies", "noop,naive", "--out", tmp_path / "ab.csv")
+    assert code == 0 and "Traceback" not in err
+    rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
+    assert len(rows) == 2 * 4 and "4 file(s) failed" in err
+    code, out, err = cli("fidelity", tmp_path / "in", "--json")
+    assert code == 0 and "Traceback" not in err
+    assert sum(line.startswith("prunesim: error:") for line in err.splitlines()) == 4
+    assert json.loads(out)["transcripts"] >= 1
+
+
+def test_2_every_malformed_type_swap_in_a_transcript_is_a_user_error():
+    """Any field of the fixtures replaced by a value of another type: parsed, or one UserError."""
+    docs = [("mini.traj.json", json.loads((FIXTURES / "mini.traj.json").read_text()), None),
+            ("openai.json", json.loads((FIXTURES / "openai.json").read_text()), None),
+            ("tiny.traj", json.loads((FIXTURES / "tiny.traj").read_text()), None),
+            ("o.jsonl", json.loads((FIXTURES / "openhands.jsonl").read_text().splitlines()[0]), 1)]
+    values = [5, "s", None, True, [], {}, [5], {"a": 1}, -1, 10**40, 1.5, [{"message": "s"}]]
+    for name, doc, line in docs:
+        for path in _paths(doc):
+            for value in values:
+                d = _set(copy.deepcopy(doc), path, copy.deepcopy(value))
+                try:
+                    formats.parse_document(d, Path(name), line)
+                except UserError:
+                    pass
+
+
+def _paths(doc, prefix=()):
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:4]):
+            yield from _paths(v, (*prefix, i))
+
+
+def _set(doc, path, value):
+    if not path:
+        return value
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    return doc
+
+
+# -- 3. exact tokenizers crash on long text ----------------------------------------
+needs_bpe = pytest.mark.skipif(not tokens.bpe_available(), reason="bpe-openai (the tokens extra) not installed")
+
+
+@needs_bpe
+@pytest.mark.parametrize("name", tokens.BPE_ENCODINGS)
+def test_3_bpe_counts_any_length(name):
+    count = tokens.get_counter(name)
+    assert count("x" * 1_000_001) > 0  # over the encoder's character limit
+    small = count("ab " * 10)  # "ab", " ab" nine times, a trailing " "
+    assert count("ab " * 250_000) == small - 10 + 250_000  # 250,001 tokens: over the encoder's token limit
+
+
+@needs_bpe
+@pytest.mark.parametrize("name", tokens.BPE_ENCODINGS)
+def test_3_pieces_cut_where_no_token_spans_the_cut(name):
+    """Cut at word boundaries, the pieces' counts add up to the one-call count."""
+    import bpe_openai
+
+    encoding = bpe_openai.get_encoding(name)
+    text = "\n".join([
+        "def shorten(key: str) -> str:  # a comment, 1234567 and émigré",
+        "    return f\"{key[:145]}..#{digest(key)}\"",
+        "Found 630 test(s).\nCreating test database for alias 'default'...",
+        "  indented   words\tand\ttabs, (parens) [brackets] {braces}; punctuation!?",
+    ] * 40)
+    for size in (64, 200, 1000):
+        pieces = list(tokens.chunks(text, size))
+        assert "".join(pieces) == text and all(len(p) <= size for p in pieces)
+        whole = len(encoding.encode(text, disallowed_special=()))
+        assert sum(len(encoding.encode(p, disallowed_special=())) for p in pieces) == whole
+
+
+def test_3_pieces_without_boundaries_are_cut_at_the_size():
+    assert [len(p) for p in tokens.chunks("x" * 70_000)] == [32_768, 32_768, 4_464]
+
+
+# -- 4. a failed run destroys a good result -----------------------------------------
+def test_4_a_run_with_nothing_to_show_keeps_the_existing_result(tmp_path):
+    bad_transcripts(tmp_path / "bad")
+    for name in ("info_x.traj.json", "oh_message_s.jsonl", "oh_function_s.jsonl"):
+        (tmp_path / "bad" / name).unlink()  # leave only files that fail
+    good = tmp_path / "ab.csv"
+    assert cli("replay-dir", FIXTURES / "bad", "--policies", "noop", "--out", good)[0] == 2  # no file went through
+    assert not good.exists()
+    good.write_text("a good result\n")
+    code, _, err = cli("replay-dir", tmp_path / "bad", "--policies", "noop", "--out", good)
+    assert code == 2 and good.read_text() == "a good result\n" and "nothing written" in err
+    (tmp_path / "w.jsonl").write_text("a good workload\n")
+    assert cli("import", tmp_path / "bad" / "deep.json", "--out", tmp_path / "w.jsonl")[0] == 2
+    assert (tmp_path / "w.jsonl").read_text() == "a good workload\n"
+    assert cli("import", tmp_path / "bad", "--out", tmp_path / "folder")[0] == 2
+    assert not (tmp_path / "folder").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ab.csv", "bad", "w.jsonl"]
+
+
+# -- 5. stale derived files ----------------------------------------------------------
+def test_5_an_aggregate_older_than_runs_csv_is_recomputed(sweep_copy, capsys):
+    runs = sweep_copy / RUNS_FILE
+    full = runs.read_text()
+    lines = full.splitlines(keepends=True)
+    runs.write_text("".join(lines[:4]))  # an interrupted sweep: 3 of 12 runs
+    assert cli("aggregate", sweep_copy)[0] == 0
+    old = read_sweep(sweep_copy).aggregate
+    assert {r["n"] for r in old if r["metric"] == "passes"} <= {1, 2, 3}
+    code, _, err = cli("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency",
+                       "--seeds", "0:3", "--jobs", "1", "--quiet", "--out", sweep_copy)  # resumed to the end
+    assert code == 0, err
+    assert runs.read_text() == full
+    sweep = read_sweep(sweep_copy)
+    assert "aggregate.csv is older than runs.csv; the figure is computed from runs.csv" in capsys.readouterr().err
+    assert sweep.aggregate is None  # the stale file is not used: every run of runs.csv is
+    from prunesim.plots.sweep import curves
+
+    data, source = curves(sweep, "passes", "trigger")
+    assert source.startswith("runs.csv") and {t[3] for series in data.values() for t in series.values()} == {3}
+    code, _, err = cli("plot", "sweep", sweep_copy, "--metric", "passes", "--out", sweep_copy / "f.png")
+    assert code == 0 and "computed from runs.csv" in err
+
+
+def test_5_an_aggregate_that_disagrees_with_runs_csv_is_recomputed_whatever_its_time(sweep_copy, capsys):
+    agg = sweep_copy / "aggregate.csv"
+    edit_lines(agg, lambda lines: [lines[0]] + [line.replace(",3,", ",2,", 1) for line in lines[1:]])
+    future = agg.stat().st_mtime + 3600
+    os.utime(agg, (future, future))
+    assert read_sweep(sweep_copy).aggregate is None
+    assert "does not match runs.csv" in capsys.readouterr().err
+    assert cli("aggregate", sweep_copy)[0] == 0
+    as_written = [{k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()}
+                  for r in agg_mod.aggregate(sweep_copy)]
+    assert read_sweep(sweep_copy).aggregate == as_written  # a fresh file is used as it is
+    assert capsys.readouterr().err == ""
+
+
+# -- 6. plots crash on a partial last line of runs.csv -------------------------------
+def test_6_a_partial_last_line_is_ignored_by_every_reader_and_left_alone(tmp_path):
+    out = tmp_path / "s"
+    assert cli("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--grid", "budget=23000,24000",
+               "--policies", "naive", "--seeds", "0:2", "--jobs", "1", "--quiet", "--out", out)[0] == 0
+    runs = out / RUNS_FILE
+    lines = runs.read_text().splitlines(keepends=True)
+    runs.write_text("".join(lines[:-1]) + lines[-1][:25])  # a sweep killed mid-write
+    before = runs.read_bytes()
+    assert cli("aggregate", out)[0] == 0
+    assert cli("plot", "sweep", out, "--metric", "passes", "--x", "trigger", "--out", tmp_path / "s.png")[0] == 0
+    code, _, err = cli("plot", "phase", out, "--x", "trigger", "--y", "budget", "--metric", "passes",
+                       "--out", tmp_path / "p.png")
+    assert code == 0, err
+    assert runs.read_bytes() == before
+    rows = list(csv.reader(open(out / "aggregate.csv")))
+    assert rows[0][:4] == ["policy", "trigger", "budget", "metric"]
+    assert sorted(r[4] for r in rows[1:] if r[3] == "passes") == ["1", "2", "2", "2"]  # the cut run is not counted
+
+
+# -- 7. partial output on error --------------------------------------------------------
+def test_7_a_file_of_several_runs_into_one_file_writes_nothing(tmp_path):
+    code, out, err = cli("import", FIXTURES / "openhands.jsonl", "--out", tmp_path / "one.jsonl")
+    one_error_line(err, "holds several runs")
+    assert code == 2 and not (tmp_path / "one.jsonl").exists() and list(tmp_path.iterdir()) == []
+
+
+# -- 8. file-system errors on output (more in test_out_targets.py) ---------------------
+@pytest.mark.parametrize("argv", [
+    ["run", "oscillation-40", "--out", "{under}"],
+    ["sweep", "oscillation-40", "--seeds", "0:2", "--jobs", "1", "--quiet", "--out", "{under}"],
+    ["import", str(FIXTURES / "mini.traj.json"), "--out", "{under}/w.jsonl"],
+    ["import", str(FIXTURES / "mini.traj.json"), "--out", "{under}"],
+    ["replay-dir", str(FIXTURES), "--policies", "noop", "--out", "{under}/x.csv"],
+    ["plot", "ledger", "{run}", "--out", "{under}/x.png"],
+    ["replay", "oscillation", "--seeds", "0:2", "--plot", "{under}"],
+])
+def test_8_an_output_under_a_file_is_one_line_exit_2(argv, run_dir, tmp_path):
+    (tmp_path / "afile").write_text("")
+    argv = [a.format(under=tmp_path / "afile" / "sub", run=run_dir) for a in argv]
+    code, _, err = cli(*argv)
+    assert code == 2
+    errors = [line for line in err.splitlines() if "afile" in line]
+    assert len(errors) == 1 and errors[0].startswith("prunesim: error:") and "Traceback" not in err
+    assert (tmp_path / "afile").read_text() == "" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_8_aggregate_into_an_unwritable_place_is_one_line(sweep_copy):
+    (sweep_copy / "aggregate.csv").unlink()
+    (sweep_copy / "aggregate.csv").mkdir()
+    code, _, err = cli("aggregate", sweep_copy)
+    one_error_line(err, "aggregate.csv", "is a folder")
+    assert code == 2
+
+
+# -- 9. values that pass validation but crash the engine ---------------------------------
+@pytest.mark.parametrize("key, value, problem", [
+    ("workload.output_stale_after", 0.5, "must be at least 1 (turns)"),
+    ("workload.reasoning_stale_after", 0.99, "must be at least 1 (turns)"),
+    ("decision.rationale_sigma", 1000, "must be from 0 to 10"),
+])
+def test_9_values_the_engine_cannot_run_are_refused_with_the_range(key, value, problem):
+    code, _, err = cli("run", "oscillation-40", "--set", f"{key}={value}")
+    assert code == 2
+    one_error_line(err, key, problem)
+
+
+@settings(max_examples=25)
+@given(stale=st.floats(1.0, 1e6), other=st.floats(1.0, 1e6), sigma=st.floats(0.0, 10.0),
+       policy=st.sampled_from(["naive", "tombstoned", "slack-gated"]))
+def test_9_every_accepted_value_runs(stale, other, sigma, policy):
+    sc = scenario_files.load("oscillation-40", {"workload.output_stale_after": stale,
+                                                "workload.reasoning_stale_after": other,
+                                                "decision.rationale_sigma": sigma, "turns": 30})
+    from prunesim.runner import run_one
+
+    assert run_one(sc, policy, 1, trace="none").summary["turns"] == 30
+
+
+# -- 10. corrupt sweep folders ------------------------------------------------------------
+def _json_edit(fn):
+    def edit(folder: Path) -> None:
+        path = folder / SWEEP_FILE
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps(fn(data)))
+    return edit
+
+
+def _set_key(key, value):
+    def fn(d):
+        d[key] = value
+        return d
+    return fn
+
+
+def _replace_dir(name):
+    def edit(folder: Path) -> None:
+        (folder / name).unlink(missing_ok=True)
+        (folder / name).mkdir()
+    return edit
+
+
+CORRUPTIONS = {
+    "sweep.json is []": (lambda f: (f / SWEEP_FILE).write_text("[]"), "expected a JSON object"),
+    'sweep.json is "x"': (lambda f: (f / SWEEP_FILE).write_text('"x"'), "expected a JSON object"),
+    "sweep.json is {}": (lambda f: (f / SWEEP_FILE).write_text("{}"), "scenario"),
+    "grid is null": (_json_edit(_set_key("grid", None)), "grid"),
+    "grid is an integer": (_json_edit(_set_key("grid", 5)), "grid"),
+    "grid has an unknown axis": (_json_edit(_set_key("grid", {"bogus": [1, 2]})), "grid.bogus"),
+    "runs.csv is not UTF-8": (lambda f: edit_lines(f / RUNS_FILE, lambda ls: ls) or _poke(f / RUNS_FILE, 300, 0xFF),
+                              "not UTF-8"),
+    "runs.csv is a folder": (_replace_dir(RUNS_FILE), "runs.csv"),
+    "runs.csv is missing": (lambda f: (f / RUNS_FILE).unlink(), "runs.csv"),
+    "an edited header": (lambda f: edit_lines(f / RUNS_FILE, lambda ls: [ls[0].replace("passes", "pases")] + ls[1:]),
+                         "header does not match"),
+}
+
+
+def _poke(path: Path, offset: int, byte: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] = byte
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name, command", [
+    (name, command) for name in CORRUPTIONS for command in ("aggregate", "plot sweep", "sweep")
+    if (name, command) != ("runs.csv is missing", "sweep")  # a sweep recreates it and runs its runs again
+])
+def test_10_a_corrupt_sweep_folder_is_one_line_exit_2(name, command, sweep_copy):
+    edit, words = CORRUPTIONS[name]
+    edit(sweep_copy)
+    before = {p.name: (p.read_bytes() if p.is_file() else None) for p in sweep_copy.iterdir()}
+    argv = {"aggregate": ["aggregate", sweep_copy],
+            "plot sweep": ["plot", "sweep", sweep_copy, "--metric", "passes", "--out", sweep_copy.parent / "f.png"],
+            "sweep": ["sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency",
+                      "--seeds", "0:3", "--jobs", "1", "--quiet", "--out", sweep_copy]}[command]
+    code, _, err = cli(*argv)
+    assert code == 2
+    one_error_line(err, words)
+    after = {p.name: (p.read_bytes() if p.is_file() else None) for p in sweep_copy.iterdir()}
+    assert after == before and not (sweep_copy.parent / "f.png").exists()
+
+
+def test_10_a_lock_that_is_a_folder_is_one_line(sweep_copy):
+    _replace_dir(".lock")(sweep_copy)
+    code, _, err = cli("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency",
+                       "--seeds", "0:3", "--jobs", "1", "--quiet", "--out", sweep_copy)
+    assert code == 2
+    one_error_line(err, ".lock")
+
+
+# -- 11. aggregate silently accepts bad rows --------------------------------------------
+def _cell(line: str, col: int, value: str) -> str:
+    cells = line.rstrip("\n").split(",")
+    cells[col] = value
+    return ",".join(cells) + "\n"
+
+
+BAD_ROWS = {
+    "a duplicated row": (lambda ls: ls + [ls[2]], "repeats the run on line 3"),
+    "an unknown policy": (lambda ls: ls[:2] + [ls[2].replace(",naive,", ",magic,")] + ls[3:], "policy 'magic'"),
+    "an off-grid value": (lambda ls: ls[:2] + [_cell(ls[2], 5, "20500")] + ls[3:], "not on the sweep's grid"),
+    "a non-integer seed": (lambda ls: ls[:2] + [_cell(ls[2], 3, "1.5")] + ls[3:], "seed '1.5'"),
+    "a seed not in the sweep": (lambda ls: ls[:2] + [_cell(ls[2], 3, "7")] + ls[3:], "seed '7'"),
+    "a non-numeric cell": (lambda ls: ls[:2] + [_cell(ls[2], 20, "abc")] + ls[3:], "'abc' is not a number"),
+    "a bad run_id": (lambda ls: ls[:2] + [_cell(ls[2], 0, "zz")] + ls[3:], "is not a run id"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_ROWS))
+def test_11_aggregate_refuses_rows_it_would_miscount(name, sweep_copy):
+    fn, words = BAD_ROWS[name]
+    edit_lines(sweep_copy / RUNS_FILE, fn)
+    before = (sweep_copy / "aggregate.csv").read_bytes()
+    code, _, err = cli("aggregate", sweep_copy)
+    assert code == 2
+    one_error_line(err, "runs.csv", "line", words)
+    assert (sweep_copy / "aggregate.csv").read_bytes() == before
+
+
+# -- 12. plot trace and plot ledger ---------------------------------------------------------
+RUN_CORRUPTIONS = {
+    "a binary trace": ("trace.csv", lambda p: p.write_bytes(b"\x00\x01binary\n"), "NUL byte"),
+    "wrong columns": ("trace.csv", lambda p: edit_lines(p, lambda ls: [ls[0].replace("seq,", "sek,")] + ls[1:]),
+                      "missing column(s) seq"),
+    "a non-numeric cell": ("trace.csv", lambda p: edit_lines(p, lambda ls: ls[:3] + [_cell(ls[3], 8, "abc")] + ls[4:]),
+                           "'abc' is not a number"),
+    "metrics not an object": ("summary.json", lambda p: p.write_text(json.dumps(
+        {**json.loads(p.read_text()), "metrics": [1]})), "metrics: must be an object"),
+    "a seed that is text": ("summary.json", lambda p: p.write_text(json.dumps(
+        {**json.loads(p.read_text()), "seed": "abc"})), "seed: must be a non-negative integer"),
+    "an empty trace": ("trace.csv", lambda p: edit_lines(p, lambda ls: ls[:1]), "no rows"),
+    "not UTF-8": ("trace.csv", lambda p: _poke(p, 200, 0xFE), "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("name", list(RUN_CORRUPTIONS))
+def test_12_plot_trace_refuses_a_corrupt_run_in_one_line(name, run_copy, tmp_path):
+    file, edit, words = RUN_CORRUPTIONS[name]
+    edit(run_copy / file)
+    code, _, err = cli("plot", "trace", run_copy, "--out", tmp_path / "t.png")
+    assert code == 2
+    one_error_line(err, file, words)
+    assert not (tmp_path / "t.png").exists()
+
+
+def test_12_plot_ledger_does_not_read_the_trace_it_does_not_use(run_copy, tmp_path):
+    (run_copy / "trace.csv").write_bytes(b"\x00garbage")
+    code, out, err = cli("plot", "ledger", run_copy, "--out", tmp_path / "l.png")
+    assert code == 0, err
+    assert (tmp_path / "l.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_12_a_truncated_trace_plots_its_complete_rows(run_copy, tmp_path):
+    with open(run_copy / "trace.csv", "r+b") as fh:
+        fh.truncate(2000)
+    assert cli("plot", "trace", run_copy, "--out", tmp_path / "t.png")[0] == 0
+
+
+# -- 13. a malformed --scheduler -----------------------------------------------------------
+@pytest.mark.parametrize("address", ["garbage", "tcp://", "foo://h:1", "tcp://h:notaport", "tcp://h:0", "h:70000"])
+def test_13_a_malformed_scheduler_is_one_line(address, tmp_path):
+    code, _, err = cli("sweep", "oscillation-40", "--seeds", "0:2", "--executor", "dask", "--scheduler", address,
+                       "--out", tmp_path / "s")
+    assert code == 2
+    one_error_line(err, "--scheduler")
+    assert not (tmp_path / "s").exists()
+
+
+# -- 14. command normalization in linear time ------------------------------------------------
+_WS = __import__("re").compile(r"\s+")
+_TRAILING_COMMENT = __import__("re").compile(r"\s+#[^'\"\n]*$")
+
+
+def shlex_reference(command: str) -> str:
+    """The keys as they were made before: shlex, which is quadratic in a word's length."""
+    text = command.replace("\\\r\n", " ").replace("\\\n", " ").replace("\r\n", "\n").strip()
+    if not text:
+        return ""
+    try:
+        lexer = shlex.shlex(text.replace("\n", " ;\n"), posix=True, punctuation_chars=";&|()<>")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        words = list(lexer)
+    except ValueError:
+        return _WS.sub(" ", _TRAILING_COMMENT.sub("", text)).strip()
+    out = [w if w and set(w) <= set(";&|()<>") else shlex.quote(w) for w in words]
+    while out and out[-1] == ";":
+        out.pop()
+    return " ".join(out)
+
+
+@settings(max_examples=400)
+@given(st.text(alphabet=" \t\r\n#;&|()<>'\"\\abc=$.-/\x0b\xa0é", max_size=24))
+def test_14_normalization_gives_the_keys_shlex_gave(command):
+    assert normalize_command(command) == shlex_reference(command)
+
+
+@pytest.mark.parametrize("command", [
+    "cat  setup.py", "pytest -x # again", "echo 'a b' \"c d\"", "a && b || c; d | e > f < g", "git log\n\ngit diff",
+    "echo $'x'", "python -c \"print('hi')\"", "ls \\\n -la", "echo 'unclosed", "sed -i 's/a/b/' f # it's", "x\\",
+])
+def test_14_examples_match_the_reference(command):
+    assert normalize_command(command) == shlex_reference(command)
+
+
+def test_14_a_megabyte_command_is_keyed_and_imported(tmp_path):
+    body = "".join(f"line {i}: x = {{'k': \"v\"}}  # note\n" for i in range(30_000))
+    command = "cat > f.py <<'EOF'\n" + body + "EOF"
+    assert len(command) > 900_000  # took 12 s to key with shlex; 3 MB took 99 s (timed in benchmarks/)
+    key = command_key(command)
+    assert len(key) <= 160 and key.startswith("cat > f.py")
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "THOUGHT: write\n```bash\n" + command + "\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>"}]
+    (tmp_path / "big.traj.json").write_text(json.dumps({"messages": msgs, "trajectory_format": "mini-swe-agent-1"}))
+    assert cli("import", tmp_path / "big.traj.json", "--out", tmp_path / "big.jsonl")[0] == 0
+
+
+# -- 15. unbounded memory ------------------------------------------------------------------
+def test_15_a_recorded_run_bigger_than_the_machine_warns(monkeypatch, tmp_path):
+    monkeypatch.setattr(_common, "machine_memory", lambda: 2**20)  # a 1 MB machine
+    # A sweep that keeps each run's trace holds it in memory until the run is written.
+    code, _, err = cli("sweep", "oscillation-40", "--grid", "trigger=22000", "--policies", "noop", "--seeds", "0:1",
+                       "--set", "turns=2000", "--traces", "--jobs", "1", "--quiet", "--out", tmp_path / "s")
+    assert code == 0 and "warning: turns=2,000 with the trace recorded needs about 6 MB" in err
+    assert "this machine has 1 MB" in err
+    # run --out streams its rows to the files: its memory does not grow with the run, nothing to warn of.
+    code, _, err = cli("run", "oscillation-40", "--set", "turns=2000", "--policy", "noop", "--out", tmp_path / "r")
+    assert code == 0 and err == ""
+
+
+def test_15_a_run_without_out_records_no_trace(monkeypatch):
+    seen = {}
+    from prunesim import api
+
+    real = api.run
+
+    def spy(*args, **kwargs):
+        seen["trace"] = kwargs.get("trace")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "run", spy)
+    assert cli("run", "oscillation-40")[0] == 0
+    assert seen["trace"] == "none"
+
+
+def test_15_resamples_are_bounded_and_drawn_in_blocks(sweep_copy, monkeypatch):
+    code, _, err = cli("aggregate", sweep_copy, "--resamples", "10000000")
+    assert code == 2
+    one_error_line(err, "--resamples", "from 1 to 1,000,000")
+    whole = agg_mod.aggregate(sweep_copy, resamples=3000)
+    monkeypatch.setattr(agg_mod, "BLOCK", 7)  # tiny blocks: the same stream, the same intervals
+    assert agg_mod.aggregate(sweep_copy, resamples=3000) == whole
+
+
+# -- 16. hand-edited workload files ---------------------------------------------------------
+@pytest.fixture
+def workload_file(tmp_path) -> Path:
+    path = tmp_path / "w.workload.jsonl"
+    assert cli("import", FIXTURES / "mini.traj.json", "--out", path)[0] == 0
+    return path
+
+
+def _edit_workload(path: Path, header=None, part=None) -> None:
+    lines = path.read_text().splitlines()
+    h, p = json.loads(lines[0]), json.loads(lines[2])
+    if header:
+        header(h)
+    if part:
+        part(p)
+    lines[0], lines[2] = json.dumps(h), json.dumps(p)
+    path.write_text("\n".join(lines) + "\n")
+
+
+WORKLOAD_EDITS = {
+    "a key that is a list": (None, lambda p: p.update(key=["a"]), "key: must be a string"),
+    "prompt tokens of 10^400": (lambda h: h["prompt_tokens"].__setitem__(0, 10**400), None, "prompt_tokens[0]"),
+    "a model that is an object": (lambda h: h.update(model={"a": 1}), None, "model: must be a string"),
+    "a name that is a list": (lambda h: h.update(name=["x"]), None, "name: must be a string"),
+    "prompt tokens that are booleans": (lambda h: h.update(prompt_tokens=[True] * h["turns"]), None,
+                                        "prompt_tokens[0]"),
+    "a version that is true": (lambda h: h.update(prunesim_workload=True), None, "unsupported version"),
+    "tokens that are huge": (None, lambda p: p.update(tokens=10**13), "tokens: must be an integer"),
+}
+
+
+@pytest.mark.parametrize("name", list(WORKLOAD_EDITS))
+@pytest.mark.parametrize("command", ["run", "fidelity", "replay-dir"])
+def test_16_a_hand_edited_workload_is_one_line(name, command, workload_file):
+    header, part, words = WORKLOAD_EDITS[name]
+    _edit_workload(workload_file, header, part)
+    argv = {"run": ["run", "--workload", workload_file, "--policy", "naive"],
+            "fidelity": ["fidelity", workload_file],
+            "replay-dir": ["replay-dir", workload_file.parent, "--policies", "noop"]}[command]
+    code, _, err = cli(*argv)
+    assert code == 2 and "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("prunesim: error:")]
+    assert len(errors) == 1 and words in errors[0] and str(workload_file) in errors[0]
+
+
+def test_16_a_truncated_workload_is_caught_by_its_part_count(workload_file):
+    data = workload_file.read_bytes()
+    workload_file.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 20])  # the last part cut short
+    with pytest.raises(UserError, match=r"parts: header says \d+ but the file holds \d+ \(its last line is incomplete"):
+        wl.read(workload_file)
+
+
+# -- 17. smaller surprises -----------------------------------------------------------------
+def test_17_plot_out_with_another_suffix_is_refused_not_made_a_folder(run_dir, tmp_path):
+    code, _, err = cli("plot", "ledger", run_dir, "--out", tmp_path / "x.jpg")
+    one_error_line(err, ".jpg is not a figure format")
+    assert code == 2 and not (tmp_path / "x.jpg").exists()
+
+
+def test_17_a_trailing_slash_means_a_folder(run_dir, tmp_path):
+    code, _, err = cli("replay-dir", FIXTURES / "bad", "--policies", "noop", "--out", f"{tmp_path / 'rows'}/")
+    one_error_line(err, "names a folder")
+    assert code == 2 and not (tmp_path / "rows").exists()
+    assert cli("plot", "ledger", run_dir, "--out", f"{tmp_path / 'figs.v2'}/")[0] == 0
+    assert (tmp_path / "figs.v2" / "ledger.png").is_file()
+    assert cli("import", FIXTURES / "mini.traj.json", "--out", f"{tmp_path / 'w.jsonl'}/")[0] == 0
+    assert (tmp_path / "w.jsonl" / "mini.workload.jsonl").is_file()
+
+
+@pytest.mark.parametrize("command", [["run", "oscillation-40"], ["replay-dir", str(FIXTURES), "--policies", "noop"],
+                                     ["sweep", "oscillation-40"], ["import", str(FIXTURES / "mini.traj.json")],
+                                     ["plot", "ledger", "x"]])
+def test_17_an_empty_out_is_refused(command, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(*command, "--out", "")
+    one_error_line(err, "--out", "empty path")
+    assert code == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_17_a_hidden_instance_id_does_not_make_a_hidden_workload(tmp_path):
+    oh = json.loads((FIXTURES / "openhands.jsonl").read_text().splitlines()[0])
+    oh["instance_id"] = ".hidden"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "runs.jsonl").write_text(json.dumps(oh) + "\n")
+    assert cli("import", tmp_path / "in", "--out", tmp_path / "wl")[0] == 0
+    assert [p.name for p in (tmp_path / "wl").iterdir()] == ["runs-1.workload.jsonl"]
+    code, out, err = cli("replay-dir", tmp_path / "wl", "--policies", "noop")
+    assert code == 0 and len(out.splitlines()) == 2
+
+
+def test_17_a_complete_sweep_run_again_leaves_runs_csv_untouched(sweep_copy):
+    runs = sweep_copy / RUNS_FILE
+    before = os.stat(runs)
+    code, out, _ = cli("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency",
+                       "--seeds", "0:3", "--jobs", "1", "--quiet", "--out", sweep_copy)
+    after = os.stat(runs)
+    assert code == 0 and "0 run now, 12 already done" in out
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_17_a_header_only_runs_csv_without_a_line_end_resumes(sweep_copy):
+    runs = sweep_copy / RUNS_FILE
+    full = runs.read_bytes()
+    runs.write_bytes(full[: full.index(b"\n")])  # the header, cut before its line end
+    args = ("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency",
+            "--seeds", "0:3", "--jobs", "1", "--quiet", "--out", sweep_copy)
+    code, out, err = cli(*args)
+    assert code == 0, err
+    assert "12 run now" in out and runs.read_bytes() == full
+
+
+def test_17_plot_seed_without_plot_is_refused():
+    code, _, err = cli("replay", "oscillation", "--seeds", "0:2", "--plot-seed", "3")
+    one_error_line(err, "--plot-seed", "only applies with --plot")
+    assert code == 2
+
+
+def test_17_folder_sources_with_a_bug_are_reported_as_bugs_not_bad_input(tmp_path, monkeypatch):
+    """Per-file isolation keeps going past a bug too, but calls it one: exit 70 and a crash report."""
+    real = tr.iter_workloads
+
+    def broken(path, *args):
+        if path.name == "openai.json":
+            raise AttributeError("'str' object has no attribute 'get'")
+        yield from real(path, *args)
+
+    monkeypatch.setattr(tr, "iter_workloads", broken)
+    (tmp_path / "in").mkdir()
+    for name in ("openai.json", "mini.traj.json"):
+        shutil.copy(FIXTURES / name, tmp_path / "in")
+    code, _, err = cli("replay-dir", tmp_path / "in", "--policies", "noop", "--out", tmp_path / "rows.csv")
+    assert code == 70
+    assert "internal error" in err and "openai.json" in err and "bug in prunesim" in err
+    assert len(list(csv.reader(open(tmp_path / "rows.csv")))) == 2  # the good file's row
