@@ -43,9 +43,14 @@ class Clock(simpy.Environment):
     as with the timeout: results are unchanged, the scheduling is skipped.
     """
 
+    # The shortcut reads SimPy 4's private clock and queue; a SimPy without them gets plain timeouts.
+    _SHORTCUT = all(hasattr(simpy.Environment(), name) for name in ("_now", "_queue"))
+
     def advance(self, delay: float) -> bool:
         """Move the clock ``delay`` on when a timeout of ``delay`` would be the next event; else False
         (the caller yields the timeout as usual)."""
+        if not self._SHORTCUT:
+            return False
         at = self._now + delay  # the very sum SimPy's schedule() computes
         queue = self._queue
         if delay < 0 or (queue and queue[0][0] <= at):
