@@ -20,7 +20,7 @@ much slower a mode is than ``none`` is given two ways: from CPU time, and from
 the ratios to SimPy (which cancels a process running slower than another on a
 busy machine, but carries the noise of the short SimPy loop itself).
 
-Goals (issue 17), 1M turns: --trace none: noop >= 200,000, recency >= 150,000,
+Speed goals, 1M turns: --trace none: noop >= 200,000, recency >= 150,000,
 naive >= 70,000, tombstoned >= 35,000 turns/s; --trace turns --out: no more than
 25% slower than none; --trace all --out: naive >= 25,000 turns/s. Peak RSS under
 150 MB and flat from 100k to 1M turns for every registered policy.

@@ -1,6 +1,6 @@
-"""Regression tests for issue 13: no command loses data, replaces what it must not, or shows a traceback.
+"""Regression tests: no command loses data, replaces what it must not, or shows a traceback.
 
-One section per numbered finding of the issue; each test names its number.
+One section per numbered finding of a hostile review of the command line; each test names its number.
 Commands run in-process through ``prunesim.cli.main``, so an uncaught
 exception fails the test instead of being printed.
 """
