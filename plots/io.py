@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prunesim.errors import UserError, from_os_error, json_problem
+from prunesim.errors import UserError, from_os_error
 from prunesim.io import sweep_files
 from prunesim.io.atomic import format_cell, parse_cell
 from prunesim.io.results import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
@@ -57,18 +57,10 @@ def read_csv(path: Path, columns=(), numeric=()) -> list[dict]:
 
 def read_json(path: Path) -> dict:
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        raw = Path(path).read_bytes()
     except OSError as err:
         raise from_os_error(err, path) from None
-    except UnicodeDecodeError:
-        raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
-    except json.JSONDecodeError as err:
-        raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
-    except ValueError as err:  # a number too long to convert, say
-        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
-    except RecursionError:
-        raise UserError(str(path), None, "JSON nested too deeply to read") from None
+    data = sweep_files.parse_json(raw, path)
     if not isinstance(data, dict):
         raise UserError(str(path), None, "expected a JSON object")
     return data

@@ -65,6 +65,20 @@ def read_bytes(path: Path, what: str) -> bytes:
         raise from_os_error(err, path) from None
 
 
+def parse_json(data: bytes, path: Path) -> Any:
+    """A result file's JSON; bad UTF-8, bad JSON, huge numbers and deep nesting are one line naming the file."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
+    except json.JSONDecodeError as err:
+        raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    except ValueError as err:  # a number too long to convert, say
+        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
+    except RecursionError:
+        raise UserError(str(path), None, "JSON nested too deeply to read") from None
+
+
 def parse_csv(data: bytes, path: Path) -> list[list[str]]:
     """Rows of complete CSV lines; bad UTF-8, NUL bytes and broken quoting are one line naming where."""
     try:
@@ -123,17 +137,7 @@ def read_description(out: str | Path) -> dict:
         what = "no such folder" if not out.exists() else "a file"
         raise UserError(str(out), None, f"not a sweep directory ({what})")
     path = out / SWEEP_FILE
-    data = read_bytes(path, SWEEP_FILE)
-    try:
-        desc = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
-    except json.JSONDecodeError as err:
-        raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
-    except ValueError as err:  # a number too long to convert, say
-        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
-    except RecursionError:
-        raise UserError(str(path), None, "JSON nested too deeply to read") from None
+    desc = parse_json(read_bytes(path, SWEEP_FILE), path)
     check_description(desc, str(path))
     return desc
 
