@@ -45,7 +45,27 @@ def _split(key: str) -> tuple[str, int] | None:
     return stem + digits[:i], int(digits[i:])
 
 
-class Digest:
+class FoldCount:
+    """What every digest counts of the tombstones folded into it, whatever it names of their keys."""
+
+    folded = 0  # tombstones folded (a key folded twice counts twice)
+    unnamed = 0  # folded tombstones whose span had no key (counted, not named)
+    first_record = 0  # edit-log records of the folded tombstones: the lowest and highest number
+    last_record = 0
+
+    def _count(self, key: str, record_seq: int) -> bool:
+        """Count one fold; False when the tombstone had no key to name."""
+        self.folded += 1
+        if record_seq:
+            self.first_record = min(self.first_record, record_seq) if self.first_record else record_seq
+            self.last_record = max(self.last_record, record_seq)
+        if not key:
+            self.unnamed += 1
+            return False
+        return True
+
+
+class Digest(FoldCount):
     """Every key folded so far, with the size in tokens of the span that names them."""
 
     def __init__(self, base_tokens: int, max_tokens: int = 0, is_command=None):
@@ -59,11 +79,7 @@ class Digest:
         self._ranges: dict[str, tuple[list[int], list[int]]] = {}  # stem -> (starts, ends), sorted, disjoint
         self._words: dict[str, set[str]] = {}  # first word -> the rest of each key
         self._chars = 0
-        self.folded = 0  # tombstones folded (a key folded twice counts twice)
         self.keys = 0  # distinct keys named
-        self.unnamed = 0  # folded tombstones whose span had no key (counted, not named)
-        self.first_record = 0  # edit-log records of the folded tombstones: the lowest and highest number
-        self.last_record = 0
 
     @property
     def tokens(self) -> int:
@@ -71,12 +87,7 @@ class Digest:
 
     def add(self, key: str, record_seq: int = 0) -> bool:
         """Fold one tombstone of ``key``; True when the key was not named yet."""
-        self.folded += 1
-        if record_seq:
-            self.first_record = min(self.first_record, record_seq) if self.first_record else record_seq
-            self.last_record = max(self.last_record, record_seq)
-        if not key:
-            self.unnamed += 1
+        if not self._count(key, record_seq):
             return False
         numbered = _split(key)
         new = self._add_number(*numbered) if numbered else self._add_word(key)

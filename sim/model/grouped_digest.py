@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 
-from prunesim.model.digest import CHARS_PER_TOKEN
+from prunesim.model.digest import CHARS_PER_TOKEN, FoldCount
 
 # Where a group's prefix may end: after a word, a path component or a name's part. A group of "cat
 # src/ap" would cover "cat src/apple.py" by accident of spelling; "cat src/*" says what it means.
@@ -56,7 +56,7 @@ def _cut(text: str, i: int) -> int:
     return i
 
 
-class GroupedDigest:
+class GroupedDigest(FoldCount):
     """Folded keys as sorted entries (keys and prefix groups), coarsened to stay within a square-root allowance.
 
     The same interface as :class:`prunesim.model.digest.Digest`; ``older`` stays 0 (nothing is dropped).
@@ -72,14 +72,10 @@ class GroupedDigest:
         self._shared: list[int] = []  # _shared(entries[i], entries[i + 1]), for each neighbouring pair
         self._chars = 0  # each entry, a separator, and "*" after a group
         self.keyed = 0  # folded tombstones that had a key (n of the allowance)
-        self.folded = 0
         self.keys = 0  # keys new when folded: not yet covered by an entry
         self.commands = 0  # of those, commands the agent ran
         self.groups_made = 0  # coarsening steps
         self.older = 0  # never dropped: always 0 (the interface of the exact digest)
-        self.unnamed = 0
-        self.first_record = 0
-        self.last_record = 0
 
     @property
     def tokens(self) -> int:
@@ -114,12 +110,7 @@ class GroupedDigest:
 
     def add(self, key: str, record_seq: int = 0) -> bool:
         """Fold one tombstone of ``key``; True when no entry covered the key yet."""
-        self.folded += 1
-        if record_seq:
-            self.first_record = min(self.first_record, record_seq) if self.first_record else record_seq
-            self.last_record = max(self.last_record, record_seq)
-        if not key:
-            self.unnamed += 1
+        if not self._count(key, record_seq):
             return False
         self.keyed += 1
         new = key not in self
