@@ -283,10 +283,18 @@ def _read_aggregate(path: Path, meta: dict) -> list[dict]:
     rows = []
     for n, cells in enumerate(body, start=2):
         row = dict(zip(header, cells, strict=True))
-        if row["policy"] not in meta["policies"] or any(row[a] not in axes[a] for a in axes):
+        if row["policy"] not in meta["policies"]:
             raise UserError(str(path), f"line {n}", "a policy or grid value that is not the sweep's")
         for a in axes:
-            row[a] = axes[a][row[a]]
+            owner = a.rpartition(":")[0]  # a per-policy axis is blank in other policies' rows, as in runs.csv
+            if owner and owner != row["policy"]:
+                if row[a] != "":
+                    raise UserError(str(path), f"line {n}", f"{a} is set in a {row['policy']} row")
+                row[a] = None
+            elif row[a] in axes[a]:
+                row[a] = axes[a][row[a]]
+            else:
+                raise UserError(str(path), f"line {n}", "a policy or grid value that is not the sweep's")
         for c in ("n", "median", "mean", "ci_low", "ci_high"):
             row[c] = parse_cell(row[c])
             if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):

@@ -896,3 +896,19 @@ def test_seam_a_bug_in_a_built_in_policy_is_still_a_crash_report(tmp_path, monke
     code, _, err = cli("run", "oscillation-40", "--policy", "naive", "--set", "turns=10")
     assert code == 70 and "bug in prunesim" in err
     assert len(list((tmp_path / "crashes").iterdir())) == 1
+
+
+def test_seam_an_aggregate_of_per_policy_axes_is_read_back_by_plot_sweep(per_policy_sweep, tmp_path, capsys):
+    """aggregate.csv leaves a per-policy axis blank in other policies' rows, as runs.csv does: it is fresh."""
+    sweep = tmp_path / "s"
+    shutil.copytree(per_policy_sweep, sweep)
+    assert cli("aggregate", sweep)[0] == 0
+    rows = list(csv.DictReader(open(sweep / "aggregate.csv")))
+    assert {r["slack-gated:gate.lead"] for r in rows if r["policy"] == "naive"} == {""}
+    for x in ("trigger", "slack-gated:gate.lead"):
+        code, _, err = cli("plot", "sweep", sweep, "--metric", "passes", "--x", x, "--out", tmp_path / "f.png")
+        assert code == 0 and err == "", err  # no note: the aggregate was used, not recomputed
+    edit_lines(sweep / "aggregate.csv", lambda lines: [lines[0], lines[1].replace("naive,20000,,", "naive,20000,0,")]
+               + lines[2:])
+    code, _, err = cli("plot", "sweep", sweep, "--metric", "passes", "--x", "trigger", "--out", tmp_path / "g.png")
+    assert code == 0 and "is unreadable" in err and "set in a naive row" in err
