@@ -912,3 +912,14 @@ def test_seam_an_aggregate_of_per_policy_axes_is_read_back_by_plot_sweep(per_pol
                + lines[2:])
     code, _, err = cli("plot", "sweep", sweep, "--metric", "passes", "--x", "trigger", "--out", tmp_path / "g.png")
     assert code == 0 and "is unreadable" in err and "set in a naive row" in err
+
+
+@pytest.mark.parametrize("ylim", ["1e308:1.7e308", "0:1e16", "-1e300:0"])
+def test_seam_a_ylim_beyond_any_window_is_one_line_not_a_crash(ylim, run_dir, tmp_path):
+    """Matplotlib's tick locator overflows near the float limit: such a --ylim is refused, not plotted."""
+    fig = tmp_path / "t.png"
+    code, _, err = cli("plot", "trace", run_dir, f"--ylim={ylim}", "--out", fig)
+    one_error_line(err, "--ylim", "out of range")
+    assert code == 2 and not fig.exists()
+    code, _, err = cli("plot", "trace", run_dir, "--ylim=-1e15:1e15", "--out", fig)
+    assert code == 0 and fig.exists(), err
