@@ -31,6 +31,7 @@ TABLES = {
     "calls": (CALL_COLUMNS, set(CALL_COLUMNS)),
 }
 SUMMARY_NUMBERS = ("window", "budget", "trigger", "scenario_trigger")
+SUMMARY_MAX_TOKENS = 10**12  # the largest size a scenario accepts (prunesim.io.scenario_files)
 NUMBER_WORDS = ("inf", "-inf", "nan")  # how result files write what JSON cannot
 
 
@@ -90,6 +91,10 @@ def check_summary(summary: dict, where: str) -> None:
         v = summary.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
             raise UserError(where, key, "must be a number")
+        # Sizes in tokens, within what a scenario accepts: a corrupted 1e308 would draw an empty figure.
+        if v is not None and not (0 <= v <= SUMMARY_MAX_TOKENS and float(v).is_integer()):
+            raise UserError(where, key, f"must be a whole number of tokens from 0 to {SUMMARY_MAX_TOKENS:,} "
+                                        f"(got {json.dumps(v)[:40]})")
     if not isinstance(summary.get("budget_kind", ""), str):
         raise UserError(where, "budget_kind", "must be a string")
     for name, v in summary["metrics"].items():

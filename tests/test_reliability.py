@@ -540,6 +540,11 @@ RUN_CORRUPTIONS = {
         {**json.loads(p.read_text()), "seed": "abc"})), "seed: must be a non-negative integer"),
     "an empty trace": ("trace.csv", lambda p: edit_lines(p, lambda ls: ls[:1]), "no rows"),
     "not UTF-8": ("trace.csv", lambda p: _poke(p, 200, 0xFE), "not UTF-8"),
+    # A budget of 1e308 drew an empty figure (exit 0, a matplotlib warning on stderr); -5 drew a wrong one.
+    "a budget near the float limit": ("summary.json", lambda p: p.write_text(json.dumps(
+        {**json.loads(p.read_text()), "budget": 1e308})), "budget: must be a whole number of tokens"),
+    "a negative window": ("summary.json", lambda p: p.write_text(json.dumps(
+        {**json.loads(p.read_text()), "window": -5})), "window: must be a whole number of tokens"),
 }
 
 
