@@ -11,7 +11,7 @@ from prunesim.cli import main
 from prunesim.errors import UserError
 from prunesim.io import scenario_files as sc
 from prunesim.io.scenario_files import resolve_path
-from prunesim.studies.calibrate import HEADER_BEGIN, HEADER_END, Objective, parse_params, set_values
+from prunesim.studies.calibrate import HEADER_BEGIN, HEADER_END, OBJECTIVE_TEXT, Objective, parse_params, set_values
 from prunesim.studies.replay import FigureReplay
 from prunesim.studies.targets import TOLERANCE, accepted_range, load_targets
 from prunesim.studies.validate import validate
@@ -50,6 +50,45 @@ def test_distance_is_at_most_one_exactly_inside_the_range(compare, value, tmp_pa
             continue  # the edges themselves: rounding decides
         assert (target.distance(float(x)) <= 1) == target.accepts(float(x)), (compare, x)
     assert target.distance(math.inf) == math.inf
+
+
+@pytest.mark.parametrize("compare,value", [("near", 600), ("near", 0), ("level", 21400), ("above", 0),
+                                           ("at_most", 2), ("yes", 0), ("no", 0)])
+def test_excess_is_a_hinge_zero_exactly_inside_the_range_and_growing_outside(compare, value, tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(f'scenario = "oscillation-40"\n[variants.v]\npolicy = "naive"\n[[figures]]\nvariant = "v"\n'
+                    f'metric = "passes"\nvalue = {value}\ncompare = "{compare}"\n')
+    (target,) = load_targets(str(path)).figures
+    probes = np.unique(np.concatenate([np.linspace(-2, 3, 101), np.linspace(-1000, 30000, 311)]))
+    if target.reduce == "share":
+        probes = probes[(probes >= 0) & (probes <= 1)]
+    excess = np.array([target.excess(float(x)) for x in probes])
+    inside = np.array([target.accepts(float(x)) for x in probes])
+    assert (excess[inside] == 0).all()
+    if compare not in ("above",):  # "> 0" misses at 0 itself with no excess: the miss term counts it
+        assert (excess[~inside] > 0).all()
+    # Further out is never better: the hinge grows on each side of the range.
+    below, above = probes < target.low, probes > target.high
+    assert (np.diff(excess[below]) <= 0).all() and (np.diff(excess[above]) >= 0).all()
+    assert target.excess(math.inf) == math.inf
+
+
+def test_the_objective_counts_figures_out_of_range_before_anything_else():
+    """One figure brought into range always lowers the objective, however central the others sit."""
+    targets = load_targets("seed-000")
+    params = parse_params("decision.rationale_per_span", sc.load("oscillation-40"), targets)
+    objective = Objective(sc.load("oscillation-40"), targets, params, range(1))
+    fitted = objective.fitted
+    assert len(fitted) == 15
+    centred = {f: f.value if f.accepts(f.value) else f.low + 1 for f in fitted}  # "> 0": 0 itself misses
+    at_edges = {f: (f.high if math.isfinite(f.high) else f.low + 1) for f in fitted}
+    worst_in = sum(objective.loss(f, at_edges[f]) for f in fitted)
+    best_in = sum(objective.loss(f, centred[f]) for f in fitted)
+    assert all(f.accepts(at_edges[f]) for f in fitted) and best_in <= worst_in < 0.5
+    for f in fitted:
+        outside = f.high + 1e-6 if math.isfinite(f.high) else f.low
+        assert not f.accepts(outside)
+        assert objective.loss(f, outside) >= 1 > worst_in
 
 
 BAD_TARGETS = [
@@ -128,7 +167,7 @@ def test_a_small_calibration_writes_a_valid_scenario_with_its_fit_and_is_reprodu
     first, second = tmp_path / "a" / "cal.toml", tmp_path / "b" / "cal.toml"
     assert main([*CMD, "--out", str(first), "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "objective (sum of squared distances in half-widths): start" in out and "naive @22k" in out
+    assert f"objective ({OBJECTIVE_TEXT}): start" in out and "naive @22k" in out
     text = first.read_text()
     assert text.startswith(HEADER_BEGIN) and HEADER_END in text
     assert "# seeds: 0..2 (3 seeds, the same for every candidate: common random numbers)" in text

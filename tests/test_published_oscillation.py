@@ -23,12 +23,10 @@ MODEL_MD = Path(__file__).resolve().parents[1] / "docs" / "model.md"
 # (variant, metric) of every figure outside its range on seeds 1000..1099, each explained in docs/model.md.
 KNOWN_DISAGREEMENTS = {
     ("naive @22k", "mean_evicted_spans"),
-    ("naive @22k", "mean_utilization_after"),
-    ("naive @22k", "band_floor"),
     ("naive @22k", "pass_trend"),
     ("naive @22k", "oscillating"),
-    ("naive @20k", "net_negative_passes"),
     ("naive @20k", "oscillating"),
+    ("slack-gated", "passes"),
 }
 
 
@@ -89,7 +87,8 @@ def test_a_longer_rationale_costs_more(oscillation):
 def test_more_slack_at_decision_time_cuts_nothing_and_loses_less(oscillation):
     """Seed 000 at 20k: with slack no rationale is cut at the ceiling and fewer passes cost more than they free.
 
-    (That no pass at all is net-negative, and that the oscillation disappears, are documented disagreements.)
+    (That no pass is net-negative in the median run holds; that the oscillation disappears is a documented
+    disagreement.)
     """
     slack = sc.replace(oscillation, {"trigger": 20000})
     assert median(slack, "cut_passes") == 0 < median(oscillation, "cut_passes")

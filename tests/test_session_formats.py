@@ -116,6 +116,21 @@ def test_usage_and_events_survive_the_workload_file(tmp_path):
     assert [u["cache_write_1h_tokens"] for u in back.header["usage"]] == [0, 30, 0, 0]
 
 
+def test_a_recorded_cost_in_dollars_survives_the_workload_file(tmp_path, capsys):
+    (data,) = raw(CLAUDE / "session.jsonl")
+    data.header["usage"][0]["cost_usd"] = 0.004568  # what mini-swe-agent records: dollars, not a count
+    wl.write(tmp_path / "w.jsonl", data)
+    assert wl.read(tmp_path / "w.jsonl").header["usage"][0]["cost_usd"] == 0.004568
+    assert main(["run", "--workload", str(tmp_path / "w.jsonl"), "--policy", "noop"]) == 0
+    for bad in (-0.5, "0.1", [1]):
+        data.header["usage"][0]["cost_usd"] = bad
+        wl.write(tmp_path / "bad.jsonl", data)
+        capsys.readouterr()
+        assert main(["run", "--workload", str(tmp_path / "bad.jsonl"), "--policy", "noop"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "bad.jsonl:1: usage:" in err
+
+
 def test_claude_replay_applies_the_recorded_compaction_like_fidelity_does():
     (data,) = raw(CLAUDE / "session.jsonl")
     context = wl.context_before_calls(data)

@@ -88,11 +88,37 @@ class Target:
             return f"<= {_fmt(self.high)}"
         return f"{_fmt(self.low)}..{_fmt(self.high)}"
 
+    def excess(self, statistic: float) -> float:
+        """How far ``statistic`` lies outside the accepted range, in the units of :meth:`distance`; 0 inside.
+
+        The hinge the calibration's objective is built on: nothing to gain by
+        moving a figure that is already in range, and the further out, the worse.
+        A one-sided figure, or a published 0, is scaled by its value (at least 1).
+        """
+        if not self.judged:
+            return 0.0
+        if math.isnan(statistic) or math.isinf(statistic):
+            return math.inf
+        v = self.value
+        if self.compare in ("near", "level"):
+            half = (self.high - self.low) / 2
+            if half == 0:
+                return abs(statistic - v) / max(abs(v), 1.0)
+            return max(0.0, abs(statistic - v) - half) / half
+        if self.compare == "above":
+            return 0.0 if statistic > v else (v - statistic) / max(abs(v), 1.0)
+        if self.compare == "at_most":
+            return 0.0 if statistic <= v else (statistic - v) / max(abs(v), 1.0)
+        if self.compare == "yes":
+            return max(0.0, self.low - statistic) / TOLERANCE
+        return max(0.0, statistic - self.high) / TOLERANCE  # "no"
+
     def distance(self, statistic: float) -> float:
         """How far ``statistic`` lies from the published value, in units of the accepted half-width.
 
         At most 1 exactly when :meth:`accepts` holds (up to rounding at the edges); the
-        calibration minimizes the sum of squares over the judged figures.
+        calibration uses it only to prefer, among candidates with the same figures in
+        range, the one whose figures sit nearer the published values.
         """
         if not self.judged:
             return 0.0

@@ -11,7 +11,7 @@ from prunesim.cli.commands._common import out_arg, parse_seeds
 from prunesim.errors import UserError
 from prunesim.io.atomic import write_text
 from prunesim.io.scenario_files import load, resolve_path
-from prunesim.studies.calibrate import Calibration, calibrate, calibrated_text, parse_params
+from prunesim.studies.calibrate import OBJECTIVE_TEXT, Calibration, calibrate, calibrated_text, parse_params
 from prunesim.studies.targets import load_targets
 
 
@@ -116,7 +116,7 @@ def format_fit(cal: Calibration) -> str:
         t = f.target
         lines.append(f"{t.variant:13s} {t.label:44s} {t.published:>10s} {_num(f.start):>9s} {_num(f.fitted):>9s} "
                      f"{t.accepted_text():>15s}  {'yes' if f.ok else 'NO'}{'' if t.fit else '  (not fitted)'}")
-    lines.append(f"objective (sum of squared distances in half-widths): start {cal.start_objective:.4g}, "
+    lines.append(f"objective ({OBJECTIVE_TEXT}): start {cal.start_objective:.4g}, "
                  f"fitted {cal.objective:.4g}; {sum(f.ok for f in cal.figures)} of {len(cal.figures)} in range "
                  "on the fitting seeds")
     return "\n".join(lines)

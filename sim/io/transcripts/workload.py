@@ -264,6 +264,13 @@ def _count(value) -> bool:
     return type(value) is int and 0 <= value <= MAX_COUNT
 
 
+def _usage_value(field: str, value) -> bool:
+    """A recorded usage field: token counts are integers; the cost is dollars, a finite number."""
+    if field == "cost_usd":
+        return type(value) in (int, float) and math.isfinite(value) and value >= 0
+    return _count(value)
+
+
 def _text_field(rec: dict, key: str, where: str, required: bool) -> None:
     if key not in rec:
         if required:
@@ -308,9 +315,10 @@ def _check_header(rec, where: str) -> dict:
     usage = rec.get("usage")
     if usage is not None and (not isinstance(usage, list) or len(usage) != rec["turns"] or not all(
             u is None or (isinstance(u, dict) and set(u) <= set(USAGE_FIELDS)
-                          and all(v is None or _count(v) for v in u.values())) for u in usage)):
+                          and all(v is None or _usage_value(k, v) for k, v in u.items())) for u in usage)):
         raise UserError(where, "usage", f"must be null or a list of one object (fields {', '.join(USAGE_FIELDS)}, "
-                        "each a non-negative integer or null) or null per turn")
+                        "each a non-negative integer, cost_usd a non-negative number in USD, or null) "
+                        "or null per turn")
     anchored = rec.get("anchored_calls", [])
     if not isinstance(anchored, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in anchored):
         raise UserError(where, "anchored_calls", "must be a list of call numbers")
