@@ -90,6 +90,10 @@ class Digest:
                     self._drop(*self._order.popleft())
         return new
 
+    def commands_beyond(self, in_window: int) -> int:
+        """Commands the digest names beyond the ``in_window`` of them the window traces otherwise."""
+        return self.commands - in_window
+
     def _drop(self, key: str, command: bool) -> None:
         """Stop naming ``key`` (the oldest named): it is counted in ``older`` from now on."""
         numbered = _split(key)

@@ -32,6 +32,33 @@ from prunesim.policies.base import (
 )
 
 
+class Clock(simpy.Environment):
+    """SimPy's environment, with a shortcut for a process whose next timeout is the very next event.
+
+    Most runs have one process, the agent, and nothing else queued: a timeout it
+    yields is popped at once and resumes it at ``now + delay``. :meth:`advance`
+    moves the clock there directly instead. It does so only when nothing is
+    queued at or before that time (an event at the same time would go first, by
+    SimPy's order), so events happen in the same order at the same float times
+    as with the timeout: results are unchanged, the scheduling is skipped.
+    """
+
+    # The shortcut reads SimPy 4's private clock and queue; a SimPy without them gets plain timeouts.
+    _SHORTCUT = all(hasattr(simpy.Environment(), name) for name in ("_now", "_queue"))
+
+    def advance(self, delay: float) -> bool:
+        """Move the clock ``delay`` on when a timeout of ``delay`` would be the next event; else False
+        (the caller yields the timeout as usual)."""
+        if not self._SHORTCUT:
+            return False
+        at = self._now + delay  # the very sum SimPy's schedule() computes
+        queue = self._queue
+        if delay < 0 or (queue and queue[0][0] <= at):
+            return False
+        self._now = at
+        return True
+
+
 class PolicyContractError(RuntimeError):
     """A policy broke the contract (for example, it named a span that is not in the window).
 
@@ -58,7 +85,7 @@ class Engine(Provenance):
         self._on_removed = bus.span_removed
         self._on_truncation = bus.truncation
         self.window = Window(scenario.window, scenario.budget, scenario.hard)
-        self.env = simpy.Environment()
+        self.env = Clock()
         self.turn = 0
         self.pass_count = 0
         self.deciding = False
@@ -101,12 +128,14 @@ class Engine(Provenance):
             h(self.env.now, self.turn, record)
 
     # -- window changes ----------------------------------------------------------
-    def place(self, arrival: Arrival, **span_fields) -> Span:
+    def place(self, arrival: Arrival) -> Span:
         w = self.window
         w._next_id += 1  # Window.new_id, inlined: this runs for every arrival
         turn = self.turn
+        # Positional (id, kind, tokens, turn, key, stale_at, pinned, tags, pass_id, names, tool): the
+        # cheapest call, for every arrival.
         span = Span(w._next_id, arrival.kind, arrival.tokens, turn, arrival.key, turn + arrival.stale_after,
-                    arrival.pinned, arrival.tags, tool=arrival.tool, **span_fields)
+                    arrival.pinned, arrival.tags, -1, (), arrival.tool)
         return self.append(span)
 
     def append(self, span: Span, index: int | None = None) -> Span:
@@ -127,9 +156,13 @@ class Engine(Provenance):
         return span
 
     def remove(self, span_id: int, cause: str) -> Span:
-        span = self.window.remove(span_id)
-        if self._on_removed:
-            self._removed_tokens(cause, span, span.tokens)
+        w = self.window
+        span = w.remove(span_id)
+        if self._on_removed:  # _removed_tokens, written out: every eviction passes by
+            now, turn, freed, util, added, removed = (self.env.now, self.turn, span.tokens, w.utilization,
+                                                      w.appended_total, w.removed_total)
+            for h in self._on_removed:
+                h(now, turn, cause, span, freed, util, added, removed)
         self._removed(span, cause)
         return span
 
@@ -144,7 +177,7 @@ class Engine(Provenance):
         for arrival in self.workload.initial():
             self.place(arrival)
         env = self.env
-        timeout = env.timeout
+        timeout, advance = env.timeout, env.advance
         window = self.window
         place = self.place
         lat_base, lat_in, lat_out = self._lat
@@ -161,10 +194,13 @@ class Engine(Provenance):
             output = plan.reasoning.tokens + plan.tool_call.tokens
             for h in on_model_call:
                 h(env.now, turn, prompt, output, False)
-            yield timeout(lat_base + lat_in * prompt + lat_out * output)  # model_latency, inlined
+            delay = lat_base + lat_in * prompt + lat_out * output  # model_latency, inlined
+            if not advance(delay):
+                yield timeout(delay)
             place(plan.reasoning)
             place(plan.tool_call)
-            yield timeout(plan.tool_latency_s)
+            if not advance(plan.tool_latency_s):
+                yield timeout(plan.tool_latency_s)
             place(plan.tool_output)
             for arrival in plan.extra:
                 place(arrival)
@@ -296,7 +332,8 @@ class Engine(Provenance):
         kind_opts = dict(pass_id=self.pass_count, pinned=p.protect_artifacts)
         # The pass's prompt must fit under the ceiling: a runtime at its limit drops
         # the oldest prunable content to make room (a forced truncation, lost content).
-        self.make_room(p.index_tokens, exclude=frozenset(p.selected))
+        if w.utilization + p.index_tokens > w.ceiling:
+            self.make_room(p.index_tokens, exclude=frozenset(p.selected))
         if in_window:
             index = self.append(Span(w.new_id(), "prune_index", p.index_tokens, self.turn, stale_at=self.turn,
                                      **kind_opts))
@@ -304,7 +341,9 @@ class Engine(Provenance):
         else:  # the index is read from the edit log: billed, but it must still fit the call
             index_kept = min(p.index_tokens, max(0, w.ceiling - w.utilization))
         prompt = before + index_kept
-        yield self.env.timeout(self.model_latency(prompt, p.rationale_tokens))
+        delay = self.model_latency(prompt, p.rationale_tokens)
+        if not self.env.advance(delay):
+            yield self.env.timeout(delay)
         # The rationale is written selection by selection; a hard ceiling cuts it short.
         room = max(0, w.ceiling - w.utilization - (0 if in_window else index_kept))
         written = 0
@@ -441,7 +480,9 @@ class Engine(Provenance):
         w = self.window
         before = w.utilization
         prompt = before + action.instruction_tokens
-        yield self.env.timeout(self.model_latency(prompt, action.summary_tokens))
+        delay = self.model_latency(prompt, action.summary_tokens)
+        if not self.env.advance(delay):
+            yield self.env.timeout(delay)
         self._model_call(prompt, action.summary_tokens, True)
         named = set(action.span_ids)
         replaced = [s for s in w.spans() if s.id in named]

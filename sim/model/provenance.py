@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from prunesim.model.digest import Digest
 from prunesim.model.editlog import EditLog, SelfEditRefused, Tombstone, content_hash
+from prunesim.model.grouped_digest import GroupedDigest
 from prunesim.model.needs import NeedModel
 from prunesim.model.spans import SUMMARY_TAG, Span
 from prunesim.model.workload import Arrival, TurnPlan
@@ -57,8 +58,11 @@ class Provenance:
         target = self._tombstone_budget // 2
         if self.digest is None:
             params = self.scenario.tombstone
-            self.digest = Digest(params.digest_base, params.digest_max,
-                                 self.needs.was_seen if self.needs is not None else None)
+            is_command = self.needs.was_seen if self.needs is not None else None
+            if params.digest == "groups":
+                self.digest = GroupedDigest(params.digest_base, params.digest_root, params.digest_max, is_command)
+            else:
+                self.digest = Digest(params.digest_base, params.digest_max, is_command)
         digest = self.digest
         folded_records = []
         folded = 0
@@ -105,7 +109,7 @@ class Provenance:
         self.needs = needs
         self._tombstone_budget = self.scenario.tombstone.budget
         self._tombstone_tokens = 0  # tokens of the tombstones in the window
-        self.digest: Digest | None = None
+        self.digest: Digest | GroupedDigest | None = None
         self._digest_span: Span | None = None
         self._ran_cache: dict[str, bool] = {}  # was_seen for keys the window names, cleared as keys expire
         self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
@@ -231,7 +235,7 @@ class Provenance:
                 shown += 1
                 in_digest += self.digest is not None and key in self.digest
         if self.digest is not None and self.digest_tokens():  # the digest shows the commands it names
-            shown += self.digest.commands - in_digest
+            shown += self.digest.commands_beyond(in_digest)
         for h in self.bus.history:
             h(self.turn, self.needs.seen, shown)
 
@@ -261,7 +265,9 @@ class Provenance:
             stale_after = max(0, stale_at - self.turn)
             if call:
                 self.place(Arrival("tool_call", call, key, stale_after))
-            yield self.env.timeout(self.scenario.latency.tool_mean_s)
+            delay = self.scenario.latency.tool_mean_s
+            if not self.env.advance(delay):
+                yield self.env.timeout(delay)
             out = self.place(Arrival("tool_output", tokens, key, stale_after, tags=tags))
             if record:  # the record said stale; the agent overrides it because it truly needs the content
                 self._need("override", key, out.tokens, since, record)

@@ -191,6 +191,9 @@ class NeedParams:
             raise UserError(where, f"{key}.stale", f"{self.stale} is above both relevant and focus")
 
 
+DIGEST_KINDS = ("keys", "groups")
+
+
 @dataclass
 class TombstoneParams:
     """The marker an evicted span leaves under a provenance-keeping policy."""
@@ -200,8 +203,14 @@ class TombstoneParams:
     # oldest fold into one pinned digest (sim/model/digest.py) until they hold half the budget.
     budget: int = 0
     digest_base: int = 16  # tokens of the digest's fixed part: its header and the pointer to the edit log
-    # Most tokens the digest may hold (0: no limit); past it the keys named longest ago are only counted.
+    # Most tokens the digest may hold (0: no limit); past it the keys named longest ago are only counted
+    # ("keys"), or its groups coarsen ("groups").
     digest_max: int = 0
+    # "keys": name every folded key (sim/model/digest.py); "groups": name keys and prefix groups within
+    # digest_root * sqrt(keyed tombstones folded) tokens, covering every folded key and some that share
+    # a group's prefix (sim/model/grouped_digest.py).
+    digest: str = "keys"
+    digest_root: int = 128  # "groups": tokens above digest_base per square root of the keyed tombstones folded
 
     def check(self, key: str, where: str) -> None:
         positive(self.tokens, f"{key}.tokens", where)
@@ -210,6 +219,9 @@ class TombstoneParams:
             raise UserError(where, f"{key}.budget", f"{self.budget} is below one tombstone ({self.tokens} tokens)")
         non_negative(self.digest_base, f"{key}.digest_base", where)
         non_negative(self.digest_max, f"{key}.digest_max", where)
+        if self.digest not in DIGEST_KINDS:
+            raise UserError(where, f"{key}.digest", f"{self.digest!r} is not one of {', '.join(DIGEST_KINDS)}")
+        positive(self.digest_root, f"{key}.digest_root", where)
         if 0 < self.digest_max <= self.digest_base:
             raise UserError(where, f"{key}.digest_max", f"{self.digest_max} leaves no room above digest_base "
                             f"({self.digest_base})")

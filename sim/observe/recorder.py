@@ -220,6 +220,7 @@ class Recorder(Observer):
 
 # Rows buffered before they are written: large enough to amortise the writer, small enough to stay flat.
 BATCH = 4096
+CALL_BATCH = 256  # calls.csv rows the cost observer holds before they are written (in one writerows)
 
 
 class StreamingRecorder(Recorder):
@@ -305,7 +306,7 @@ class StreamingRecorder(Recorder):
     def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0) -> None:
         if self._pending:
             self._write_passes()
-        if self._cost is not None and self._cost.calls:
+        if self._cost is not None and len(self._cost.calls) >= CALL_BATCH:
             self._write_calls()
 
     def on_run_end(self, end) -> None:

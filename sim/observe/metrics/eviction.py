@@ -84,24 +84,29 @@ class EvictionMetrics(Observer):
         self.last_removed = None  # the span of the latest removal: a truncation's, when one follows
         self.evicted_spans = self.needed_spans = 0
         self.evicted_tokens = self.needed_tokens = 0
+        self._policy_cause: dict[str, bool] = {}  # is_policy_cause, once per cause (a handful per run)
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
-        sid = span.id
-        if is_policy_cause(cause):
+        policy = self._policy_cause.get(cause)
+        if policy is None:
+            policy = self._policy_cause[cause] = is_policy_cause(cause)
+        cut = self.cut
+        if policy:
             self.evicted_tokens += freed
-            needed = not span.is_stale(turn)
+            needed = turn < span.stale_at  # not span.is_stale(turn)
             if needed:
                 self.needed_tokens += freed
-            if sid not in self.cut:
+            if not cut or span.id not in cut:
                 self.evicted_spans += 1
                 self.needed_spans += needed
             self.last_removed = span
-        if sid in self.cut:
-            left = self.cut[sid] - freed
+        if cut and span.id in cut:
+            sid = span.id
+            left = cut[sid] - freed
             if left > 0:
-                self.cut[sid] = left
+                cut[sid] = left
             else:
-                del self.cut[sid]
+                del cut[sid]
 
     def on_non_model_eviction(self, time, turn, action, reason, spans, freed, fallback) -> None:
         self.non_model += 1

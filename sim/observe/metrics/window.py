@@ -125,8 +125,12 @@ class WindowMetrics(Observer):
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
         if utilization > self.peak:
             self.peak = utilization
-        if self.first_trigger_turn >= 0:
-            self._hold(time, utilization)
+        if self.first_trigger_turn >= 0:  # _hold, written out: every append passes by
+            held, level = self.held, self.level
+            held[level] = held.get(level, 0.0) + (time - self.since)
+            self.since, self.level = time, utilization
+            if utilization < self.band_floor:
+                self.band_floor = utilization
         elif utilization >= self.trigger:  # only an append can bring utilization up to the trigger
             self.first_trigger_turn = turn
             self.band_floor = utilization
@@ -134,8 +138,12 @@ class WindowMetrics(Observer):
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         # A removal never raises the peak; only the band can move.
-        if self.first_trigger_turn >= 0:
-            self._hold(time, utilization)
+        if self.first_trigger_turn >= 0:  # _hold, written out: every removal passes by
+            held, level = self.held, self.level
+            held[level] = held.get(level, 0.0) + (time - self.since)
+            self.since, self.level = time, utilization
+            if utilization < self.band_floor:
+                self.band_floor = utilization
         if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
             self.lost_constraints += 1
 
