@@ -31,6 +31,7 @@ TABLES = {
     "calls": (CALL_COLUMNS, set(CALL_COLUMNS)),
 }
 SUMMARY_NUMBERS = ("window", "budget", "trigger", "scenario_trigger")
+SUMMARY_MAX_TOKENS = 10**12  # the largest size a scenario accepts (prunesim.io.scenario_files)
 NUMBER_WORDS = ("inf", "-inf", "nan")  # how result files write what JSON cannot
 
 
@@ -82,6 +83,10 @@ def check_summary(summary: dict, where: str) -> None:
         v = summary.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
             raise UserError(where, key, "must be a number")
+        # Sizes in tokens, within what a scenario accepts: a corrupted 1e308 would draw an empty figure.
+        if v is not None and not (0 <= v <= SUMMARY_MAX_TOKENS and float(v).is_integer()):
+            raise UserError(where, key, f"must be a whole number of tokens from 0 to {SUMMARY_MAX_TOKENS:,} "
+                                        f"(got {json.dumps(v)[:40]})")
     if not isinstance(summary.get("budget_kind", ""), str):
         raise UserError(where, "budget_kind", "must be a string")
     for name, v in summary["metrics"].items():
@@ -275,10 +280,18 @@ def _read_aggregate(path: Path, meta: dict) -> list[dict]:
     rows = []
     for n, cells in enumerate(body, start=2):
         row = dict(zip(header, cells, strict=True))
-        if row["policy"] not in meta["policies"] or any(row[a] not in axes[a] for a in axes):
+        if row["policy"] not in meta["policies"]:
             raise UserError(str(path), f"line {n}", "a policy or grid value that is not the sweep's")
         for a in axes:
-            row[a] = axes[a][row[a]]
+            owner = a.rpartition(":")[0]  # a per-policy axis is blank in other policies' rows, as in runs.csv
+            if owner and owner != row["policy"]:
+                if row[a] != "":
+                    raise UserError(str(path), f"line {n}", f"{a} is set in a {row['policy']} row")
+                row[a] = None
+            elif row[a] in axes[a]:
+                row[a] = axes[a][row[a]]
+            else:
+                raise UserError(str(path), f"line {n}", "a policy or grid value that is not the sweep's")
         for c in ("n", "median", "mean", "ci_low", "ci_high"):
             row[c] = parse_cell(row[c])
             if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):

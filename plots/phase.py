@@ -55,6 +55,12 @@ def select_runs(sweep: Sweep, x: str, y: str, policy: str | None, fix: dict[str,
         raise UserError("--policy", policy, f"not in this sweep (policies: {', '.join(policies)})")
     for p in fix:
         sweep.check_param(p, "--fix")
+    # An axis qualified by another policy is blank in this policy's rows: a figure of it would be empty.
+    for flag, axis in (("--x", x), ("--y", y)):
+        owner = axis.rpartition(":")[0]
+        if owner not in ("", policy):
+            raise UserError(flag, axis, f"is swept for {owner} only; {policy}'s runs leave it blank "
+                                        f"(choose --policy {owner} or another grid parameter)")
     # Axes qualified by another policy (``slack-gated:gate.headroom``) are empty in this policy's rows.
     rest = [p for p in sweep.grid if p not in (x, y) and p.rpartition(":")[0] in ("", policy)]
     for p in rest:

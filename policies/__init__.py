@@ -118,7 +118,7 @@ def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
         sys.modules[module_name] = module  # dataclasses and pickling look their module up by name
         try:
             module_spec.loader.exec_module(module)
-        except Exception as err:
+        except (Exception, SystemExit) as err:  # SystemExit: a file that calls sys.exit() when imported
             del sys.modules[module_name]
             raise UserError(where, spec, f"cannot load {file}: {_one_line(err, resolved)}") from None
     cls = getattr(module, class_name, None)
@@ -134,7 +134,55 @@ def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
 def _check_class(cls, where: str) -> type[Policy]:
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise UserError(where, None, f"{cls!r} is not a subclass of prunesim.policies.Policy")
+    if cls.decide is Policy.decide:
+        raise UserError(where, None, f"{cls.__name__} does not implement decide(view)")
     return cls
+
+
+def _user_modules() -> dict[str, str]:
+    """Modules holding policies a user supplied (files, installed plugins), each with the spec that named it."""
+    found = {cls.__module__: spec for spec, cls in _files.items()}
+    for name, cls in (_entry_points or {}).items():
+        if isinstance(cls, type):
+            package = cls.__module__.partition(".")[0]
+            if package != "prunesim":
+                found.setdefault(package, f"entry point {name!r}")
+    return found
+
+
+def user_policy_fault(err: BaseException) -> UserError | None:
+    """The one-line error for an exception a user's policy caused, or None when it is not one (a bug).
+
+    A user's policy (a file given as ``path.py:ClassName``, or an installed
+    plugin) is input like any other: when its own code raises, or the engine
+    refuses what it answered, the user sees which policy and where, not a crash
+    report blaming prunesim. The innermost frame that is either the user's
+    code or prunesim's decides; frames of the standard library and other
+    packages (numpy called wrongly) are passed over.
+    """
+    users = _user_modules()
+    if not users:
+        return None
+    # SimPy re-raises a process's exception as a fresh copy whose cause is the original, which holds the
+    # frames (and attributes) that tell where it came from.
+    while type(err.__cause__) is type(err):
+        err = err.__cause__
+    cls = getattr(err, "policy", None)  # the engine's PolicyContractError names the policy it refused
+    if isinstance(cls, type) and issubclass(cls, Policy):
+        spec = users.get(cls.__module__) or users.get(cls.__module__.partition(".")[0])
+        return UserError("--policy", spec, f"the policy broke its contract: {err}") if spec else None
+    import traceback
+
+    for frame, lineno in reversed(list(traceback.walk_tb(err.__traceback__))):
+        module = frame.f_globals.get("__name__", "")
+        spec = users.get(module) or users.get(module.partition(".")[0])
+        if spec is not None:
+            what = " ".join(f"{type(err).__name__}: {err}".split()) if str(err) else type(err).__name__
+            return UserError("--policy", spec, f"the policy raised {what} ({Path(frame.f_code.co_filename).name}, "
+                                               f"line {lineno}, in {frame.f_code.co_name})")
+        if module == "prunesim" or module.startswith("prunesim."):
+            return None
+    return None
 
 
 def _one_line(err: Exception, file: Path | None = None) -> str:
@@ -227,4 +275,4 @@ def parse_names(text: str, where: str = "--policies") -> list[str]:
 
 
 __all__ = ["ALL", "ENTRY_POINT_GROUP", "REGISTRY", "Policy", "available", "every_policy", "get_policy",
-           "is_file_spec", "load_file_policy", "parse_names", "policy_name", "tables"]
+           "is_file_spec", "load_file_policy", "parse_names", "policy_name", "tables", "user_policy_fault"]

@@ -540,6 +540,11 @@ RUN_CORRUPTIONS = {
         {**json.loads(p.read_text()), "seed": "abc"})), "seed: must be a non-negative integer"),
     "an empty trace": ("trace.csv", lambda p: edit_lines(p, lambda ls: ls[:1]), "no rows"),
     "not UTF-8": ("trace.csv", lambda p: _poke(p, 200, 0xFE), "not UTF-8"),
+    # A budget of 1e308 drew an empty figure (exit 0, a matplotlib warning on stderr); -5 drew a wrong one.
+    "a budget near the float limit": ("summary.json", lambda p: p.write_text(json.dumps(
+        {**json.loads(p.read_text()), "budget": 1e308})), "budget: must be a whole number of tokens"),
+    "a negative window": ("summary.json", lambda p: p.write_text(json.dumps(
+        {**json.loads(p.read_text()), "window": -5})), "window: must be a whole number of tokens"),
 }
 
 
@@ -797,3 +802,129 @@ def test_17_folder_sources_with_a_bug_are_reported_as_bugs_not_bad_input(tmp_pat
     assert code == 70
     assert "internal error" in err and "openai.json" in err and "bug in prunesim" in err
     assert len(list(csv.reader(open(tmp_path / "rows.csv")))) == 2  # the good file's row
+
+
+# -- the seams between reliability, long sessions and the first hour ------------------
+def test_seam_a_full_disk_while_a_run_streams_is_exit_1_naming_the_out_folder(tmp_path, monkeypatch):
+    """A full disk is the machine's failure (exit 1), named by the folder the user gave, not a staging name."""
+    import errno
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "r"
+    code, _, err = cli("run", "oscillation-40", "--policy", "naive", "--set", "turns=10", "--out", out)
+    one_error_line(err, "--out", str(out), "No space left on device")
+    assert code == 1 and ".tmp" not in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def per_policy_sweep(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("pp") / "s"
+    code, _, err = cli("sweep", "oscillation-40", "--set", "turns=15", "--grid", "trigger=20000,22000",
+                       "--grid", "slack-gated:gate.lead=0,1000", "--policies", "naive,slack-gated",
+                       "--seeds", "0:2", "--jobs", "1", "--quiet", "--out", out)
+    assert code == 0, err
+    return out
+
+
+@pytest.mark.parametrize("x, y", [("slack-gated:gate.lead", "trigger"), ("trigger", "slack-gated:gate.lead")])
+def test_seam_plot_phase_refuses_an_axis_the_policy_is_not_swept_along(per_policy_sweep, tmp_path, x, y):
+    """naive's rows leave slack-gated:gate.lead blank: its phase diagram over that axis would be empty."""
+    fig = tmp_path / "phase.png"
+    code, _, err = cli("plot", "phase", per_policy_sweep, "--metric", "passes", "--policy", "naive",
+                       "--x", x, "--y", y, "--out", fig)
+    flag = "--x" if x.startswith("slack-gated:") else "--y"
+    one_error_line(err, flag, "slack-gated:gate.lead", "swept for slack-gated only")
+    assert code == 2 and not fig.exists()
+    code, _, err = cli("plot", "phase", per_policy_sweep, "--metric", "passes", "--policy", "slack-gated",
+                       "--x", x, "--y", y, "--out", fig)
+    assert code == 0 and fig.stat().st_size > 0, err
+
+
+_POLICY_HEAD = ("from prunesim.policies.base import Policy\n"
+                "class P(Policy):\n    name = 'mine'\n    summary = 'a user policy'\n    model_driven = False\n")
+BROKEN_POLICIES = {
+    "raises_in_init": (_POLICY_HEAD + "    def __init__(self, *a):\n        raise RuntimeError('boom')\n"
+                       "    def decide(self, view):\n        return []\n", "RuntimeError: boom"),
+    "raises_in_decide": (_POLICY_HEAD + "    def decide(self, view):\n        raise ValueError('oops')\n",
+                         "ValueError: oops"),
+    "returns_a_number": (_POLICY_HEAD + "    def decide(self, view):\n        return 5\n", "not a list of actions"),
+    "returns_a_non_action": (_POLICY_HEAD + "    def decide(self, view):\n        return ['evict it all']\n",
+                             "which is not an action"),
+    "no_decide": (_POLICY_HEAD, "does not implement decide"),
+    "exits_on_import": ("import sys\nsys.exit(3)\n", "SystemExit"),
+}
+
+
+@pytest.mark.parametrize("name", list(BROKEN_POLICIES))
+def test_seam_a_broken_policy_file_is_bad_input_not_a_prunesim_bug(name, tmp_path, monkeypatch):
+    """A user's policy that raises or answers nonsense is one line naming it, exit 2, no crash report."""
+    text, problem = BROKEN_POLICIES[name]
+    crashes = tmp_path / "crashes"
+    monkeypatch.setenv("PRUNESIM_CRASH_DIR", str(crashes))
+    file = tmp_path / f"{name}.py"
+    file.write_text(text)
+    spec = f"{file}:P"
+    out = tmp_path / "run"
+    code, _, err = cli("run", "oscillation-40", "--policy", spec, "--set", "turns=10", "--out", out)
+    one_error_line(err, "--policy", spec, problem)
+    assert code == 2 and not out.exists()
+    if name not in ("no_decide", "exits_on_import"):  # those are refused when loaded, before any folder command
+        rows, folder = tmp_path / "rows.csv", tmp_path / "in"
+        folder.mkdir()
+        for fixture in ("openai.json", "mini.traj.json"):
+            shutil.copy(FIXTURES / fixture, folder)
+        code, _, err = cli("replay-dir", folder, "--policies", spec, "--out", rows)
+        assert code == 2 and not rows.exists(), err
+        errors = [line for line in err.splitlines() if line.startswith("prunesim: error:")]
+        assert "Traceback" not in err and len(errors) == 2 and all(problem in line for line in errors), err
+        sweep = tmp_path / "sweep"
+        code, _, err = cli("sweep", "oscillation-40", "--set", "turns=10", "--grid", "trigger=20000,21000",
+                           "--policies", spec, "--seeds", "0:2", "--jobs", "1", "--quiet", "--out", sweep)
+        assert code == 2 and problem in err and "Traceback" not in err
+        assert not sweep.exists()  # a sweep that failed before its first row leaves no folder behind
+    assert not crashes.exists() or list(crashes.iterdir()) == []
+
+
+def test_seam_a_bug_in_a_built_in_policy_is_still_a_crash_report(tmp_path, monkeypatch):
+    """The attribution to a user's policy must not hide prunesim's own bugs."""
+    from prunesim.policies.naive import NaivePolicy
+
+    def broken(self, view):
+        raise KeyError("spans")
+
+    monkeypatch.setattr(NaivePolicy, "decide", broken)
+    monkeypatch.setenv("PRUNESIM_CRASH_DIR", str(tmp_path / "crashes"))
+    code, _, err = cli("run", "oscillation-40", "--policy", "naive", "--set", "turns=10")
+    assert code == 70 and "bug in prunesim" in err
+    assert len(list((tmp_path / "crashes").iterdir())) == 1
+
+
+def test_seam_an_aggregate_of_per_policy_axes_is_read_back_by_plot_sweep(per_policy_sweep, tmp_path, capsys):
+    """aggregate.csv leaves a per-policy axis blank in other policies' rows, as runs.csv does: it is fresh."""
+    sweep = tmp_path / "s"
+    shutil.copytree(per_policy_sweep, sweep)
+    assert cli("aggregate", sweep)[0] == 0
+    rows = list(csv.DictReader(open(sweep / "aggregate.csv")))
+    assert {r["slack-gated:gate.lead"] for r in rows if r["policy"] == "naive"} == {""}
+    for x in ("trigger", "slack-gated:gate.lead"):
+        code, _, err = cli("plot", "sweep", sweep, "--metric", "passes", "--x", x, "--out", tmp_path / "f.png")
+        assert code == 0 and err == "", err  # no note: the aggregate was used, not recomputed
+    edit_lines(sweep / "aggregate.csv", lambda lines: [lines[0], lines[1].replace("naive,20000,,", "naive,20000,0,")]
+               + lines[2:])
+    code, _, err = cli("plot", "sweep", sweep, "--metric", "passes", "--x", "trigger", "--out", tmp_path / "g.png")
+    assert code == 0 and "is unreadable" in err and "set in a naive row" in err
+
+
+@pytest.mark.parametrize("ylim", ["1e308:1.7e308", "0:1e16", "-1e300:0"])
+def test_seam_a_ylim_beyond_any_window_is_one_line_not_a_crash(ylim, run_dir, tmp_path):
+    """Matplotlib's tick locator overflows near the float limit: such a --ylim is refused, not plotted."""
+    fig = tmp_path / "t.png"
+    code, _, err = cli("plot", "trace", run_dir, f"--ylim={ylim}", "--out", fig)
+    one_error_line(err, "--ylim", "out of range")
+    assert code == 2 and not fig.exists()
+    code, _, err = cli("plot", "trace", run_dir, "--ylim=-1e15:1e15", "--out", fig)
+    assert code == 0 and fig.exists(), err

@@ -30,6 +30,7 @@ import sys
 from prunesim import __version__
 from prunesim.cli import commands, crash
 from prunesim.errors import OneLineError, UserError, from_os_error
+from prunesim.policies import user_policy_fault
 
 EXIT_OK = 0
 EXIT_ENVIRONMENT = 1
@@ -167,6 +168,10 @@ def _main(argv: list[str] | None) -> int:
         _say(f"prunesim: error: {one}")
         return one.exit_code
     except Exception as err:  # noqa: BLE001 - the boundary: a bug, reported as one
+        fault = user_policy_fault(err)  # unless the user's own policy code raised: that is bad input
+        if fault is not None:
+            _say(f"prunesim: error: {fault}")
+            return fault.exit_code
         _say(crash.one_line(err, argv))
         return EXIT_BUG
 

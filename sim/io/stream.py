@@ -22,7 +22,7 @@ import signal
 import tempfile
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import UserError, from_os_error
 from prunesim.io import atomic, output
 from prunesim.io.results import EDIT_LOG_FILE, run_record
 from prunesim.model.editlog import EditLog
@@ -42,9 +42,11 @@ def _file_mode() -> int:
 class StagedFiles:
     """Files written under temporary names in ``folder`` and renamed into place together by :meth:`commit`."""
 
-    def __init__(self, folder: Path, flag: str = "--out"):
+    def __init__(self, folder: Path, flag: str = "--out", shown: Path | None = None):
         self.folder = Path(folder)
         self.flag = flag  # named in the one-line error when the folder cannot be written
+        # The folder the user named: a staging folder's hidden name would mean nothing to them.
+        self.shown = Path(shown) if shown is not None else self.folder
         self._open: dict[str, tuple[str, object]] = {}  # target name -> (temporary path, file)
         self._mode = _file_mode()
         self._made: list[Path] = []  # folders this object created (removed again by abort if left empty)
@@ -59,7 +61,7 @@ class StagedFiles:
             fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.folder)
         except OSError as err:
             self.abort()
-            raise UserError(self.flag, str(self.folder), f"cannot write there: {err.strerror}") from None
+            raise self._error(err) from None
         try:
             os.fchmod(fd, self._mode)
             fh = os.fdopen(fd, mode, buffering=BUFFER, encoding="utf-8", newline="")
@@ -69,6 +71,10 @@ class StagedFiles:
             raise
         self._open[name] = (tmp, fh)
         return fh
+
+    def _error(self, err: OSError):
+        """One line naming the folder: exit 1 for a full disk or an I/O error, 2 for a folder that cannot be written."""
+        return from_os_error(err, f"{self.flag}: {self.shown}")
 
     def write(self, name: str, text: str) -> None:
         """A whole small file, staged with the others."""
@@ -89,7 +95,7 @@ class StagedFiles:
                 fh.close()
         except OSError as err:  # a full disk, most likely: nothing is renamed
             self.abort()
-            raise UserError(self.flag, str(self.folder), f"cannot write there: {err.strerror}") from None
+            raise self._error(err) from None
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
         try:
             blocked = [name for name in self._open if (self.folder / name).is_dir()]
@@ -148,7 +154,7 @@ def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, tr
     # The files are staged in a fresh folder, then moved into out_dir as any folder output is
     # (prunesim.io.output.folder: links written through, other files left alone, nothing on an error).
     with output.folder(out_dir, "--out", stale=[EDIT_LOG_FILE]) as staging:
-        with StagedFiles(staging) as staged:
+        with StagedFiles(staging, shown=out_dir) as staged:
             recorder = StreamingRecorder(trace, staged.open("trace.csv"), staged.open("ledger.csv"),
                                          staged.open("events.csv"), staged.open("calls.csv"))
             log = EditLog(sink=staged.open(EDIT_LOG_FILE, "w+"), tail=EDIT_LOG_TAIL) if keeps_log else None

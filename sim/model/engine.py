@@ -60,7 +60,15 @@ class Clock(simpy.Environment):
 
 
 class PolicyContractError(RuntimeError):
-    """A policy broke the contract (for example, it named a span that is not in the window)."""
+    """A policy broke the contract (for example, it named a span that is not in the window).
+
+    ``policy`` is the offending policy's class, so that the command line can
+    tell a user's policy at fault (bad input) from a built-in one (a bug).
+    """
+
+    def __init__(self, message: str, policy: type | None = None):
+        super().__init__(message)
+        self.policy = policy
 
 
 class Engine(Provenance):
@@ -202,7 +210,10 @@ class Engine(Provenance):
             for h in on_turn_reached:
                 h(turn, window.utilization)
             if not self.deciding:  # one model-driven pass at a time
-                for action in decide(self.view()):
+                actions = decide(self.view())
+                if not isinstance(actions, (list, tuple)):
+                    actions = self.as_actions(actions)
+                for action in actions:
                     if isinstance(action, ModelPass) and self.concurrent:
                         self.check_contract(action)
                         self.deciding = True
@@ -275,18 +286,28 @@ class Engine(Provenance):
             for h in self.bus.gate_decision:
                 h(self.env.now, self.turn, action.reason, action.numbers)
         else:
-            raise TypeError(f"policy {self.policy.name!r} returned {action!r}, which is not an action")
+            raise PolicyContractError(f"policy {self.policy.name!r} returned {action!r}, which is not an action",
+                                      type(self.policy))
+
+    def as_actions(self, answer) -> list:
+        """What ``decide`` answered, when it is not a list: any iterable of actions will do, anything else is
+        the policy's bug (named as such, not left to fail inside the engine)."""
+        if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
+            raise PolicyContractError(f"policy {self.policy.name!r} returned {answer!r} from decide, "
+                                      "not a list of actions", type(self.policy))
+        return list(answer)
 
     def check_contract(self, action) -> None:
         """A policy may only name spans that are in the window; anything else is a bug in the policy."""
         missing = [i for i in named_spans(action) if i not in self.window]
         if missing:
             raise PolicyContractError(
-                f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})"
-            )
+                f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})",
+                type(self.policy))
         if isinstance(action, Clear) and len(action.placeholder_tokens) != len(action.span_ids):
             raise PolicyContractError(f"policy {self.policy.name!r} gave {len(action.placeholder_tokens)} "
-                                      f"placeholder sizes for {len(action.span_ids)} spans (turn {self.turn})")
+                                      f"placeholder sizes for {len(action.span_ids)} spans (turn {self.turn})",
+                                      type(self.policy))
         if isinstance(action, Compact):
             carriable = set(action.span_ids)
             for span_id in action.span_ids:
@@ -294,7 +315,7 @@ class Engine(Provenance):
             stray = [i for i in action.carried if i not in carriable]
             if stray:
                 raise PolicyContractError(f"policy {self.policy.name!r} has a summary carry span(s) {stray} that "
-                                          f"it does not replace (turn {self.turn})")
+                                          f"it does not replace (turn {self.turn})", type(self.policy))
 
     def model_pass(self, p: ModelPass):
         """Read the index, write the rationale (cut at a hard ceiling), evict what was written.

@@ -484,11 +484,16 @@ def execute(
 
 def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
              started: float) -> SweepStats:
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise from_os_error(err, out) from None
-    lock = _lock(out)
+    try:
+        lock = _lock(out)
+    except BaseException:
+        _remove_unstarted(out, created)
+        raise
     try:
         desc = json.loads(description_json(plan.description()))
         sweep_path, runs_path = out / SWEEP_FILE, out / RUNS_FILE
@@ -569,6 +574,19 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)
         os.close(lock)
+        _remove_unstarted(out, created)
+
+
+def _remove_unstarted(out: Path, created: bool) -> None:
+    """A folder this sweep made but never described (it failed on its first runs) is removed, lock and all:
+    a failed command leaves nothing behind."""
+    if not created or (out / SWEEP_FILE).exists():
+        return
+    try:
+        (out / LOCK_FILE).unlink(missing_ok=True)
+        out.rmdir()  # only if empty: anything else in it is not this sweep's to remove
+    except OSError:
+        pass
 
 
 def _metric_name(column: str, fixed: Sequence[str]) -> str:

@@ -9,6 +9,7 @@ import sys
 from prunesim.cli import crash
 from prunesim.errors import ResourceError, UserError
 from prunesim.io.scenario_files import parse_set
+from prunesim.policies import user_policy_fault
 
 
 def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
@@ -81,6 +82,8 @@ class Tally:
         self.done += 1
 
     def failed(self, path, err: BaseException) -> None:
+        if not isinstance(err, UserError):
+            err = user_policy_fault(err) or err  # a user's policy that raised is bad input, not a bug
         if isinstance(err, UserError):
             self.bad += 1
             line = f"prunesim: error: {err}"

@@ -101,6 +101,9 @@ def main_trace(args) -> int:
     return _write(trace_figure(runs, x=args.x, ylim=ylim), target)
 
 
+YLIM_MAX = 1e15  # tokens: a million times the largest context windows, far below where axis ticks overflow
+
+
 def parse_ylim(text: str) -> tuple[float, float]:
     """``HIGH`` (from 0) or ``LOW:HIGH``, finite numbers with LOW < HIGH."""
     import math
@@ -113,6 +116,8 @@ def parse_ylim(text: str) -> tuple[float, float]:
     if len(values) not in (1, 2) or not all(math.isfinite(v) for v in values):
         raise UserError("--ylim", text, "expected HIGH or LOW:HIGH in tokens")
     low, high = (0.0, values[0]) if len(values) == 1 else (values[0], values[1])
+    if any(abs(v) > YLIM_MAX for v in (low, high)):  # matplotlib's tick locator overflows near the float limit
+        raise UserError("--ylim", text, f"out of range: LOW and HIGH must be within +-{YLIM_MAX:.0e} tokens")
     if not low < high:
         raise UserError("--ylim", text, "LOW must be below HIGH")
     return low, high
