@@ -129,7 +129,9 @@ def run_one(
         edit_log = EditLog() if in_memory else EditLog(tail=EDIT_LOG_TAIL)
     extra = list(observers)
     observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger(), trace))
-    if trace != "none":  # an unrecorded run does not subscribe the recorder at all
+    # An unrecorded in-memory run does not subscribe its recorder at all; a streaming one writes
+    # the ledger, events and calls.csv whatever the trace mode.
+    if trace != "none" or type(recorder) is not Recorder:
         observers.append(recorder)
     observers.extend(extra)
     if hasattr(recorder, "attach"):

@@ -35,13 +35,18 @@ def test_streamed_files_equal_the_recorded_ones_byte_for_byte(tmp_path, oscillat
             assert files_of(streamed) == files_of(recorded), (policy, mode)
 
 
-def test_trace_turns_writes_one_row_per_turn_and_none_writes_the_header(tmp_path):
+def test_trace_turns_writes_one_row_per_turn_and_none_only_the_header(tmp_path):
     assert main(["run", "oscillation-40", "--trace", "turns", "--out", str(tmp_path / "t")]) == 0
     rows = (tmp_path / "t" / "trace.csv").read_text().splitlines()
     assert len(rows) == 1 + 40 and all(",turn_end," in r for r in rows[1:])
     assert main(["run", "oscillation-40", "--trace", "none", "--out", str(tmp_path / "n")]) == 0
     assert (tmp_path / "n" / "trace.csv").read_text().count("\n") == 1
-    assert json.loads((tmp_path / "n" / "summary.json").read_text())["metrics"]["passes"] > 0
+    passes = json.loads((tmp_path / "n" / "summary.json").read_text())["metrics"]["passes"]
+    assert passes > 0
+    # No trace, but the passes, events and model calls are still written: the same files as --trace turns.
+    for name in ("ledger.csv", "events.csv", "calls.csv"):
+        assert (tmp_path / "n" / name).read_bytes() == (tmp_path / "t" / name).read_bytes(), name
+    assert (tmp_path / "n" / "ledger.csv").read_text().count("\n") == 1 + passes
 
 
 def test_trace_without_out_is_refused(capsys):

@@ -2,8 +2,9 @@
 
 An observer that keeps plain columns. ``mode`` chooses how much it keeps:
 ``"all"`` (every change), ``"turns"`` (one row at the end of each turn) or
-``"none"`` (nothing: the runner does not subscribe it at all, and the metrics
-still see everything, so summaries need no trace). Event details are encoded
+``"none"`` (no trace rows: the runner does not subscribe an in-memory recorder
+at all, and the metrics still see everything, so summaries need no trace; a
+streaming recorder still writes the ledger, events and calls). Event details are encoded
 here, so an unrecorded run never builds them.
 
 :class:`Recorder` keeps the rows in memory (for studies that read a run back);
@@ -128,7 +129,9 @@ class Recorder(Observer):
         self.ledger: list[PassRecord] = []
         self.events: list[tuple] = []
         self._seq = 0
-        self.muted = _PER_CHANGE if mode == "turns" else frozenset({"turn_end"})
+        # "none" keeps no trace rows; a streaming recorder still writes the ledger, events and calls.
+        self.muted = {"all": frozenset({"turn_end"}), "turns": _PER_CHANGE,
+                      "none": _PER_CHANGE | {"turn_end"}}[mode]
 
     # -- the trace -------------------------------------------------------------
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
@@ -258,6 +261,8 @@ class StreamingRecorder(Recorder):
     def attach(self, observers) -> None:
         """Find the cost observer among the run's: it supplies the ledger's cost columns and calls.csv."""
         self._cost = next((o for o in observers if hasattr(o, "ledger_columns")), None)
+        if self._cost is not None:  # whatever the trace mode: the rows are written out as they come
+            self._cost.keep_calls = True
 
     def _t(self, time) -> str:
         if time != self._time:
