@@ -245,3 +245,17 @@ def test_an_axis_a_policy_cannot_feel_is_named_before_the_sweep_starts(tmp_path,
     # An axis every run feels is not named.
     assert inert_axes(["workload.tool_output.mean", "budget"], ["noop", "naive"]) == []
     assert inert_axes(["trigger"], ["noop"]) == ["note: --grid trigger cannot affect noop (no parameter of it would)"]
+
+
+def test_a_users_policy_that_declares_nothing_is_not_called_deaf(tmp_path):
+    (tmp_path / "mine.py").write_text(
+        "from prunesim.policies import Policy\n\n\nclass Quiet(Policy):\n    name = 'quiet'\n\n"
+        "    def decide(self, view):\n        return []\n\n\n"
+        "class Declared(Policy):\n    name = 'declared'\n    reads = ('recency',)\n\n"
+        "    def decide(self, view):\n        return []\n")
+    quiet, declared = f"{tmp_path / 'mine.py'}:Quiet", f"{tmp_path / 'mine.py'}:Declared"
+    assert inert_axes(["trigger"], [quiet]) == [
+        f"note: --grid trigger may not affect {quiet}: it does not declare the parameters it reads (Policy.reads)"]
+    # One that says what it reads is judged by it, as a shipped policy is.
+    assert inert_axes(["trigger"], [declared]) == [f"note: --grid trigger cannot affect {declared} "
+                                                   "(no parameter of it would)"]

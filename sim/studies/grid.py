@@ -184,6 +184,7 @@ def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
     from prunesim.policies import REGISTRY, get_policy
 
     classes = {name: get_policy(name) for name in policies}
+    builtin = set(REGISTRY.values())
     specific = [p for cls in (*REGISTRY.values(), *classes.values()) for p in cls.parameters()]
     lines = []
     for axis in axes:
@@ -192,14 +193,27 @@ def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
             continue
         role = next((r for cls in REGISTRY.values() for r, name in cls.parameter_roles().items()
                      if _covers(name, param)), None)
-        deaf = []
+        deaf, undeclared = [], []
         for name, cls in classes.items():
             if owner is not None and name != owner:
                 continue  # not this policy's axis: its runs do not take it
             if any(_covers(p, param) for p in cls.parameters()):
                 continue
+            if cls not in builtin and not _declares_reads(cls):  # a user's policy that does not say what it reads
+                undeclared.append(name)
+                continue
             other = cls.parameter_roles().get(role) if role else None
             deaf.append(f"{name} ({other} would)" if other else f"{name} (no parameter of it would)")
         if deaf:
             lines.append(f"note: --grid {axis} cannot affect {', '.join(deaf)}")
+        if undeclared:
+            lines.append(f"note: --grid {axis} may not affect {', '.join(undeclared)}: it does not declare "
+                         "the parameters it reads (Policy.reads)")
     return lines
+
+
+def _declares_reads(cls) -> bool:
+    """Whether the policy class, or a class it extends below the base, sets ``reads``."""
+    from prunesim.policies.base import Policy
+
+    return any("reads" in vars(k) for k in cls.__mro__ if k is not Policy and issubclass(k, Policy))
