@@ -184,7 +184,11 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None):
         ax.set_ylim(min(0.0, min(finite, default=0.0)), top)
         ax.set_xlabel(param_label(x))
         ax.set_ylabel(metric_label(metric))
+        shown = [p for p in policies if any(k[0] == p for k in data)]
+        # A policy-qualified x (slack-gated:gate.lead) has no values in other policies' runs: say so.
+        absent = [p for p in policies if p not in shown]
+        unswept = f"; {', '.join(absent)}: not swept along {x}" if absent else ""
         ax.set_title(f"{sweep.scenario_name}: {metric} against {x}, median and 95% band, "
-                     f"{', '.join(policies)} ({style.seeds_text(sweep.seeds)}; from {source})", wrap=True)
+                     f"{', '.join(shown)} ({style.seeds_text(sweep.seeds)}; from {source}){unswept}", wrap=True)
         style.legend_outside(ax, [h for h, _ in handles], [t for _, t in handles])
     return fig
