@@ -46,14 +46,22 @@ def add_set(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def non_negative_int(text: str) -> int:
+def _int_at_least(text: str, low: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a {what} integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected a {what} integer, got {text!r}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    return _int_at_least(text, 0, "non-negative")
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "positive")
 
 
 def out_arg(text: str) -> str:

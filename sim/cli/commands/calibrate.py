@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from prunesim.cli.commands._common import out_arg, parse_seeds
+from prunesim.cli.commands._common import out_arg, parse_seeds, positive_int
 from prunesim.errors import UserError
 from prunesim.io.atomic import write_text
 from prunesim.io.scenario_files import load, resolve_path
@@ -22,7 +22,7 @@ def register(sub) -> None:
     p.add_argument("--params", required=True, metavar="NAME[=LOW:HIGH],...",
                    help="the numeric parameters to fit, dotted; bounds from the flag or the targets' [bounds]")
     p.add_argument("--seeds", default="0:100", help="the seeds every candidate runs (default 0:100)")
-    p.add_argument("--max-evals", type=_positive, default=400, metavar="N",
+    p.add_argument("--max-evals", type=positive_int, default=400, metavar="N",
                    help="most candidates the optimizer may try (default 400)")
     p.add_argument("--out", required=True, type=_out_file, help="the calibrated scenario file to write")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
@@ -33,17 +33,6 @@ def register(sub) -> None:
 def _out_file(text: str) -> Path:
     return Path(out_arg(text))
 
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def check_out(out: Path, force: bool) -> None:

@@ -32,6 +32,7 @@ from prunesim.io.scenario_files import load
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
+from prunesim.studies.leaderboard import ACTIONS
 from prunesim.studies.sweep import metric_column, plan_sweep
 from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
 
@@ -177,9 +178,7 @@ class Idle:
 
     def add(self, summary: dict) -> None:
         self.replays += 1
-        acted = summary["passes"] + summary["non_model_evictions"] + summary.get("clearings", 0) + \
-            summary.get("compactions", 0) + summary.get("memory_warnings", 0)
-        if acted == 0:  # no pass, eviction, placeholder, summary or warning
+        if not any(summary[a] for a in ACTIONS):  # no pass, eviction, placeholder, summary or warning
             self.never_acted += 1
             self.never_triggered += summary["first_trigger_turn"] < 0
 

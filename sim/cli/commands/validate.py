@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from prunesim.cli.commands._common import non_negative_int
+from prunesim.cli.commands._common import non_negative_int, positive_int
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.studies.replay import REPLAYS, FigureReplay, get_replay
@@ -17,24 +17,13 @@ EXIT_MISSED = 1
 def register(sub) -> None:
     p = sub.add_parser("validate", help="judge a replay's figures on blocks of seeds never used for fitting")
     p.add_argument("name", help=f"one of: {', '.join(sorted(REPLAYS))} (replays with published figures)")
-    p.add_argument("--blocks", type=_positive, default=10, help="number of seed blocks (default 10)")
-    p.add_argument("--block-size", type=_positive, default=100, help="seeds per block (default 100)")
+    p.add_argument("--blocks", type=positive_int, default=10, help="number of seed blocks (default 10)")
+    p.add_argument("--block-size", type=positive_int, default=100, help="seeds per block (default 100)")
     p.add_argument("--first-seed", type=non_negative_int, default=1000,
                    help="first seed of the first block (default 1000; the shipped scenario was fitted on 0..99)")
     p.add_argument("--json", action="store_true", help="print the validation as JSON")
     p.set_defaults(func=main)
 
-
-def _positive(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def main(args) -> int:
