@@ -111,6 +111,40 @@ def cell(value) -> str:
     return str(value)
 
 
+_NUMBER_ROW_FORMATS: dict[tuple, tuple[str, tuple[int, ...]] | None] = {}
+
+
+def _number_row_format(types: tuple) -> tuple[str, tuple[int, ...]] | None:
+    """A %-format for rows of exactly these types (int and float only), and where the floats are."""
+    if not all(t is int or t is float for t in types):
+        return None  # bools, None, strings, numpy scalars: cell() by cell()
+    fmt = ",".join("%r" if t is float else "%d" for t in types) + "\n"
+    return fmt, tuple(i for i, t in enumerate(types) if t is float)
+
+
+def number_row(row) -> str | None:
+    """``row`` as a CSV line, equal to ``csv.writer`` writing ``[cell(v) for v in row]``, or None.
+
+    The ledger's and calls.csv's rows are plain ints and floats: one %-format per
+    row (floats rounded as :func:`cell` rounds them) instead of a call per cell.
+    Any other row is None, for the caller to write cell by cell.
+    """
+    types = tuple(map(type, row))
+    try:
+        found = _NUMBER_ROW_FORMATS[types]
+    except KeyError:
+        found = _NUMBER_ROW_FORMATS[types] = _number_row_format(types)
+    if found is None:
+        return None
+    fmt, floats = found
+    if not floats:
+        return fmt % tuple(row)
+    values = list(row)
+    for i in floats:
+        values[i] = round(values[i], 6)
+    return fmt % tuple(values)
+
+
 def csv_field(text: str) -> str:
     """``text`` as one CSV field, exactly as ``csv.writer(lineterminator="\\n")`` writes it."""
     if not any(c in text for c in _CSV_SPECIAL):
@@ -246,8 +280,12 @@ class StreamingRecorder(Recorder):
         self._event_batch: list[str] = []
         self._events_written = 0
         self._keys: dict[str, str] = {}  # key -> its CSV field (cached: a span's key is written twice)
+        self._kind_fields: dict[str, str] = {}  # span kind -> its JSON text inside a quoted CSV field
         self._time = -1.0  # the last time written, and its text: many rows share a time
         self._time_text = ""
+        self._ledger = ledger
+        self._ledger_lines: list[str] = []  # ledger rows formatted and not yet written
+        self._calls = calls
         self._ledger_w = csv.writer(ledger, lineterminator="\n")
         self._calls_w = csv.writer(calls, lineterminator="\n") if calls is not None else None
         self._cost = None  # the cost observer, whose columns each ledger row ends with (see attach)
@@ -316,24 +354,47 @@ class StreamingRecorder(Recorder):
 
     def on_run_end(self, end) -> None:
         self._write_passes()
+        self._write_ledger_lines()
         if self._cost is not None:
             self._write_calls()
 
     def _write_passes(self) -> None:
         cost = self._cost
+        lines = self._ledger_lines
         for record in self._pending:
             extra = ()
             if cost is not None:
                 extra = cost.ledger_columns(record.pass_id)
                 cost.pass_costs.pop(record.pass_id, None)
                 cost.pass_rows.pop(record.pass_id, None)
-            self._ledger_w.writerow([cell(v) for v in (*record, *extra)])
+            row = (*record, *extra)
+            line = number_row(row)
+            if line is None:  # a row of other types: what is gathered goes first, in order
+                self._write_ledger_lines()
+                self._ledger_w.writerow([cell(v) for v in row])
+            else:
+                lines.append(line)
         self._pending.clear()
+        if len(lines) >= CALL_BATCH:
+            self._write_ledger_lines()
+
+    def _write_ledger_lines(self) -> None:
+        self._ledger.write("".join(self._ledger_lines))
+        self._ledger_lines.clear()
 
     def _write_calls(self) -> None:
         rows = self._cost.calls
         if self._calls_w is not None:
-            self._calls_w.writerows([cell(v) for v in row] for row in rows)
+            lines = []
+            for row in rows:
+                line = number_row(row)
+                if line is None:  # the rare row of other types: what is gathered goes first, in order
+                    self._calls.write("".join(lines))
+                    lines.clear()
+                    self._calls_w.writerow([cell(v) for v in row])
+                else:
+                    lines.append(line)
+            self._calls.write("".join(lines))
         rows.clear()
 
     def _add_event(self, time, turn, event: str, detail: str) -> None:
@@ -349,14 +410,20 @@ class StreamingRecorder(Recorder):
             batch.clear()
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
-        if cause != "forced_truncation":
-            super().on_truncation(time, turn, cause, kind, wanted, kept, constraint, selections)
-            return
-        # The commonest event at a full window, written in one step (the same text as Recorder's).
+        # The commonest events at a full window, each written in one step: the same text as Recorder's
+        # JSON, quoted as a CSV field (its quotes doubled).
+        k = self._kind_fields.get(kind)
+        if k is None:
+            k = self._kind_fields[kind] = _json_kind(kind).replace('"', '""')
+        if cause == "forced_truncation":
+            detail = f'"{{""kept"": {kept}, ""kind"": {k}, ""wanted"": {wanted}}}"'
+        elif cause == "forced_drop":
+            detail = f'"{{""kind"": {k}, ""tokens"": {wanted}}}"'
+        else:
+            detail = f'"{{""selections"": {selections}, ""wanted"": {wanted}, ""written"": {kept}}}"'
         self._events_written += 1
         batch = self._event_batch
-        batch.append(f'{self._events_written},{self._t(time)},{turn},forced_truncation,'
-                     f'"{{""kept"": {kept}, ""kind"": ""{kind}"", ""wanted"": {wanted}}}"\n')
+        batch.append(f"{self._events_written},{self._t(time)},{turn},{cause},{detail}\n")
         if len(batch) >= BATCH:
             self._files[1].write("".join(batch))
             batch.clear()
@@ -368,6 +435,7 @@ class StreamingRecorder(Recorder):
     def flush(self) -> None:
         """Write what is buffered (the files' own buffers are flushed by their owner)."""
         self._flush_trace()
+        self._write_ledger_lines()
         self._files[1].write("".join(self._event_batch))
         self._event_batch.clear()
 
