@@ -46,8 +46,13 @@ def content_hash(*parts: object) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+# One encoder each, made once: json.dumps with options builds a new encoder on every call.
+_DIGEST_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+_LINE_JSON = json.JSONEncoder(sort_keys=True).encode
+
+
 def _digest(body: dict, prev: str) -> str:
-    payload = json.dumps({"body": body, "prev": prev}, sort_keys=True, separators=(",", ":"))
+    payload = _DIGEST_JSON({"body": body, "prev": prev})
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -182,7 +187,7 @@ class EditLog:
 
 def record_line(record: Record) -> str:
     """One record as a line of editlog.jsonl."""
-    return json.dumps(record.as_dict(), sort_keys=True) + "\n"
+    return _LINE_JSON(record.as_dict()) + "\n"
 
 
 def read_records(lines: Iterable[str]) -> Iterator[Record]:

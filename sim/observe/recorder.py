@@ -90,6 +90,7 @@ def to_pandas(columns: dict):
 _PER_CHANGE = frozenset({"span_appended", "span_removed"})
 
 _KIND_JSON: dict[str, str] = {}
+_SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(sort_keys=True), its encoder made once
 
 
 def _json_kind(kind: str) -> str:
@@ -193,7 +194,7 @@ class Recorder(Observer):
     # -- events ----------------------------------------------------------------
     def _event(self, time, turn, event: str, **detail) -> None:
         # Kept as JSON text, as events.csv writes it; RunResult.events parses it into EventRecords.
-        self._add_event(time, turn, event, json.dumps(detail, sort_keys=True))
+        self._add_event(time, turn, event, _SORTED_JSON(detail))
 
     def _add_event(self, time, turn, event: str, detail: str) -> None:
         self.events.append((len(self.events) + 1, time, turn, event, detail))
