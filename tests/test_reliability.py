@@ -928,3 +928,53 @@ def test_seam_a_ylim_beyond_any_window_is_one_line_not_a_crash(ylim, run_dir, tm
     assert code == 2 and not fig.exists()
     code, _, err = cli("plot", "trace", run_dir, "--ylim=-1e15:1e15", "--out", fig)
     assert code == 0 and fig.exists(), err
+
+
+# -- 18. an output under a regular file, said the same way by every writing command --------
+UNDER_A_FILE = [
+    ("--out", ["run", "oscillation-40", "--set", "turns=10", "--out", "{under}"]),
+    ("--out", ["sweep", "oscillation-40", "--seeds", "0:1", "--set", "turns=10", "--jobs", "1", "--quiet",
+               "--out", "{under}"]),
+    ("--out", ["compare", "oscillation-40", "--seeds", "0:1", "--set", "turns=10", "--out", "{under}"]),
+    ("--out", ["compare", "oscillation-40", "--seeds", "0:1", "--set", "turns=10", "--out", "{under}/x.csv"]),
+    ("--out", ["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "workload.tool_output.mean",
+               "--seeds", "0:1", "--out", "{under}"]),
+    ("--out", ["leaderboard", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--out", "{under}"]),
+    ("--out", ["replay-dir", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--out", "{under}"]),
+    ("--out", ["import", str(FIXTURES / "mini.traj.json"), "--out", "{under}"]),
+    ("--plot", ["replay", "oscillation", "--seeds", "0:1", "--plot", "{under}"]),
+    ("--out", ["plot", "ledger", "{run}", "--out", "{under}"]),
+    ("--out", ["plot", "ledger", "{run}", "--out", "{under}/x.png"]),
+    ("--fit-out", ["fidelity", str(FIXTURES / "mini.traj.json"), "--fit-out", "{under}"]),
+]
+
+
+@pytest.mark.parametrize("flag, argv", UNDER_A_FILE, ids=[" ".join(a[:1] + a[-2:-1]) + f"-{i}"
+                                                          for i, (_, a) in enumerate(UNDER_A_FILE)])
+def test_18_an_output_under_a_file_names_the_flag_the_path_and_the_file(flag, argv, run_dir, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    argv = [a.format(under=afile / "sub", run=run_dir) for a in argv]
+    typed = argv[argv.index(flag) + 1]
+    code, _, err = cli(*argv)
+    assert code == 2
+    assert err.splitlines() == [f"prunesim: error: {flag}: {typed}: {afile} is a file, not a folder"], err
+    assert afile.read_text() == "mine" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.parametrize("command, study", [("compare", "prunesim.cli.commands.compare.compare"),
+                                            ("calibrate", "prunesim.cli.commands.calibrate.calibrate")])
+def test_18_compare_and_calibrate_refuse_an_unwritable_out_before_simulating(command, study, tmp_path,
+                                                                             monkeypatch):
+    def must_not_run(*a, **k):
+        raise AssertionError("simulated before checking --out")
+
+    monkeypatch.setattr(study, must_not_run)
+    (tmp_path / "afile").write_text("")
+    extra = ["--targets", "seed-000", "--params", "workload.tool_output.mean"] if command == "calibrate" else []
+    code, _, err = cli(command, "oscillation-40", "--seeds", "0:1", *extra, "--out", tmp_path / "afile" / "x.csv")
+    one_error_line(err, "--out", "is a file, not a folder")
+    assert code == 2
+    code, _, err = cli(command, "oscillation-40", "--seeds", "0:1", *extra, "--out", f"{tmp_path}/new/")
+    one_error_line(err, "--out", "names a folder")
+    assert code == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
