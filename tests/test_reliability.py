@@ -978,3 +978,54 @@ def test_18_compare_and_calibrate_refuse_an_unwritable_out_before_simulating(com
     code, _, err = cli(command, "oscillation-40", "--seeds", "0:1", *extra, "--out", f"{tmp_path}/new/")
     one_error_line(err, "--out", "names a folder")
     assert code == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+# -- 19. a scenario file that is no regular file -----------------------------------------
+def _scenario_that_extends(tmp_path: Path, base: Path) -> Path:
+    scenario = tmp_path / "mine.toml"
+    scenario.write_text(f'extends = "{base}"\nturns = 5\n')
+    return scenario
+
+
+def _special_bases(tmp_path: Path) -> list[tuple[Path, str]]:
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    loop = tmp_path / "loop.toml"
+    loop.symlink_to(tmp_path / "loop2.toml")
+    (tmp_path / "loop2.toml").symlink_to(loop)
+    bases = [(Path("/dev/null"), "not a regular file (a character device)"),
+             (folder, "is a directory, not a scenario file"),
+             (loop, "cannot read: Too many levels of symbolic links")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.toml")
+        bases.append((tmp_path / "pipe.toml", "not a regular file (a named pipe)"))
+    return bases
+
+
+def test_19_extends_names_what_the_base_really_is(tmp_path):
+    for base, problem in _special_bases(tmp_path):
+        scenario = _scenario_that_extends(tmp_path, base)
+        code, out, err = cli("run", scenario)
+        assert code == 2 and out == ""
+        assert err.splitlines() == [f"prunesim: error: {scenario}: extends: '{base}': {problem}"], err
+
+
+def test_19_a_scenario_path_that_is_no_regular_file_is_refused_before_reading(tmp_path):
+    """A device never ends and a pipe may never start: reading either would hang or fill the memory."""
+    for base, problem in _special_bases(tmp_path):
+        if stat.S_ISFIFO(os.lstat(base).st_mode):
+            continue  # before the fix this would block the test run forever; extends covers the pipe
+        code, out, err = cli("run", base, "--set", "turns=5")
+        assert code == 2 and out == ""
+        assert err.splitlines() == [f"prunesim: error: {base}: {problem}"], err
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads any file")
+def test_19_an_unreadable_base_says_permission_denied(tmp_path):
+    base = tmp_path / "base.toml"
+    base.write_text("turns = 5\n")
+    base.chmod(0)
+    scenario = _scenario_that_extends(tmp_path, base)
+    code, _, err = cli("run", scenario)
+    assert code == 2
+    assert err.splitlines() == [f"prunesim: error: {scenario}: extends: '{base}': cannot read: Permission denied"]

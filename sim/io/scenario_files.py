@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import stat
 import tomllib
 import types
 import typing
@@ -194,14 +196,42 @@ def shipped_scenarios() -> dict[str, Path]:
     }
 
 
+_NOT_REGULAR = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a scenario file, or None when it can.
+
+    Only a regular file is read: a device (``/dev/zero``) never ends and a pipe
+    may never start, so either would hang the command or fill the memory.
+    """
+    try:
+        st = os.stat(path)  # follows links
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such scenario file" + (" (a broken symbolic link)" if os.path.islink(path) else "")
+    except OSError as err:  # a loop of links, a folder on the way we may not search, a name too long
+        return f"cannot read: {err.strerror or err}"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a scenario file"
+    for test, kind in _NOT_REGULAR:
+        if test(st.st_mode):
+            return f"not a regular file ({kind})"
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as err:
+        return f"cannot read: {err.strerror or err}"
+    return None
+
+
 def resolve_path(name_or_path: str) -> Path:
     """A scenario path: an existing file, else the name of a shipped scenario."""
     path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists() or "/" in name_or_path:
-        if path.is_dir():
-            raise UserError(str(path), None, "is a directory, not a scenario file")
-        if not path.exists():
-            raise UserError(str(path), None, "no such scenario file")
+    if path.suffix == ".toml" or os.path.lexists(path) or "/" in name_or_path:
+        problem = file_problem(path)
+        if problem:
+            raise UserError(str(path), None, problem)
         return path
     shipped = shipped_scenarios()
     if name_or_path not in shipped:
@@ -287,8 +317,9 @@ def _base_path(base: str, path: Path) -> Path:
     if candidate.suffix == ".toml" or "/" in base:
         if not candidate.is_absolute():
             candidate = path.parent / candidate
-        if not candidate.is_file():
-            raise UserError(str(path), "extends", f"no such scenario file {str(candidate)!r}")
+        problem = file_problem(candidate)
+        if problem:
+            raise UserError(str(path), "extends", f"{str(candidate)!r}: {problem}")
         return candidate
     shipped = shipped_scenarios()
     if base not in shipped:
