@@ -1029,3 +1029,117 @@ def test_19_an_unreadable_base_says_permission_denied(tmp_path):
     code, _, err = cli("run", scenario)
     assert code == 2
     assert err.splitlines() == [f"prunesim: error: {scenario}: extends: '{base}': cannot read: Permission denied"]
+
+
+# -- 20. a recorded bill with an impossible value ------------------------------------------
+BAD_USAGE = {  # name: (edit of the first call's usage, the words the error must hold)
+    "neg_prompt": (lambda u: u.update(prompt_tokens=-5), "usage prompt_tokens is -5"),
+    "float_prompt": (lambda u: u.update(prompt_tokens=60.5), "usage prompt_tokens is 60.5"),
+    "text_prompt": (lambda u: u.update(prompt_tokens="60"), "usage prompt_tokens is '60'"),
+    "bool_completion": (lambda u: u.update(completion_tokens=True), "usage completion_tokens is True"),
+    "neg_completion": (lambda u: u.update(completion_tokens=-1), "usage completion_tokens is -1"),
+    "neg_cached": (lambda u: u.update(prompt_tokens_details={"cached_tokens": -1}),
+                   "usage prompt_tokens_details.cached_tokens is -1"),
+    "cached_over_prompt": (lambda u: u.update(prompt_tokens_details={"cached_tokens": 61}),
+                           "usage prompt_tokens_details.cached_tokens (61) exceeds prompt_tokens (60)"),
+    "neg_cost": (lambda u: u.update(cost=-0.01), "usage cost is -0.01"),
+    "bool_cost": (lambda u: u.update(cost=False), "usage cost is False"),
+}
+
+
+def bad_bills(folder: Path) -> None:
+    """The project's mini-swe-agent fixture: two good copies and one bad copy per entry of BAD_USAGE."""
+    folder.mkdir()
+    good = json.loads((FIXTURES / "mini.traj.json").read_text())
+    for m in good["messages"]:  # a bill the cache study can judge: a priced model, cached tokens and a cost
+        if m["role"] == "assistant":
+            m["extra"]["response"]["model"] = "gemini-3-pro-preview"
+            m["extra"]["response"]["usage"].update(prompt_tokens_details={"cached_tokens": 0}, cost=0.001)
+    (folder / "good.traj.json").write_text(json.dumps(good))
+    (folder / "good2.traj.json").write_text(json.dumps(good))  # leave-one-out needs another run to fit on
+    for name, (edit, _) in BAD_USAGE.items():
+        bad = copy.deepcopy(good)
+        edit(bad["messages"][2]["extra"]["response"]["usage"])
+        (folder / f"{name}.traj.json").write_text(json.dumps(bad))
+
+
+def _errors_by_file(err: str) -> dict[str, str]:
+    lines = [line for line in err.splitlines() if line.startswith("prunesim: error:")]
+    by_file = {Path(line.split(": ")[2]).name.removesuffix(".traj.json"): line for line in lines}
+    assert len(by_file) == len(lines), err  # each file once
+    return by_file
+
+
+@pytest.mark.parametrize("command", ["fidelity", "import", "replay-dir"])
+def test_20_a_bill_with_an_impossible_value_is_that_file_on_one_line(command, tmp_path):
+    bad_bills(tmp_path / "in")
+    argv = {"fidelity": ["fidelity", tmp_path / "in", "--json"],
+            "import": ["import", tmp_path / "in", "--out", f"{tmp_path}/wl/"],
+            "replay-dir": ["replay-dir", tmp_path / "in", "--policies", "noop", "--out", tmp_path / "rd.csv"]}
+    code, out, err = cli(*argv[command])
+    assert code == 0 and "Traceback" not in err
+    by_file = _errors_by_file(err)
+    assert set(by_file) == set(BAD_USAGE)
+    for name, (_, words) in BAD_USAGE.items():
+        assert f"mini-swe-agent: message 2: {words}" in by_file[name], by_file[name]
+    if command == "fidelity":  # the good file went through both halves of the study
+        report = json.loads(out)
+        assert report["transcripts"] == 2 and report["cache"]["runs"] == 2
+    elif command == "import":
+        assert sorted(p.name for p in (tmp_path / "wl").iterdir()) == ["good.workload.jsonl", "good2.workload.jsonl"]
+    else:
+        assert sorted(r["transcript"] for r in csv.DictReader(open(tmp_path / "rd.csv"))) == ["good", "good2"]
+
+
+def test_20_claude_code_and_codex_bills_are_checked_the_same_way(tmp_path):
+    session = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines()
+    record = json.loads(session[3])
+    record["message"]["usage"]["input_tokens"] = -3
+    (tmp_path / "cc.jsonl").write_text("\n".join([*session[:3], json.dumps(record), *session[4:]]) + "\n")
+    rollout = (FIXTURES / "codex" / "rollout-0.34.jsonl").read_text().splitlines()
+    record = json.loads(rollout[10])
+    record["payload"]["info"]["last_token_usage"]["cached_input_tokens"] = 4000
+    (tmp_path / "rollout-x.jsonl").write_text("\n".join([*rollout[:10], json.dumps(record), *rollout[11:]]) + "\n")
+    for command in (["import", tmp_path, "--out", f"{tmp_path}/wl/"], ["fidelity", tmp_path]):
+        code, _, err = cli(*command)
+        assert code == 2 and "Traceback" not in err  # no file went through
+        lines = sorted(line for line in err.splitlines() if line.startswith("prunesim: error:"))
+        assert lines == [f"prunesim: error: {tmp_path / 'cc.jsonl'}:4: claude-code: usage input_tokens is -3: "
+                         "expected a non-negative integer",
+                         f"prunesim: error: {tmp_path / 'rollout-x.jsonl'}:11: codex: usage cached_input_tokens "
+                         "(4000) exceeds input_tokens (3150)"], err
+
+
+# -- 21. a stopped sweep ends its workers ----------------------------------------------------
+def _batch_that_blocks_or_waits(scenario, policy, items, traces_dir):
+    """In a worker: the "slow" batch notes its pid and would run for a long while; the other returns once the
+    slow one is running, so that the sweep is stopped with a batch in flight."""
+    import time
+
+    folder = Path(traces_dir)
+    if policy == "slow":
+        (folder / "slow.pid").write_text(str(os.getpid()))
+        time.sleep(30)  # ended long before this by the fix; without it the sweep waits for it
+        (folder / "slow.finished").write_text("")
+        return []
+    while not (folder / "slow.pid").exists():
+        time.sleep(0.01)
+    return []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked pool is what the monkeypatched batch reaches")
+def test_21_a_sweep_stopped_mid_batch_ends_its_workers_instead_of_waiting(tmp_path, monkeypatch):
+    from prunesim.studies import sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "run_batch", _batch_that_blocks_or_waits)
+    lock = os.open(os.devnull, os.O_RDONLY)
+    try:
+        results = sweep_mod._local_results([(None, "slow", []), (None, "fast", [])], 2, str(tmp_path), lock)
+        assert next(results) == []  # the fast batch: the slow one is running now
+        results.close()  # what SIGTERM or Ctrl-C does to the loop that reads the results
+    finally:
+        os.close(lock)
+    pid = int((tmp_path / "slow.pid").read_text())
+    with pytest.raises(ProcessLookupError):  # ended and reaped by the time the sweep's loop is left
+        os.kill(pid, 0)
+    assert not (tmp_path / "slow.finished").exists()  # ended mid-batch, not waited for
