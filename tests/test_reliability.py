@@ -1143,3 +1143,55 @@ def test_21_a_sweep_stopped_mid_batch_ends_its_workers_instead_of_waiting(tmp_pa
     with pytest.raises(ProcessLookupError):  # ended and reaped by the time the sweep's loop is left
         os.kill(pid, 0)
     assert not (tmp_path / "slow.finished").exists()  # ended mid-batch, not waited for
+
+
+# -- 22. inputs that are devices or pipes, outputs that are loops of links -------------------
+@pytest.mark.parametrize("argv", [
+    ["import", "/dev/null", "--out", "{tmp}/w.jsonl"],
+    ["replay-dir", "/dev/null", "--policies", "noop"],
+    ["fidelity", "/dev/null"],
+    ["fidelity", str(FIXTURES / "mini.traj.json"), "--fit-on", "/dev/null"],
+])
+def test_22_a_transcript_path_that_is_a_device_is_refused_unread(argv, tmp_path):
+    code, out, err = cli(*[a.format(tmp=tmp_path) for a in argv])
+    assert code == 2 and list(tmp_path.iterdir()) == []
+    assert err == "prunesim: error: /dev/null: not a regular file (a character device); give a transcript or a folder\n"
+
+
+def test_22_targets_calibration_and_result_files_that_are_devices_are_named_as_such(run_dir, sweep_dir, tmp_path):
+    code, _, err = cli("calibrate", "oscillation-40", "--targets", "/dev/null", "--params",
+                       "workload.tool_output.mean", "--seeds", "0:1", "--out", tmp_path / "c.toml")
+    assert code == 2 and err == "prunesim: error: /dev/null: not a regular file (a character device)\n"
+    code, _, err = cli("replay-dir", FIXTURES / "mini.traj.json", "--policies", "noop", "--calibration", "/dev/null")
+    assert code == 2 and err == "prunesim: error: --calibration: /dev/null: not a regular file (a character device)\n"
+    run = tmp_path / "r"
+    shutil.copytree(run_dir, run)
+    (run / "trace.csv").unlink()
+    (run / "trace.csv").symlink_to("/dev/null")
+    code, _, err = cli("plot", "trace", run, "--out", tmp_path / "t.png")
+    assert code == 2 and err == f"prunesim: error: {run}: trace.csv: not a regular file (a character device)\n"
+    sweep = tmp_path / "s"
+    shutil.copytree(sweep_dir, sweep)
+    (sweep / RUNS_FILE).unlink()
+    (sweep / RUNS_FILE).symlink_to("/dev/null")
+    for argv in (["aggregate", sweep], ["plot", "sweep", sweep, "--metric", "passes", "--x", "trigger"]):
+        code, _, err = cli(*argv)
+        assert code == 2
+        assert err == f"prunesim: error: {sweep / RUNS_FILE}: not a regular file (a character device), " \
+                      f"not the sweep's {RUNS_FILE}\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["import", str(FIXTURES / "mini.traj.json"), "--out", "{loop}"],
+    ["replay-dir", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--out", "{loop}"],
+    ["compare", "oscillation-40", "--seeds", "0:1", "--out", "{loop}"],
+    ["run", "oscillation-40", "--out", "{loop}"],
+    ["plot", "ledger", "{run}", "--out", "{loop}"],
+])
+def test_22_an_out_that_is_a_loop_of_links_names_the_flag(argv, run_dir, tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(loop)
+    code, _, err = cli(*[a.format(loop=loop, run=run_dir) for a in argv])
+    assert code == 2
+    assert err == f"prunesim: error: --out: {loop}: Too many levels of symbolic links\n"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import stat
 import tomllib
 import types
 import typing
@@ -30,7 +29,7 @@ from typing import Any, Literal
 
 from prunesim import policies
 from prunesim.errors import UserError
-from prunesim.io import prices
+from prunesim.io import inputs, prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
     Decision,
     InitialSpan,
@@ -196,33 +195,9 @@ def shipped_scenarios() -> dict[str, Path]:
     }
 
 
-_NOT_REGULAR = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
-
-
 def file_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a scenario file, or None when it can.
-
-    Only a regular file is read: a device (``/dev/zero``) never ends and a pipe
-    may never start, so either would hang the command or fill the memory.
-    """
-    try:
-        st = os.stat(path)  # follows links
-    except (FileNotFoundError, NotADirectoryError):
-        return "no such scenario file" + (" (a broken symbolic link)" if os.path.islink(path) else "")
-    except OSError as err:  # a loop of links, a folder on the way we may not search, a name too long
-        return f"cannot read: {err.strerror or err}"
-    if stat.S_ISDIR(st.st_mode):
-        return "is a directory, not a scenario file"
-    for test, kind in _NOT_REGULAR:
-        if test(st.st_mode):
-            return f"not a regular file ({kind})"
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as err:
-        return f"cannot read: {err.strerror or err}"
-    return None
+    """Why ``path`` cannot be read as a scenario file, or None when it can (only a regular file is read)."""
+    return inputs.problem(path, "scenario file")
 
 
 def resolve_path(name_or_path: str) -> Path:

@@ -33,7 +33,7 @@ def register(sub) -> None:
 def _single_file_target(text: str, files: list[Path]) -> bool:
     """Is ``--out`` one workload file (a .jsonl name, a device or a pipe) rather than a folder?"""
     out = Path(text)
-    kind = output.kind_of(out)
+    kind = output.kind_of(out, "--out")
     if output.names_folder(text) or kind == "folder":
         return False
     if kind == "stream" or out.suffix == ".jsonl":
