@@ -1195,3 +1195,36 @@ def test_22_an_out_that_is_a_loop_of_links_names_the_flag(argv, run_dir, tmp_pat
     code, _, err = cli(*[a.format(loop=loop, run=run_dir) for a in argv])
     assert code == 2
     assert err == f"prunesim: error: --out: {loop}: Too many levels of symbolic links\n"
+
+
+# -- 23. huge numbers in flags ----------------------------------------------------------------
+def test_23_a_seed_range_of_billions_is_refused_before_any_run(monkeypatch, tmp_path):
+    def must_not_run(*a, **k):
+        raise AssertionError("ran before checking --seeds")
+
+    monkeypatch.setattr("prunesim.cli.commands.compare.compare", must_not_run)
+    code, _, err = cli("compare", "oscillation-40", "--seeds", "0:1000000000000")
+    assert code == 2
+    assert err == ("prunesim: error: --seeds: 0:1000000000000: 1,000,000,000,000 seeds; at most 1,000,000 in one "
+                   "command\n")
+    code, _, err = cli("sweep", "oscillation-40", "--seeds", "7:1000008", "--out", tmp_path / "s")
+    one_error_line(err, "--seeds", "1,000,001 seeds")
+    assert code == 2 and not (tmp_path / "s").exists()
+    assert _common.parse_seeds("7:1000007") == list(range(7, 1000007))  # the limit itself is accepted
+
+
+# -- 24. names with control characters ----------------------------------------------------------
+def test_24_a_newline_in_a_file_name_is_shown_escaped_on_the_one_line(tmp_path):
+    scenario = tmp_path / "bad\nname.toml"
+    scenario.write_text('turns = "x"\n')
+    code, _, err = cli("run", scenario)
+    assert code == 2
+    assert err == f"prunesim: error: {tmp_path}/bad\\nname.toml: turns: must be an integer, got a string 'x'\n"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a\tb.traj.json").write_text("{")
+    shutil.copy(FIXTURES / "mini.traj.json", tmp_path / "in")
+    code, _, err = cli("import", tmp_path / "in", "--out", f"{tmp_path}/wl/")
+    assert code == 0
+    assert [line for line in err.splitlines() if line.startswith("prunesim: error:")] == [
+        f"prunesim: error: {tmp_path}/in/a\\tb.traj.json: malformed JSON at line 1 column 2: Expecting property "
+        "name enclosed in double quotes"]
