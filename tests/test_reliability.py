@@ -1228,3 +1228,23 @@ def test_24_a_newline_in_a_file_name_is_shown_escaped_on_the_one_line(tmp_path):
     assert [line for line in err.splitlines() if line.startswith("prunesim: error:")] == [
         f"prunesim: error: {tmp_path}/in/a\\tb.traj.json: malformed JSON at line 1 column 2: Expecting property "
         "name enclosed in double quotes"]
+
+
+# -- 25. scenario files nested or chained past Python's stack -------------------------------------
+def test_25_a_scenario_nested_too_deeply_is_one_line_not_a_crash(tmp_path):
+    scenario = tmp_path / "deep.toml"
+    scenario.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    code, _, err = cli("run", scenario)
+    assert code == 2 and err == f"prunesim: error: {scenario}: malformed TOML: nested too deeply to read\n"
+
+
+def test_25_an_extends_chain_longer_than_the_limit_is_one_line_and_the_limit_itself_runs(tmp_path):
+    n = scenario_files.MAX_EXTENDS + 1  # files extending another; the last one extends nothing
+    for i in range(n + 1):
+        (tmp_path / f"s{i}.toml").write_text(f'extends = "s{i + 1}.toml"\n' if i < n else "turns = 5\n")
+    code, _, err = cli("run", tmp_path / "s0.toml")
+    assert code == 2
+    assert err == (f"prunesim: error: {tmp_path / f's{n - 1}.toml'}: extends: a chain of more than "
+                   f"{scenario_files.MAX_EXTENDS} scenario files\n")
+    code, out, err = cli("run", tmp_path / "s1.toml")  # exactly MAX_EXTENDS links
+    assert code == 0 and err == "", err

@@ -231,6 +231,8 @@ def read_toml(path: Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(where, None, f"malformed TOML: {err}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise UserError(where, None, "malformed TOML: nested too deeply to read") from None
 
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
@@ -265,6 +267,9 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     return scenario
 
 
+MAX_EXTENDS = 64  # files in one extends chain; shipped scenarios use one or two
+
+
 def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     """A scenario file's data with its ``extends`` chain resolved (see the module docstring)."""
     data = read_toml(path)
@@ -274,6 +279,8 @@ def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     where = str(path)
     if not isinstance(base, str) or not base.strip():
         raise UserError(where, "extends", "must be a shipped scenario's name or a path to a .toml file")
+    if len(chain) >= MAX_EXTENDS:  # each link is a frame of this recursion
+        raise UserError(where, "extends", f"a chain of more than {MAX_EXTENDS} scenario files")
     base_path = _base_path(base, path)
     here = path.resolve()
     seen = (*chain, here)
