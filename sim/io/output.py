@@ -88,8 +88,9 @@ def _where(path: str | os.PathLike, flag: str | None) -> str:
     return f"{flag}: {path}" if flag else str(path)
 
 
-def kind_of(path: Path, flag: str | None = None) -> str:
+def kind_of(path: str | os.PathLike, flag: str | None = None) -> str:
     """``"file"`` (a regular file or nothing yet), ``"stream"`` (device, pipe, socket, /proc link) or ``"folder"``."""
+    path = Path(path)
     try:
         st = os.stat(path)  # follows symbolic links
     except (FileNotFoundError, NotADirectoryError):
