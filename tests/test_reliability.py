@@ -1248,3 +1248,30 @@ def test_25_an_extends_chain_longer_than_the_limit_is_one_line_and_the_limit_its
                    f"{scenario_files.MAX_EXTENDS} scenario files\n")
     code, out, err = cli("run", tmp_path / "s1.toml")  # exactly MAX_EXTENDS links
     assert code == 0 and err == "", err
+
+
+# -- 26. an output that is the command's own input -------------------------------------------------
+def test_26_an_out_that_is_an_input_is_refused_and_the_input_kept(tmp_path):
+    session = tmp_path / "s.jsonl"
+    shutil.copy(FIXTURES / "claude-code" / "session.jsonl", session)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    mini = folder / "m.traj.json"
+    shutil.copy(FIXTURES / "mini.traj.json", mini)
+    link = tmp_path / "link.csv"
+    link.symlink_to(mini)
+    scenario = tmp_path / "my.toml"
+    scenario.write_text('extends = "oscillation-40"\nturns = 10\n')
+    before = {p: p.read_bytes() for p in (session, mini, scenario)}
+    cases = [
+        (["import", session, "--out", session], "--out", session, session),
+        (["replay-dir", mini, "--policies", "noop", "--out", link], "--out", link, mini),
+        (["replay-dir", folder, "--policies", "noop", "--out", mini], "--out", mini, mini),
+        (["compare", scenario, "--seeds", "0:1", "--out", scenario], "--out", scenario, scenario),
+        (["fidelity", folder, "--fit-out", mini], "--fit-out", mini, mini),
+    ]
+    for argv, flag, out, source in cases:
+        code, _, err = cli(*argv)
+        assert code == 2
+        assert err == f"prunesim: error: {flag}: {out}: is an input of this command ({source}); give another file\n"
+    assert {p: p.read_bytes() for p in before} == before and link.is_symlink()

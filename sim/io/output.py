@@ -278,6 +278,23 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
         raise from_os_error(err, where) from None
 
 
+def check_not_input(path: str | os.PathLike, inputs: Sequence[str | os.PathLike], flag: str | None = None) -> None:
+    """Refuse an output file that is one of the command's own inputs (through any link): it would replace it."""
+    try:
+        out = os.stat(path)
+    except (OSError, ValueError):
+        return  # nothing there yet
+    if not stat.S_ISREG(out.st_mode):
+        return  # a device or a pipe is written to, never replaced
+    for source in inputs:
+        try:
+            st = os.stat(source)
+        except (OSError, ValueError):
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise UserError(_where(path, flag), None, f"is an input of this command ({source}); give another file")
+
+
 def check_folder(path: str | os.PathLike, flag: str | None = None) -> None:
     """Refuse, before any work is done, a folder output that names a file, a device or a broken link."""
     shown = Path(path)

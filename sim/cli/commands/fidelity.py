@@ -48,6 +48,8 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    if args.fit_out is not None:
+        output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else []), "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
         tally = Tally(bar)

@@ -51,7 +51,9 @@ def main(args) -> int:
     if not files:
         raise UserError("import", None, "no transcript files found")
     single = _single_file_target(args.out, files)
-    if not single:
+    if single:
+        output.check_not_input(args.out, files, "--out")
+    else:
         output.check_folder(args.out, "--out")
     sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
                            transcripts_only=True)
