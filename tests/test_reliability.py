@@ -1275,3 +1275,13 @@ def test_26_an_out_that_is_an_input_is_refused_and_the_input_kept(tmp_path):
         assert code == 2
         assert err == f"prunesim: error: {flag}: {out}: is an input of this command ({source}); give another file\n"
     assert {p: p.read_bytes() for p in before} == before and link.is_symlink()
+
+
+def test_26_aggregate_never_writes_through_a_link_onto_runs_csv(sweep_copy):
+    runs = (sweep_copy / RUNS_FILE).read_bytes()
+    (sweep_copy / "aggregate.csv").unlink()
+    (sweep_copy / "aggregate.csv").symlink_to(RUNS_FILE)
+    code, _, err = cli("aggregate", sweep_copy)
+    assert code == 2 and err == (f"prunesim: error: {sweep_copy / 'aggregate.csv'}: is an input of this command "
+                                 f"({sweep_copy / RUNS_FILE}); give another file\n")
+    assert (sweep_copy / RUNS_FILE).read_bytes() == runs
