@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError, from_os_error
-from prunesim.io import sweep_files
+from prunesim.io import inputs, sweep_files
 from prunesim.io.atomic import format_cell, parse_cell
 from prunesim.io.results import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
 
@@ -106,7 +106,9 @@ def _require_dir(path: Path, what: str) -> Path:
 def _require_file(directory: Path, name: str, what: str) -> Path:
     path = directory / name
     if not path.is_file():
-        raise UserError(str(directory), name, f"missing: not a {what} directory")
+        kind = inputs.special_kind(path)
+        raise UserError(str(directory), name, f"not a regular file ({kind})" if kind
+                        else f"missing: not a {what} directory")
     return path
 
 

@@ -88,10 +88,12 @@ def output_path(out: str | Path | None, default_dir: Path, name: str, fmt: str |
     """
     if out is None:
         fmt = fmt or "png"
-        return Path(default_dir) / f"{name}.{fmt}", fmt
+        path = Path(default_dir) / f"{name}.{fmt}"
+        output.check_file(path)
+        return path, fmt
     text = str(out)
     path = Path(text)
-    kind = output.kind_of(path)
+    kind = output.kind_of(path, "--out")
     suffix = path.suffix.lower().lstrip(".")
     if not output.names_folder(text) and kind != "folder":
         if kind == "stream":  # /dev/stdout, a pipe: the figure's bytes, in --format (default png)
@@ -99,6 +101,7 @@ def output_path(out: str | Path | None, default_dir: Path, name: str, fmt: str |
         if suffix in FORMATS:
             if fmt and fmt != suffix:
                 raise UserError("--out", text, f"suffix .{suffix} disagrees with --format {fmt}")
+            output.check_file(path, "--out")
             return path, suffix
         if path.exists():
             raise UserError("--out", text, "exists and is not a directory (name a .png, .svg or .pdf file)")
@@ -106,6 +109,8 @@ def output_path(out: str | Path | None, default_dir: Path, name: str, fmt: str |
             raise UserError("--out", text, f".{suffix} is not a figure format (png, svg or pdf); "
                             "end the path with / to name a folder")
     fmt = fmt or "png"
+    output.check_folder(path, "--out")
+    output.check_file(path / f"{name}.{fmt}", "--out")
     return path / f"{name}.{fmt}", fmt
 
 

@@ -25,11 +25,22 @@ class OneLineError(Exception):
         self.where = where
         self.key = key
         self.problem = problem
-        text = f"{where}: {key}: {problem}" if key else f"{where}: {problem}"
-        super().__init__(" ".join(text.split()))
+        shown = f"{visible(where)}: {visible(key)}: {problem}" if key else f"{visible(where)}: {problem}"
+        super().__init__(" ".join(shown.split()))
 
     def __reduce__(self):  # so that it crosses process boundaries (sweep workers) intact
         return (type(self), (self.where, self.key, self.problem))
+
+
+def visible(name) -> str:
+    """A path or key as typed, control characters (a newline in a file name) shown as escapes.
+
+    Folding them into spaces would keep the line one line but name another file.
+    """
+    text = str(name)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 class UserError(OneLineError):

@@ -928,3 +928,360 @@ def test_seam_a_ylim_beyond_any_window_is_one_line_not_a_crash(ylim, run_dir, tm
     assert code == 2 and not fig.exists()
     code, _, err = cli("plot", "trace", run_dir, "--ylim=-1e15:1e15", "--out", fig)
     assert code == 0 and fig.exists(), err
+
+
+# -- 18. an output under a regular file, said the same way by every writing command --------
+UNDER_A_FILE = [
+    ("--out", ["run", "oscillation-40", "--set", "turns=10", "--out", "{under}"]),
+    ("--out", ["sweep", "oscillation-40", "--seeds", "0:1", "--set", "turns=10", "--jobs", "1", "--quiet",
+               "--out", "{under}"]),
+    ("--out", ["compare", "oscillation-40", "--seeds", "0:1", "--set", "turns=10", "--out", "{under}"]),
+    ("--out", ["compare", "oscillation-40", "--seeds", "0:1", "--set", "turns=10", "--out", "{under}/x.csv"]),
+    ("--out", ["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "workload.tool_output.mean",
+               "--seeds", "0:1", "--out", "{under}"]),
+    ("--out", ["leaderboard", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--out", "{under}"]),
+    ("--out", ["replay-dir", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--out", "{under}"]),
+    ("--out", ["import", str(FIXTURES / "mini.traj.json"), "--out", "{under}"]),
+    ("--plot", ["replay", "oscillation", "--seeds", "0:1", "--plot", "{under}"]),
+    ("--out", ["plot", "ledger", "{run}", "--out", "{under}"]),
+    ("--out", ["plot", "ledger", "{run}", "--out", "{under}/x.png"]),
+    ("--fit-out", ["fidelity", str(FIXTURES / "mini.traj.json"), "--fit-out", "{under}"]),
+]
+
+
+@pytest.mark.parametrize("flag, argv", UNDER_A_FILE, ids=[" ".join(a[:1] + a[-2:-1]) + f"-{i}"
+                                                          for i, (_, a) in enumerate(UNDER_A_FILE)])
+def test_18_an_output_under_a_file_names_the_flag_the_path_and_the_file(flag, argv, run_dir, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    argv = [a.format(under=afile / "sub", run=run_dir) for a in argv]
+    typed = argv[argv.index(flag) + 1]
+    code, _, err = cli(*argv)
+    assert code == 2
+    assert err.splitlines() == [f"prunesim: error: {flag}: {typed}: {afile} is a file, not a folder"], err
+    assert afile.read_text() == "mine" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.parametrize("command, study", [("compare", "prunesim.cli.commands.compare.compare"),
+                                            ("calibrate", "prunesim.cli.commands.calibrate.calibrate")])
+def test_18_compare_and_calibrate_refuse_an_unwritable_out_before_simulating(command, study, tmp_path,
+                                                                             monkeypatch):
+    def must_not_run(*a, **k):
+        raise AssertionError("simulated before checking --out")
+
+    monkeypatch.setattr(study, must_not_run)
+    (tmp_path / "afile").write_text("")
+    extra = ["--targets", "seed-000", "--params", "workload.tool_output.mean"] if command == "calibrate" else []
+    code, _, err = cli(command, "oscillation-40", "--seeds", "0:1", *extra, "--out", tmp_path / "afile" / "x.csv")
+    one_error_line(err, "--out", "is a file, not a folder")
+    assert code == 2
+    code, _, err = cli(command, "oscillation-40", "--seeds", "0:1", *extra, "--out", f"{tmp_path}/new/")
+    one_error_line(err, "--out", "names a folder")
+    assert code == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+# -- 19. a scenario file that is no regular file -----------------------------------------
+def _scenario_that_extends(tmp_path: Path, base: Path) -> Path:
+    scenario = tmp_path / "mine.toml"
+    scenario.write_text(f'extends = "{base}"\nturns = 5\n')
+    return scenario
+
+
+def _special_bases(tmp_path: Path) -> list[tuple[Path, str]]:
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    loop = tmp_path / "loop.toml"
+    loop.symlink_to(tmp_path / "loop2.toml")
+    (tmp_path / "loop2.toml").symlink_to(loop)
+    bases = [(Path("/dev/null"), "not a regular file (a character device)"),
+             (folder, "is a directory, not a scenario file"),
+             (loop, "cannot read: Too many levels of symbolic links")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.toml")
+        bases.append((tmp_path / "pipe.toml", "not a regular file (a named pipe)"))
+    return bases
+
+
+def test_19_extends_names_what_the_base_really_is(tmp_path):
+    for base, problem in _special_bases(tmp_path):
+        scenario = _scenario_that_extends(tmp_path, base)
+        code, out, err = cli("run", scenario)
+        assert code == 2 and out == ""
+        assert err.splitlines() == [f"prunesim: error: {scenario}: extends: '{base}': {problem}"], err
+
+
+def test_19_a_scenario_path_that_is_no_regular_file_is_refused_before_reading(tmp_path):
+    """A device never ends and a pipe may never start: reading either would hang or fill the memory."""
+    for base, problem in _special_bases(tmp_path):
+        if stat.S_ISFIFO(os.lstat(base).st_mode):
+            continue  # before the fix this would block the test run forever; extends covers the pipe
+        code, out, err = cli("run", base, "--set", "turns=5")
+        assert code == 2 and out == ""
+        assert err.splitlines() == [f"prunesim: error: {base}: {problem}"], err
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads any file")
+def test_19_an_unreadable_base_says_permission_denied(tmp_path):
+    base = tmp_path / "base.toml"
+    base.write_text("turns = 5\n")
+    base.chmod(0)
+    scenario = _scenario_that_extends(tmp_path, base)
+    code, _, err = cli("run", scenario)
+    assert code == 2
+    assert err.splitlines() == [f"prunesim: error: {scenario}: extends: '{base}': cannot read: Permission denied"]
+
+
+# -- 20. a recorded bill with an impossible value ------------------------------------------
+BAD_USAGE = {  # name: (edit of the first call's usage, the words the error must hold)
+    "neg_prompt": (lambda u: u.update(prompt_tokens=-5), "usage prompt_tokens is -5"),
+    "float_prompt": (lambda u: u.update(prompt_tokens=60.5), "usage prompt_tokens is 60.5"),
+    "text_prompt": (lambda u: u.update(prompt_tokens="60"), "usage prompt_tokens is '60'"),
+    "bool_completion": (lambda u: u.update(completion_tokens=True), "usage completion_tokens is True"),
+    "neg_completion": (lambda u: u.update(completion_tokens=-1), "usage completion_tokens is -1"),
+    "neg_cached": (lambda u: u.update(prompt_tokens_details={"cached_tokens": -1}),
+                   "usage prompt_tokens_details.cached_tokens is -1"),
+    "cached_over_prompt": (lambda u: u.update(prompt_tokens_details={"cached_tokens": 61}),
+                           "usage prompt_tokens_details.cached_tokens (61) exceeds prompt_tokens (60)"),
+    "neg_cost": (lambda u: u.update(cost=-0.01), "usage cost is -0.01"),
+    "bool_cost": (lambda u: u.update(cost=False), "usage cost is False"),
+}
+
+
+def bad_bills(folder: Path) -> None:
+    """The project's mini-swe-agent fixture: two good copies and one bad copy per entry of BAD_USAGE."""
+    folder.mkdir()
+    good = json.loads((FIXTURES / "mini.traj.json").read_text())
+    for m in good["messages"]:  # a bill the cache study can judge: a priced model, cached tokens and a cost
+        if m["role"] == "assistant":
+            m["extra"]["response"]["model"] = "gemini-3-pro-preview"
+            m["extra"]["response"]["usage"].update(prompt_tokens_details={"cached_tokens": 0}, cost=0.001)
+    (folder / "good.traj.json").write_text(json.dumps(good))
+    (folder / "good2.traj.json").write_text(json.dumps(good))  # leave-one-out needs another run to fit on
+    for name, (edit, _) in BAD_USAGE.items():
+        bad = copy.deepcopy(good)
+        edit(bad["messages"][2]["extra"]["response"]["usage"])
+        (folder / f"{name}.traj.json").write_text(json.dumps(bad))
+
+
+def _errors_by_file(err: str) -> dict[str, str]:
+    lines = [line for line in err.splitlines() if line.startswith("prunesim: error:")]
+    by_file = {Path(line.split(": ")[2]).name.removesuffix(".traj.json"): line for line in lines}
+    assert len(by_file) == len(lines), err  # each file once
+    return by_file
+
+
+@pytest.mark.parametrize("command", ["fidelity", "import", "replay-dir"])
+def test_20_a_bill_with_an_impossible_value_is_that_file_on_one_line(command, tmp_path):
+    bad_bills(tmp_path / "in")
+    argv = {"fidelity": ["fidelity", tmp_path / "in", "--json"],
+            "import": ["import", tmp_path / "in", "--out", f"{tmp_path}/wl/"],
+            "replay-dir": ["replay-dir", tmp_path / "in", "--policies", "noop", "--out", tmp_path / "rd.csv"]}
+    code, out, err = cli(*argv[command])
+    assert code == 0 and "Traceback" not in err
+    by_file = _errors_by_file(err)
+    assert set(by_file) == set(BAD_USAGE)
+    for name, (_, words) in BAD_USAGE.items():
+        assert f"mini-swe-agent: message 2: {words}" in by_file[name], by_file[name]
+    if command == "fidelity":  # the good file went through both halves of the study
+        report = json.loads(out)
+        assert report["transcripts"] == 2 and report["cache"]["runs"] == 2
+    elif command == "import":
+        assert sorted(p.name for p in (tmp_path / "wl").iterdir()) == ["good.workload.jsonl", "good2.workload.jsonl"]
+    else:
+        assert sorted(r["transcript"] for r in csv.DictReader(open(tmp_path / "rd.csv"))) == ["good", "good2"]
+
+
+def test_20_claude_code_and_codex_bills_are_checked_the_same_way(tmp_path):
+    session = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines()
+    record = json.loads(session[3])
+    record["message"]["usage"]["input_tokens"] = -3
+    (tmp_path / "cc.jsonl").write_text("\n".join([*session[:3], json.dumps(record), *session[4:]]) + "\n")
+    rollout = (FIXTURES / "codex" / "rollout-0.34.jsonl").read_text().splitlines()
+    record = json.loads(rollout[10])
+    record["payload"]["info"]["last_token_usage"]["cached_input_tokens"] = 4000
+    (tmp_path / "rollout-x.jsonl").write_text("\n".join([*rollout[:10], json.dumps(record), *rollout[11:]]) + "\n")
+    for command in (["import", tmp_path, "--out", f"{tmp_path}/wl/"], ["fidelity", tmp_path]):
+        code, _, err = cli(*command)
+        assert code == 2 and "Traceback" not in err  # no file went through
+        lines = sorted(line for line in err.splitlines() if line.startswith("prunesim: error:"))
+        assert lines == [f"prunesim: error: {tmp_path / 'cc.jsonl'}:4: claude-code: usage input_tokens is -3: "
+                         "expected a non-negative integer",
+                         f"prunesim: error: {tmp_path / 'rollout-x.jsonl'}:11: codex: usage cached_input_tokens "
+                         "(4000) exceeds input_tokens (3150)"], err
+
+
+# -- 21. a stopped sweep ends its workers ----------------------------------------------------
+def _batch_that_blocks_or_waits(scenario, policy, items, traces_dir):
+    """In a worker: the "slow" batch notes its pid and would run for a long while; the other returns once the
+    slow one is running, so that the sweep is stopped with a batch in flight."""
+    import time
+
+    folder = Path(traces_dir)
+    if policy == "slow":
+        (folder / "slow.pid").write_text(str(os.getpid()))
+        time.sleep(30)  # ended long before this by the fix; without it the sweep waits for it
+        (folder / "slow.finished").write_text("")
+        return []
+    while not (folder / "slow.pid").exists():
+        time.sleep(0.01)
+    return []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked pool is what the monkeypatched batch reaches")
+def test_21_a_sweep_stopped_mid_batch_ends_its_workers_instead_of_waiting(tmp_path, monkeypatch):
+    from prunesim.studies import sweep as sweep_mod
+
+    monkeypatch.setattr(sweep_mod, "run_batch", _batch_that_blocks_or_waits)
+    lock = os.open(os.devnull, os.O_RDONLY)
+    try:
+        results = sweep_mod._local_results([(None, "slow", []), (None, "fast", [])], 2, str(tmp_path), lock)
+        assert next(results) == []  # the fast batch: the slow one is running now
+        results.close()  # what SIGTERM or Ctrl-C does to the loop that reads the results
+    finally:
+        os.close(lock)
+    pid = int((tmp_path / "slow.pid").read_text())
+    with pytest.raises(ProcessLookupError):  # ended and reaped by the time the sweep's loop is left
+        os.kill(pid, 0)
+    assert not (tmp_path / "slow.finished").exists()  # ended mid-batch, not waited for
+
+
+# -- 22. inputs that are devices or pipes, outputs that are loops of links -------------------
+@pytest.mark.parametrize("argv", [
+    ["import", "/dev/null", "--out", "{tmp}/w.jsonl"],
+    ["replay-dir", "/dev/null", "--policies", "noop"],
+    ["fidelity", "/dev/null"],
+    ["fidelity", str(FIXTURES / "mini.traj.json"), "--fit-on", "/dev/null"],
+])
+def test_22_a_transcript_path_that_is_a_device_is_refused_unread(argv, tmp_path):
+    code, out, err = cli(*[a.format(tmp=tmp_path) for a in argv])
+    assert code == 2 and list(tmp_path.iterdir()) == []
+    assert err == "prunesim: error: /dev/null: not a regular file (a character device); give a transcript or a folder\n"
+
+
+def test_22_targets_calibration_and_result_files_that_are_devices_are_named_as_such(run_dir, sweep_dir, tmp_path):
+    code, _, err = cli("calibrate", "oscillation-40", "--targets", "/dev/null", "--params",
+                       "workload.tool_output.mean", "--seeds", "0:1", "--out", tmp_path / "c.toml")
+    assert code == 2 and err == "prunesim: error: /dev/null: not a regular file (a character device)\n"
+    code, _, err = cli("replay-dir", FIXTURES / "mini.traj.json", "--policies", "noop", "--calibration", "/dev/null")
+    assert code == 2 and err == "prunesim: error: --calibration: /dev/null: not a regular file (a character device)\n"
+    run = tmp_path / "r"
+    shutil.copytree(run_dir, run)
+    (run / "trace.csv").unlink()
+    (run / "trace.csv").symlink_to("/dev/null")
+    code, _, err = cli("plot", "trace", run, "--out", tmp_path / "t.png")
+    assert code == 2 and err == f"prunesim: error: {run}: trace.csv: not a regular file (a character device)\n"
+    sweep = tmp_path / "s"
+    shutil.copytree(sweep_dir, sweep)
+    (sweep / RUNS_FILE).unlink()
+    (sweep / RUNS_FILE).symlink_to("/dev/null")
+    for argv in (["aggregate", sweep], ["plot", "sweep", sweep, "--metric", "passes", "--x", "trigger"]):
+        code, _, err = cli(*argv)
+        assert code == 2
+        assert err == f"prunesim: error: {sweep / RUNS_FILE}: not a regular file (a character device), " \
+                      f"not the sweep's {RUNS_FILE}\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["import", str(FIXTURES / "mini.traj.json"), "--out", "{loop}"],
+    ["replay-dir", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--out", "{loop}"],
+    ["compare", "oscillation-40", "--seeds", "0:1", "--out", "{loop}"],
+    ["run", "oscillation-40", "--out", "{loop}"],
+    ["plot", "ledger", "{run}", "--out", "{loop}"],
+])
+def test_22_an_out_that_is_a_loop_of_links_names_the_flag(argv, run_dir, tmp_path):
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(loop)
+    code, _, err = cli(*[a.format(loop=loop, run=run_dir) for a in argv])
+    assert code == 2
+    assert err == f"prunesim: error: --out: {loop}: Too many levels of symbolic links\n"
+
+
+# -- 23. huge numbers in flags ----------------------------------------------------------------
+def test_23_a_seed_range_of_billions_is_refused_before_any_run(monkeypatch, tmp_path):
+    def must_not_run(*a, **k):
+        raise AssertionError("ran before checking --seeds")
+
+    monkeypatch.setattr("prunesim.cli.commands.compare.compare", must_not_run)
+    code, _, err = cli("compare", "oscillation-40", "--seeds", "0:1000000000000")
+    assert code == 2
+    assert err == ("prunesim: error: --seeds: 0:1000000000000: 1,000,000,000,000 seeds; at most 1,000,000 in one "
+                   "command\n")
+    code, _, err = cli("sweep", "oscillation-40", "--seeds", "7:1000008", "--out", tmp_path / "s")
+    one_error_line(err, "--seeds", "1,000,001 seeds")
+    assert code == 2 and not (tmp_path / "s").exists()
+    assert _common.parse_seeds("7:1000007") == list(range(7, 1000007))  # the limit itself is accepted
+
+
+# -- 24. names with control characters ----------------------------------------------------------
+def test_24_a_newline_in_a_file_name_is_shown_escaped_on_the_one_line(tmp_path):
+    scenario = tmp_path / "bad\nname.toml"
+    scenario.write_text('turns = "x"\n')
+    code, _, err = cli("run", scenario)
+    assert code == 2
+    assert err == f"prunesim: error: {tmp_path}/bad\\nname.toml: turns: must be an integer, got a string 'x'\n"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a\tb.traj.json").write_text("{")
+    shutil.copy(FIXTURES / "mini.traj.json", tmp_path / "in")
+    code, _, err = cli("import", tmp_path / "in", "--out", f"{tmp_path}/wl/")
+    assert code == 0
+    assert [line for line in err.splitlines() if line.startswith("prunesim: error:")] == [
+        f"prunesim: error: {tmp_path}/in/a\\tb.traj.json: malformed JSON at line 1 column 2: Expecting property "
+        "name enclosed in double quotes"]
+
+
+# -- 25. scenario files nested or chained past Python's stack -------------------------------------
+def test_25_a_scenario_nested_too_deeply_is_one_line_not_a_crash(tmp_path):
+    scenario = tmp_path / "deep.toml"
+    scenario.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    code, _, err = cli("run", scenario)
+    assert code == 2 and err == f"prunesim: error: {scenario}: malformed TOML: nested too deeply to read\n"
+
+
+def test_25_an_extends_chain_longer_than_the_limit_is_one_line_and_the_limit_itself_runs(tmp_path):
+    n = scenario_files.MAX_EXTENDS + 1  # files extending another; the last one extends nothing
+    for i in range(n + 1):
+        (tmp_path / f"s{i}.toml").write_text(f'extends = "s{i + 1}.toml"\n' if i < n else "turns = 5\n")
+    code, _, err = cli("run", tmp_path / "s0.toml")
+    assert code == 2
+    assert err == (f"prunesim: error: {tmp_path / f's{n - 1}.toml'}: extends: a chain of more than "
+                   f"{scenario_files.MAX_EXTENDS} scenario files\n")
+    code, out, err = cli("run", tmp_path / "s1.toml")  # exactly MAX_EXTENDS links
+    assert code == 0 and err == "", err
+
+
+# -- 26. an output that is the command's own input -------------------------------------------------
+def test_26_an_out_that_is_an_input_is_refused_and_the_input_kept(tmp_path):
+    session = tmp_path / "s.jsonl"
+    shutil.copy(FIXTURES / "claude-code" / "session.jsonl", session)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    mini = folder / "m.traj.json"
+    shutil.copy(FIXTURES / "mini.traj.json", mini)
+    link = tmp_path / "link.csv"
+    link.symlink_to(mini)
+    scenario = tmp_path / "my.toml"
+    scenario.write_text('extends = "oscillation-40"\nturns = 10\n')
+    before = {p: p.read_bytes() for p in (session, mini, scenario)}
+    cases = [
+        (["import", session, "--out", session], "--out", session, session),
+        (["replay-dir", mini, "--policies", "noop", "--out", link], "--out", link, mini),
+        (["replay-dir", folder, "--policies", "noop", "--out", mini], "--out", mini, mini),
+        (["compare", scenario, "--seeds", "0:1", "--out", scenario], "--out", scenario, scenario),
+        (["fidelity", folder, "--fit-out", mini], "--fit-out", mini, mini),
+    ]
+    for argv, flag, out, source in cases:
+        code, _, err = cli(*argv)
+        assert code == 2
+        assert err == f"prunesim: error: {flag}: {out}: is an input of this command ({source}); give another file\n"
+    assert {p: p.read_bytes() for p in before} == before and link.is_symlink()
+
+
+def test_26_aggregate_never_writes_through_a_link_onto_runs_csv(sweep_copy):
+    runs = (sweep_copy / RUNS_FILE).read_bytes()
+    (sweep_copy / "aggregate.csv").unlink()
+    (sweep_copy / "aggregate.csv").symlink_to(RUNS_FILE)
+    code, _, err = cli("aggregate", sweep_copy)
+    assert code == 2 and err == (f"prunesim: error: {sweep_copy / 'aggregate.csv'}: is an input of this command "
+                                 f"({sweep_copy / RUNS_FILE}); give another file\n")
+    assert (sweep_copy / RUNS_FILE).read_bytes() == runs

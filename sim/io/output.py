@@ -83,14 +83,20 @@ def _through_special_links(path: Path) -> bool:
     return False
 
 
-def kind_of(path: Path) -> str:
+def _where(path: str | os.PathLike, flag: str | None) -> str:
+    """How an error names an output: the flag that gave it, then the path as typed."""
+    return f"{flag}: {path}" if flag else str(path)
+
+
+def kind_of(path: str | os.PathLike, flag: str | None = None) -> str:
     """``"file"`` (a regular file or nothing yet), ``"stream"`` (device, pipe, socket, /proc link) or ``"folder"``."""
+    path = Path(path)
     try:
         st = os.stat(path)  # follows symbolic links
     except (FileNotFoundError, NotADirectoryError):
         return "file"  # nothing there (or a dangling link): where it would go is checked when it is made
-    except OSError as err:
-        raise from_os_error(err, path) from None
+    except OSError as err:  # a loop of links, a name too long, a folder we may not search
+        raise from_os_error(err, _where(path, flag)) from None
     if stat.S_ISDIR(st.st_mode):
         return "folder"
     if stat.S_ISREG(st.st_mode) and not _through_special_links(path):
@@ -103,19 +109,25 @@ def _real_target(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def _make_parents(folder: Path, shown: Path) -> list[Path]:
-    """Create ``folder`` and its missing parents; returns those created (deepest last)."""
+def _missing_parents(folder: Path, where: str) -> list[Path]:
+    """The folders to create so that ``folder`` exists (deepest first); refuses a file or a broken link on the way."""
     missing = []
     p = folder
     while not p.exists():
-        if p.is_symlink():  # a dangling link where a folder should be
-            raise UserError(str(shown), None, f"{p} is a broken symbolic link, not a folder")
+        if p.is_symlink():  # a dangling link (or a loop of links) where a folder should be
+            raise UserError(where, None, f"{p} is a broken symbolic link, not a folder")
         missing.append(p)
         if p.parent == p:
             break
         p = p.parent
     if p.exists() and not p.is_dir():
-        raise UserError(str(shown), None, f"{p} is a file, not a folder")
+        raise UserError(where, None, f"{p} is a file, not a folder")
+    return missing
+
+
+def _make_parents(folder: Path, where: str) -> list[Path]:
+    """Create ``folder`` and its missing parents; returns those created (deepest last)."""
+    missing = _missing_parents(folder, where)
     created = []
     try:
         for d in reversed(missing):
@@ -123,7 +135,7 @@ def _make_parents(folder: Path, shown: Path) -> list[Path]:
             created.append(d)
     except OSError as err:
         _remove_dirs(created)
-        raise from_os_error(err, shown) from None
+        raise from_os_error(err, where) from None
     return created
 
 
@@ -136,15 +148,15 @@ def _remove_dirs(dirs: Sequence[Path]) -> None:
 
 
 # -- single files -------------------------------------------------------------------
-def write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` by the rules in the module docstring."""
-    with FileOutput(path) as out:
+def write_bytes(path: str | os.PathLike, data: bytes, flag: str | None = None) -> None:
+    """Write ``data`` to ``path`` by the rules in the module docstring; errors name ``flag`` when given."""
+    with FileOutput(path, flag) as out:
         out.write(data)
         out.commit()
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    write_bytes(path, text.encode("utf-8"))
+def write_text(path: str | os.PathLike, text: str, flag: str | None = None) -> None:
+    write_bytes(path, text.encode("utf-8"), flag)
 
 
 class FileOutput:
@@ -159,10 +171,10 @@ class FileOutput:
     def __init__(self, path: str | os.PathLike, flag: str | None = None):
         self.shown = Path(path)
         self.flag = flag
-        self.kind = kind_of(self.shown)
+        self.where = _where(self.shown, flag)
+        self.kind = kind_of(self.shown, flag)
         if self.kind == "folder":
-            where = f"{flag}: {self.shown}" if flag else str(self.shown)
-            raise UserError(where, None, "is a folder; give a file name")
+            raise UserError(self.where, None, "is a folder; give a file name")
         self.target = _real_target(self.shown)
         self._fd: int | None = None
         self._tmp: str | None = None
@@ -174,14 +186,14 @@ class FileOutput:
             if self.kind == "stream":
                 self._fd = os.open(self.shown, os.O_WRONLY | os.O_APPEND)
             else:
-                self._created = _make_parents(self.target.parent, self.shown)
+                self._created = _make_parents(self.target.parent, self.where)
                 fd, self._tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp",
                                                  dir=self.target.parent)
                 self._fd = fd
                 os.fchmod(fd, self._mode())
         except OSError as err:
             self._cleanup()
-            raise from_os_error(err, self.shown) from None
+            raise from_os_error(err, self.where) from None
         except BaseException:
             self._cleanup()
             raise
@@ -241,21 +253,59 @@ class FileOutput:
 
 
 # -- folders ------------------------------------------------------------------------
+def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
+    """Refuse, before any work is done, a file output that cannot be written, in the words writing it would use.
+
+    A folder, a path under a file or a broken link, or a place that takes no new
+    file (read-only, no permission) is refused now rather than after minutes
+    of simulating. Nothing is created: a trial file is made in the nearest folder
+    that exists and removed at once.
+    """
+    shown = Path(path)
+    where = _where(shown, flag)
+    kind = kind_of(shown, flag)
+    if kind == "folder":
+        raise UserError(where, None, "is a folder; give a file name")
+    if kind == "stream":
+        return  # written to directly, when the output comes
+    parent = _real_target(shown).parent
+    missing = _missing_parents(parent, where)
+    existing = missing[-1].parent if missing else parent
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as err:
+        raise from_os_error(err, where) from None
+
+
+def check_not_input(path: str | os.PathLike, inputs: Sequence[str | os.PathLike], flag: str | None = None) -> None:
+    """Refuse an output file that is one of the command's own inputs (through any link): it would replace it."""
+    try:
+        out = os.stat(path)
+    except (OSError, ValueError):
+        return  # nothing there yet
+    if not stat.S_ISREG(out.st_mode):
+        return  # a device or a pipe is written to, never replaced
+    for source in inputs:
+        try:
+            st = os.stat(source)
+        except (OSError, ValueError):
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise UserError(_where(path, flag), None, f"is an input of this command ({source}); give another file")
+
+
 def check_folder(path: str | os.PathLike, flag: str | None = None) -> None:
     """Refuse, before any work is done, a folder output that names a file, a device or a broken link."""
     shown = Path(path)
-    where = f"{flag}: {shown}" if flag else str(shown)
-    if kind_of(shown) == "folder":
+    where = _where(shown, flag)
+    if kind_of(shown, flag) == "folder":
         return
     if shown.is_symlink() and not shown.exists():
         raise UserError(where, None, "is a broken symbolic link")
     if shown.exists():
         raise UserError(where, None, "exists and is not a folder")
-    p = shown.parent
-    while not p.exists() and p.parent != p:
-        p = p.parent
-    if p.exists() and not p.is_dir():
-        raise UserError(where, None, f"{p} is a file, not a folder")
+    _missing_parents(shown.parent, where)
 
 
 @contextmanager
@@ -272,12 +322,12 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
     check_folder(shown, flag)
     dest = Path(os.path.realpath(shown)) if shown.is_symlink() else shown
     new = not dest.exists()
-    created = _make_parents(dest.parent, shown) if new else []
+    created = _make_parents(dest.parent, _where(shown, flag)) if new else []
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if new else dest))
     except OSError as err:
         _remove_dirs(created)
-        raise from_os_error(err, shown) from None
+        raise from_os_error(err, _where(shown, flag)) from None
     try:
         yield staging
         if new:
@@ -290,7 +340,7 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
                 if not (staging / name).exists() and (dest / name).is_file():
                     (dest / name).unlink()
     except OSError as err:
-        raise from_os_error(err, shown) from None
+        raise from_os_error(err, _where(shown, flag)) from None
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

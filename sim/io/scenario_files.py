@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import tomllib
 import types
 import typing
@@ -28,7 +29,7 @@ from typing import Any, Literal
 
 from prunesim import policies
 from prunesim.errors import UserError
-from prunesim.io import prices
+from prunesim.io import inputs, prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
     Decision,
     InitialSpan,
@@ -194,14 +195,18 @@ def shipped_scenarios() -> dict[str, Path]:
     }
 
 
+def file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a scenario file, or None when it can (only a regular file is read)."""
+    return inputs.problem(path, "scenario file")
+
+
 def resolve_path(name_or_path: str) -> Path:
     """A scenario path: an existing file, else the name of a shipped scenario."""
     path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists() or "/" in name_or_path:
-        if path.is_dir():
-            raise UserError(str(path), None, "is a directory, not a scenario file")
-        if not path.exists():
-            raise UserError(str(path), None, "no such scenario file")
+    if path.suffix == ".toml" or os.path.lexists(path) or "/" in name_or_path:
+        problem = file_problem(path)
+        if problem:
+            raise UserError(str(path), None, problem)
         return path
     shipped = shipped_scenarios()
     if name_or_path not in shipped:
@@ -226,6 +231,8 @@ def read_toml(path: Path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(where, None, f"malformed TOML: {err}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise UserError(where, None, "malformed TOML: nested too deeply to read") from None
 
 
 def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
@@ -260,6 +267,9 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     return scenario
 
 
+MAX_EXTENDS = 64  # files in one extends chain; shipped scenarios use one or two
+
+
 def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     """A scenario file's data with its ``extends`` chain resolved (see the module docstring)."""
     data = read_toml(path)
@@ -269,6 +279,8 @@ def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     where = str(path)
     if not isinstance(base, str) or not base.strip():
         raise UserError(where, "extends", "must be a shipped scenario's name or a path to a .toml file")
+    if len(chain) >= MAX_EXTENDS:  # each link is a frame of this recursion
+        raise UserError(where, "extends", f"a chain of more than {MAX_EXTENDS} scenario files")
     base_path = _base_path(base, path)
     here = path.resolve()
     seen = (*chain, here)
@@ -287,8 +299,9 @@ def _base_path(base: str, path: Path) -> Path:
     if candidate.suffix == ".toml" or "/" in base:
         if not candidate.is_absolute():
             candidate = path.parent / candidate
-        if not candidate.is_file():
-            raise UserError(str(path), "extends", f"no such scenario file {str(candidate)!r}")
+        problem = file_problem(candidate)
+        if problem:
+            raise UserError(str(path), "extends", f"{str(candidate)!r}: {problem}")
         return candidate
     shipped = shipped_scenarios()
     if base not in shipped:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from prunesim.errors import UserError, from_os_error, json_problem
-from prunesim.io import atomic
+from prunesim.io import atomic, inputs
 
 SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
@@ -57,6 +57,9 @@ def complete_part(data: bytes) -> tuple[bytes, bytes]:
 def read_bytes(path: Path, what: str) -> bytes:
     if path.is_dir():
         raise UserError(str(path), None, f"is a directory, not the sweep's {what}")
+    kind = inputs.special_kind(path)
+    if kind:  # a device may never end (/dev/zero fills the memory), a pipe never start
+        raise UserError(str(path), None, f"not a regular file ({kind}), not the sweep's {what}")
     try:
         return path.read_bytes()
     except FileNotFoundError:

@@ -35,11 +35,13 @@ from pathlib import Path
 
 import numpy as np
 from prunesim.errors import UserError
-from prunesim.io import atomic
+from prunesim.io import atomic, output
 from prunesim.io.sweep_files import (  # noqa: F401 - AGGREGATE_FILE is part of this module's API
     AGGREGATE_FILE,
     ID_COLUMNS,
+    RUNS_FILE,
     STAT_COLUMNS,
+    SWEEP_FILE,
     read_description,
     read_runs,
 )
@@ -188,5 +190,6 @@ def write_aggregate(out: str | Path, table: list[dict]) -> Path:
     desc = read_description(out)
     columns = ["policy", *desc["grid"], *STAT_COLUMNS]
     path = Path(out) / AGGREGATE_FILE
+    output.check_not_input(path, [Path(out) / RUNS_FILE, Path(out) / SWEEP_FILE])  # a link to the sweep's own file
     atomic.write_csv(path, columns, ([("" if r[c] is None else r[c]) for c in columns] for r in table))
     return path

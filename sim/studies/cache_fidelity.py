@@ -111,6 +111,8 @@ def read_runs(path: Path) -> Iterator[Run | UserError]:
                 yield run
     except UserError as err:
         yield err
+    except usage.BadUsage as err:  # the importer refuses the file for the same field
+        yield UserError(where, None, str(err))
     except json.JSONDecodeError as err:
         yield UserError(where, None, f"malformed JSON at line {err.lineno}: {err.msg}")
     except (OSError, UnicodeDecodeError) as err:
@@ -125,11 +127,14 @@ def _mini_swe_agent(data, path: Path) -> Run | None:
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         return None
     calls, model = [], ""
-    for m in data["messages"]:
+    for i, m in enumerate(data["messages"]):
         if not isinstance(m, dict) or m.get("role") != "assistant":
             continue
         response = ((m.get("extra") or {}).get("response")) or {}
-        u = usage.from_openai(response.get("usage")) if isinstance(response, dict) else {}
+        try:
+            u = usage.from_openai(response.get("usage")) if isinstance(response, dict) else {}
+        except usage.BadUsage as err:  # worded as the importer words it, so that fidelity reports it once
+            raise UserError(str(path), None, f"mini-swe-agent: message {i}: {err}") from None
         if "prompt_tokens" not in u:
             return None  # a call without recorded usage: the run's bill is incomplete
         calls.append(Call(
@@ -207,7 +212,10 @@ def _claude_code(records: Iterator[dict], path: Path) -> Run | None:
             reset = True
             continue
         stamp, raw = recorded[mid]
-        u = usage.from_anthropic(raw)
+        try:
+            u = usage.from_anthropic(raw)
+        except usage.BadUsage as err:
+            raise UserError(str(path), None, f"claude-code: {err}") from None
         calls.append(Call(
             time_s=_time(stamp) if isinstance(stamp, str) else 0.0,
             prompt=u.get("prompt_tokens", 0),
@@ -240,7 +248,10 @@ def _codex(records: Iterator[dict], path: Path) -> Run | None:
         if total == last_total:  # the same call reported again
             continue
         last_total = total
-        u = usage.from_codex(info["last_token_usage"])
+        try:
+            u = usage.from_codex(info["last_token_usage"])
+        except usage.BadUsage as err:
+            raise UserError(str(path), None, f"codex: {err}") from None
         calls.append(Call(
             time_s=_time(r["timestamp"]) if isinstance(r.get("timestamp"), str) else 0.0,
             prompt=u.get("prompt_tokens", 0),

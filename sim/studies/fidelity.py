@@ -304,12 +304,10 @@ def _key(e: _Entry) -> str:
 
 def write_profiles(path: Path, profiles: list[cal.Profile]) -> None:
     """A calibration file (``--calibration FILE`` reads it back)."""
-    from prunesim.io.atomic import write_json
+    from prunesim.io import output
+    from prunesim.io.atomic import dumps_json
 
     data = {"prunesim_calibration": cal.FILE_VERSION, "profiles": [
         {"name": p.name, "models": list(p.models), "formats": list(p.formats), "fitted_on": p.fitted_on,
          "tokenizers": p.by_tokenizer} for p in profiles]}
-    try:
-        write_json(path, data)
-    except OSError as err:
-        raise UserError("--fit-out", str(path), f"cannot write: {err.strerror or err}") from None
+    output.write_text(path, dumps_json(data), "--fit-out")

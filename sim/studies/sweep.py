@@ -328,12 +328,40 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(lock_fd,))
     else:  # spawned workers inherit no descriptors
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    finished = False
     try:
         futures = [pool.submit(run_batch, sc, policy, items, traces_dir) for sc, policy, items in batches]
         for fut in as_completed(futures):
             yield fut.result()
+        finished = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if finished:
+            pool.shutdown(wait=True)
+        else:  # SIGTERM, Ctrl-C, a failed run: the batches in flight are lost anyway (a resume re-runs them)
+            _stop_workers(pool)
+
+
+def _stop_workers(pool) -> None:
+    """End a process pool's workers now, and wait until they have ended.
+
+    ``shutdown(cancel_futures=True)`` cancels the batches not started but waits
+    for the running ones, which may take minutes; the workers never see the
+    sweep's SIGTERM (it reaches the parent only). SIGTERM makes a worker die at
+    once (the handler in prunesim.cli re-raises it as the default action); one
+    that does not within a few seconds is killed, so this cannot hang.
+    """
+    if hasattr(pool, "terminate_workers"):  # Python 3.14+
+        pool.terminate_workers()
+        return
+    processes = list((pool._processes or {}).values())  # no public handle before 3.14; read before shutdown
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 class DaskRunner:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from prunesim.errors import UserError
+from prunesim.io import inputs
 from prunesim.io.scenario_files import apply_overrides, from_dict, load, read_toml
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics import METRIC_NAMES
@@ -196,8 +197,9 @@ def shipped_targets() -> dict[str, Path]:
 def resolve(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if path.suffix == ".toml" or "/" in name_or_path or path.exists():
-        if not path.is_file():
-            raise UserError(str(path), None, "no such targets file")
+        problem = inputs.problem(path, "targets file")
+        if problem:
+            raise UserError(str(path), None, problem)
         return path
     shipped = shipped_targets()
     if name_or_path not in shipped:

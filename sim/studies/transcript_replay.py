@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import ResourceError, UserError, from_os_error
+from prunesim.io import inputs
 from prunesim.io.scenario_files import replace
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
@@ -59,6 +60,9 @@ def expand(paths: list[Path]) -> list[Path]:
             ]
             out.extend(sorted(found))
         else:
+            kind = inputs.special_kind(path)  # a folder's own devices and pipes are left out by is_file()
+            if kind:
+                raise UserError(str(path), None, f"not a regular file ({kind}); give a transcript or a folder")
             out.append(path)
     return out
 

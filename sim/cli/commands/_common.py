@@ -11,6 +11,10 @@ from prunesim.errors import ResourceError, UserError
 from prunesim.io.scenario_files import parse_set
 from prunesim.policies import user_policy_fault
 
+# Seeds in one command: a million runs of the smallest shipped scenario already take hours; a range of
+# billions is a typo that would otherwise end in "out of memory" after filling it.
+MAX_SEEDS = 1_000_000
+
 
 def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
     """``A:B`` (B excluded), ``A,B,C`` or ``N``."""
@@ -20,6 +24,8 @@ def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
             lo, hi = int(a), int(b)
             if lo < 0 or hi <= lo:
                 raise UserError(flag, text, "range must be A:B with 0 <= A < B")
+            if hi - lo > MAX_SEEDS:
+                raise UserError(flag, text, f"{hi - lo:,} seeds; at most {MAX_SEEDS:,} in one command")
             return list(range(lo, hi))
         seeds = [int(x) for x in text.split(",")]
     except ValueError:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
-import tempfile
 from pathlib import Path
 
 from prunesim.cli.commands._common import out_arg, parse_seeds, positive_int
 from prunesim.errors import UserError
-from prunesim.io.atomic import write_text
+from prunesim.io import output
 from prunesim.io.scenario_files import load, resolve_path
 from prunesim.studies.calibrate import OBJECTIVE_TEXT, Calibration, calibrate, calibrated_text, parse_params
 from prunesim.studies.targets import load_targets
@@ -31,23 +31,17 @@ def register(sub) -> None:
 
 
 def _out_file(text: str) -> Path:
-    return Path(out_arg(text))
+    if output.names_folder(out_arg(text)):  # Path() would drop the slash and write a file of that name
+        raise argparse.ArgumentTypeError(f"{text}: names a folder; give a file name")
+    return Path(text)
 
 
 
 def check_out(out: Path, force: bool) -> None:
     """Refuse, before any work, an --out that would replace a file without --force or cannot be written."""
-    if out.is_dir():
-        raise UserError("--out", str(out), "is a directory; give a file name")
-    if out.exists() and not force:
+    output.check_file(out, "--out")  # proves the place takes a file now, not after minutes of fitting
+    if out.exists() and output.kind_of(out) == "file" and not force:
         raise UserError("--out", str(out), "exists; give --force to replace it")
-    # Prove the folder takes a file now, not after minutes of fitting.
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out.parent):
-            pass
-    except OSError as err:
-        raise UserError("--out", str(out), f"cannot write there: {err.strerror or err}") from None
 
 
 def command_line(args) -> str:
@@ -76,10 +70,7 @@ def main(args) -> int:
 
     cal = calibrate(base, targets, params, seeds, args.max_evals, progress)
     text = calibrated_text(base_text, cal, command, args.targets)
-    try:
-        write_text(args.out, text)
-    except OSError as err:
-        raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
+    output.write_text(args.out, text, "--out")
     print(format_fit(cal))
     print(f"written: {args.out}")
     return 0

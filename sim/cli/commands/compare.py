@@ -7,10 +7,11 @@ import math
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, parse_seeds, parse_sets, print_notes
+from prunesim.cli.commands._common import add_set, out_arg, parse_seeds, parse_sets, print_notes
 from prunesim.errors import UserError
-from prunesim.io import atomic
+from prunesim.io import atomic, output
 from prunesim.io.atomic import json_ready
+from prunesim.io.scenario_files import resolve_path
 from prunesim.policies import parse_names
 from prunesim.studies.compare import STAT_COLUMNS, check_metrics, compare, rows
 
@@ -27,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--metrics", help="comma-separated metric names to show, in this order (default: all)")
     p.add_argument("--format", choices=FORMATS, help="table (default), csv (one row per policy and metric) or json")
     p.add_argument("--json", action="store_true", help="the same as --format json")
-    p.add_argument("--out", type=Path, help="write to this file (format from its .csv/.json suffix unless --format)")
+    p.add_argument("--out", type=out_arg, help="write to this file (format from its .csv/.json suffix unless --format)")
     p.set_defaults(func=main)
 
 
@@ -41,8 +42,11 @@ def main(args) -> int:
             raise UserError("--metrics", args.metrics, "expected a comma-separated list of metric names")
         check_metrics(metrics)
     fmt = output_format(args)
-    if args.out is not None and args.out.is_dir():
-        raise UserError("--out", str(args.out), "is a folder; give a file")
+    if args.out is not None:
+        if output.names_folder(args.out):
+            raise UserError("--out", args.out, "names a folder; give a file")
+        output.check_file(args.out, "--out")
+        output.check_not_input(args.out, [resolve_path(args.scenario)], "--out")
     scenario = api.load_scenario(args.scenario, parse_sets(args.set))
     print_notes(policies, scenario)
     result = compare(scenario, policies, seeds, metrics)
@@ -58,12 +62,9 @@ def main(args) -> int:
     if args.out is None:
         print(text, end="")
     else:
-        try:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            atomic.write_text(args.out, text)
-        except OSError as err:
-            raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
-        print(args.out)
+        output.write_text(args.out, text, "--out")
+        if output.kind_of(args.out) != "stream":
+            print(args.out)
     return 0
 
 
@@ -74,8 +75,9 @@ def output_format(args) -> str:
         return "json"
     if args.format:
         return args.format
-    if args.out is not None and args.out.suffix in (".csv", ".json"):
-        return args.out.suffix[1:]
+    suffix = Path(args.out).suffix if args.out is not None else ""
+    if suffix in (".csv", ".json"):
+        return suffix[1:]
     return "table"
 
 

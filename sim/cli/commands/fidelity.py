@@ -15,6 +15,7 @@ from prunesim.cli.commands._common import (
     report_line,
 )
 from prunesim.errors import UserError
+from prunesim.io import output
 from prunesim.io.atomic import json_ready
 from prunesim.studies import cache_fidelity
 from prunesim.studies.fidelity import DEFAULT_FOLDS, Study, write_profiles
@@ -42,11 +43,13 @@ def main(args) -> int:
     if args.fit_on is not None and not args.fit_on.exists():
         raise UserError("--fit-on", str(args.fit_on), "no such file or folder")
     check_transcript_options(args)
-    if args.fit_out is not None and args.fit_out.is_dir():
-        raise UserError("--fit-out", str(args.fit_out), "is a folder; give a file")
+    if args.fit_out is not None:
+        output.check_file(args.fit_out, "--fit-out")
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    if args.fit_out is not None:
+        output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else []), "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
         tally = Tally(bar)

@@ -33,7 +33,7 @@ def register(sub) -> None:
 def _single_file_target(text: str, files: list[Path]) -> bool:
     """Is ``--out`` one workload file (a .jsonl name, a device or a pipe) rather than a folder?"""
     out = Path(text)
-    kind = output.kind_of(out)
+    kind = output.kind_of(out, "--out")
     if output.names_folder(text) or kind == "folder":
         return False
     if kind == "stream" or out.suffix == ".jsonl":
@@ -51,7 +51,9 @@ def main(args) -> int:
     if not files:
         raise UserError("import", None, "no transcript files found")
     single = _single_file_target(args.out, files)
-    if not single:
+    if single:
+        output.check_not_input(args.out, files, "--out")
+    else:
         output.check_folder(args.out, "--out")
     sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
                            transcripts_only=True)

@@ -90,8 +90,10 @@ def main(args) -> int:
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)
-    if args.out is not None and (output.names_folder(args.out) or output.kind_of(Path(args.out)) == "folder"):
+    if args.out is not None and (output.names_folder(args.out) or output.kind_of(Path(args.out), "--out") == "folder"):
         raise UserError("--out", args.out, "names a folder; give a CSV file")
+    if args.out is not None:
+        output.check_not_input(args.out, expand([args.dir]), "--out")
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:

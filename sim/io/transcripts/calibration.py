@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 from prunesim.errors import UserError
+from prunesim.io import inputs
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import tokens as tok
 from prunesim.io.transcripts.formats import Transcript
@@ -108,6 +109,9 @@ def load_profiles(path: Path | None = None) -> list[Profile]:
         where = "calibrations.json (shipped)"
     else:
         where = str(path)
+        kind = inputs.special_kind(path)
+        if kind:  # a device or a pipe may never end, or never start
+            raise UserError("--calibration", where, f"not a regular file ({kind})")
         try:
             text = Path(path).read_text("utf-8")
         except FileNotFoundError:

@@ -239,7 +239,7 @@ def _transcript(records: list[_Record], path: Path, name: str, source: str, warn
                 if not t.model and isinstance(r.message.get("model"), str):
                     t.model = r.message["model"]
             k = call_of[mid]
-            _call_usage(t, k, r.message.get("usage"))
+            _call_usage(t, k, r.message.get("usage"), at)
             _assistant_blocks(t, r, k, calls, at)
             continue
         _user_message(t, r, turn, calls, at)
@@ -261,8 +261,11 @@ def _compaction(t: Transcript, r: _Record, turn: int) -> None:
             p.dropped_at = turn + 1
 
 
-def _call_usage(t: Transcript, k: int, raw) -> None:
-    fields = usage_fields.from_anthropic(raw)
+def _call_usage(t: Transcript, k: int, raw, at: str) -> None:
+    try:
+        fields = usage_fields.from_anthropic(raw)
+    except usage_fields.BadUsage as err:
+        raise UserError(at, None, f"{FORMAT}: {err}") from None
     if not fields:
         return
     have = t.usage.get(k)

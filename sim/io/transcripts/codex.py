@@ -125,7 +125,7 @@ def _build(t: Transcript, records: list, where: str) -> None:
         if kind == "usage":
             if usage_first or not open_call:
                 turn += 1  # usage-after order and no output items before it: a call that wrote nothing
-            _call_usage(t, turn, payload)
+            _call_usage(t, turn, payload, at)
             open_call = False
         elif kind == "compacted":
             _compaction(t, payload, turn)
@@ -156,8 +156,11 @@ def _size_reasoning(t: Transcript, encrypted: list[Part], where: str) -> None:
                           "counted as 0")
 
 
-def _call_usage(t: Transcript, k: int, info: dict) -> None:
-    fields = usage_fields.from_codex(info.get("last_token_usage"))
+def _call_usage(t: Transcript, k: int, info: dict, at: str) -> None:
+    try:
+        fields = usage_fields.from_codex(info.get("last_token_usage"))
+    except usage_fields.BadUsage as err:
+        raise UserError(at, None, f"{FORMAT}: {err}") from None
     window = usage_fields.count(info.get("model_context_window"))
     if window:
         t.context_window = window

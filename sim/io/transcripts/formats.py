@@ -40,7 +40,6 @@ from prunesim.io.transcripts.keys import command_key, tool_key
 
 FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai", "claude-code", "codex")
 TOO_DEEP = "JSON nested too deeply to read"
-MAX_COUNT = 10**12  # a token count above this is not a real API's: treated as not recorded
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
 
 
@@ -287,8 +286,19 @@ def _split_action(content: str) -> tuple[str, str]:
     return reasoning, last.group(1)
 
 
-def _int(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else None
+def _usage(raw: dict, what: str) -> dict:
+    """A call's recorded usage (usage.FIELDS); an impossible value is a malformed transcript, not a missing one."""
+    try:
+        return usage_fields.from_openai(raw)
+    except usage_fields.BadUsage as err:
+        raise _Missing(f"{what}: {err}") from None
+
+
+def _prompt_tokens(raw: dict, what: str) -> int | None:
+    try:
+        return usage_fields.recorded_count(raw, "prompt_tokens")
+    except usage_fields.BadUsage as err:
+        raise _Missing(f"{what}: {err}") from None
 
 
 def _dict(value) -> dict:
@@ -326,10 +336,10 @@ def _mini(data: dict, t: Transcript) -> None:
             extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
             response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
             usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
-            prompt = _int(usage.get("prompt_tokens"))
-            if prompt is not None:
-                t.prompt_tokens[turn] = prompt
-            _record_usage(t, turn, usage_fields.from_openai(usage))
+            fields = _usage(usage, f"message {i}")
+            if "prompt_tokens" in fields:
+                t.prompt_tokens[turn] = fields["prompt_tokens"]
+            _record_usage(t, turn, fields)
             model = response.get("model")
             if isinstance(model, str) and not t.model:
                 t.model = model
@@ -423,7 +433,7 @@ def _openhands(data: dict, t: Transcript) -> None:
                 turn += 1
                 response_id = rid
                 usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
-                prompt = _int(usage.get("prompt_tokens"))
+                prompt = _prompt_tokens(usage, f"history[{i}]")
                 if prompt is not None:
                     t.prompt_tokens[turn] = prompt
                 t.parts.append(Part(turn, "reasoning", _text(args.get("thought", ""))))
@@ -486,7 +496,7 @@ def _openai(data, t: Transcript) -> None:
             turn += 1
             t.parts.append(Part(turn, "reasoning", text))
             usage = m.get("usage") if isinstance(m.get("usage"), dict) else {}
-            prompt = _int(usage.get("prompt_tokens"))
+            prompt = _prompt_tokens(usage, f"message {i}")
             if prompt is not None:
                 t.prompt_tokens[turn] = prompt
             for j, call in enumerate(_list(m.get("tool_calls"), f"message {i} tool_calls")):
