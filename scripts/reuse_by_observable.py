@@ -11,6 +11,16 @@ over readable cached tokens, summed over the fitting runs):
 * by the call's number in its run, bins starting at calls 2, 4, 8, 16, 32;
 * by the readable prefix, bins starting at 4,096, 8,192, 16,384, 32,768 tokens.
 
+Two more shapes follow what the recorded bills show: Gemini reports cached
+tokens in steps of about 2,048, and about one hit in six reads an older entry
+(the prefix of a call before the previous one) rather than the latest:
+
+* an older entry: ``a x`` the readable prefix ``+ b x`` the previous call's
+  readable prefix (capped at this call's), ``a`` and ``b`` by least squares over
+  the fitting runs' calls;
+* an offset: ``a x`` the readable prefix ``- b`` on every call that can read at
+  all, by least squares the same way.
+
 The bin edges are powers of two fixed before looking at any error, not fitted.
 Each run of ``mini-swe-agent-dev`` is judged with the bins fitted on the other
 41; the runs of ``mini-swe-agent`` with the bins fitted on all 42. An implicit
@@ -54,6 +64,30 @@ def prepared(runs, base) -> list[dict]:
     return out
 
 
+def previous_readable(run: dict) -> np.ndarray:
+    prev = np.concatenate([[0.0], run["readable"][:-1]])
+    return np.minimum(prev, run["readable"])
+
+
+def can_read(run: dict) -> np.ndarray:
+    return (run["readable"] > 0).astype(float)
+
+
+def least_squares(data: list[dict], columns) -> np.ndarray:
+    x = np.vstack([np.concatenate([c(d) for d in data]) for c in columns]).T
+    y = np.concatenate([d["cached"] for d in data])
+    return np.linalg.lstsq(x, y, rcond=None)[0]
+
+
+# name -> (fit over runs, predicted reads of one run)
+LINEAR = {
+    "older entry": (lambda data: least_squares(data, (lambda d: d["readable"], previous_readable)),
+                    lambda d, c: c[0] * d["readable"] + c[1] * previous_readable(d)),
+    "offset": (lambda data: least_squares(data, (lambda d: d["readable"], lambda d: -can_read(d))),
+               lambda d, c: np.where(d["readable"] > 0, np.maximum(0.0, c[0] * d["readable"] - c[1]), 0.0)),
+}
+
+
 def bins(run: dict, schedule) -> np.ndarray:
     if schedule is None:
         return np.zeros(len(run["call"]), int)
@@ -74,7 +108,10 @@ def fit(data: list[dict], schedule) -> np.ndarray:
 
 def errors(run: dict, schedule, reuse: np.ndarray, p) -> tuple[float, float]:
     """The run's relative error on its cached tokens and on its cost (implicit: writes at the input price)."""
-    read = np.round(reuse[bins(run, schedule)] * run["readable"])
+    return read_errors(run, np.round(reuse[bins(run, schedule)] * run["readable"]), p)
+
+
+def read_errors(run: dict, read: np.ndarray, p) -> tuple[float, float]:
     cost = ((run["prompt"] - read) * p.input + read * p.cache_read + run["output"] * p.output) / 1e6
     return (abs(read.sum() - run["cached"].sum()) / run["cached"].sum(),
             abs(cost.sum() - run["bill"].sum()) / run["bill"].sum())
@@ -101,6 +138,11 @@ def main() -> int:
         whole = fit(dev, schedule)
         unseen = [errors(d, schedule, whole, base) for d in held]
         print(f"{name}: dev {line(loo)} | unseen {line(unseen)} | reuse fitted on all dev {np.round(whole, 4)}")
+    for name, (fit_of, predict) in LINEAR.items():
+        loo = [read_errors(d, np.round(predict(d, fit_of(dev[:i] + dev[i + 1:]))), base) for i, d in enumerate(dev)]
+        whole = fit_of(dev)
+        unseen = [read_errors(d, np.round(predict(d, whole)), base) for d in held]
+        print(f"{name}: dev {line(loo)} | unseen {line(unseen)} | fitted on all dev {np.round(whole, 4)}")
     return 0
 
 
