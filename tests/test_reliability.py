@@ -998,7 +998,8 @@ def _special_bases(tmp_path: Path) -> list[tuple[Path, str]]:
              (loop, "cannot read: Too many levels of symbolic links")]
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "pipe.toml")
-        bases.append((tmp_path / "pipe.toml", "not a regular file (a named pipe)"))
+        bases.append((tmp_path / "pipe.toml",
+                      "not a regular file (a named pipe: save what it carries to a file first)"))
     return bases
 
 

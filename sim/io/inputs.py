@@ -11,7 +11,7 @@ import os
 import stat
 
 _SPECIAL = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-            (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+            (stat.S_ISFIFO, "a named pipe: save what it carries to a file first"), (stat.S_ISSOCK, "a socket"))
 
 
 def special_kind(path: str | os.PathLike) -> str | None:
