@@ -291,3 +291,21 @@ def test_validate_json_names_every_block(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["blocks"] == [[1000, 1002], [1002, 1004]] and data["allowed_misses"] == 0
     assert all(len(f["per_block"]) == 2 for f in data["figures"])
+
+
+def test_the_recorded_command_asks_for_force_only_to_replace_a_file(tmp_path):
+    from argparse import Namespace
+    from pathlib import Path
+
+    from prunesim.cli.commands.calibrate import command_line
+
+    def args(out, force=False):
+        return Namespace(scenario="oscillation-40", targets="seed-000", params="decision.rationale_per_span",
+                         seeds="0:3", max_evals=3, out=Path(out), force=force)
+
+    existing = tmp_path / "fit.toml"
+    existing.write_text("")
+    assert command_line(args(existing)).endswith("--force")
+    assert not command_line(args(tmp_path / "new.toml")).endswith("--force")
+    assert not command_line(args("/dev/null")).endswith("--force")  # a stream is written to, never replaced
+    assert command_line(args("/dev/null", force=True)).endswith("--force")

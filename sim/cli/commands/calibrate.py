@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 from pathlib import Path
 
@@ -48,10 +49,8 @@ def command_line(args) -> str:
     """The command that regenerates the file, with every choice spelled out."""
     parts = ["prunesim", "calibrate", args.scenario, "--targets", args.targets, "--params", args.params,
              "--seeds", args.seeds, "--max-evals", str(args.max_evals), "--out", str(args.out)]
-    if args.force or args.out.exists():
-        parts.append("--force")
-    import shlex
-
+    if args.force or (args.out.exists() and output.kind_of(args.out) == "file"):
+        parts.append("--force")  # regenerating it replaces the file this run wrote (a stream needs no --force)
     return shlex.join(parts)
 
 
