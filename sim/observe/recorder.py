@@ -94,8 +94,11 @@ _SORTED_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(sort_keys=T
 
 
 def _json_kind(kind: str) -> str:
+    """A short name (a span kind, an action, a reason) as JSON text, cached: the same few recur all run long."""
     text = _KIND_JSON.get(kind)
     if text is None:
+        if len(_KIND_JSON) >= 4096:  # a policy that makes up its reasons as it goes: stay bounded
+            _KIND_JSON.clear()
         text = _KIND_JSON[kind] = json.dumps(kind)
     return text
 
@@ -216,8 +219,13 @@ class Recorder(Observer):
 
     def on_non_model_eviction(self, time, turn, action, reason, spans, freed, fallback) -> None:
         # A gate's fallback and a policy's own non-model eviction are different stories: named apart.
-        self._event(time, turn, "fallback" if fallback else "non_model_eviction", action=action, reason=reason,
-                    spans=spans, freed=freed)
+        event = "fallback" if fallback else "non_model_eviction"
+        if type(action) is str and type(reason) is str and type(spans) is int and type(freed) is int:
+            # Frequent under a runtime policy: its JSON written directly, as json.dumps(sort_keys=True) writes it.
+            self._add_event(time, turn, event, f'{{"action": {_json_kind(action)}, "freed": {freed}, '
+                                                f'"reason": {_json_kind(reason)}, "spans": {spans}}}')
+        else:
+            self._event(time, turn, event, action=action, reason=reason, spans=spans, freed=freed)
 
     def on_context_edit(self, time, turn, record) -> None:
         detail = record._asdict()
