@@ -34,6 +34,7 @@ import fcntl
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -375,8 +376,11 @@ class DaskRunner:
             if scheduler:
                 self.client = Client(scheduler)  # timeout: distributed.comm.timeouts.connect
             else:
+                # What workers log when the sweep is stopped (batches cancelled, the scheduler gone) is not the
+                # user's business: a run that fails reaches the sweep through its future, named there.
                 self.cluster = LocalCluster(
-                    n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+                    n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                    silence_logs=logging.CRITICAL,
                 )
                 self.client = Client(self.cluster)
         except (OSError, TimeoutError, ValueError) as err:
