@@ -288,7 +288,7 @@ class StreamingRecorder(Recorder):
         self._batch: list[str] = []
         self._event_batch: list[str] = []
         self._events_written = 0
-        self._keys: dict[str, str] = {}  # key -> its CSV field (cached: a span's key is written twice)
+        self._keys: dict[str, str] = {}  # key or cause -> its CSV field (cached: a span's key is written twice)
         self._kind_fields: dict[str, str] = {}  # span kind -> its JSON text inside a quoted CSV field
         self._time = -1.0  # the last time written, and its text: many rows share a time
         self._time_text = ""
@@ -336,8 +336,9 @@ class StreamingRecorder(Recorder):
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         self._seq += 1
         batch = self._batch
-        batch.append(f"{self._seq},{self._t(time)},{turn},{cause},{span.kind},{span.id},{self._key(span.key)},"
-                     f"{-freed},{utilization},{appended_total},{removed_total}\n")
+        # The cause of a non-model eviction carries the policy's reason, which may need quoting: a cached field.
+        batch.append(f"{self._seq},{self._t(time)},{turn},{self._key(cause)},{span.kind},{span.id},"
+                     f"{self._key(span.key)},{-freed},{utilization},{appended_total},{removed_total}\n")
         if len(batch) >= BATCH:
             self._flush_trace()
 
