@@ -68,3 +68,41 @@ def test_a_reason_of_any_text_is_written_alike(tmp_path, oscillation, reason, mo
         with open(tmp_path / "s-all" / "trace.csv", newline="") as f:
             events = {row["event"] for row in csv.DictReader(f)}
         assert 'nonmodel_say "hi", then\nbye' in events
+
+
+NUMPY_ACTIONS = {
+    "evict_ids": "return [Evict(tuple(np.int64(i) for i in old_outputs(view)), reason='np')]\n",
+    "truncate": "return [Truncate(np.int64(i), np.int32(50)) for i in old_outputs(view)]\n",
+    "summarize": "old = old_outputs(view)\nreturn [Summarize(tuple(old), np.int16(40))] if old else []\n",
+    "warn_and_bool": "return [Warn(np.uint8(3), reason='w,\"q\"'), Truncate(old_outputs(view)[0], True)]"
+                     " if old_outputs(view) else []\n",
+    "clear": "old = old_outputs(view)\nreturn [Clear(tuple(old), tuple(np.int64(3) for _ in old))] if old else []\n",
+    "huge_and_empty": "old = old_outputs(view)\nreturn [Evict(()), Summarize((), 0), Summarize(tuple(old), 10**30)]\n",
+}
+
+
+@pytest.mark.parametrize("mode", ["all", "turns"])
+@pytest.mark.parametrize("actions", sorted(NUMPY_ACTIONS))
+def test_numpy_and_other_integers_are_written_as_ints(tmp_path, oscillation, actions, mode):
+    policy = policy_file(tmp_path, NUMPY_ACTIONS[actions])
+    assert_streamed_equals_recorded(tmp_path, oscillation, policy, mode)
+    import csv
+    import json
+
+    with open(tmp_path / f"s-{mode}" / "events.csv", newline="") as f:
+        details = [json.loads(row["detail"]) for row in csv.DictReader(f)]
+    assert details  # every detail is JSON, its integers written as integers
+    for detail in details:
+        assert all(type(v) is not float for k, v in detail.items() if k in ("tokens", "freed", "spans", "written"))
+
+
+@pytest.mark.parametrize("value", ["50.5", "np.float64(50.0)", "'50'", "None"])
+def test_a_token_count_that_is_not_an_integer_is_one_line_and_writes_nothing(tmp_path, capsys, value):
+    from prunesim.cli import main
+
+    policy = policy_file(tmp_path, f"return [Truncate(i, {value}) for i in old_outputs(view)]\n")
+    out = tmp_path / "out"
+    assert main(["run", "oscillation-40", "--policy", policy, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "keep_tokens=" in err and "not an integer" in err and "--policy" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "hostile_policy.py"]

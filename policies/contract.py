@@ -1,0 +1,70 @@
+"""The contract's numbers, checked for a policy a user supplied (a file or an installed plugin).
+
+Built-in policies answer plain ints. A user's policy may answer what Python
+accepts as an integer without being an ``int`` (``numpy.int64`` from an
+array, ``True``); those are made plain ints here, so that every output (JSON
+details, CSV cells) writes them as it writes an int. A value that is not an
+integer at all (a float token count, a string) is refused with a
+:class:`~prunesim.model.engine.PolicyContractError` naming the action, the
+field and the value, which the command line shows as one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+
+from prunesim.model.engine import PolicyContractError
+from prunesim.policies.base import BoundaryEvent, Clear, Compact, Evict, ModelPass, Summarize, Truncate, Warn
+
+# The fields each action declares as an int, and those declared as a tuple of ints.
+_INT_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    cls: (tuple(f.name for f in dataclasses.fields(cls) if f.type == "int"),
+          tuple(f.name for f in dataclasses.fields(cls) if f.type == "tuple[int, ...]"))
+    for cls in (ModelPass, Evict, Truncate, Summarize, Clear, Compact, Warn, BoundaryEvent)
+}
+
+
+def checked_decide(policy):
+    """``policy.decide``, its answer's integer fields made plain ints (or refused)."""
+    decide = policy.decide
+    cls = type(policy)
+
+    def checked(view):
+        answer = decide(view)
+        if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
+            return answer  # not a list of actions: the engine says so
+        return [_plain(action, cls, view.turn) for action in answer]
+
+    return checked
+
+
+def _plain(action, cls: type, turn: int):
+    fields = _INT_FIELDS.get(type(action))
+    if fields is None:
+        return action  # not an action: the engine says so
+    ints, tuples = fields
+    changes = {}
+    for name in ints:
+        value = getattr(action, name)
+        if type(value) is not int:
+            changes[name] = _integer(value, action, name, cls, turn)
+    for name in tuples:
+        values = getattr(action, name)
+        if type(values) is not tuple or any(type(v) is not int for v in values):
+            if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+                raise _refusal(action, name, values, "not a sequence of integers", cls, turn)
+            changes[name] = tuple(_integer(v, action, name, cls, turn) for v in values)
+    return dataclasses.replace(action, **changes) if changes else action
+
+
+def _integer(value, action, name: str, cls: type, turn: int) -> int:
+    try:
+        return operator.index(value)  # int, bool, numpy integers; not floats, not strings
+    except TypeError:
+        raise _refusal(action, name, value, "not an integer", cls, turn) from None
+
+
+def _refusal(action, name, value, problem, cls, turn) -> PolicyContractError:
+    return PolicyContractError(f"policy {cls.name!r} answered {type(action).__name__} with {name}={value!r}: "
+                               f"{problem} (turn {turn})", cls)
