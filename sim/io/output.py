@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -323,6 +325,7 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
     dest = Path(os.path.realpath(shown)) if shown.is_symlink() else shown
     new = not dest.exists()
     created = _make_parents(dest.parent, _where(shown, flag)) if new else []
+    held = None
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if new else dest))
     except OSError as err:
@@ -330,6 +333,9 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
         raise from_os_error(err, _where(shown, flag)) from None
     try:
         yield staging
+        # From here on SIGINT and SIGTERM wait: the files move in together (an existing folder gets them one
+        # by one), and a second signal cannot cut the cleanup short and leave the staging folder behind.
+        held = None if not new and _writes_through(staging, dest) else HeldSignals()  # a pipe may wait for a reader
         if new:
             os.chmod(staging, new_folder_mode())
             os.rename(staging, dest)
@@ -342,10 +348,48 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
     except OSError as err:
         raise from_os_error(err, _where(shown, flag)) from None
     finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-        if new and not dest.exists():
-            _remove_dirs(created)
+        held = HeldSignals() if held is None else held
+        try:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+            if new and not dest.exists():
+                _remove_dirs(created)
+        finally:
+            held.release()
+
+
+class HeldSignals:
+    """SIGINT and SIGTERM noted instead of acted on until :meth:`release`, which then raises the first one.
+
+    Blocking them with ``pthread_sigmask`` is not enough: numpy's threads leave them unblocked, and Python
+    runs its handler in the main thread whichever thread the kernel chose. So the handlers are replaced for
+    the while. Outside the main thread (where handlers cannot be set) nothing is held.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self._caught: list[int] = []
+        self._previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._note)
+
+    def _note(self, signum, frame) -> None:
+        self._caught.append(signum)
+
+    def release(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+        if self._caught:
+            signal.raise_signal(self._caught[0])  # handled as it would have been, now that the work is whole
+
+    def __enter__(self) -> HeldSignals:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def _check_merge(src: Path, dest: Path, shown: Path) -> None:
@@ -359,6 +403,18 @@ def _check_merge(src: Path, dest: Path, shown: Path) -> None:
                 _check_merge(entry, target, shown / entry.name)
         elif target.is_dir():
             raise UserError(str(shown / entry.name), None, "is a folder; cannot replace it with a file")
+
+
+def _writes_through(src: Path, dest: Path) -> bool:
+    """Whether :func:`_merge` would write a file through a link or to a device (which may block) in ``dest``."""
+    for entry in src.iterdir():
+        target = dest / entry.name
+        if entry.is_dir():
+            if target.is_dir() and _writes_through(entry, target):
+                return True
+        elif os.path.lexists(target) and (target.is_symlink() or kind_of(target) != "file"):
+            return True
+    return False
 
 
 def _merge(src: Path, dest: Path, shown: Path) -> None:

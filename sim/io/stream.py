@@ -18,7 +18,6 @@ grow with the run.
 from __future__ import annotations
 
 import os
-import signal
 import tempfile
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from prunesim.observe.recorder import StreamingRecorder
 from prunesim.runner import EDIT_LOG_TAIL, RunResult, run_one
 
 BUFFER = 1 << 20  # bytes buffered per open file
-_HELD = {signal.SIGINT, signal.SIGTERM}
 
 
 def _file_mode() -> int:
@@ -96,7 +94,7 @@ class StagedFiles:
         except OSError as err:  # a full disk, most likely: nothing is renamed
             self.abort()
             raise self._error(err) from None
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+        held = output.HeldSignals()
         try:
             blocked = [name for name in self._open if (self.folder / name).is_dir()]
             if blocked:
@@ -113,7 +111,7 @@ class StagedFiles:
                 if path.exists() and not path.is_dir():
                     path.unlink()
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            held.release()
         return written
 
     def abort(self) -> None:

@@ -1,0 +1,72 @@
+"""A signal while a run's files move into place: the folder ends whole (old or new), never a mixture."""
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from prunesim.io import output
+from prunesim.io.stream import stream_run
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+class Stopped(Exception):
+    pass
+
+
+def _stop(signum, frame):
+    raise Stopped()
+
+
+def test_a_termination_while_files_replace_old_ones_waits_until_all_are_in_place(tmp_path, oscillation, monkeypatch):
+    out, fresh = tmp_path / "run", tmp_path / "fresh"
+    stream_run(oscillation, "naive", 0, out)
+    (out / "notes.txt").write_text("mine\n")
+    stream_run(oscillation, "naive", 1, fresh)
+    real_replace = os.replace
+
+    def replace_then_terminate(src, dst, *args, **kwargs):
+        # The signal arrives while the new files replace the old ones: one is in place, the others not yet.
+        if Path(dst) == out / "events.csv":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_replace(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(output.os, "replace", replace_then_terminate)
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        with pytest.raises(Stopped):
+            stream_run(oscillation, "naive", 1, out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    after = files_of(out)
+    assert after.pop("notes.txt") == b"mine\n"
+    assert after == files_of(fresh)  # the whole new run, which was complete when the signal came
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "run"]  # no staging folder left
+
+
+def test_a_termination_during_the_cleanup_of_an_interrupted_run_leaves_no_staging_folder(tmp_path, oscillation,
+                                                                                         monkeypatch):
+    out = tmp_path / "run"
+    real_rmtree = output.shutil.rmtree
+    calls = []
+
+    def rmtree_after_a_second_signal(path, *args, **kwargs):
+        calls.append(path)
+        os.kill(os.getpid(), signal.SIGTERM)  # a second signal, as the first one's cleanup begins
+        return real_rmtree(path, *args, **kwargs)
+
+    def broken(*args, **kwargs):
+        raise Stopped()
+
+    monkeypatch.setattr(output.shutil, "rmtree", rmtree_after_a_second_signal)
+    monkeypatch.setattr(output, "new_folder_mode", broken)  # the first interruption, just before the move
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        with pytest.raises(Stopped):
+            stream_run(oscillation, "naive", 1, out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert calls and list(tmp_path.iterdir()) == []
