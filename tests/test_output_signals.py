@@ -70,3 +70,15 @@ def test_a_termination_during_the_cleanup_of_an_interrupted_run_leaves_no_stagin
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert calls and list(tmp_path.iterdir()) == []
+
+
+def test_a_run_written_again_into_its_folder_keeps_its_new_edit_log(tmp_path, oscillation):
+    # The edit log of an earlier run is removed as stale only when this run wrote none: this run's stays.
+    out, fresh = tmp_path / "run", tmp_path / "fresh"
+    stream_run(oscillation, "tombstoned", 0, out)
+    stream_run(oscillation, "tombstoned", 1, out)
+    stream_run(oscillation, "tombstoned", 1, fresh)
+    assert "editlog.jsonl" in files_of(fresh)
+    assert files_of(out) == files_of(fresh)
+    stream_run(oscillation, "naive", 1, out)  # a run without an edit log: the old one goes
+    assert "editlog.jsonl" not in files_of(out)

@@ -341,9 +341,10 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
             os.rename(staging, dest)
         else:
             _check_merge(staging, dest, shown)
+            produced = {entry.name for entry in staging.iterdir()}  # read first: the merge moves them out
             _merge(staging, dest, shown)
             for name in stale:
-                if not (staging / name).exists() and (dest / name).is_file():
+                if name not in produced and (dest / name).is_file():
                     (dest / name).unlink()
     except OSError as err:
         raise from_os_error(err, _where(shown, flag)) from None
