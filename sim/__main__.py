@@ -1,3 +1,3 @@
-from prunesim.cli import entry
+from prunesim.launch import entry
 
 entry()

@@ -82,3 +82,26 @@ def test_a_run_written_again_into_its_folder_keeps_its_new_edit_log(tmp_path, os
     assert files_of(out) == files_of(fresh)
     stream_run(oscillation, "naive", 1, out)  # a run without an edit log: the old one goes
     assert "editlog.jsonl" not in files_of(out)
+
+
+def test_an_interrupt_while_the_command_line_loads_ends_it_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    # SIGINT arrives in the middle of loading the command line (an import hook sends it): no traceback,
+    # nothing written, the process ends as SIGINT means.
+    hook = (
+        "import importlib.abc, os, signal, sys\n"
+        "class Interrupt(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'prunesim.cli':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        f"sys.argv = ['prunesim', 'run', 'oscillation-40', '--out', {str(tmp_path / 'out')!r}]\n"
+        "import runpy\n"
+        "runpy.run_module('prunesim', run_name='__main__')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", hook], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGINT and done.stderr == ""
+    assert list(tmp_path.iterdir()) == []
