@@ -2,11 +2,12 @@
 
 import csv
 import io
+import json
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from prunesim.observe.recorder import cell, number_row
+from prunesim.observe.recorder import Recorder, cell, number_row
 
 numbers = st.one_of(st.integers(min_value=-(10**20), max_value=10**20),
                     st.floats(allow_nan=True, allow_infinity=True))
@@ -30,3 +31,13 @@ def test_floats_are_rounded_to_six_decimals_as_cells_are():
 def test_other_types_are_left_to_the_cell_by_cell_path():
     for row in ((1, True, 2), (1, None), (1, "a,b"), (np.int64(3), 1), (np.float64(0.5), 1)):
         assert number_row(row) is None
+
+
+@given(st.text(max_size=20), st.text(max_size=40), st.integers(min_value=-(10**20), max_value=10**20),
+       st.integers(min_value=-(10**20), max_value=10**20), st.booleans())
+def test_an_eviction_event_is_the_json_the_encoder_writes(action, reason, spans, freed, fallback):
+    recorder = Recorder("none")
+    recorder.on_non_model_eviction(1.5, 3, action, reason, spans, freed, fallback)
+    (_, _, _, event, detail), = recorder.events
+    assert event == ("fallback" if fallback else "non_model_eviction")
+    assert detail == json.dumps({"action": action, "reason": reason, "spans": spans, "freed": freed}, sort_keys=True)
