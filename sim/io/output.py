@@ -318,7 +318,10 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
     staged file replaces the file of the same name in it (written through a
     symbolic link or to a device like any output) and nothing else in it is
     touched, except the names in ``stale``: results of an earlier run that this
-    one did not produce, removed. On an error nothing changes.
+    one did not produce, removed. On an error nothing changes. SIGINT and
+    SIGTERM wait (:class:`HeldSignals`) while the files move in and while the
+    staging folder is removed, unless a file is written through a link or to a
+    device, which may block.
     """
     shown = Path(path)
     check_folder(shown, flag)
