@@ -106,3 +106,18 @@ def test_a_token_count_that_is_not_an_integer_is_one_line_and_writes_nothing(tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "keep_tokens=" in err and "not an integer" in err and "--policy" in err
     assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "hostile_policy.py"]
+
+
+def test_a_run_without_latency_writes_its_times_as_a_recorded_run_does(tmp_path):
+    # The clock starts at the integer 0 and stays at 0.0 (a float) when no call takes time: both are
+    # written as write_run writes them, "0" then "0.0".
+    from prunesim.io import scenario_files
+
+    scenario = scenario_files.load("oscillation-40", {"latency.model_base_s": 0, "latency.model_per_input_token_s": 0,
+                                                      "latency.model_per_output_token_s": 0,
+                                                      "latency.tool_mean_s": 0, "latency.tool_sigma": 0})
+    for policy in ("slack-gated", "recency"):
+        for mode in ("all", "turns"):
+            assert_streamed_equals_recorded(tmp_path / policy, scenario, policy, mode)
+    times = {line.split(",")[1] for line in (tmp_path / "recency" / "s-all" / "trace.csv").read_text().splitlines()[1:]}
+    assert times == {"0", "0.0"}

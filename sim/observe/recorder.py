@@ -312,7 +312,9 @@ class StreamingRecorder(Recorder):
             self._cost.keep_calls = True
 
     def _t(self, time) -> str:
-        if time != self._time:
+        # The same object, not an equal number: the clock starts at int 0, and a run without latency then
+        # reaches float 0.0, which write_run writes as "0.0".
+        if time is not self._time:
             self._time = time
             self._time_text = repr(round(time, 6))
         return self._time_text
