@@ -171,7 +171,8 @@ def test_peak_memory_is_flat_in_the_number_of_files(tmp_path, capsys, command):
         args = ["--folds", "0"] if command == "fidelity" else ["--policies", "noop", "--out", str(folder / "r.csv")]
         if not peaks:
             assert main([command, str(folder), *args]) == 0  # first use loads modules and profiles: not measured
-        peaks.append(_peak([command, str(folder), *args]))
+        # The lower of two runs: a cache that fills once (from whichever test ran before) is not a file kept.
+        peaks.append(min(_peak([command, str(folder), *args]), _peak([command, str(folder), *args])))
         capsys.readouterr()
     # Keeping each file's text would more than double the peak from 3 to 12 files.
     assert peaks[1] < 1.25 * peaks[0], peaks
