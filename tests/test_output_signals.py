@@ -21,6 +21,16 @@ def _stop(signum, frame):
     raise Stopped()
 
 
+def stopped_by_sigterm(run) -> None:
+    """Run ``run`` with SIGTERM raising Stopped, and check that it was stopped."""
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        with pytest.raises(Stopped):
+            run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_a_termination_while_files_replace_old_ones_waits_until_all_are_in_place(tmp_path, oscillation, monkeypatch):
     out, fresh = tmp_path / "run", tmp_path / "fresh"
     stream_run(oscillation, "naive", 0, out)
@@ -35,12 +45,7 @@ def test_a_termination_while_files_replace_old_ones_waits_until_all_are_in_place
         return real_replace(src, dst, *args, **kwargs)
 
     monkeypatch.setattr(output.os, "replace", replace_then_terminate)
-    previous = signal.signal(signal.SIGTERM, _stop)
-    try:
-        with pytest.raises(Stopped):
-            stream_run(oscillation, "naive", 1, out)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    stopped_by_sigterm(lambda: stream_run(oscillation, "naive", 1, out))
     after = files_of(out)
     assert after.pop("notes.txt") == b"mine\n"
     assert after == files_of(fresh)  # the whole new run, which was complete when the signal came
@@ -63,12 +68,7 @@ def test_a_termination_during_the_cleanup_of_an_interrupted_run_leaves_no_stagin
 
     monkeypatch.setattr(output.shutil, "rmtree", rmtree_after_a_second_signal)
     monkeypatch.setattr(output, "new_folder_mode", broken)  # the first interruption, just before the move
-    previous = signal.signal(signal.SIGTERM, _stop)
-    try:
-        with pytest.raises(Stopped):
-            stream_run(oscillation, "naive", 1, out)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    stopped_by_sigterm(lambda: stream_run(oscillation, "naive", 1, out))
     assert calls and list(tmp_path.iterdir()) == []
 
 
