@@ -17,7 +17,6 @@ Examples are derandomized and bounded, so the suite is deterministic and fast.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import csv
 import hashlib
@@ -29,9 +28,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from cli_capture import cli
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from prunesim.cli import main
 from prunesim.io.transcripts import workload as wl
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -41,12 +40,6 @@ FEW = settings(FUZZ, max_examples=6)  # commands that draw a figure on success (
 # Lines a command may print on stderr besides its one error line: summaries and notes.
 ALLOWED = ("replayed ", "fidelity read ", "prunesim: nothing written", "prunesim: note: ")
 
-
-def cli(*argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -11,26 +11,18 @@ tests do not run as root (root writes anywhere), a folder with its write permiss
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import stat
 from pathlib import Path
 
 import pytest
-from prunesim.cli import main
+from cli_capture import cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 HAS_DEV_FULL = Path("/dev/full").exists()
 HAS_PROC = Path("/proc/self").exists()
 
-
-def cli(*argv) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,8 @@ exception fails the test instead of being printed.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import csv
-import io
 import json
 import os
 import shlex
@@ -19,9 +17,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from cli_capture import cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prunesim.cli import main
 from prunesim.cli.commands import _common
 from prunesim.errors import UserError
 from prunesim.io import scenario_files
@@ -36,13 +34,6 @@ from prunesim.studies import transcript_replay as tr
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HAS_DEV_FULL = Path("/dev/full").exists()
 
-
-def cli(*argv) -> tuple[int, str, str]:
-    """Run the command line in-process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def one_error_line(err: str, *words: str) -> None:
