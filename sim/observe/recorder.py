@@ -149,6 +149,19 @@ def number_row(row) -> str | None:
     return fmt % tuple(values)
 
 
+def _gather_rows(rows, lines: list[str], file, writer) -> None:
+    """Each row's CSV line appended to ``lines``; a row :func:`number_row` cannot format is written cell by cell
+    through ``writer``, after what ``lines`` gathered so far (so that the file keeps the rows' order)."""
+    for row in rows:
+        line = number_row(row)
+        if line is None:
+            file.write("".join(lines))
+            lines.clear()
+            writer.writerow([cell(v) for v in row])
+        else:
+            lines.append(line)
+
+
 def csv_field(text: str) -> str:
     """``text`` as one CSV field, exactly as ``csv.writer(lineterminator="\\n")`` writes it."""
     if not any(c in text for c in _CSV_SPECIAL):
@@ -371,24 +384,20 @@ class StreamingRecorder(Recorder):
             self._write_calls()
 
     def _write_passes(self) -> None:
-        cost = self._cost
-        lines = self._ledger_lines
-        for record in self._pending:
-            extra = ()
-            if cost is not None:
-                extra = cost.ledger_columns(record.pass_id)
-                cost.pass_costs.pop(record.pass_id, None)
-                cost.pass_rows.pop(record.pass_id, None)
-            row = (*record, *extra)
-            line = number_row(row)
-            if line is None:  # a row of other types: what is gathered goes first, in order
-                self._write_ledger_lines()
-                self._ledger_w.writerow([cell(v) for v in row])
-            else:
-                lines.append(line)
+        _gather_rows((self._ledger_row(record) for record in self._pending), self._ledger_lines, self._ledger,
+                     self._ledger_w)
         self._pending.clear()
-        if len(lines) >= CALL_BATCH:
+        if len(self._ledger_lines) >= CALL_BATCH:
             self._write_ledger_lines()
+
+    def _ledger_row(self, record: PassRecord) -> tuple:
+        cost = self._cost
+        if cost is None:
+            return tuple(record)
+        extra = cost.ledger_columns(record.pass_id)
+        cost.pass_costs.pop(record.pass_id, None)
+        cost.pass_rows.pop(record.pass_id, None)
+        return (*record, *extra)
 
     def _write_ledger_lines(self) -> None:
         self._ledger.write("".join(self._ledger_lines))
@@ -397,15 +406,8 @@ class StreamingRecorder(Recorder):
     def _write_calls(self) -> None:
         rows = self._cost.calls
         if self._calls_w is not None:
-            lines = []
-            for row in rows:
-                line = number_row(row)
-                if line is None:  # the rare row of other types: what is gathered goes first, in order
-                    self._calls.write("".join(lines))
-                    lines.clear()
-                    self._calls_w.writerow([cell(v) for v in row])
-                else:
-                    lines.append(line)
+            lines: list[str] = []
+            _gather_rows(rows, lines, self._calls, self._calls_w)
             self._calls.write("".join(lines))
         rows.clear()
 
