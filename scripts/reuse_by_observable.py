@@ -21,6 +21,18 @@ tokens in steps of about 2,048, and about one hit in six reads an older entry
 * an offset: ``a x`` the readable prefix ``- b`` on every call that can read at
   all, by least squares the same way.
 
+The bills also name the upstream provider that served each call (the router
+sent them to "Google" or "Google AI Studio"), and a call reads from the cache
+of the provider that serves it. Two rows follow from that:
+
+* a cache per upstream provider: each provider's cache sees only the calls it
+  served, one ``reuse`` over that readable prefix, fitted as above;
+* the same with the misses known: a call that recorded no cached tokens is
+  predicted to read none and every other call ``h x`` its readable prefix,
+  ``h`` fitted over the hits alone. This is not a prediction (which calls miss
+  is taken from the bill being judged); it measures how much of the error is
+  the misses' alone.
+
 The bin edges are powers of two fixed before looking at any error, not fitted.
 Each run of ``mini-swe-agent-dev`` is judged with the bins fitted on the other
 41; the runs of ``mini-swe-agent`` with the bins fitted on all 42. An implicit
@@ -32,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -48,13 +61,34 @@ SCHEDULES = {
 }
 
 
-def prepared(runs, base) -> list[dict]:
+def upstream(folder: Path, run) -> list[str]:
+    """The upstream provider that served each of the run's calls, as its bill names it."""
+    data = json.loads((folder / f"{run.name}.traj.json").read_text(encoding="utf-8"))
+    return [str(((m.get("extra") or {}).get("response") or {}).get("provider"))
+            for m in data["messages"] if m.get("role") == "assistant"]
+
+
+def readable_by_provider(run, served: list[str], whole) -> np.ndarray:
+    """Each call's readable prefix when every upstream provider keeps its own cache."""
+    readable = np.zeros(len(run.calls))
+    for name in sorted(set(served)):
+        mine = [i for i, s in enumerate(served) if s == name]
+        sub = dataclasses.replace(run, calls=[run.calls[i] for i in mine])
+        readable[mine] = cf.predict(sub, whole)[:, READ]
+    return readable
+
+
+def prepared(folder: Path, base) -> list[dict]:
     """Per run and call: readable prefix (reuse 1), recorded cached tokens, prompt, output, recorded bill."""
     out = []
-    for run in runs:
-        readable = cf.predict(run, dataclasses.replace(base, reuse=1.0))[:, READ]
+    whole = dataclasses.replace(base, reuse=1.0)
+    for run in cf.collect(folder)[0]:
+        readable = cf.predict(run, whole)[:, READ]
+        served = upstream(folder, run)
+        assert len(served) == len(run.calls), run.name
         out.append({
             "readable": readable,
+            "by_provider": readable_by_provider(run, served, whole),
             "call": np.arange(1, len(run.calls) + 1),
             "cached": np.array([c.cached for c in run.calls], float),
             "prompt": np.array([c.prompt for c in run.calls], float),
@@ -85,6 +119,24 @@ LINEAR = {
                     lambda d, c: c[0] * d["readable"] + c[1] * previous_readable(d)),
     "offset": (lambda data: least_squares(data, (lambda d: d["readable"], lambda d: -can_read(d))),
                lambda d, c: np.where(d["readable"] > 0, np.maximum(0.0, c[0] * d["readable"] - c[1]), 0.0)),
+}
+
+
+def ratio(data: list[dict], readable: str, hits_only: bool = False) -> float:
+    """Recorded over readable cached tokens, summed over the runs' calls (over their hits alone if asked)."""
+    recorded = sum(d["cached"].sum() for d in data)  # a miss records none, so hits alone sum the same
+    readable_of = (lambda d: d[readable][d["cached"] > 0].sum()) if hits_only else (lambda d: d[readable].sum())
+    return recorded / sum(readable_of(d) for d in data)
+
+
+# name -> (fit over runs, predicted reads of one run); each provider keeps its own cache
+BY_PROVIDER = {
+    "one reuse, a cache per upstream provider": (
+        lambda data: ratio(data, "by_provider"),
+        lambda d, r: np.minimum(r * d["by_provider"], d["prompt"])),
+    "the same, misses known (not a prediction)": (
+        lambda data: ratio(data, "by_provider", hits_only=True),
+        lambda d, h: np.where(d["cached"] > 0, np.minimum(h * d["by_provider"], d["prompt"]), 0.0)),
 }
 
 
@@ -129,8 +181,8 @@ def main() -> int:
     ap.add_argument("--traces", type=Path, default=Path(default))
     args = ap.parse_args()
     base = prices.pricing("gemini-3-pro-preview")
-    dev = prepared(cf.collect(args.traces / "mini-swe-agent-dev")[0], base)
-    held = prepared(cf.collect(args.traces / "mini-swe-agent")[0], base)
+    dev = prepared(args.traces / "mini-swe-agent-dev", base)
+    held = prepared(args.traces / "mini-swe-agent", base)
     print(f"{len(dev)} dev runs judged leave-one-out; {len(held)} unseen runs judged with the fit on all dev runs")
     print("per run, median / p90")
     for name, schedule in SCHEDULES.items():
@@ -138,7 +190,7 @@ def main() -> int:
         whole = fit(dev, schedule)
         unseen = [errors(d, schedule, whole, base) for d in held]
         print(f"{name}: dev {line(loo)} | unseen {line(unseen)} | reuse fitted on all dev {np.round(whole, 4)}")
-    for name, (fit_of, predict) in LINEAR.items():
+    for name, (fit_of, predict) in (LINEAR | BY_PROVIDER).items():
         loo = [read_errors(d, np.round(predict(d, fit_of(dev[:i] + dev[i + 1:]))), base) for i, d in enumerate(dev)]
         whole = fit_of(dev)
         unseen = [read_errors(d, np.round(predict(d, whole)), base) for d in held]
