@@ -4,7 +4,8 @@ Built-in policies answer plain ints. A user's policy may answer what Python
 accepts as an integer without being an ``int`` (``numpy.int64`` from an
 array, ``True``); those are made plain ints here, so that every output (JSON
 details, CSV cells) writes them as it writes an int. A value that is not an
-integer at all (a float token count, a string) is refused with a
+integer at all (a float token count, a string), or a negative one (every
+integer field is a token count, a count or a span id), is refused with a
 :class:`~prunesim.model.engine.PolicyContractError` naming the action, the
 field and the value, which the command line shows as one line.
 """
@@ -48,13 +49,17 @@ def _plain(action, cls: type, turn: int):
     for name in ints:
         value = getattr(action, name)
         if type(value) is not int:
-            changes[name] = _integer(value, action, name, cls, turn)
+            value = changes[name] = _integer(value, action, name, cls, turn)
+        if value < 0:
+            raise _refusal(action, name, value, "negative", cls, turn)
     for name in tuples:
         values = getattr(action, name)
         if type(values) is not tuple or any(type(v) is not int for v in values):
             if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
                 raise _refusal(action, name, values, "not a sequence of integers", cls, turn)
-            changes[name] = tuple(_integer(v, action, name, cls, turn) for v in values)
+            values = changes[name] = tuple(_integer(v, action, name, cls, turn) for v in values)
+        if any(v < 0 for v in values):
+            raise _refusal(action, name, values, "holds a negative number", cls, turn)
     return dataclasses.replace(action, **changes) if changes else action
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from prunesim.observe.recorder import Recorder, cell, number_row
+from prunesim.observe.recorder import Recorder, cell, csv_line, number_row
 
 numbers = st.one_of(st.integers(min_value=-(10**20), max_value=10**20),
                     st.floats(allow_nan=True, allow_infinity=True))
@@ -41,3 +41,21 @@ def test_an_eviction_event_is_the_json_the_encoder_writes(action, reason, spans,
     (_, _, _, event, detail), = recorder.events
     assert event == ("fallback" if fallback else "non_model_eviction")
     assert detail == json.dumps({"action": action, "reason": reason, "spans": spans, "freed": freed}, sort_keys=True)
+
+
+@given(st.lists(st.text(max_size=12).filter(lambda t: "\r" not in t), min_size=1, max_size=6))
+def test_a_line_without_a_carriage_return_is_the_csv_modules_line(cells):
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    assert csv_line(cells) == buf.getvalue()
+
+
+@given(st.lists(st.text(max_size=12), min_size=1, max_size=6))
+def test_a_line_reads_back_as_its_cells_whatever_they_hold(cells):
+    # A lone "\r" left bare would end the row for a reader: it must be quoted like "\n".
+    text = csv_line(["a"] * len(cells)) + csv_line(cells)
+    import pandas as pd
+
+    frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    assert len(frame) == 1
+    assert list(frame.iloc[0]) == cells

@@ -68,6 +68,12 @@ def test_a_reason_of_any_text_is_written_alike(tmp_path, oscillation, reason, mo
         with open(tmp_path / "s-all" / "trace.csv", newline="") as f:
             events = {row["event"] for row in csv.DictReader(f)}
         assert 'nonmodel_say "hi", then\nbye' in events
+    if mode == "all" and reason == "control":
+        import pandas as pd
+
+        # A lone carriage return in the reason is quoted: a reader does not take it for the end of a row.
+        frame = pd.read_csv(tmp_path / "s-all" / "trace.csv", dtype=str, keep_default_na=False)
+        assert set(frame["event"][frame["event"].str.startswith("nonmodel")]) == {"nonmodel_" + REASONS[reason]}
 
 
 NUMPY_ACTIONS = {
@@ -121,3 +127,21 @@ def test_a_run_without_latency_writes_its_times_as_a_recorded_run_does(tmp_path)
             assert_streamed_equals_recorded(tmp_path / policy, scenario, policy, mode)
     times = {line.split(",")[1] for line in (tmp_path / "recency" / "s-all" / "trace.csv").read_text().splitlines()[1:]}
     assert times == {"0", "0.0"}
+
+
+@pytest.mark.parametrize(("actions", "field"), [
+    ("return [Truncate(i, -5) for i in old_outputs(view)]\n", "keep_tokens="),
+    ("old = old_outputs(view)\nreturn [Summarize(tuple(old), np.int64(-40))] if old else []\n", "summary_tokens="),
+    ("old = old_outputs(view)\nreturn [Clear(tuple(old), tuple(-1 for _ in old))] if old else []\n",
+     "placeholder_tokens="),
+    ("return [Warn(-3)]\n", "tokens="),
+])
+def test_a_negative_token_count_is_one_line_and_writes_nothing(tmp_path, capsys, actions, field):
+    from prunesim.cli import main
+
+    policy = policy_file(tmp_path, actions)
+    out = tmp_path / "out"
+    assert main(["run", "oscillation-40", "--policy", policy, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and field in err and "negative" in err and "--policy" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "hostile_policy.py"]

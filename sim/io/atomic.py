@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from prunesim.io import output
+from prunesim.observe.recorder import csv_line
 
 
 def write_bytes(path: Path, data: bytes) -> None:
@@ -87,7 +88,11 @@ def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([format_cell(v) for v in row])
+        cells = [format_cell(v) for v in row]
+        if any(type(c) is str and "\r" in c for c in cells):
+            buf.write(csv_line(cells))  # quoted, as the streamed files write it
+        else:
+            writer.writerow(cells)
     return buf.getvalue()
 
 

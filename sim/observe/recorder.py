@@ -162,13 +162,21 @@ def _gather_rows(rows, lines: list[str], file, writer) -> None:
             lines.append(line)
 
 
+def csv_line(cells) -> str:
+    """``cells`` as one CSV line ending in "\\n", as ``csv.writer(lineterminator="\\n")`` writes them, except
+    that a field holding a carriage return is quoted too: the csv module of Python 3.11 leaves a lone "\\r"
+    bare, and readers such as pandas take it for the end of a line. Every other line is byte for byte the same.
+    """
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerow(cells)  # quotes a field with "\r" or "\n" in it
+    return buf.getvalue()[:-2] + "\n"
+
+
 def csv_field(text: str) -> str:
-    """``text`` as one CSV field, exactly as ``csv.writer(lineterminator="\\n")`` writes it."""
+    """``text`` as one CSV field, as :func:`csv_line` writes it."""
     if not any(c in text for c in _CSV_SPECIAL):
         return text
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow([text, ""])  # a second field: a lone "" would be quoted
-    return buf.getvalue()[:-2]
+    return csv_line([text, ""])[:-2]  # a second field: a lone "" would be quoted
 
 
 class Recorder(Observer):

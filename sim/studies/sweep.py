@@ -28,11 +28,9 @@ and the prunesim version: the same run gets the same id on any machine.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import fcntl
 import hashlib
-import io
 import json
 import logging
 import math
@@ -64,6 +62,7 @@ from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file nam
 )
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics import METRIC_NAMES
+from prunesim.observe.recorder import csv_line
 from prunesim.policies import get_policy
 from prunesim.runner import run_one
 from prunesim.studies.grid import axis_values, expand_grid, split_axis
@@ -238,15 +237,10 @@ def metric_column(name: str, taken: Iterable[str]) -> str:
 
 
 # -- the runs file ------------------------------------------------------------
-def _csv_line(cells: Sequence[Any]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
-    return buf.getvalue()
-
 
 def _repair(path: Path, columns: list[str]) -> None:
     """Make runs.csv end at a line end: cut a partial last row (the run is redone), complete a bare header."""
-    header = _csv_line(columns).encode("utf-8")
+    header = csv_line(columns).encode("utf-8")
     data = read_bytes(path, RUNS_FILE)
     body, tail = complete_part(data)
     if not tail and body:
@@ -560,7 +554,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             columns = fixed + [metric_column(m, fixed) for m in metrics]
             atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))
         if not runs_path.exists() and not runs_path.is_symlink():
-            atomic.write_text(runs_path, _csv_line(columns))
+            atomic.write_text(runs_path, csv_line(columns))
         _repair(runs_path, columns)
         _, body, _ = read_table(runs_path, RUNS_FILE, header=columns)
         done = {row[0] for row in body}
@@ -643,7 +637,7 @@ def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict],
         cells = [spec.run_id, plan.scenario_name, spec.policy, spec.seed, plan.version]
         cells += [atomic.format_cell(point[a]) if a in point else "" for a in plan.axes]  # "": not this policy's
         cells += [atomic.format_cell(summary[n]) if n in summary else "" for n in names]
-        return _csv_line(cells)
+        return csv_line(cells)
 
     return row
 
@@ -656,7 +650,7 @@ def _rewrite_sorted(runs_path: Path, plan: SweepPlan) -> None:
     for row in body:
         unique.setdefault(row[0], row)
     rows = sorted(unique.values(), key=lambda r: order[r[0]])
-    text = _csv_line(header) + "".join(_csv_line(r) for r in rows)
+    text = csv_line(header) + "".join(csv_line(r) for r in rows)
     if read_bytes(runs_path, RUNS_FILE) != text.encode("utf-8"):
         atomic.write_text(runs_path, text)
 

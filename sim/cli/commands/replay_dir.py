@@ -8,8 +8,6 @@ and validated by the sweep's own planner before anything is read or written.
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.scenario_files import load
 from prunesim.observe.metrics import METRIC_NAMES
+from prunesim.observe.recorder import csv_line
 from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.leaderboard import ACTIONS
@@ -137,7 +136,7 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, int]:
                     report_line(bar, "warning", w)
                 tools.update(used)
             if lines and not written["rows"]:  # the header only once there is a row: no rows, nothing written
-                out.write(_csv_line(grid.columns))
+                out.write(csv_line(grid.columns))
             out.write("".join(lines))
             written["rows"] += len(lines)
             written["workloads"] += len(results)
@@ -162,13 +161,8 @@ def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[st
     if grid.axes:
         row = {metric_column(k, grid.axes): v for k, v in row.items()}
         row.update(point)
-    return _csv_line([format_cell(row.get(c, "")) for c in grid.columns]), s
+    return csv_line([format_cell(row.get(c, "")) for c in grid.columns]), s
 
-
-def _csv_line(cells) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
-    return buf.getvalue()
 
 
 class Idle:
