@@ -309,3 +309,26 @@ def test_the_recorded_command_asks_for_force_only_to_replace_a_file(tmp_path):
     assert not command_line(args(tmp_path / "new.toml")).endswith("--force")
     assert not command_line(args("/dev/null")).endswith("--force")  # a stream is written to, never replaced
     assert command_line(args("/dev/null", force=True)).endswith("--force")
+
+
+# -- hostile names: a control character in a path or a label stays inside the header's comments ----------
+def test_an_out_path_with_a_newline_is_written_and_its_command_regenerates_it(tmp_path, capsys):
+    out = tmp_path / "fit\nnew.toml"
+    assert main(["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "gate.lead", "--seeds", "0:1",
+                 "--max-evals", "2", "--quiet", "--out", str(out)]) == 0
+    text = out.read_text()
+    header = text.split(HEADER_END, 1)[0].splitlines()
+    assert all(line.startswith("#") for line in header)
+    assert "--out $'" in text and "fit\\nnew.toml'" in text  # the shell reads $'...' back as the same name
+    assert sc.load(str(out)).gate.lead == tomllib.loads(text)["gate"]["lead"]
+
+
+def test_a_figure_label_with_a_newline_cannot_write_keys_into_the_calibrated_file(tmp_path, capsys):
+    targets = tmp_path / "targets.toml"
+    shipped = resolve_path("oscillation-40").parent / "targets" / "seed-000.toml"
+    targets.write_text(shipped.read_text().replace('published = "~600"', 'published = "~600\\nturns = 3"', 1))
+    out = tmp_path / "fit.toml"
+    assert main(["calibrate", "oscillation-40", "--targets", str(targets), "--params", "gate.lead", "--seeds", "0:1",
+                 "--max-evals", "2", "--quiet", "--out", str(out)]) == 0
+    assert sc.load(str(out)).turns == sc.load("oscillation-40").turns
+    assert "published ~600\\nturns = 3," in out.read_text()

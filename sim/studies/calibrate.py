@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from prunesim import __version__
-from prunesim.errors import UserError
+from prunesim.errors import UserError, visible
 from prunesim.io.scenario_files import apply_overrides, from_dict
 from prunesim.model.scenario import Scenario
 from prunesim.policies import REGISTRY
@@ -332,7 +332,9 @@ def header(cal: Calibration, command: str, targets_label: str) -> str:
                    f"accepted {t.accepted_text()}, {'in range' if f.ok else 'OUT OF RANGE'}"
                    + ("" if t.fit else " (not fitted: judged only)"))
     out.append(HEADER_END)
-    return "\n".join(out) + "\n"
+    # A comment ends at a newline: a control character from a path or a targets label would
+    # start a line of TOML of its own (a parse error, or a key written into the scenario).
+    return "\n".join(visible(line) for line in out) + "\n"
 
 
 def _num(x: float) -> str:

@@ -51,7 +51,20 @@ def command_line(args) -> str:
              "--seeds", args.seeds, "--max-evals", str(args.max_evals), "--out", str(args.out)]
     if args.force or (args.out.exists() and output.kind_of(args.out) == "file"):
         parts.append("--force")  # regenerating it replaces the file this run wrote (a stream needs no --force)
-    return shlex.join(parts)
+    return " ".join(shell_quote(part) for part in parts)
+
+
+def shell_quote(word: str) -> str:
+    """``word`` as a POSIX shell reads it back; one with a control character (a newline in a file
+    name) as ``$'...'``, which stays on one line of the header and still names the same file."""
+    if word.isprintable():
+        return shlex.quote(word)
+    return "$'" + "".join(ch if ch.isprintable() and ch not in "'\\" else _escaped(ch) for ch in word) + "'"
+
+
+def _escaped(ch: str) -> str:
+    named = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'", "\\": "\\\\"}
+    return named.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\U{ord(ch):08x}")
 
 
 def main(args) -> int:
