@@ -332,3 +332,12 @@ def test_a_figure_label_with_a_newline_cannot_write_keys_into_the_calibrated_fil
                  "--max-evals", "2", "--quiet", "--out", str(out)]) == 0
     assert sc.load(str(out)).turns == sc.load("oscillation-40").turns
     assert "published ~600\\nturns = 3," in out.read_text()
+
+
+@pytest.mark.parametrize("argv,flag", [(["--blocks", "99999999999999999999"], "--blocks"),
+                                       (["--block-size", "99999999999999"], "--block-size"),
+                                       (["--blocks", "1001", "--block-size", "1000"], "--blocks")])
+def test_validate_refuses_more_seeds_than_one_command_runs_before_running_any(argv, flag, capsys):
+    assert main(["validate", "oscillation", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and flag in err and "at most 1,000,000" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from prunesim.cli.commands._common import non_negative_int, positive_int
+from prunesim.cli.commands._common import MAX_SEEDS, non_negative_int, positive_int
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.studies.replay import REPLAYS, FigureReplay, get_replay
@@ -31,6 +31,9 @@ def main(args) -> int:
     if not isinstance(replay, FigureReplay):
         raise UserError("validate", args.name, "this replay has no published figures to validate "
                         f"(validate: {', '.join(n for n, r in REPLAYS.items() if isinstance(r, FigureReplay))})")
+    if args.blocks * args.block_size > MAX_SEEDS:  # each block holds its seeds: refuse before running any
+        raise UserError("--blocks", None, f"{args.blocks:,} blocks of {args.block_size:,} seeds (--block-size) are "
+                        f"{args.blocks * args.block_size:,} seeds; at most {MAX_SEEDS:,} in one command")
     result = validate(replay, args.blocks, args.block_size, args.first_seed)
     if args.json:
         print(json.dumps(json_ready(result.as_dict()), indent=2, sort_keys=True))
