@@ -91,8 +91,11 @@ def main(args) -> int:
     check_transcript_options(args)
     if args.out is not None and (output.names_folder(args.out) or output.kind_of(Path(args.out), "--out") == "folder"):
         raise UserError("--out", args.out, "names a folder; give a CSV file")
+    files = expand([args.dir])
+    if not files:
+        raise UserError(str(args.dir), None, "no transcript or workload files found")
     if args.out is not None:
-        output.check_not_input(args.out, expand([args.dir]), "--out")
+        output.check_not_input(args.out, files, "--out")
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:
