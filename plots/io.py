@@ -227,8 +227,11 @@ class Sweep:
             raise UserError(str(self.path / "runs.csv"), param, "grid parameter has no column")
 
     def check_metric(self, metric: str) -> None:
+        if metric in sweep_files.ID_COLUMNS:  # drawn, they would be an empty figure (text) or the seed numbers
+            raise UserError("--metric", metric, "names the run, not a metric of it (prunesim metrics lists them)")
         if not self.runs or metric not in self.runs[0]:
-            known = sorted(k for k in (self.runs[0] if self.runs else {}) if k not in self.grid)
+            known = sorted(k for k in (self.runs[0] if self.runs else {})
+                           if k not in self.grid and k not in sweep_files.ID_COLUMNS)
             raise UserError("--metric", metric, f"not a column of runs.csv (known: {', '.join(known)})")
 
 

@@ -9,12 +9,12 @@ bootstrap 95% intervals as error bars on both axes. Policies of the same family
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from prunesim.errors import UserError
+from prunesim.errors import UserError, from_os_error
+from prunesim.io.sweep_files import parse_json
 from prunesim.plots import style
 from prunesim.plots.io import read_csv
 
@@ -66,9 +66,10 @@ def read_leaderboard(path) -> Leaderboard:
     meta = {}
     if meta_file.is_file():
         try:
-            meta = json.loads(meta_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise UserError(str(meta_file), None, f"not readable JSON ({err})") from None
+            raw = meta_file.read_bytes()
+        except OSError as err:
+            raise from_os_error(err, meta_file) from None
+        meta = parse_json(raw, meta_file)  # bad UTF-8, bad JSON or deep nesting: one line naming the file
     return Leaderboard(path, rows, meta if isinstance(meta, dict) else {})
 
 
