@@ -211,3 +211,15 @@ def test_claude_code_calls_split_into_what_they_were_billed():
         rows = cf.predict(run, pricing)
         prompts = [c.prompt for c in run.calls]
         assert list(rows[:, 6] + rows[:, 7] + rows[:, 8]) == prompts
+
+
+def test_fit_on_a_folder_of_broken_transcripts_names_the_broken_file(tmp_path, capsys):
+    make_folder(tmp_path / "runs", [0.8] * 2)
+    broken = tmp_path / "fit"
+    broken.mkdir()
+    (broken / "cut.traj.json").write_text('{"messages": [{"role": "user", "cont')  # cut short
+    assert main(["fidelity", str(tmp_path / "runs"), "--fit-on", str(broken), "--folds", "0"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"prunesim: error: --fit-on: {broken}: holds no transcript that records cached tokens")
+    assert f"{broken / 'cut.traj.json'}: malformed JSON" in err

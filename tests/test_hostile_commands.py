@@ -43,3 +43,4 @@ def test_plotting_an_identity_column_is_refused(tmp_path, kind, column):
     assert code == 2 and not out.exists()
     assert err.splitlines() == [f"prunesim: error: --metric: {column}: names the run, not a metric of it "
                                 "(prunesim metrics lists them)"]
+

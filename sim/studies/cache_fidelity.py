@@ -430,7 +430,12 @@ def report(folder: Path, fit_on: Path | None = None) -> dict:
     runs, failed = collect(folder)
     fit_runs, fit_failed = (collect(fit_on) if fit_on is not None else (runs, []))
     if fit_on is not None and not fit_runs:
-        raise UserError("--fit-on", str(fit_on), "holds no transcript that records cached tokens")
+        for failure in fit_failed:  # prunesim failed on a file: a bug, for the crash report
+            if isinstance(failure, tuple):
+                raise failure[1]
+        # When files failed, the first one is why: say so rather than blame the recorded usage.
+        why = f" ({len(fit_failed)} file(s) failed; the first: {fit_failed[0]})" if fit_failed else ""
+        raise UserError("--fit-on", str(fit_on), f"holds no transcript that records cached tokens{why}")
     table = prices.load()
     skipped: list[str] = []
     rows: list[dict] = []
