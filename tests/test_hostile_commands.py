@@ -44,3 +44,15 @@ def test_plotting_an_identity_column_is_refused(tmp_path, kind, column):
     assert err.splitlines() == [f"prunesim: error: --metric: {column}: names the run, not a metric of it "
                                 "(prunesim metrics lists them)"]
 
+
+
+@pytest.mark.parametrize("command", ["import", "fidelity", "run"])
+def test_a_deeply_nested_jsonl_line_is_one_line_naming_the_file(tmp_path, command):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    out = tmp_path / "out.jsonl"
+    argv = {"import": ["import", deep, "--out", out], "fidelity": ["fidelity", deep],
+            "run": ["run", "--workload", deep, "--policy", "noop"]}[command]
+    code, _, err = cli(*argv)
+    assert code == 2 and not out.exists()
+    assert len(err.splitlines()) == 1 and err.startswith(f"prunesim: error: {deep}") and "internal" not in err

@@ -33,8 +33,8 @@ def peek_records(path: Path, limit: int = 5) -> list:
             continue
         try:
             out.append(json.loads(raw.decode("utf-8-sig")))
-        except (ValueError, UnicodeDecodeError):
-            break  # a partial first record (very long line): detection reads what it got
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            break  # a partial first record (very long line) or one nested past the stack: the full read says so
         if len(out) >= limit:
             break
     return out
