@@ -1,5 +1,7 @@
 """The less-travelled commands under hostile input: one line naming the file or flag, exit 2, nothing written."""
 
+import json
+
 import pytest
 from cli_capture import cli
 from plot_fixtures import make_sweep
@@ -56,3 +58,47 @@ def test_a_deeply_nested_jsonl_line_is_one_line_naming_the_file(tmp_path, comman
     code, _, err = cli(*argv)
     assert code == 2 and not out.exists()
     assert len(err.splitlines()) == 1 and err.startswith(f"prunesim: error: {deep}") and "internal" not in err
+
+
+def _transcripts(folder, runs=2):
+    """Small mini-swe-agent runs, as the agent writes them."""
+    folder.mkdir()
+    for i in range(runs):
+        messages = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "fix"}]
+        for k in range(4):
+            messages.append({"role": "assistant", "content": f"THOUGHT: look {k}\n\n```bash\ncat file{i}_{k}.py\n```"})
+            messages.append({"role": "user", "content": f"<returncode>0</returncode><output>{'x ' * 50}</output>"})
+        (folder / f"run{i}.traj.json").write_text(json.dumps({"messages": messages}))
+    return folder
+
+
+@pytest.mark.parametrize("where", ["same", "inside"])
+def test_leaderboard_refuses_to_write_into_the_folder_it_reads(tmp_path, where):
+    runs = _transcripts(tmp_path / "runs")
+    out = runs if where == "same" else runs / "board"
+    before = sorted(p.name for p in runs.iterdir())
+    code, stdout, err = cli("leaderboard", runs, "--policies", "noop", "--out", out)
+    assert code == 2 and sorted(p.name for p in runs.iterdir()) == before
+    assert err.splitlines() == [f"prunesim: error: --out: {out}: is inside the folder it reads ({runs}); "
+                                "what it writes would be read as input next time: write elsewhere"]
+    assert cli("leaderboard", runs, "--policies", "noop", "--out", tmp_path / "board")[0] == 0
+
+
+@pytest.mark.parametrize("where", ["same", "inside"])
+def test_import_refuses_to_write_workloads_into_the_folder_it_reads(tmp_path, where):
+    runs = _transcripts(tmp_path / "runs")
+    out = runs if where == "same" else runs / "workloads"
+    before = sorted(p.name for p in runs.iterdir())
+    code, stdout, err = cli("import", runs, "--out", f"{out}/")
+    assert code == 2 and sorted(p.name for p in runs.iterdir()) == before
+    assert err.splitlines() == [f"prunesim: error: --out: {out}/: is inside the folder it reads ({runs}); "
+                                "what it writes would be read as input next time: write elsewhere"]
+
+
+def test_fidelity_refuses_a_fit_out_that_the_next_read_of_its_folder_would_take_for_a_transcript(tmp_path):
+    runs = _transcripts(tmp_path / "runs")
+    out = runs / "fit.json"
+    code, stdout, err = cli("fidelity", runs, "--fit-out", out)
+    assert code == 2 and stdout == "" and not out.exists()
+    assert err.splitlines() == [f"prunesim: error: --fit-out: {out}: is inside the folder it reads ({runs}); "
+                                "what it writes would be read as input next time: write elsewhere"]

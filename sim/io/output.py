@@ -297,6 +297,25 @@ def check_not_input(path: str | os.PathLike, inputs: Sequence[str | os.PathLike]
             raise UserError(_where(path, flag), None, f"is an input of this command ({source}); give another file")
 
 
+def check_outside(path: str | os.PathLike, sources: Sequence[str | os.PathLike], flag: str | None = None) -> None:
+    """Refuse an output that is, or lies inside, a folder the command reads (through any link).
+
+    What it writes would land among the inputs and be read as transcripts (and
+    fail as such) the next time a command reads that folder.
+    """
+    try:
+        out = Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return
+    for source in sources:
+        if not os.path.isdir(source):
+            continue
+        folder = Path(os.path.realpath(source))
+        if out == folder or folder in out.parents:
+            raise UserError(_where(path, flag), None, f"is inside the folder it reads ({source}); what it "
+                                                      "writes would be read as input next time: write elsewhere")
+
+
 def check_folder(path: str | os.PathLike, flag: str | None = None) -> None:
     """Refuse, before any work is done, a folder output that names a file, a device or a broken link."""
     shown = Path(path)

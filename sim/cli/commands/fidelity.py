@@ -19,7 +19,7 @@ from prunesim.io import output
 from prunesim.io.atomic import json_ready
 from prunesim.studies import cache_fidelity
 from prunesim.studies.fidelity import DEFAULT_FOLDS, Study, write_profiles
-from prunesim.studies.transcript_replay import expand
+from prunesim.studies.transcript_replay import TRANSCRIPT_SUFFIXES, expand
 
 
 def register(sub) -> None:
@@ -48,6 +48,8 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    if args.fit_out is not None and args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):
+        output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
     if args.fit_out is not None:
         output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else []), "--fit-out")
     reported: set[str] = set()

@@ -55,6 +55,7 @@ def main(args) -> int:
         output.check_not_input(args.out, files, "--out")
     else:
         output.check_folder(args.out, "--out")
+        output.check_outside(args.out, args.paths, "--out")
     sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
                            transcripts_only=True)
     with progress(len(files)) as bar:

@@ -66,6 +66,7 @@ def main(args) -> int:
             raise UserError(str(args.dir), None, "is not a folder")
         if not expand([args.dir]):
             raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
+        output.check_outside(args.out, [args.dir], "--out")
         check_transcript_options(args)
         scenario = load(args.scenario or "transcript", parse_sets(args.set))
         seeds = None
