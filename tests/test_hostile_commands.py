@@ -102,3 +102,14 @@ def test_fidelity_refuses_a_fit_out_that_the_next_read_of_its_folder_would_take_
     assert code == 2 and stdout == "" and not out.exists()
     assert err.splitlines() == [f"prunesim: error: --fit-out: {out}: is inside the folder it reads ({runs}); "
                                 "what it writes would be read as input next time: write elsewhere"]
+
+
+@pytest.mark.parametrize("argv", [["replay", "oscillation"], ["compare", "oscillation-40"],
+                                  ["leaderboard", "--scenario", "oscillation-40", "--policies", "noop", "--out", "{out}"],
+                                  ["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "gate.lead",
+                                   "--out", "{out}"]])
+def test_a_seed_given_twice_is_refused_not_counted_twice(tmp_path, argv):
+    out = tmp_path / "out"
+    code, stdout, err = cli(*[a.replace("{out}", str(out)) for a in argv], "--seeds", "1,2,1")
+    assert code == 2 and stdout == "" and not out.exists()
+    assert err.splitlines() == ["prunesim: error: --seeds: 1,2,1: a seed is given twice (1)"]

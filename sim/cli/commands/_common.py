@@ -32,6 +32,11 @@ def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
         raise UserError(flag, text, "expected A:B, a comma-separated list, or one integer") from None
     if any(s < 0 for s in seeds):
         raise UserError(flag, text, "seeds must not be negative")
+    seen: set[int] = set()
+    for seed in seeds:
+        if seed in seen:  # the same run counted twice would narrow every interval over seeds
+            raise UserError(flag, text, f"a seed is given twice ({seed})")
+        seen.add(seed)
     return seeds
 
 
