@@ -104,10 +104,15 @@ def test_fidelity_refuses_a_fit_out_that_the_next_read_of_its_folder_would_take_
                                 "what it writes would be read as input next time: write elsewhere"]
 
 
-@pytest.mark.parametrize("argv", [["replay", "oscillation"], ["compare", "oscillation-40"],
-                                  ["leaderboard", "--scenario", "oscillation-40", "--policies", "noop", "--out", "{out}"],
-                                  ["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "gate.lead",
-                                   "--out", "{out}"]])
+SEED_COMMANDS = [
+    ["replay", "oscillation"],
+    ["compare", "oscillation-40"],
+    ["leaderboard", "--scenario", "oscillation-40", "--policies", "noop", "--out", "{out}"],
+    ["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "gate.lead", "--out", "{out}"],
+]
+
+
+@pytest.mark.parametrize("argv", SEED_COMMANDS)
 def test_a_seed_given_twice_is_refused_not_counted_twice(tmp_path, argv):
     out = tmp_path / "out"
     code, stdout, err = cli(*[a.replace("{out}", str(out)) for a in argv], "--seeds", "1,2,1")
