@@ -223,3 +223,15 @@ def test_fit_on_a_folder_of_broken_transcripts_names_the_broken_file(tmp_path, c
     assert len(err.splitlines()) == 1
     assert err.startswith(f"prunesim: error: --fit-on: {broken}: holds no transcript that records cached tokens")
     assert f"{broken / 'cut.traj.json'}: malformed JSON" in err
+
+
+def test_an_interrupted_fidelity_writes_no_fit_out(tmp_path, capsys, monkeypatch):
+    make_folder(tmp_path / "runs", [0.8] * 3)
+    out = tmp_path / "fit.json"
+
+    def interrupted(*args, **kwargs):  # Ctrl-C while the bills are judged, after the calibration was fitted
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cf, "report", interrupted)
+    assert main(["fidelity", str(tmp_path / "runs"), "--folds", "0", "--fit-out", str(out)]) == 130
+    assert not out.exists() and capsys.readouterr().err.splitlines()[-1] == "prunesim: interrupted"

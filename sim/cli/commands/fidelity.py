@@ -62,9 +62,10 @@ def main(args) -> int:
 
         rep = study.run(files, on_error=on_error, on_warning=lambda w: report_line(bar, "warning", w),
                         tick=bar.update)
-        if args.fit_out is not None and study.entries:
-            write_profiles(args.fit_out, study.fit_all())
+        profiles = study.fit_all() if args.fit_out is not None and study.entries else None
         cache = cache_fidelity.report(args.dir, args.fit_on)
+        if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
+            write_profiles(args.fit_out, profiles)
         for failure in cache.pop("failed"):  # a file both readers failed on is reported once
             if isinstance(failure, tuple):  # (path, exception): a bug met on that file
                 tally.failed(*failure)
