@@ -341,3 +341,15 @@ def test_validate_refuses_more_seeds_than_one_command_runs_before_running_any(ar
     assert main(["validate", "oscillation", *argv]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and flag in err and "at most 1,000,000" in err
+
+
+def test_a_bounds_entry_for_no_scenario_parameter_is_refused(tmp_path, capsys):
+    targets = tmp_path / "targets.toml"
+    shipped = resolve_path("oscillation-40").parent / "targets" / "seed-000.toml"
+    targets.write_text(shipped.read_text().replace('"gate.lead" = [0, 8000]', '"gate.leed" = [0, 8000]'))
+    out = tmp_path / "fit.toml"
+    assert main(["calibrate", "oscillation-40", "--targets", str(targets), "--params", "gate.lead=0:8000",
+                 "--seeds", "0:1", "--max-evals", "2", "--quiet", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"prunesim: error: {targets}: bounds.gate.leed: no such scenario parameter"]
+    assert not out.exists()

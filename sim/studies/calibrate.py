@@ -87,6 +87,11 @@ def parse_params(text: str, scenario: Scenario, targets: Targets, flag: str = "-
     if not text.strip() or any(not t for t in items):
         raise UserError(flag, text, "expected NAME[=LOW:HIGH],... (dotted scenario parameters)")
     data = scenario.to_dict()
+    for name in targets.bounds:  # a misspelt entry would otherwise lie unused, its parameter left without bounds
+        try:
+            _lookup(data, name, flag)
+        except UserError as err:
+            raise UserError(str(targets.path), f"bounds.{name}", err.problem) from None
     out: list[Param] = []
     for item in items:
         name, _, raw = item.partition("=")
