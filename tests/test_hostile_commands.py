@@ -118,3 +118,20 @@ def test_a_seed_given_twice_is_refused_not_counted_twice(tmp_path, argv):
     code, stdout, err = cli(*[a.replace("{out}", str(out)) for a in argv], "--seeds", "1,2,1")
     assert code == 2 and stdout == "" and not out.exists()
     assert err.splitlines() == ["prunesim: error: --seeds: 1,2,1: a seed is given twice (1)"]
+
+
+@pytest.mark.parametrize("table,value", [("weights", 1e308), ("weights", 1e9), ("frames", 1e300)])
+def test_a_calibration_with_an_absurd_size_is_refused_before_import(tmp_path, table, value):
+    from importlib import resources
+
+    shipped = json.loads(resources.files("prunesim.io.transcripts").joinpath("calibrations.json").read_text())
+    sizes = shipped["profiles"][0]["tokenizers"]["pieces"][table]
+    sizes["user"] = [value] * len(sizes["user"]) if table == "weights" else value
+    calibration = tmp_path / "cal.json"
+    calibration.write_text(json.dumps(shipped))
+    runs = _transcripts(tmp_path / "runs", runs=1)
+    out = tmp_path / "run.jsonl"
+    code, stdout, err = cli("import", runs / "run0.traj.json", "--calibration", calibration, "--out", out)
+    assert code == 2 and not out.exists()
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"prunesim: error: {calibration}: profiles[0]: tokenizers.pieces.{table}.user: ")

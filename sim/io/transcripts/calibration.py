@@ -153,12 +153,24 @@ def _profile(p, where: str) -> Profile:
             if kind not in KINDS or not isinstance(w, list) or len(w) != n or not all(_finite(x) for x in w):
                 raise UserError(where, f"tokenizers.{name}.weights.{kind}",
                                 f"must be a known kind with {n} finite non-negative number(s)")
+            if max(w, default=0) > MAX_WEIGHT:
+                raise UserError(where, f"tokenizers.{name}.weights.{kind}", f"{max(w):g} tokens per counted "
+                                f"character or word is more than any tokenizer writes (at most {MAX_WEIGHT:g})")
         for kind, f in entry["frames"].items():
             if kind not in KINDS or not _finite(f):
                 raise UserError(where, f"tokenizers.{name}.frames.{kind}", "must be a known kind and a finite "
                                 "non-negative number")
+            if f > MAX_FRAME:
+                raise UserError(where, f"tokenizers.{name}.frames.{kind}", f"{f:g} tokens of framing per message "
+                                f"is more than a context window holds (at most {MAX_FRAME:g})")
     return Profile(p["name"], tuple(m.lower() for m in models), tuple(formats), str(p.get("fitted_on", "")),
                    by_tok)
+
+
+# Bounds that only a corrupt file crosses: a tokenizer writes a few tokens per character at most (one per
+# UTF-8 byte), and no message's framing outweighs a whole window; larger sizes overflowed into the workload.
+MAX_WEIGHT = 1_000.0
+MAX_FRAME = 1_000_000.0
 
 
 def _finite(x) -> bool:
