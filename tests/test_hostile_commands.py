@@ -135,3 +135,16 @@ def test_a_calibration_with_an_absurd_size_is_refused_before_import(tmp_path, ta
     assert code == 2 and not out.exists()
     assert len(err.splitlines()) == 1
     assert err.startswith(f"prunesim: error: {calibration}: profiles[0]: tokenizers.pieces.{table}.user: ")
+
+
+@pytest.mark.parametrize("window", [-1, 0, "big", 1.5])
+def test_a_workload_header_with_an_impossible_context_window_is_refused(tmp_path, window):
+    runs = _transcripts(tmp_path / "runs", runs=1)
+    workload = tmp_path / "run.workload.jsonl"
+    assert cli("import", runs / "run0.traj.json", "--out", workload)[0] == 0
+    header, *parts = workload.read_text().splitlines()
+    workload.write_text("\n".join([json.dumps({**json.loads(header), "context_window": window}), *parts]) + "\n")
+    code, stdout, err = cli("run", "--workload", workload, "--policy", "noop", "--trace", "none")
+    assert code == 2 and stdout == ""
+    assert err.splitlines() == [f"prunesim: error: {workload}:1: context_window: must be null or an integer from "
+                                f"1 to 1000000000000 (got {json.dumps(window)})"]

@@ -304,6 +304,10 @@ def _check_header(rec, where: str) -> dict:
     for key in ("parts", "repeats"):
         if key in rec and not _count(rec[key]):
             raise UserError(where, key, f"must be a non-negative integer (got {_show(rec[key])})")
+    window = rec.get("context_window")
+    if window is not None and (not _count(window) or window < 1):
+        raise UserError(where, "context_window", f"must be null or an integer from 1 to {MAX_COUNT} "
+                                                 f"(got {_show(window)})")
     pt = rec.get("prompt_tokens")
     if pt is not None:
         if not isinstance(pt, list) or len(pt) != rec["turns"]:
