@@ -148,3 +148,38 @@ def test_a_workload_header_with_an_impossible_context_window_is_refused(tmp_path
     assert code == 2 and stdout == ""
     assert err.splitlines() == [f"prunesim: error: {workload}:1: context_window: must be null or an integer from "
                                 f"1 to 1000000000000 (got {json.dumps(window)})"]
+
+
+def _calibration(tmp_path, name="cal.json"):
+    from importlib import resources
+
+    calibration = tmp_path / name
+    calibration.write_text(resources.files("prunesim.io.transcripts").joinpath("calibrations.json").read_text())
+    return calibration
+
+
+@pytest.mark.parametrize("command", ["replay-dir", "import", "fidelity"])
+def test_an_output_onto_the_calibration_file_read_is_refused(tmp_path, command):
+    runs = _transcripts(tmp_path / "runs", runs=1)
+    calibration = _calibration(tmp_path, "cal.jsonl" if command == "import" else "cal.json")  # import: a file
+    before = calibration.read_bytes()
+    flag = "--fit-out" if command == "fidelity" else "--out"
+    source = runs if command != "import" else runs / "run0.traj.json"
+    extra = ["--policies", "noop"] if command == "replay-dir" else []
+    code, stdout, err = cli(command, source, *extra, "--calibration", calibration, flag, calibration)
+    assert code == 2 and stdout == "" and calibration.read_bytes() == before
+    assert err.splitlines() == [f"prunesim: error: {flag}: {calibration}: is an input of this command "
+                                f"({calibration}); give another file"]
+
+
+def test_calibrate_refuses_to_write_over_its_targets_file_even_with_force(tmp_path):
+    from prunesim.io.scenario_files import resolve_path
+
+    targets = tmp_path / "targets.toml"
+    targets.write_text((resolve_path("oscillation-40").parent / "targets" / "seed-000.toml").read_text())
+    before = targets.read_bytes()
+    code, stdout, err = cli("calibrate", "oscillation-40", "--targets", targets, "--params", "gate.lead",
+                            "--seeds", "0:1", "--max-evals", "2", "--quiet", "--out", targets, "--force")
+    assert code == 2 and stdout == "" and targets.read_bytes() == before
+    assert err.splitlines() == [f"prunesim: error: --out: {targets}: is an input of this command ({targets}); "
+                                "give another file"]

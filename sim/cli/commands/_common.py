@@ -219,6 +219,13 @@ def add_transcript_options(parser: argparse.ArgumentParser) -> None:
                         help="Claude Code subagent conversations: their own workloads (default) or left out")
 
 
+def option_files(args) -> list[str]:
+    """The files named by --calibration FILE and --scenario FILE: inputs an output must not replace."""
+    named = [getattr(args, "calibration", None), getattr(args, "scenario", None)]
+    return [name for name in named if isinstance(name, str) and name not in ("auto", "none") and
+            os.path.isfile(name)]
+
+
 def check_transcript_options(args) -> None:
     from prunesim.io.transcripts import calibration, tokens
 

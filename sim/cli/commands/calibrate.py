@@ -70,6 +70,7 @@ def _escaped(ch: str) -> str:
 def main(args) -> int:
     seeds = parse_seeds(args.seeds)
     check_out(args.out, args.force)
+    output.check_not_input(args.out, [args.targets], "--out")  # --force replaces a result, never the figures
     base = load(args.scenario)
     base_text = resolve_path(args.scenario).read_text(encoding="utf-8")
     targets = load_targets(args.targets, base)

@@ -11,6 +11,7 @@ from prunesim.cli.commands._common import (
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
+    option_files,
     progress,
     report_line,
 )
@@ -51,7 +52,8 @@ def main(args) -> int:
     if args.fit_out is not None and args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):
         output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
     if args.fit_out is not None:
-        output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else []), "--fit-out")
+        output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else [])
+                               + option_files(args), "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
         tally = Tally(bar)

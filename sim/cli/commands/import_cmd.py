@@ -9,6 +9,7 @@ from prunesim.cli.commands._common import (
     Tally,
     add_transcript_options,
     check_transcript_options,
+    option_files,
     out_arg,
     progress,
     report_line,
@@ -52,7 +53,7 @@ def main(args) -> int:
         raise UserError("import", None, "no transcript files found")
     single = _single_file_target(args.out, files)
     if single:
-        output.check_not_input(args.out, files, "--out")
+        output.check_not_input(args.out, files + option_files(args), "--out")
     else:
         output.check_folder(args.out, "--out")
         output.check_outside(args.out, args.paths, "--out")

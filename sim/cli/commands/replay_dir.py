@@ -17,6 +17,7 @@ from prunesim.cli.commands._common import (
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
+    option_files,
     out_arg,
     parse_sets,
     print_notes,
@@ -95,7 +96,7 @@ def main(args) -> int:
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
     if args.out is not None:
-        output.check_not_input(args.out, files, "--out")
+        output.check_not_input(args.out, files + option_files(args), "--out")
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:
