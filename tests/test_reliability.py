@@ -1084,6 +1084,8 @@ def test_20_a_bill_with_an_impossible_value_is_that_file_on_one_line(command, tm
 
 
 def test_20_claude_code_and_codex_bills_are_checked_the_same_way(tmp_path):
+    out, tmp_path = tmp_path / "wl", tmp_path / "in"  # the workloads go beside the folder read, never into it
+    tmp_path.mkdir()
     session = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines()
     record = json.loads(session[3])
     record["message"]["usage"]["input_tokens"] = -3
@@ -1092,7 +1094,7 @@ def test_20_claude_code_and_codex_bills_are_checked_the_same_way(tmp_path):
     record = json.loads(rollout[10])
     record["payload"]["info"]["last_token_usage"]["cached_input_tokens"] = 4000
     (tmp_path / "rollout-x.jsonl").write_text("\n".join([*rollout[:10], json.dumps(record), *rollout[11:]]) + "\n")
-    for command in (["import", tmp_path, "--out", f"{tmp_path}/wl/"], ["fidelity", tmp_path]):
+    for command in (["import", tmp_path, "--out", f"{out}/"], ["fidelity", tmp_path]):
         code, _, err = cli(*command)
         assert code == 2 and "Traceback" not in err  # no file went through
         lines = sorted(line for line in err.splitlines() if line.startswith("prunesim: error:"))

@@ -49,11 +49,11 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
-    if args.fit_out is not None and args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):
-        output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
     if args.fit_out is not None:
         output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else [])
                                + option_files(args), "--fit-out")
+    if args.fit_out is not None and args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):
+        output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
         tally = Tally(bar)
