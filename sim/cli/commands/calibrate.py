@@ -24,7 +24,9 @@ def register(sub) -> None:
                    help="the numeric parameters to fit, dotted; bounds from the flag or the targets' [bounds]")
     p.add_argument("--seeds", default="0:100", help="the seeds every candidate runs (default 0:100)")
     p.add_argument("--max-evals", type=positive_int, default=400, metavar="N",
-                   help="most candidates the optimizer may try (default 400)")
+                   help="the optimizer's budget of distinct candidates (default 400); each differential-evolution "
+                        "start runs at least two generations of 4 per parameter (5 at the least), so a small "
+                        "budget is exceeded: the header records how many were tried")
     p.add_argument("--out", required=True, type=_out_file, help="the calibrated scenario file to write")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
