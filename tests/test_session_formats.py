@@ -278,3 +278,29 @@ def test_real_claude_sessions_count_every_api_call_once():
     compactions = [e for t in runs for e in t.events]
     assert len(compactions) == 3 and {e["trigger"] for e in compactions} == {"manual"}
     assert all(len(t.prompt_tokens) == t.turns for t in runs)
+
+
+def test_a_run_per_line_file_cut_in_its_last_line_keeps_the_runs_before_it(capsys, tmp_path):
+    # An evaluation still writing its output (OpenHands, one run a line) ends in a partial line: that line
+    # is left out with a warning, as a session's is; the same bad line before another is the file's error.
+    lines = (FIXTURES / "openhands.jsonl").read_text().splitlines()
+    whole = list(formats.iter_transcripts(FIXTURES / "openhands.jsonl"))
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    runs = list(formats.iter_transcripts(cut))
+    assert [r.name for r in runs] == [r.name for r in whole]
+    assert [len(r.parts) for r in runs] == [len(r.parts) for r in whole]
+    assert runs[-1].warnings == [*whole[-1].warnings, runs[-1].warnings[-1]]
+    assert f"cut.jsonl:{len(lines) + 1}: truncated last line ignored" in runs[-1].warnings[-1]
+    assert main(["import", str(cut), "--out", str(tmp_path / "wl")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("prunesim: warning:")
+
+    inside = tmp_path / "inside.jsonl"
+    inside.write_text(lines[0] + "\n" + lines[-1][: len(lines[-1]) // 2] + "\n" + lines[-1] + "\n")
+    with pytest.raises(formats.UserError, match=r"inside\.jsonl:2: malformed JSON"):
+        list(formats.iter_transcripts(inside))
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(lines[0][: len(lines[0]) // 2])
+    with pytest.raises(formats.UserError, match=r"alone\.jsonl:1: malformed JSON"):
+        list(formats.iter_transcripts(alone))

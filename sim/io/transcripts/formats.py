@@ -169,8 +169,12 @@ def _iter_jsonl(path: Path) -> Iterator[Transcript]:
         fh = open(path, encoding="utf-8-sig")
     except OSError as err:
         raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    # A file still being written (an evaluation's output, one run a line) can end in a partial line: like a
+    # session's, that last line is left out with a warning, on the run before it. So each run is held until
+    # the next line shows it was not followed by a partial one; a bad line anywhere else is the file's error.
     with fh:
-        n = 0
+        held: Transcript | None = None
+        cut: tuple[int, UserError] | None = None
         lineno = 0
         while True:
             try:
@@ -182,12 +186,24 @@ def _iter_jsonl(path: Path) -> Iterator[Transcript]:
             lineno += 1
             if not line.strip():
                 continue
-            data = _load_json(line, f"{where}:{lineno}")
-            n += 1
-            yield parse_document(data, path, lineno)
+            if cut is not None:
+                raise cut[1]
+            try:
+                data = _load_json(line, f"{where}:{lineno}")
+            except UserError as err:
+                if held is None or err.problem == TOO_DEEP:
+                    raise  # no run before it, or a nesting too deep: not a cut-off write
+                cut = (lineno, err)
+                continue
+            if held is not None:
+                yield held
+            held = parse_document(data, path, lineno)
             del data
-        if n == 0:
+        if held is None:
             raise UserError(where, None, "empty file: no runs")
+        if cut is not None:
+            held.warnings.append(f"{where}:{cut[0]}: truncated last line ignored ({cut[1].problem})")
+        yield held
 
 
 def detect(data) -> str:
