@@ -89,7 +89,7 @@ def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
     writer.writerow(columns)
     for row in rows:
         cells = [format_cell(v) for v in row]
-        if any(type(c) is str and "\r" in c for c in cells):
+        if "\r" in "".join(cells):  # one scan of the row's text: the rare row with a carriage return
             buf.write(csv_line(cells))  # quoted, as the streamed files write it
         else:
             writer.writerow(cells)

@@ -237,7 +237,6 @@ def metric_column(name: str, taken: Iterable[str]) -> str:
 
 
 # -- the runs file ------------------------------------------------------------
-
 def _repair(path: Path, columns: list[str]) -> None:
     """Make runs.csv end at a line end: cut a partial last row (the run is redone), complete a bare header."""
     header = csv_line(columns).encode("utf-8")

@@ -52,8 +52,8 @@ def main(args) -> int:
     if args.fit_out is not None:
         output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else [])
                                + option_files(args), "--fit-out")
-    if args.fit_out is not None and args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):
-        output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
+        if args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):  # only a name a folder read would take as input
+            output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
         tally = Tally(bar)

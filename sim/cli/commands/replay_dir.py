@@ -168,7 +168,6 @@ def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[st
     return csv_line([format_cell(row.get(c, "")) for c in grid.columns]), s
 
 
-
 class Idle:
     """Transcripts on which a policy never acted: a replay that never prunes says nothing about the policy."""
 
