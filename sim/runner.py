@@ -18,6 +18,7 @@ from prunesim.model.editlog import EditLog
 from prunesim.model.engine import Engine
 from prunesim.model.events import PassRecord
 from prunesim.model.needs import NeedModel
+from prunesim.model.reaction import Reaction
 from prunesim.model.scenario import Scenario
 from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe import RunContext, build_observers
@@ -141,7 +142,10 @@ def run_one(
         recorder.attach(observers)
     # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
     needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
-    engine = Engine(scenario, policy_obj, workload, observers, needs, edit_log)
+    # A replayed transcript's agent reacts to what the policy removed, unless [reaction] mode is "none".
+    reaction = (Reaction(scenario.reaction, seed)
+                if scenario.reaction.mode == "closed" and getattr(workload, "has_resources", False) else None)
+    engine = Engine(scenario, policy_obj, workload, observers, needs, edit_log, reaction)
     engine.run()
     cost = next(obs for obs in observers if isinstance(obs, CostMetrics))
     # A streaming recorder wrote its ledger rows, with their cost columns, as the run went.

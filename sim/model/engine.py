@@ -13,6 +13,7 @@ from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
 from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
+from prunesim.model.reaction import Content, Reaction
 from prunesim.model.scenario import Scenario
 from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, Span
 from prunesim.model.window import Window
@@ -75,8 +76,9 @@ class Engine(Provenance):
     """Runs one agent against one policy and publishes what happens to ``observers``."""
 
     def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), needs: NeedModel | None = None,
-                 edit_log: EditLog | None = None):
+                 edit_log: EditLog | None = None, reaction: Reaction | None = None):
         self.scenario = scenario
+        self.reaction = reaction  # a replayed transcript's agent re-fetching what the policy removed (closed loop)
         self.policy = policy
         self.workload = workload
         self.bus = bus = Bus(observers)
@@ -185,11 +187,16 @@ class Engine(Provenance):
         needs = self.needs
         on_turn_reached, on_turn_end, on_history = bus.turn_reached, bus.turn_end, bus.history
         on_model_call = bus.model_call
+        reaction = self.reaction
         for plan in self.workload:
             self.turn = turn = plan.turn
             # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
             if plan.drop_tags:
                 self.runtime_drop(plan.drop_tags)
+            if reaction is not None:
+                due = reaction.due(plan, turn, self.holds_span)
+                if due:
+                    yield from self.refetch(due)
             prompt = window.utilization
             output = plan.reasoning.tokens + plan.tool_call.tokens
             for h in on_model_call:
@@ -198,12 +205,18 @@ class Engine(Provenance):
             if not advance(delay):
                 yield timeout(delay)
             place(plan.reasoning)
-            place(plan.tool_call)
+            call_span = place(plan.tool_call)
             if not advance(plan.tool_latency_s):
                 yield timeout(plan.tool_latency_s)
-            place(plan.tool_output)
-            for arrival in plan.extra:
-                place(arrival)
+            output_span = place(plan.tool_output)
+            if reaction is None:
+                for arrival in plan.extra:
+                    place(arrival)
+            else:
+                reaction.saw(plan.tool_call, call_span)
+                reaction.saw(plan.tool_output, output_span)
+                for arrival in plan.extra:
+                    reaction.saw(arrival, place(arrival))
             if needs is not None:
                 self._saw(plan)
                 yield from self.meet_needs()
@@ -258,6 +271,37 @@ class Engine(Provenance):
             self.window.remove(span.id)
             if self._on_removed:
                 self._removed_tokens("runtime_drop", span, span.tokens)
+
+    # -- the agent reacts (closed-loop transcript replay) -----------------------------
+    def holds_span(self, span_id: int) -> bool:
+        """The window holds the span's content: the span itself, or a summary that carries it."""
+        w = self.window
+        return span_id in w or any(SUMMARY_TAG in s.tags and span_id in s.names for s in w.spans())
+
+    def refetch(self, due: list[Content]):
+        """The agent fetches removed content again before the call that needs it (:mod:`prunesim.model.reaction`).
+
+        Each re-fetch is announced (``on_refetch``: the model call that follows is its own), then runs as a turn
+        does: a model call that writes the tool call, the tool, and the output at its recorded size.
+        """
+        env = self.env
+        for content in due:
+            for h in self.bus.refetch:
+                h(env.now, self.turn, content.resource, content.key, content.call_tokens, content.tokens)
+            prompt = self.window.utilization
+            self._model_call(prompt, content.call_tokens, False)
+            delay = self.model_latency(prompt, content.call_tokens)
+            if not env.advance(delay):
+                yield env.timeout(delay)
+            if content.call_tokens:
+                self.place(Arrival("tool_call", content.call_tokens, content.key, content.stale_after,
+                                   tags=content.tags, tool=content.tool))
+            delay = self.scenario.latency.tool_mean_s
+            if not env.advance(delay):
+                yield env.timeout(delay)
+            out = self.place(Arrival("tool_output", content.tokens, content.key, content.stale_after,
+                                     tags=content.tags, tool=content.tool))
+            self.reaction.refetched(content, out.id, out.tokens)
 
     def view(self) -> WindowView:
         w = self.window

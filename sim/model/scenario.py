@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prunesim.errors import UserError
+from prunesim.model.reaction import ReactionParams
 from prunesim.model.spans import KINDS
 
 # The rationale's size is rationale_per_span times a lognormal factor exp(sigma * z); above this
@@ -333,6 +334,7 @@ class Scenario:
     need: NeedParams = field(default_factory=NeedParams)
     tombstone: TombstoneParams = field(default_factory=TombstoneParams)
     replay: ReplayParams = field(default_factory=ReplayParams)
+    reaction: ReactionParams = field(default_factory=ReactionParams)
     pricing: Pricing = field(default_factory=Pricing)
     # The parameter tables policies declare (``Policy.tables``), by table name, filled by the
     # loader with every registered table. Each is also an attribute: ``scenario.gate``.
@@ -370,6 +372,7 @@ class Scenario:
         self.need.check("need", where)
         self.tombstone.check("tombstone", where)
         self.replay.check("replay", where)
+        self.reaction.check("reaction", where)
         self.pricing.check("pricing", where)
         for i, ev in enumerate(self.workload.events):
             if ev.turn > self.turns:

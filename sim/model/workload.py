@@ -31,6 +31,9 @@ class Arrival:
     pinned: bool = False
     tags: frozenset[str] = field(default_factory=frozenset)
     tool: str = ""  # the tool that made a call or an output, when the workload knows it
+    # Resources a replayed tool call (and its output) fetches and uses (prunesim.model.reaction); synthetic: none.
+    fetches: tuple[str, ...] = ()
+    uses: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

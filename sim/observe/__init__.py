@@ -18,6 +18,7 @@ from .metrics.eviction import EvictionMetrics
 from .metrics.gate import GateMetrics
 from .metrics.passes import PassMetrics
 from .metrics.provenance import EditLogCheck, ProvenanceMetrics
+from .metrics.reaction import ReactionMetrics
 from .metrics.window import WindowMetrics
 
 
@@ -43,6 +44,7 @@ REGISTRY: dict[str, type] = {
     "provenance": ProvenanceMetrics,
     "edit-log": EditLogCheck,
     "edits": EditMetrics,
+    "reaction": ReactionMetrics,
     "cost": CostMetrics,
 }
 

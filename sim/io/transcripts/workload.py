@@ -43,6 +43,7 @@ from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
+from prunesim.io.transcripts import resources
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
@@ -52,6 +53,8 @@ VERSION = 2
 READS = (1, 2)
 PART_KINDS = ("system", "user", "reasoning", "tool_call", "tool_output", "summary")
 EVENTS = ("compaction", "injected", "removed")
+TOUCH_FIELDS = ("fetches", "uses")  # a tool call's resources (resources.py): what it fetches, what it relies on
+MAX_TOUCHES = 64  # resources named by one call
 
 
 @dataclass
@@ -102,6 +105,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
             dropped[i] = k if not dropped[i] else min(dropped[i], k)
     recorded_outputs = {i for i in range(len(t.parts)) if not math.isnan(s.fixed[i]) and t.parts[i].tokens is None}
     keyed: list[tuple[tuple[int, int], dict]] = []
+    need_state = resources.NeedState()
     for i, p in enumerate(t.parts):
         rec = {"type": "part", "turn": p.turn, "kind": p.kind}
         if p.hidden:
@@ -118,6 +122,11 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
             rec["key"] = p.key
         if p.tool:
             rec["tool"] = p.tool
+        if p.kind == "tool_call":
+            touched = resources.touches(t.format, p.tool, p.text, p.key, need_state)
+            for name in TOUCH_FIELDS:
+                if getattr(touched, name):
+                    rec[name] = list(getattr(touched, name))
         if p.kind == "tool_output":
             rec["digest"] = digest(p.text)
         if dropped[i]:
@@ -155,6 +164,9 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         "events": events,
     }
     data = WorkloadData(header, parts)
+    note = resources.unknown_note(t.source, t.format, need_state)
+    if note:
+        data.warnings.append(note)
     if any(p.hidden for p in t.parts) and not out.hidden_at:
         data.warnings.append(f"{t.source}: no recorded prompt counts, so the system prompt and tool definitions "
                              "(never written to the file) are not counted")
@@ -347,6 +359,11 @@ def _check_part(rec, where: str) -> dict:
     for key in ("key", "tool", "digest"):
         if key in rec and (not isinstance(rec[key], str) or len(rec[key]) > MAX_TEXT):
             raise UserError(where, key, f"must be a string of at most {MAX_TEXT} characters (got {_show(rec[key])})")
+    for key in TOUCH_FIELDS:
+        if key in rec and not (isinstance(rec[key], list) and len(rec[key]) <= MAX_TOUCHES and all(
+                isinstance(r, str) and 0 < len(r) <= MAX_TEXT for r in rec[key])):
+            raise UserError(where, key, f"must be a list of at most {MAX_TOUCHES} resource names, each a "
+                                        f"non-empty string of at most {MAX_TEXT} characters")
     if "dropped_at" in rec and not (_count(rec["dropped_at"]) and rec["dropped_at"] > rec["turn"]):
         raise UserError(where, "dropped_at", "must be a call number after the part's turn")
     return rec
@@ -370,14 +387,17 @@ class TranscriptWorkload:
 
     def __init__(self, data: WorkloadData, reasoning_stale_after: float = 3.0, output_stale_after: float = 8.0):
         self.data = data
+        # The engine lets the agent react (prunesim.model.reaction) only to a workload whose calls name resources.
+        self.has_resources = any("uses" in p for p in data.parts)
         self.r_stale = max(1, round(reasoning_stale_after))
         self.o_stale = max(1, round(output_stale_after))
 
-    def _arrival(self, p: dict, pinned: bool = False, tool: str = "") -> Arrival:
+    def _arrival(self, p: dict, pinned: bool = False, tool: str = "", touches: tuple = ((), ())) -> Arrival:
         stale = self.r_stale if p["kind"] == "reasoning" else self.o_stale
         tags = frozenset({drop_tag(p["dropped_at"])}) if p.get("dropped_at") else frozenset()
+        fetches, uses = (tuple(p.get("fetches", ())), tuple(p.get("uses", ()))) if p["kind"] == "tool_call" else touches
         return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags,
-                       tool=p.get("tool") or tool)
+                       tool=p.get("tool") or tool, fetches=fetches, uses=uses)
 
     def initial(self) -> list[Arrival]:
         return [self._arrival(p, pinned=True) for p in self.data.parts if p["turn"] == 0]
@@ -394,10 +414,17 @@ class TranscriptWorkload:
             slots: dict[str, Arrival] = {}
             extra: list[Arrival] = []
             tool_of: dict[str, str] = {}  # key -> tool of this turn's call: an output that names no tool has its call's
+            touched: dict[str, tuple] = {}  # key -> (fetches, uses) of this turn's call: its output's resources
             for p in by_turn.get(turn, ()):
-                a = self._arrival(p, tool=tool_of.get(p.get("key", ""), "") if p["kind"] == "tool_output" else "")
-                if p["kind"] == "tool_call" and a.tool:
-                    tool_of[a.key] = a.tool
+                output = p["kind"] == "tool_output"
+                key = p.get("key", "")
+                a = self._arrival(p, tool=tool_of.get(key, "") if output else "",
+                                  touches=touched.get(key, ((), ())) if output else ((), ()))
+                if p["kind"] == "tool_call":
+                    if a.tool:
+                        tool_of[a.key] = a.tool
+                    if a.fetches or a.uses:
+                        touched[a.key] = (a.fetches, a.uses)
                 if p["kind"] in ("reasoning", "tool_call", "tool_output") and p["kind"] not in slots:
                     slots[p["kind"]] = a
                 else:

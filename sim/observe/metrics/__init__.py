@@ -7,7 +7,8 @@ lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
 :mod:`.gate` (gate decisions and fallbacks), :mod:`.eviction` (what every
 policy removed and how much of it was still needed), :mod:`.provenance` (needs,
 re-retrievals, constraints, the edit log), :mod:`.edits` (runtime context
-edits: placeholders, summaries, warnings), :mod:`.cost` (what model calls
+edits: placeholders, summaries, warnings), :mod:`.reaction` (content a replayed
+transcript's agent fetched again), :mod:`.cost` (what model calls
 bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
 and the oscillation verdict again from a recorded trace and ledger.
 
@@ -18,7 +19,7 @@ and the oscillation verdict again from a recorded trace and ledger.
 
 from __future__ import annotations
 
-from . import cost, edits, eviction, gate, passes, provenance, transcript, window
+from . import cost, edits, eviction, gate, passes, provenance, reaction, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
@@ -29,6 +30,7 @@ METRICS: tuple[Metric, ...] = (
     + eviction.DEFINITIONS
     + provenance.DEFINITIONS
     + edits.DEFINITIONS
+    + reaction.DEFINITIONS
     + cost.DEFINITIONS
     + transcript.DEFINITIONS
 )

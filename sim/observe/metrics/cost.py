@@ -54,6 +54,9 @@ DEFINITIONS = (
     Metric("cost_usd", "USD", "What every model call cost at the scenario's [pricing]: reads, writes, uncached "
                               "prompt and output tokens."),
     Metric("decision_cost_usd", "USD", "What the prune passes' and compactions' own model calls cost."),
+    Metric("refetch_cost_usd", "USD",
+           "What the model calls of the refetches cost (the call that asks for removed content again); the content "
+           "they bring back is billed on every later call, in cost_usd, which includes this."),
     Metric("invalidation_cost_usd", "USD",
            "invalidated_tokens priced at the write price minus the read price: what rewriting them cost beyond "
            "reading them."),
@@ -117,6 +120,8 @@ class CostMetrics(Observer):
         self.invalidations = self.invalidated = 0
         self.cost = self.decision_cost = self.invalidation_cost = 0.0
         self._pass = 0  # the pass whose decision call came last (its evictions follow it)
+        self._refetching = False  # the next model call is a refetch's (announced by on_refetch)
+        self.refetch_cost = 0.0
         self.pass_costs: dict[int, list] = {}  # pass id -> [decision cost, invalidated tokens, invalidation cost]
         self.pass_rows: dict[int, tuple[int, int]] = {}  # pass id -> (turn, net)
 
@@ -191,6 +196,9 @@ class CostMetrics(Observer):
         self.write += write
         self.uncached += uncached
         self.cost += cost
+        if self._refetching:
+            self.refetch_cost += cost
+            self._refetching = False
         if decision:
             self.decision_billed += prompt_tokens + output_tokens
             self.decision_output += output_tokens
@@ -204,6 +212,9 @@ class CostMetrics(Observer):
         if self.keep_calls:
             self.calls.append((self.call_count, time, turn, int(decision), pass_id,
                                prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
+
+    def on_refetch(self, time, turn, resource, key, call_tokens, tokens) -> None:
+        self._refetching = True
 
     def _blame(self, invalidated: int, source) -> int:
         """Count a rewrite caused by a policy's edit, and charge it to the pass that made it; 0 for the runtime's."""
@@ -273,5 +284,6 @@ class CostMetrics(Observer):
             "cost_usd": usd(self.cost),
             "decision_cost_usd": usd(self.decision_cost),
             "invalidation_cost_usd": usd(self.invalidation_cost),
+            "refetch_cost_usd": usd(self.refetch_cost),
             "cost_per_net_token": per_net,
         }
