@@ -44,6 +44,8 @@ from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
+from prunesim.model.reaction import shipped_fit
+from prunesim.studies import reaction
 
 DEFAULT_FOLDS = 5
 # Fewer cross-validated transcripts than this and the headline figures are the as-imported ones: a fit on a
@@ -129,6 +131,7 @@ class Study:
     failed: int = 0
     imported: int = 0
     compactions: list[dict] = field(default_factory=list)
+    reactions: list[tuple] = field(default_factory=list)  # reaction.collect of each workload
 
     def __enter__(self) -> Study:
         self._tmp = tempfile.TemporaryDirectory(prefix="prunesim-fidelity-")
@@ -146,13 +149,15 @@ class Study:
         itself) goes to ``on_error`` and the other files go on.
         """
         for path in files:
-            mark = (len(self.entries), len(self.stored), len(self.compactions), self.imported, self.skipped)
+            mark = (len(self.entries), len(self.stored), len(self.compactions), self.imported, self.skipped,
+                    len(self.reactions))
             try:
                 self._read(path, Path(self._tmp.name), on_warning)
             except (ResourceError, MemoryError):
                 raise
             except Exception as err:  # noqa: BLE001 - bad input, or a bug met on this file: the rest goes on
                 del self.entries[mark[0]:], self.stored[mark[1]:], self.compactions[mark[2]:]
+                del self.reactions[mark[5]:]
                 self.imported, self.skipped = mark[3], mark[4]
                 self.failed += 1
                 on_error(path, err)
@@ -193,6 +198,7 @@ class Study:
             self.entries.append(_Entry(t.name, group, t.format, chosen, c, str(store)))
 
     def _compactions(self, data: wl.WorkloadData) -> None:
+        self.reactions.append(reaction.collect(data))
         prompt = data.header.get("prompt_tokens") or []
         context = wl.context_before_calls(data)
         for e in data.header.get("events") or []:
@@ -294,6 +300,7 @@ class Study:
             "anchored_calls": sum(r["anchored"] for r in rows),
             "profiles": profiles,
             "compactions": self.compactions,
+            "reaction": reaction.reaction_report(self.reactions, shipped_fit()),
             "per_transcript": rows,
         }
 
