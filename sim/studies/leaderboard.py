@@ -47,7 +47,9 @@ FIGURES = (
            "the policy's own calls (prune passes, compactions) included"),
     Figure("total_ratio", "ratio", "(input_tokens_billed + output_tokens_billed) / noop's on the same unit"),
     Figure("cost_ratio", "ratio", "cost_usd / noop's on the same unit: dollars at the scenario's [pricing], the "
-           "prompt cache and the policy's own calls included"),
+           "prompt cache, the policy's own calls and, on transcripts, the agent's refetches included"),
+    Figure("refetches", "calls", "refetches: tool calls a replayed agent made again because the policy had "
+           "removed content a recorded call then used (0 with --reaction none and on synthetic scenarios)"),
     Figure("decision_tokens", "tokens", "decision_tokens_billed: prompt and output tokens of prune passes and "
            "compactions"),
     Figure("peak_utilization", "tokens", "peak_utilization"),
@@ -121,6 +123,7 @@ def unit_rows(unit: Unit, policies: list[str], transcripts: bool) -> list[dict]:
             "input_ratio": s["input_tokens_billed"] / ref_input if ref_input else None,
             "total_ratio": (s["input_tokens_billed"] + s["output_tokens_billed"]) / ref_total if ref_total else None,
             "cost_ratio": s["cost_usd"] / ref_cost if ref_cost else None,
+            "refetches": s["refetches"],
             "decision_tokens": s["decision_tokens_billed"],
             "peak_utilization": s["peak_utilization"],
             "re_retrievals": s["repeats_after_prune"] if transcripts else s["re_retrievals"],

@@ -57,6 +57,26 @@ def add_set(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_reaction(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--reaction", choices=("closed", "none"),
+        help="closed (default): a replayed transcript's agent re-fetches content the policy removed before a "
+             "recorded call uses it; none: the recorded calls only (the open loop). Sets [reaction] mode",
+    )
+
+
+def scenario_sets(args) -> dict:
+    """The scenario overrides of ``--set`` and ``--reaction`` (which sets ``reaction.mode``)."""
+    out = parse_sets(args.set)
+    reaction = getattr(args, "reaction", None)
+    if reaction is not None:
+        given = out.get("reaction.mode", reaction)
+        if given != reaction:
+            raise UserError("--reaction", reaction, f"contradicts --set reaction.mode={given}")
+        out["reaction.mode"] = reaction
+    return out
+
+
 def _int_at_least(text: str, low: int, what: str) -> int:
     try:
         value = int(text)

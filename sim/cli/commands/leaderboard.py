@@ -7,14 +7,15 @@ import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    add_reaction,
     add_set,
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
     out_arg,
     parse_seeds,
-    parse_sets,
     print_notes,
+    scenario_sets,
 )
 from prunesim.errors import UserError
 from prunesim.io import output
@@ -43,6 +44,7 @@ def register(sub) -> None:
                    "(default 0:20)")
     p.add_argument("--seed", type=non_negative_int, help="with DIR: the seed of the policies' random streams")
     add_set(p)
+    add_reaction(p)
     add_transcript_options(p)
     p.add_argument("--out", type=_out_dir, required=True, help="the output folder")
     p.set_defaults(func=main)
@@ -68,13 +70,13 @@ def main(args) -> int:
             raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
         output.check_outside(args.out, [args.dir], "--out")
         check_transcript_options(args)
-        scenario = load(args.scenario or "transcript", parse_sets(args.set))
+        scenario = load(args.scenario or "transcript", scenario_sets(args))
         seeds = None
     else:
         if args.scenario is None:
             raise UserError("leaderboard", None, "give a folder of transcripts, or --scenario to run seeds of a "
                                                  "synthetic scenario")
-        scenario = load(args.scenario, parse_sets(args.set))
+        scenario = load(args.scenario, scenario_sets(args))
         seeds = parse_seeds(args.seeds or "0:20")
     rows: list[dict] = []
     tools: set[str] = set()

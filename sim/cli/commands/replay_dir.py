@@ -13,16 +13,17 @@ from pathlib import Path
 
 from prunesim.cli.commands._common import (
     Tally,
+    add_reaction,
     add_set,
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
     option_files,
     out_arg,
-    parse_sets,
     print_notes,
     progress,
     report_line,
+    scenario_sets,
 )
 from prunesim.errors import UserError
 from prunesim.io import output
@@ -49,6 +50,7 @@ def register(sub) -> None:
     p.add_argument("--policies", required=True, help="comma-separated policy names, or all")
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
+    add_reaction(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="replay every transcript at each value (A:B:STEP or a,b,c; POLICY:NAME=VALUES for one "
                         "policy's runs only), as in prunesim sweep; repeatable: the cartesian product is replayed")
@@ -86,7 +88,7 @@ def main(args) -> int:
     if not args.dir.exists():
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
-    base = load(args.scenario, parse_sets(args.set))
+    base = load(args.scenario, scenario_sets(args))
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)

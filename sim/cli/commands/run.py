@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, non_negative_int, out_arg, parse_sets, print_notes
+from prunesim.cli.commands._common import add_reaction, add_set, non_negative_int, out_arg, print_notes, scenario_sets
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -23,6 +23,7 @@ def register(sub) -> None:
     p.add_argument("--policy", help="policy name (default: the scenario's)")
     p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
     add_set(p)
+    add_reaction(p)
     p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
     p.add_argument("--trace", choices=MODES, default=None,
                    help="what trace.csv records: every change (all), one row per turn (turns) or nothing (none); "
@@ -48,12 +49,12 @@ def main(args) -> int:
     elif out is not None:  # rows go to the files as the run makes them
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        sc = api.load_scenario(args.scenario, parse_sets(args.set))
+        sc = api.load_scenario(args.scenario, scenario_sets(args))
         result, _ = stream_run(sc, args.policy, args.seed, out, trace)
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        scenario = api.load_scenario(args.scenario, parse_sets(args.set))
+        scenario = api.load_scenario(args.scenario, scenario_sets(args))
         result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
     print_notes([result.policy], result.scenario)
     if args.json:
@@ -64,7 +65,7 @@ def main(args) -> int:
 
 
 def _replay_workload(args):
-    return api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=parse_sets(args.set),
+    return api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=scenario_sets(args),
                    workload=args.workload)
 
 
@@ -98,6 +99,10 @@ def format_summary(result) -> str:
             f"  repeats       {s['repeats']}: {s['repeats_after_prune']} after the policy pruned the content "
             f"(gap mean {s['repeat_gap_mean']}, max {s['repeat_gap_max']} turns), {s['repeats_in_window']} in window"
         )
+    if "repeats" in s and sc.reaction.mode == "closed":
+        lines.append(f"  reaction      {s['refetches']} re-fetches of content the policy removed before a recorded "
+                     f"call used it ({s['refetch_tokens']} tokens; their calls ${s['refetch_cost_usd']:.4f} "
+                     f"of ${s['cost_usd']:.4f})")
     gate = [s.get(k, 0) for k in ("gate_runs", "refusals_over_budget", "refusals_decision_in_band",
                                   "refusals_insufficient_net")]
     if any(gate):
