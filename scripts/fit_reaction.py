@@ -1,6 +1,6 @@
 """Refit the shipped reaction of a replayed agent (sim/model/reaction.json) on the Claude Code dev sessions.
 
-    python scripts/fit_reaction.py [--traces ../shared/traces]
+    python scripts/fit_reaction.py [SESSIONS] [--out FILE]
 
 Fits ``[reaction] probability`` on the removals the runtime recorded in
 ``claude-code-dev`` (its compactions and the old tool outputs it cleared) and
@@ -24,13 +24,14 @@ OUT = Path(__file__).resolve().parents[1] / "sim" / "model" / "reaction.json"
 
 
 def main() -> None:
-    default = os.environ.get("PRUNESIM_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces"
+    traces = Path(os.environ.get("PRUNESIM_TRACES") or Path(__file__).resolve().parents[2] / "shared" / "traces")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", type=Path, default=Path(default))
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("sessions", type=Path, nargs="?", default=traces / FOLDER,
+                        help=f"the folder of sessions to fit on (default: the shared traces' {FOLDER})")
+    parser.add_argument("--out", type=Path, default=OUT, help="the fit file to write")
     args = parser.parse_args()
     per_session: dict = {}
-    for path in expand([args.traces / FOLDER]):
+    for path in expand([args.sessions]):
         for data in iter_workloads(path):
             eps, held = per_session.setdefault(data.name, ([], []))
             eps.extend(reaction.episodes(data))
@@ -41,7 +42,7 @@ def main() -> None:
                                      for k, (eps, held) in per_session.items()}).as_dict()
                 for cause in ("compaction", "drop")}
     folds = reaction.cross_validate(per_session)
-    out = {**fitted.as_dict(), "fitted_on": f"{len(per_session)} sessions of traces/{FOLDER}",
+    out = {**fitted.as_dict(), "fitted_on": f"{len(per_session)} sessions of {args.sessions.name}",
            "sessions": sorted(per_session), "by_cause": by_cause, "timing": reaction.gaps(all_eps),
            "leave_one_session_out": {"compactions": folds, "totals": reaction.totals(folds)}}
     print(json.dumps({k: v for k, v in out.items() if k not in ("sessions", "leave_one_session_out")}, indent=1))
