@@ -11,7 +11,8 @@ A workload file is one header record, then one record per message part::
      "events": [{"event": "compaction", "turn": 75, "trigger": "manual", "pre_tokens": 167766}, ...]}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 312}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 19000, "hidden": true, "sized_by": "usage"}
-    {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash"}
+    {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash",
+     "fetches": ["cmd:cat setup.py", "file:setup.py"]}   # "uses": [...] for an edit (resources.py)
     {"type": "part", "turn": 1, "kind": "tool_output", "tokens": 420, "key": "cat setup.py", "digest": "...",
      "dropped_at": 40}
 
@@ -126,7 +127,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
             touched = resources.touches(t.format, p.tool, p.text, p.key, need_state)
             for name in TOUCH_FIELDS:
                 if getattr(touched, name):
-                    rec[name] = list(getattr(touched, name))
+                    rec[name] = list(getattr(touched, name))[:MAX_TOUCHES]
         if p.kind == "tool_output":
             rec["digest"] = digest(p.text)
         if dropped[i]:
