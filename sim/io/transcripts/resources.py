@@ -31,7 +31,10 @@ records:
   ``str_replace``, ``insert``, ``undo_edit`` use it), ``read``/``edit``/``write``,
   ``execute_bash``/``run`` are shell commands, ``execute_ipython_cell`` fetches
   itself; ``think``, ``finish``, ``message`` touch nothing.
-* ``openai``: the tools are the user's own; none is in the table.
+* ``openai``: the tools are the user's own; none is in the table, and each is
+  judged by its name and arguments (:func:`generic`): a ``command`` argument is
+  a shell command, a path argument a read (``read_file``, ``view``, ...) or a
+  change (``write_file``, ``str_replace``, ...) of that file, as the name says.
 
 A shell command fetches itself, and the files it plainly reads or changes:
 ``cat``, ``head``, ``tail``, ``nl``, ``less``, ``sed -n`` (without ``-i``),
@@ -39,8 +42,9 @@ A shell command fetches itself, and the files it plainly reads or changes:
 redirections name files they change. Anything cleverer (a Python script that
 edits a file) is not seen: the command is still its own resource.
 
-A tool the table does not know touches nothing; the import says so in one
-warning line naming the tools.
+A tool the table does not know (and, for ``openai``, that its name and
+arguments do not tell) touches nothing; the import says so in one warning line
+naming the tools.
 """
 
 from __future__ import annotations
@@ -234,6 +238,30 @@ def _swe_create(args, text, key, state) -> Touches:
     return Touches((), (state.open_file,)) if state.open_file else NOTHING
 
 
+_FETCH_WORDS = ("read", "view", "open", "cat", "show", "get", "grep", "search", "find", "list")
+_USE_WORDS = ("write", "edit", "patch", "replace", "insert", "create", "apply", "update", "append", "delete")
+_PATH_ARGS = ("path", "file_path", "filepath", "file", "filename", "notebook_path")
+
+
+def generic(tool: str, args: dict, text: str, key: str) -> Touches | None:
+    """A tool of a format whose tools are the user's own, judged by its name and arguments; None: no telling.
+
+    A command argument makes it a shell command; a path argument makes it a fetch or a use of that
+    file, as its name says (``read_file``, ``view`` fetch; ``write_file``, ``str_replace`` use).
+    """
+    for name in ("command", "cmd"):
+        if isinstance(args.get(name), (str, list)):
+            return _shell_arg(name)(args, text, key, NeedState())
+    path = next((_str(args, a) for a in _PATH_ARGS if _str(args, a)), "")
+    if not path:
+        return None
+    words = tool.lower()
+    role = FETCH if any(w in words for w in _FETCH_WORDS) else USE if any(w in words for w in _USE_WORDS) else ""
+    if not role:
+        return None
+    return Touches((file_resource(path),)) if role == FETCH else Touches((), (file_resource(path),))
+
+
 NEED_TABLE: dict[str, dict[str, Rule]] = {
     "claude-code": {
         "Read": _file("file_path", FETCH), "NotebookRead": _file("notebook_path", FETCH),
@@ -266,19 +294,26 @@ NEED_TABLE: dict[str, dict[str, Rule]] = {
 }
 # Formats whose tool name is the command's first word: a name not in the table is a shell command.
 SHELL_DEFAULT = frozenset({"swe-agent", "mini-swe-agent"})
+# Formats whose tools are the user's own: a name not in the table is judged by its name and arguments.
+GENERIC = frozenset({"openai"})
 
 
 def touches(fmt: str, tool: str, text: str, key: str, state: NeedState) -> Touches:
     """What one recorded tool call fetches and uses; a tool the table does not know is counted in ``state``."""
     table = NEED_TABLE.get(fmt, {})
     rule = table.get(tool)
-    if rule is None:
-        if fmt in SHELL_DEFAULT:
-            return shell_touches(text)
-        if tool:
-            state.unknown[tool] = state.unknown.get(tool, 0) + 1
-        return NOTHING
-    return rule(_arguments(text) if text[:1] == "{" else {}, text, key, state)
+    args = _arguments(text) if text[:1] == "{" else {}
+    if rule is not None:
+        return rule(args, text, key, state)
+    if fmt in SHELL_DEFAULT:
+        return shell_touches(text)
+    if fmt in GENERIC:
+        judged = generic(tool, args, text, key)
+        if judged is not None:
+            return judged
+    if tool:
+        state.unknown[tool] = state.unknown.get(tool, 0) + 1
+    return NOTHING
 
 
 def unknown_note(source: str, fmt: str, state: NeedState) -> str:
