@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from prunesim import observe
 from prunesim.io import scenario_files as sc
+from prunesim.io.transcripts.workload import TranscriptWorkload, WorkloadData
 from prunesim.model.events import KINDS, Bus, Observer, PassRecord
 from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 from prunesim.observe.recorder import LEDGER_COLUMNS, Recorder
@@ -72,6 +73,19 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
         result = run_one(sc.load(name, overrides), policy, 0, trace="none")
         for kind, n in result.summary.get("heard", {}).items():
             heard[kind] = heard.get(kind, 0) + n
+    # A replayed agent re-fetches a read that clear-tool-uses cleared before it edits the file.
+    parts = [{"turn": 0, "kind": "system", "tokens": 300},
+             {"turn": 1, "kind": "tool_call", "tokens": 20, "key": "cat a", "fetches": ["file:a"]},
+             {"turn": 1, "kind": "tool_output", "tokens": 5000, "key": "cat a"}]
+    for turn in (2, 3, 4):
+        parts += [{"turn": turn, "kind": "tool_call", "tokens": 20, "key": f"ls {turn}"},
+                  {"turn": turn, "kind": "tool_output", "tokens": 50, "key": f"ls {turn}"}]
+    parts.append({"turn": 5, "kind": "tool_call", "tokens": 20, "key": "edit a", "uses": ["file:a"]})
+    workload = TranscriptWorkload(WorkloadData({"name": "edit", "turns": 5}, parts))
+    replayed = sc.load("transcript", {"turns": 5, "clear_tool_uses.trigger": 1000, "clear_tool_uses.keep": 1})
+    result = run_one(replayed, "clear-tool-uses", 0, trace="none", workload=workload)
+    for kind, n in result.summary.get("heard", {}).items():
+        heard[kind] = heard.get(kind, 0) + n
     # A self-edit refusal needs a misbehaving planner (tests/test_tombstoned.py); everything else happens.
     assert set(KINDS) - set(heard) == {"self_edit_refused"}
 

@@ -69,6 +69,10 @@ def test_a_cleared_read_is_fetched_again_before_the_edit_and_billed(tmp_path):
     edit_turn = data.turns
     assert row.turn == edit_turn and row.detail["resource"] == f"file:{FILE}"
     assert row.detail["tokens"] == read_output["tokens"]
+    # It took a model call and a tool run of simulated time; the run took that much longer, and more (every
+    # later call reads the content it brought back).
+    assert row.detail["latency_s"] == pytest.approx(s["refetch_time_s"]) and s["refetch_time_s"] > 0
+    assert s["sim_time_s"] > o["sim_time_s"] + s["refetch_time_s"]
     # One more model call: the re-fetch's own, first in the edit's turn, and its cost is refetch_cost_usd.
     assert len(closed.calls) == len(open_loop.calls) + 1
     turn_calls = [c for c in closed.calls if c[2] == edit_turn]

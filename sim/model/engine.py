@@ -281,13 +281,12 @@ class Engine(Provenance):
     def refetch(self, due: list[Content]):
         """The agent fetches removed content again before the call that needs it (:mod:`prunesim.model.reaction`).
 
-        Each re-fetch is announced (``on_refetch``: the model call that follows is its own), then runs as a turn
-        does: a model call that writes the tool call, the tool, and the output at its recorded size.
+        Each runs as a turn does: a model call that writes the tool call, the tool, and the output at its recorded
+        size; then it is published (``on_refetch``, with the time it took: the model call just billed was its own).
         """
         env = self.env
         for content in due:
-            for h in self.bus.refetch:
-                h(env.now, self.turn, content.resource, content.key, content.call_tokens, content.tokens)
+            start = env.now
             prompt = self.window.utilization
             self._model_call(prompt, content.call_tokens, False)
             delay = self.model_latency(prompt, content.call_tokens)
@@ -302,6 +301,8 @@ class Engine(Provenance):
             out = self.place(Arrival("tool_output", content.tokens, content.key, content.stale_after,
                                      tags=content.tags, tool=content.tool))
             self.reaction.refetched(content, out.id, out.tokens)
+            for h in self.bus.refetch:
+                h(env.now, self.turn, content.resource, content.key, content.call_tokens, out.tokens, env.now - start)
 
     def view(self) -> WindowView:
         w = self.window

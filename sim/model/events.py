@@ -149,10 +149,12 @@ class Observer:
         """The agent reached for pruned content: ``outcome`` is ``re_retrieval`` (nothing recorded it),
         ``override`` (a record said stale; it was truly needed) or ``dismissed`` (the record said stale)."""
 
-    def on_refetch(self, time: float, turn: int, resource: str, key: str, call_tokens: int, tokens: int) -> None:
-        """A replayed transcript's agent fetches ``resource`` again (the policy removed its content before a
-        recorded call used it): announced before the model call that asks for it, a call of ``call_tokens``
-        output tokens, then the output of ``tokens`` (its recorded size) under ``key``."""
+    def on_refetch(self, time: float, turn: int, resource: str, key: str, call_tokens: int, tokens: int,
+                   latency_s: float) -> None:
+        """A replayed transcript's agent fetched ``resource`` again (the policy removed its content before a
+        recorded call used it): the last ``model_call`` was the one that asked for it (``call_tokens`` output
+        tokens), then the tool ran and its output entered the window with ``tokens`` (its recorded size) under
+        ``key``; ``latency_s``: the simulated time it all took."""
 
     def on_tombstone_fold(self, time: float, turn: int, folded: int, keys: int, digest_tokens: int,
                           tombstone_tokens: int) -> None:

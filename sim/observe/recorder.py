@@ -273,8 +273,9 @@ class Recorder(Observer):
         else:
             self._event(time, turn, "re_retrieval", key=key, tokens=tokens, turns_since_prune=turns_since_prune)
 
-    def on_refetch(self, time, turn, resource, key, call_tokens, tokens) -> None:
-        self._event(time, turn, "refetch", resource=resource, key=key, call_tokens=call_tokens, tokens=tokens)
+    def on_refetch(self, time, turn, resource, key, call_tokens, tokens, latency_s) -> None:
+        self._event(time, turn, "refetch", resource=resource, key=key, call_tokens=call_tokens, tokens=tokens,
+                    latency_s=round(latency_s, 6))
 
     def event_records(self) -> Records:
         return Records((EventRecord(seq, t, turn, ev, json.loads(detail)) for seq, t, turn, ev, detail in self.events),

@@ -120,7 +120,7 @@ class CostMetrics(Observer):
         self.invalidations = self.invalidated = 0
         self.cost = self.decision_cost = self.invalidation_cost = 0.0
         self._pass = 0  # the pass whose decision call came last (its evictions follow it)
-        self._refetching = False  # the next model call is a refetch's (announced by on_refetch)
+        self._last_cost = 0.0  # the latest model call's cost: a refetch's own, when on_refetch follows it
         self.refetch_cost = 0.0
         self.pass_costs: dict[int, list] = {}  # pass id -> [decision cost, invalidated tokens, invalidation cost]
         self.pass_rows: dict[int, tuple[int, int]] = {}  # pass id -> (turn, net)
@@ -196,9 +196,7 @@ class CostMetrics(Observer):
         self.write += write
         self.uncached += uncached
         self.cost += cost
-        if self._refetching:
-            self.refetch_cost += cost
-            self._refetching = False
+        self._last_cost = cost
         if decision:
             self.decision_billed += prompt_tokens + output_tokens
             self.decision_output += output_tokens
@@ -213,8 +211,8 @@ class CostMetrics(Observer):
             self.calls.append((self.call_count, time, turn, int(decision), pass_id,
                                prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
 
-    def on_refetch(self, time, turn, resource, key, call_tokens, tokens) -> None:
-        self._refetching = True
+    def on_refetch(self, time, turn, resource, key, call_tokens, tokens, latency_s) -> None:
+        self.refetch_cost += self._last_cost
 
     def _blame(self, invalidated: int, source) -> int:
         """Count a rewrite caused by a policy's edit, and charge it to the pass that made it; 0 for the runtime's."""
