@@ -157,3 +157,17 @@ def test_the_fit_on_the_dev_sessions_is_the_shipped_one():
             eps.extend(reaction.episodes(data))
             held.extend(reaction.held_touches(data))
     assert reaction.fit(per_session).as_dict()["probability"] == shipped_fit()["probability"]
+
+
+def test_fidelity_json_holds_the_check_per_compaction(capsys):
+    """The project's own Claude Code fixture holds one compaction: fidelity --json reports it under reaction."""
+    from prunesim.cli import main
+    fixture = Path(__file__).parent / "fixtures" / "claude-code" / "session.jsonl"
+    assert main(["fidelity", str(fixture), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)["reaction"]
+    (row,) = rep["compactions"]
+    assert row["call"] == 4 and row["in_fit"] is False and row["removed_files"] == 2  # the files read before it
+    assert set(row) >= {"needs", "predicted", "predicted_open_loop", "observed"}
+    share = rep["probability"] + (1 - rep["probability"]) * rep["baseline"]
+    assert row["predicted"] == pytest.approx(share * row["needs"], abs=1e-3)
+    assert rep["totals"]["compactions"] == 1
