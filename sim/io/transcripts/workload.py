@@ -270,7 +270,13 @@ def read(path: Path) -> WorkloadData:
     turns = max((p["turn"] for p in parts), default=0)
     if turns != header["turns"]:
         raise UserError(where, "turns", f"header says {header['turns']} but the parts reach turn {turns}")
-    return WorkloadData(header, parts)
+    data = WorkloadData(header, parts)
+    keyed = any(p["kind"] == "tool_call" and p.get("key") for p in parts)
+    if keyed and not any(name in p for p in parts for name in TOUCH_FIELDS):
+        data.warnings.append(f"{where}: its tool calls name no resources (a workload imported before the need "
+                             "table?), so the replayed agent cannot react to what a policy removes; import the "
+                             "transcript again for the closed loop")
+    return data
 
 
 def _count(value) -> bool:
