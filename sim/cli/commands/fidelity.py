@@ -108,6 +108,11 @@ def format_report(rep: dict) -> str:
         lines.append(f"compaction in {c['transcript']} before call {c['turn']} ({c['trigger']}): runtime counted "
                      f"{c['pre_tokens']}, API prompt before {c['api_prompt_before']}, ours {c['ours_before']}, "
                      f"API prompt after {c['api_prompt_after']}")
+    react = rep["reaction"]["out_of_fold"]["totals"] if "out_of_fold" in rep["reaction"] else None
+    if react and react["compactions"]:
+        lines.append(f"reaction: after {react['compactions']} compaction(s), {react['needs']} file(s) needed again; "
+                     f"re-reads predicted {react['predicted']:.2f} (open loop {react['predicted_open_loop']:.2f}), "
+                     f"observed {react['observed']:.0f}, leaving each session out of the fit")
     if rep["transcripts"]:
         cv = rep["cross_validated"]
         what = (f"cross-validated over {rep['folds']} folds" if rep["headline"] == "cross_validated" else
