@@ -1,4 +1,4 @@
-"""The README and the pages it sends readers to stay true: examples run and print what they show, tables match the code."""
+"""The README and the pages it sends readers to stay true: examples run and print what they show."""
 
 import contextlib
 import io
