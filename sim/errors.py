@@ -1,6 +1,6 @@
 """The errors a user sees: one line naming where, which key, and what is wrong.
 
-Two kinds, told apart by the exit code (README, "Exit codes"):
+Two kinds, told apart by the exit code (docs/cli.md, "Exit codes"):
 
 * :class:`UserError`, exit 2: the input is wrong (a file, a flag, a value, a
   path the user named that cannot be written);

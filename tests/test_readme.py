@@ -1,4 +1,4 @@
-"""The README stays true: its examples run and print what it shows, its tables match the code."""
+"""The README and the pages it sends readers to stay true: examples run and print what they show."""
 
 import contextlib
 import io
@@ -10,6 +10,9 @@ from prunesim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+# The Python examples of the README and of docs/api.md, where the README sends readers for more.
+EXAMPLES = README + (ROOT / "docs" / "api.md").read_text()
+METRICS_PAGE = (ROOT / "docs" / "metrics.md").read_text()
 
 
 def blocks(lang):
@@ -29,13 +32,13 @@ def test_the_main_job_command_is_the_oscillation_replay():
 def test_metrics_table_is_the_generated_one(capsys):
     main(["metrics", "--markdown"])
     generated = capsys.readouterr().out.strip()
-    table = README.split("<!-- metrics:begin -->")[1].split("<!-- metrics:end -->")[0].strip()
+    table = METRICS_PAGE.split("<!-- metrics:begin -->")[1].split("<!-- metrics:end -->")[0].strip()
     assert table == generated
 
 
-@pytest.mark.parametrize("index", range(len(re.findall(r"```python\n.*?```\n\n```text\n", README, flags=re.S))))
-def test_python_examples_print_what_the_readme_shows(index):
-    code, expected = re.findall(r"```python\n(.*?)```\n\n```text\n(.*?)```", README, flags=re.S)[index]
+@pytest.mark.parametrize("index", range(len(re.findall(r"```python\n.*?```\n\n```text\n", EXAMPLES, flags=re.S))))
+def test_python_examples_print_what_the_docs_show(index):
+    code, expected = re.findall(r"```python\n(.*?)```\n\n```text\n(.*?)```", EXAMPLES, flags=re.S)[index]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, "README.md", "exec"), {})

@@ -6,7 +6,7 @@ new command is one file. The top layer: it may import every other layer, and
 nothing imports it.
 
 :func:`main` is the one error boundary. Whatever happens, the user sees at most
-one line per problem on stderr and one of these exit codes (README, "Exit
+one line per problem on stderr and one of these exit codes (docs/cli.md, "Exit
 codes"):
 
 * 0: done;

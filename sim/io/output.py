@@ -1,6 +1,6 @@
 """Every file prunesim writes goes through here.
 
-What happens depends on what the output path names (README, "Output files"):
+What happens depends on what the output path names (docs/cli.md, "How outputs are written"):
 
 * a regular file, or nothing yet: the new content is written to a temporary
   file beside it, flushed to disk and renamed into place, so a reader (or a

@@ -12,7 +12,7 @@ transcript's agent fetched again), :mod:`.cost` (what model calls
 bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
 and the oscillation verdict again from a recorded trace and ledger.
 
-:data:`METRICS` is the one table (name, unit, definition) that the README and
+:data:`METRICS` is the one table (name, unit, definition) that docs/metrics.md and
 ``prunesim metrics`` print. A new metric is one definition in its concern's
 ``DEFINITIONS`` and one handler in its observer.
 """
