@@ -272,11 +272,12 @@ SESSIONS = traces_dir() / "claude-code-dev"
 @pytest.mark.skipif(not SESSIONS.is_dir(), reason="shared/traces/claude-code-dev not present")
 def test_real_claude_sessions_count_every_api_call_once():
     runs = [t for path in sorted(SESSIONS.glob("*.jsonl")) for t in formats.iter_transcripts(path)]
-    assert len(runs) == 19
-    # 1,221 distinct message ids, 3 of them Claude Code's own synthetic error messages (no API call)
-    assert sum(t.turns for t in runs) == 1218
+    assert len(runs) == 23
+    # The main conversations hold 1,816 distinct message ids besides Claude Code's own synthetic error
+    # messages (no API call); two of them (in c81f7dde) share one request id, one API call.
+    assert sum(t.turns for t in runs) == 1815
     compactions = [e for t in runs for e in t.events]
-    assert len(compactions) == 3 and {e["trigger"] for e in compactions} == {"manual"}
+    assert len(compactions) == 9 and {e["trigger"] for e in compactions} == {"manual"}
     assert all(len(t.prompt_tokens) == t.turns for t in runs)
 
 
