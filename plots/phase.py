@@ -27,22 +27,15 @@ import math
 import matplotlib
 import numpy as np
 from prunesim.errors import UserError
-from prunesim.plots import style
+from prunesim.plots import stats, style
 from prunesim.plots.io import Sweep, as_float, parse_cell
-from prunesim.plots.sweep import _key, metric_label, param_label
+from prunesim.plots.sweep import _key, metric_label, param_label, stat_label
 
-SHARE_METRICS = (
-    "oscillating", "net_negative_passes", "zero_yield_passes", "cut_passes", "in_band_passes",
-    "forced_truncations", "re_retrievals", "lost_constraints", "overflow_turns",
-)
 STATS = ("median", "share")
 
 
 def default_stat(sweep: Sweep, metric: str) -> str:
-    values = [r.get(metric) for r in sweep.runs]
-    if metric in SHARE_METRICS or all(isinstance(v, bool) for v in values):
-        return "share"
-    return "median"
+    return stats.default_stat(metric, (r.get(metric) for r in sweep.runs))
 
 
 def select_runs(sweep: Sweep, x: str, y: str, policy: str | None, fix: dict[str, str]) -> tuple[str, list[dict]]:
@@ -154,11 +147,8 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
                 text = "-" if n[i, j] == 0 else "inf" if math.isinf(v) else f"{v:.2f}" if abs(v) < 100 else f"{v:,.0f}"
                 light = not math.isfinite(v) or (v - vmin) / ((vmax - vmin) or 1) > 0.6
                 ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if light else "white")
-        if stat == "share":
-            what = f"share of runs with {metric}" + ("" if all(isinstance(r[metric], bool) for r in runs) else " > 0")
-        else:
-            what = f"median {metric_label(metric)}"
-        fig.colorbar(image, ax=ax, label=what if stat == "share" else what.removeprefix("median "))
+        what = stat_label(metric, stat, [r[metric] for r in runs])
+        fig.colorbar(image, ax=ax, label=what if stat == "share" else metric_label(metric))
         ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else v for v in xs])
         ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else v for v in ys])
         ax.set_xlabel(param_label(x))

@@ -146,8 +146,14 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn", ylim: tuple[float, fl
         first, floor, trigger = m.get("first_trigger_turn", -1), m.get("band_floor", -1), _trigger(run)
         if isinstance(first, int) and first >= 0 and isinstance(floor, (int, float)) and floor >= 0 and trigger:
             x0 = next((xv for xv, r in zip(xs, run.trace, strict=True) if int(r["turn"]) >= first), xs[-1])
-            band = ax.fill_between([x0, xs[-1]], floor, trigger, color=c, alpha=0.12, lw=0, zorder=1)
+            # Several runs' bands overlap: fainter, each floor drawn as a thin line of its run's colour.
+            several = len(runs) > 1
+            band = ax.fill_between([x0, xs[-1]], floor, trigger, color=c, alpha=0.07 if several else 0.12, lw=0,
+                                   zorder=1)
             band.set_gid(f"band:{label}")
+            if several:
+                ax.plot([x0, xs[-1]], [floor, floor], color=c, lw=0.8, ls=(0, (4, 2)), zorder=2,
+                        gid=f"floor:{label}")
             entry, text = (band, line), f"{label}, band [{floor:,.0f}, {trigger:,.0f}]"
         handles.append((entry, text))
         points = {"pass": ([], []), "re_retrieval": ([], [])}
@@ -181,6 +187,12 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn", ylim: tuple[float, fl
     else:
         low, high = ylim if ylim is not None else y_range(list(runs.values()))
     ax.set_ylim(low, high)
+    if ylim is None:  # the axis starts where the first trace enters the range, not in an empty warm-up
+        entered = [xv for run in runs.values() for xv, r in zip(positions(run, x)[0], run.trace, strict=True)
+                   if float(r["utilization"]) >= low]
+        if entered:
+            left = min(entered)
+            ax.set_xlim(left=left - 0.03 * (max(entered) - left or 1.0))
     above = draw_limits(ax, runs, high)
     ax.set_xlabel(XLABELS[x])
     ax.set_ylabel("utilization (tokens)" + (f"\n{'; '.join(above)} above the plot" if above else ""))

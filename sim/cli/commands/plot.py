@@ -40,11 +40,16 @@ def register(sub) -> None:
     _common(be)
     be.set_defaults(func=main_breakeven)
 
-    s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95%% band")
+    s = kinds.add_parser("sweep", help="a metric against the acting trigger or a grid parameter, one line per "
+                                       "policy, with 95%% intervals")
     s.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
     s.add_argument("--metric", required=True, help="a column of runs.csv (see prunesim metrics)")
-    s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several), or "
-                   "acting_trigger: where each run's policy started to act, one axis for every policy")
+    s.add_argument("--x", help="x axis: acting_trigger (default when runs.csv has it: where each run's policy "
+                   "started to act), nominal (the trigger parameter as set), or a grid parameter")
+    s.add_argument("--stat", choices=("share", "median", "mean"),
+                   help="share of runs where the metric is true/above zero (Wilson 95%% interval), or median or "
+                        "mean over seeds (bootstrap 95%% band); default: share for yes/no metrics and failure "
+                        "counts, else median")
     _common(s)
     s.set_defaults(func=main_sweep)
 
@@ -53,6 +58,12 @@ def register(sub) -> None:
     pa.add_argument("leaderboard", type=Path, metavar="LEADERBOARD", help="leaderboard.csv or the folder holding it")
     pa.add_argument("--x", default="input_ratio", help="the figure across (default input_ratio)")
     pa.add_argument("--y", default="re_retrievals", help="the figure up (default re_retrievals)")
+    pa.add_argument("--stat", choices=("auto", "median", "mean", "share"), default="auto",
+                    help="what a point is on both axes (default auto: median for ratios and sizes, mean per unit "
+                         "for counts, share of units for yes/no figures)")
+    pa.add_argument("--frontier", action="store_true",
+                    help="draw each policy's settings as a line over its acting threshold (a leaderboard with a "
+                         "setting column)")
     _common(pa)
     pa.set_defaults(func=main_pareto)
 
@@ -148,7 +159,7 @@ def main_sweep(args) -> int:
     sweep = read_sweep(args.sweep)
     x = choose_x(sweep, args.x)
     target = _target(args, args.sweep, f"sweep-{args.metric}-{x}")
-    return _write(sweep_figure(sweep, args.metric, x), target)
+    return _write(sweep_figure(sweep, args.metric, x, stat=args.stat), target)
 
 
 def _fixes(items) -> dict[str, str]:
@@ -176,5 +187,5 @@ def main_pareto(args) -> int:
 
     board = read_leaderboard(args.leaderboard)
     target = _target(args, board.path.parent, f"pareto-{args.x}-{args.y}")
-    fig = pareto_figure(board, args.x, args.y)
+    fig = pareto_figure(board, args.x, args.y, stat=args.stat, frontier=args.frontier)
     return _write(fig, target)
