@@ -30,11 +30,11 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prunesim.errors import UserError, from_os_error
-from prunesim.io.sweep_files import parse_json
 from matplotlib import transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from prunesim.errors import UserError, from_os_error
 from prunesim.io.labels import policy_labels
+from prunesim.io.sweep_files import parse_json
 from prunesim.plots import style
 from prunesim.plots.io import as_float, read_csv
 from prunesim.plots.stats import summarize
@@ -202,7 +202,7 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
         yr = _range([p[1] for p in points.values()])
         noun = "transcript" if board.meta.get("source") else "seed"
         table = []  # the groups' members, named in a key beside the axes
-        for g, group in enumerate(_groups(points, xr, yr)):
+        for group in _groups(points, xr, yr):
             radius = 0.0 if len(group) == 1 else FAN + FAN_PER * len(group)
             for k, policy in enumerate(group):
                 c, marker = look[policy]

@@ -19,7 +19,6 @@ from prunesim.plots import style
 from prunesim.plots.io import Run, read_run
 from prunesim.plots.trace import at_time, draw_traces, positions, title_for
 
-
 APPROACH_TURNS = 5  # turns shown before the first trigger in the oscillation figure
 
 

@@ -76,7 +76,7 @@ def stat_label(metric: str, stat: str, values=()) -> str:
 
 def param_label(param: str) -> str:
     if param == ACTING_TRIGGER:
-        return "acting trigger: utilization at which the policy acts (tokens)"
+        return "acting_trigger: utilization at which the policy acts (tokens)"
     last = param.rsplit(".", 1)[-1]
     if last in TOKEN_PARAMS or last.endswith("_tokens"):
         unit = "tokens"

@@ -24,8 +24,8 @@ def register(sub) -> None:
     t = kinds.add_parser("trace", help="utilization of one or more runs, overlaid")
     t.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
     t.add_argument("--x", choices=("turn", "time"), default="turn", help="x axis: turn (default) or simulated time")
-    t.add_argument("--ylim", metavar="[LOW:]HIGH", help="y axis range in tokens (default: scaled to the data, "
-                   "the budget and the trigger)")
+    t.add_argument("--ylim", metavar="[LOW:]HIGH|full", help="y axis range in tokens, or full: from 0 to the "
+                   "window (default: the band, with the budget and the triggers in view)")
     _common(t)
     t.set_defaults(func=main_trace)
 
@@ -115,10 +115,12 @@ def main_trace(args) -> int:
 YLIM_MAX = 1e15  # tokens: a million times the largest context windows, far below where axis ticks overflow
 
 
-def parse_ylim(text: str) -> tuple[float, float]:
-    """``HIGH`` (from 0) or ``LOW:HIGH``, finite numbers with LOW < HIGH."""
+def parse_ylim(text: str) -> tuple[float, float] | str:
+    """``HIGH`` (from 0) or ``LOW:HIGH``, finite numbers with LOW < HIGH; or ``full``."""
     import math
 
+    if text == "full":
+        return text
     parts = text.split(":")
     try:
         values = [float(p) for p in parts]
