@@ -27,6 +27,7 @@ import math
 import matplotlib
 import numpy as np
 from prunesim.errors import UserError
+from prunesim.observe.metrics.intervals import wilson
 from prunesim.plots import stats, style
 from prunesim.plots.io import Sweep, as_float, parse_cell
 from prunesim.plots.sweep import _key, metric_label, param_label, stat_label
@@ -146,9 +147,14 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
                 v = z[i, j]
                 text = "-" if n[i, j] == 0 else "inf" if math.isinf(v) else f"{v:.2f}" if abs(v) < 100 else f"{v:,.0f}"
                 light = not math.isfinite(v) or (v - vmin) / ((vmax - vmin) or 1) > 0.6
-                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if light else "white")
-        what = stat_label(metric, stat, [r[metric] for r in runs])
-        fig.colorbar(image, ax=ax, label=what if stat == "share" else metric_label(metric))
+                if stat == "share" and n[i, j]:  # a share of a few runs: its Wilson 95% interval under it
+                    low, high = wilson(int(round(v * n[i, j])), int(n[i, j]))
+                    text += f"\n[{low:.2f}, {high:.2f}]"
+                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if light else "white",
+                        gid=f"cell:{i},{j}")
+        scale = stat_label(metric, stat, [r[metric] for r in runs])
+        what = scale + (", Wilson 95% interval in brackets" if stat == "share" else "")
+        fig.colorbar(image, ax=ax, label=scale if stat == "share" else metric_label(metric))
         ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else v for v in xs])
         ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else v for v in ys])
         ax.set_xlabel(param_label(x))

@@ -179,9 +179,9 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn", ylim: tuple[float, fl
                 present.add(kind)
     for kind in MARKERS:
         if kind in present:
-            handles.append((Line2D([], [], ls="none", marker=MARKERS[kind][0], ms=MARKER_SIZE, mfc="none",
-                                   mec="black", mew=1.1), MARKERS[kind][1]))
-    # (a re-retrieval's legend marker is hollow too: its fill is the run's colour)
+            rare = kind == "re_retrieval"  # drawn filled with the run's colour: grey in the legend
+            handles.append((Line2D([], [], ls="none", marker=MARKERS[kind][0], ms=MARKER_SIZE + 2 * rare,
+                                   mfc=style.GREY if rare else "none", mec="black", mew=1.1), MARKERS[kind][1]))
     if ylim == "full":
         low, high = 0.0, y_top(list(runs.values()))
     else:

@@ -203,3 +203,17 @@ def test_pareto_frontier_over_each_policys_own_threshold(tmp_path):
     assert thresholds == ["24k", "8k"]
     assert not by_gid(ax, "frontier:noop")  # one setting: a point, no line
     assert not by_gid(ax, "notes")
+
+
+def test_phase_cells_give_the_share_with_its_wilson_interval(tmp_path):
+    from prunesim.plots.phase import phase_figure
+
+    sweep = read_sweep(make_sweep(tmp_path))
+    ax = phase_figure(sweep, "trigger", "decision.rationale_per_span", "oscillating", policy="naive").axes[0]
+    cells = {t.get_gid(): t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("cell:")}
+    for i, per in enumerate(PER_SPAN):
+        for j, t in enumerate(TRIGGERS):
+            k = sum(metrics_for("naive", t, per, s)["oscillating"] for s in SEEDS)
+            low, high = wilson(k, len(SEEDS))
+            assert cells[f"cell:{i},{j}"] == f"{k / len(SEEDS):.2f}\n[{low:.2f}, {high:.2f}]"
+    assert "Wilson 95% interval" in ax.get_title()
