@@ -43,10 +43,6 @@ TABLE_FILE = "leaderboard.csv"
 META_FILE = "leaderboard.json"
 UNITS_FILE = "runs.csv"
 COLUMNS = ("policy", "figure", "n", "median", "ci_low", "ci_high")
-MARKERS = ("o", "s", "^", "D", "v", "P")
-# More families than Okabe-Ito has colours: grey, brown and purple after them.
-# Okabe-Ito's yellow is hard to see as a marker on white: it comes last.
-FAMILY_COLOURS = tuple(c for c in style.OKABE_ITO if c != "#F0E442") + ("#777777", "#8C564B", "#7F3C8D", "#F0E442")
 MEDIAN_UNITS = ("ratio", "tokens", "USD", "turns", "s")  # sizes and ratios: the median is the figure
 STATS = ("auto", "median", "mean", "share")
 CLOSE = 0.07  # of an axis' range: points nearer than this on both axes are drawn as one group
@@ -172,14 +168,7 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
     ax = axes[0][0]
     policies = board.policies()
     names = policy_labels(policies)
-    families = list(dict.fromkeys(p.split(":")[0] for p in policies))
-    seen: dict[str, int] = {}
-    look = {}
-    for policy in policies:
-        family = policy.split(":")[0]
-        marker = MARKERS[seen.get(family, 0) % len(MARKERS)]  # presets of one family: one colour, their own marker
-        seen[family] = seen.get(family, 0) + 1
-        look[policy] = (FAMILY_COLOURS[families.index(family) % len(FAMILY_COLOURS)], marker)
+    look = {p: (c, m) for p, (c, m, _) in style.family_looks(policies).items()}
     points, skipped, hidden = {}, [], 0
     for policy in policies:
         settings = board.settings(policy)

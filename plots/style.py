@@ -135,6 +135,26 @@ def marker(i: int) -> str:
     return MARKERS[i % len(MARKERS)]
 
 
+# More policy families than Okabe-Ito has colours: grey, brown and purple after them; Okabe-Ito's yellow,
+# hard to see as a thin line or a small marker on white, last.
+FAMILY_COLOURS = tuple(c for c in OKABE_ITO if c != "#F0E442") + ("#777777", "#8C564B", "#7F3C8D", "#F0E442")
+
+
+def family_looks(policies) -> dict[str, tuple[str, str, object]]:
+    """{policy: (colour, marker, line style)}: one colour per family (the name before ``:``), presets of one
+    family told apart by marker and line style."""
+    policies = list(dict.fromkeys(policies))
+    families = list(dict.fromkeys(p.split(":")[0] for p in policies))
+    seen: dict[str, int] = {}
+    out = {}
+    for p in policies:
+        family = p.split(":")[0]
+        k = seen.get(family, 0)
+        seen[family] = k + 1
+        out[p] = (FAMILY_COLOURS[families.index(family) % len(FAMILY_COLOURS)], marker(k), linestyle(k))
+    return out
+
+
 def spread_labels(positions: list[float], gap: float) -> list[float]:
     """Label positions, in the order given, moved apart (upwards) so that no two are closer than ``gap``.
 

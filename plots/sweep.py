@@ -46,6 +46,7 @@ TOKEN_PARAMS = ("trigger", "budget", "window", "index_base", "index_per_candidat
 ACTING_TRIGGER = "acting_trigger"
 NOMINAL = "nominal"
 ACTING_AXES = ("trigger", "lead")  # last parts of the parameters that set a policy's acting trigger
+UNIT_WORDS = {"runs": "tool runs"}  # re_retrievals counts tool runs, not runs of prunesim
 # Units that count things a run did: a metric in one of them reads "per run".
 COUNT_UNITS = ("passes", "spans", "calls", "decisions", "actions", "runs", "cycles", "appends", "needs", "keys",
                "folds", "plans", "records", "messages")
@@ -56,13 +57,14 @@ def folds_into_acting_trigger(axis: str) -> bool:
     return param.rsplit(".", 1)[-1] in ACTING_AXES
 
 
-def metric_label(metric: str) -> str:
+def metric_label(metric: str, per: str = "run") -> str:
     """``passes (per run)``, ``net_negative_passes (passes per run)``, ``peak_utilization (tokens)``."""
     unit = UNITS.get(metric)
     if unit is None or unit == "bool":
         return metric
     if unit in COUNT_UNITS:
-        return f"{metric} (per run)" if metric == unit else f"{metric} ({unit} per run)"
+        unit = UNIT_WORDS.get(unit, unit)
+        return f"{metric} (per {per})" if metric == unit else f"{metric} ({unit} per {per})"
     return f"{metric} ({unit})"
 
 

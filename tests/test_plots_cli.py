@@ -22,6 +22,12 @@ def test_plot_commands_write_figures(run_dir, tmp_path, capsys):
          "sweep-passes-trigger.png"),
         (["plot", "phase", str(sweep), "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
           "oscillating", "--policy", "naive", "--out", str(tmp_path / "p.png")], "p.png"),
+        (["plot", "sweep", str(sweep), "--metric", "oscillating", "--x", "trigger", "--stat", "share",
+          "--out", str(tmp_path / "s.pdf")], "s.pdf"),
+        (["plot", "cdf", str(sweep), "--metric", "passes", "--fix", "trigger=22000",
+          "--fix", "decision.rationale_per_span=60", "--out", str(tmp_path / "c.svg")], "c.svg"),
+        (["plot", "phase", str(sweep), "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
+          "oscillating", "--policy", "naive", "--out", str(tmp_path / "p.png")], "p.png"),
     ]
     for argv, name in cases:
         assert main(argv) == 0, argv
@@ -49,6 +55,14 @@ def test_plot_output_bytes_are_identical_across_runs(run_dir, tmp_path):
          "--y: window: not a grid parameter"),
         (["plot", "phase", "{sweep}", "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
           "passes", "--policy", "recency"], "not in this sweep"),
+        (["plot", "sweep", "{sweep}", "--metric", "passes", "--x", "trigger", "--stat", "mode"], "invalid choice"),
+        (["plot", "cdf", "{sweep}", "--metric", "passes", "--fix", "trigger=22000"],
+         "--fix: decision.rationale_per_span: grid parameter varies"),
+        (["plot", "cdf", "{sweep}", "--metric", "passes", "--fix", "trigger=1", "--fix",
+          "decision.rationale_per_span=60"], "no runs at that grid point"),
+        (["plot", "cdf", "{sweep}", "--metric", "passes", "--fix", "trigger=22000", "--fix",
+          "decision.rationale_per_span=60", "--policies", "naive,magic"], "--policies: naive,magic: not in the file"),
+        (["plot", "cdf", "{tmp}/missing", "--metric", "passes"], "no such sweep directory"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_no_file(tmp_path, capsys, argv, message):

@@ -217,3 +217,38 @@ def test_phase_cells_give_the_share_with_its_wilson_interval(tmp_path):
             low, high = wilson(k, len(SEEDS))
             assert cells[f"cell:{i},{j}"] == f"{k / len(SEEDS):.2f}\n[{low:.2f}, {high:.2f}]"
     assert "Wilson 95% interval" in ax.get_title()
+
+
+# -- plot cdf -----------------------------------------------------------------------------
+def test_cdf_of_a_sweep_grid_point_is_each_policys_empirical_distribution(tmp_path):
+    from prunesim.plots.cdf import cdf_figure, cdf_rows
+
+    path = make_sweep(tmp_path)
+    with pytest.raises(UserError, match="hold it with --fix trigger=VALUE"):
+        cdf_rows(path, "passes", {"decision.rationale_per_span": "60"})
+    rows, what, noun = cdf_rows(path, "passes", {"trigger": "23500", "decision.rationale_per_span": "60"})
+    assert len(rows) == 2 * len(SEEDS) and "trigger=23500" in what and noun == "run"
+    ax = cdf_figure(rows, "passes", what, noun).axes[0]
+    (line,) = by_gid(ax, "cdf:naive")
+    values = sorted(metrics_for("naive", 23500, 60, s)["passes"] for s in SEEDS)
+    # a step from 0 at the lowest value, 1/n up at each value, held to the right edge
+    assert list(line.get_xdata())[1:-1] == values and line.get_ydata()[0] == 0
+    assert list(line.get_ydata())[1:-1] == pytest.approx([(k + 1) / len(SEEDS) for k in range(len(SEEDS))])
+    label = legend_labels(ax)[0]
+    p50, p90 = (np.quantile(values, q, method="inverted_cdf") for q in (0.5, 0.9))
+    assert label == f"naive (n={len(SEEDS)}): p50 {p50:.3g}, p90 {p90:.3g}"
+    assert ax.get_ylabel() == "share of runs at or below x" and ax.get_xlabel() == "passes (per run)"
+
+
+def test_cdf_of_a_leaderboard_takes_the_documented_settings(tmp_path):
+    from prunesim.plots.cdf import cdf_figure, cdf_rows
+
+    rows, what, noun = cdf_rows(make_leaderboard(tmp_path, settings=True), "re_retrievals")
+    assert noun == "transcript" and len(rows) == 4 * LB_UNITS  # the other settings are left out
+    ax = cdf_figure(rows, "re_retrievals", what, noun).axes[0]
+    (line,) = by_gid(ax, "cdf:masking")
+    at_zero = max(y for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True) if x == 0)
+    assert at_zero == pytest.approx(0.7)  # seven of ten transcripts had no re-retrieval
+    assert ax.get_xlabel() == "re_retrievals (tool runs per transcript)"
+    with pytest.raises(UserError, match="not a figure of this leaderboard"):
+        cdf_rows(tmp_path / "lb", "happiness")

@@ -16,8 +16,8 @@ def _common(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves, phase diagrams and "
-                                     "leaderboards from result files")
+    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves, distributions, phase "
+                                     "diagrams and leaderboards from result files")
     kinds = p.add_subparsers(dest="plot", metavar="KIND", parser_class=type(p))
     kinds.required = True
 
@@ -66,6 +66,17 @@ def register(sub) -> None:
                          "setting column)")
     _common(pa)
     pa.set_defaults(func=main_pareto)
+
+    cd = kinds.add_parser("cdf", help="a metric's distribution over runs or transcripts: an empirical CDF per "
+                                      "policy, with p50 and p90")
+    cd.add_argument("results", type=Path, metavar="SWEEP_OR_LEADERBOARD",
+                    help="a sweep directory, or a leaderboard folder (or its leaderboard.csv)")
+    cd.add_argument("--metric", required=True, help="a column of runs.csv")
+    cd.add_argument("--fix", action="append", metavar="PARAM=VALUE",
+                    help="a sweep: the grid point, every grid parameter that varies held at one value; repeatable")
+    cd.add_argument("--policies", help="comma-separated: only these policies (default: every one in the file)")
+    _common(cd)
+    cd.set_defaults(func=main_cdf)
 
     ph = kinds.add_parser("phase", help="a metric over two grid parameters, with the headroom = overhead boundary")
     ph.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
@@ -182,6 +193,23 @@ def main_phase(args) -> int:
     sweep = read_sweep(args.sweep)
     fig = phase_figure(sweep, args.x, args.y, args.metric, stat=args.stat, policy=args.policy, fix=_fixes(args.fix))
     return _write(fig, target)
+
+
+def main_cdf(args) -> int:
+    from prunesim.plots.cdf import cdf_figure, cdf_rows
+
+    folder = args.results.parent if args.results.name == "leaderboard.csv" else args.results
+    target = _target(args, folder, f"cdf-{args.metric}")
+    rows, what, noun = cdf_rows(args.results, args.metric, _fixes(args.fix))
+    if args.policies is not None:
+        wanted = [p.strip() for p in args.policies.split(",")]
+        present = list(dict.fromkeys(str(r["policy"]) for r in rows))
+        unknown = [p for p in wanted if p not in present]
+        if unknown or not all(wanted):
+            raise UserError("--policies", args.policies, f"not in the file: {', '.join(unknown) or 'an empty name'} "
+                                                         f"(policies: {', '.join(present)})")
+        rows = [r for r in rows if str(r["policy"]) in wanted]
+    return _write(cdf_figure(rows, args.metric, what, noun), target)
 
 
 def main_pareto(args) -> int:
