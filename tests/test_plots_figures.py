@@ -252,3 +252,18 @@ def test_cdf_of_a_leaderboard_takes_the_documented_settings(tmp_path):
     assert ax.get_xlabel() == "re_retrievals (tool runs per transcript)"
     with pytest.raises(UserError, match="not a figure of this leaderboard"):
         cdf_rows(tmp_path / "lb", "happiness")
+
+
+def test_tables_show_a_file_policy_by_its_class_as_the_plots_do():
+    from prunesim.cli.commands.compare import format_comparison
+    from prunesim.cli.commands.leaderboard import format_table
+
+    spec = "/home/someone/experiments/v2/my_policies.py:KeepTail"
+    result = {"scenario": "oscillation-40", "seeds": [0, 1], "policies": ["naive", spec],
+              "metrics": {"naive": {"passes": {"median": 11, "p10": 9, "p90": 13}},
+                          spec: {"passes": {"median": 0, "p10": 0, "p90": 0}}}}
+    header = format_comparison(result).splitlines()[1].split()
+    assert header == ["metric", "naive", "KeepTail"]
+    table = [{"policy": spec, "figure": "input_ratio", "median": 0.5, "ci_low": 0.4, "ci_high": 0.6}]
+    row = format_table(table, [spec], "2 transcripts").splitlines()[2]
+    assert row.startswith("KeepTail ") and "/home" not in row
