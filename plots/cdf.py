@@ -69,6 +69,8 @@ def cdf_rows(path, metric: str, fix: dict[str, str] | None = None) -> tuple[list
 def cdf_figure(rows: list[dict], metric: str, what: str = "", noun: str = "run"):
     """One empirical CDF of ``metric`` per policy over ``rows``."""
     policies = list(dict.fromkeys(str(r["policy"]) for r in rows))
+    if not any(not math.isnan(as_float(r.get(metric))) for r in rows):
+        raise UserError("--metric", metric, "holds no number in these rows: nothing to draw")
     names = policy_labels(policies)
     fig, axes = style.new_figure()
     ax = axes[0][0]

@@ -56,7 +56,18 @@ class Leaderboard:
     path: Path
     rows: list[dict]
     meta: dict
-    units: list[dict] = field(default_factory=list)  # runs.csv: one row per unit, policy (and setting)
+    units_file: Path | None = None  # runs.csv beside the table: one row per unit, policy (and setting)
+    _units: list[dict] | None = field(default=None, repr=False)
+
+    @property
+    def units(self) -> list[dict]:
+        """runs.csv's rows, read when a figure first needs them (a median needs only the table)."""
+        if self._units is None:
+            rows = read_csv(self.units_file) if self.units_file is not None and self.units_file.is_file() else []
+            if rows and "policy" not in rows[0]:
+                raise UserError(str(self.units_file), "policy", "missing column: not a leaderboard's runs.csv")
+            self._units = rows
+        return self._units
 
     def figures(self) -> list[str]:
         return list(dict.fromkeys(r["figure"] for r in self.rows))
@@ -83,14 +94,12 @@ class Leaderboard:
 
     def stat_for(self, figure: str, stat: str = "auto") -> str:
         """The statistic an axis of ``figure`` shows (see the module docstring)."""
-        if not self.units or figure not in self.units[0]:
-            return "median"
-        if stat != "auto":
-            return stat
         unit = self.unit(figure)
-        if unit == "bool":
-            return "share"
-        return "median" if unit in MEDIAN_UNITS or unit is None else "mean"
+        wanted = stat if stat != "auto" else "share" if unit == "bool" else (
+            "median" if unit in MEDIAN_UNITS or unit is None else "mean")
+        if wanted == "median" or not self.units or figure not in self.units[0]:
+            return "median"
+        return wanted
 
     def point(self, policy: str, figure: str, stat: str = "median", setting: str = DOCUMENTED):
         """(value, low, high) of ``figure`` for ``policy`` at ``setting``, or None when the file has none."""
@@ -128,11 +137,7 @@ def read_leaderboard(path) -> Leaderboard:
         except OSError as err:
             raise from_os_error(err, meta_file) from None
         meta = parse_json(raw, meta_file)  # bad UTF-8, bad JSON or deep nesting: one line naming the file
-    units_file = path.parent / UNITS_FILE
-    units = read_csv(units_file) if units_file.is_file() else []
-    if units and "policy" not in units[0]:
-        raise UserError(str(units_file), "policy", "missing column: not a leaderboard's runs.csv")
-    return Leaderboard(path, rows, meta if isinstance(meta, dict) else {}, units)
+    return Leaderboard(path, rows, meta if isinstance(meta, dict) else {}, path.parent / UNITS_FILE)
 
 
 def _groups(points: dict, xr: float, yr: float) -> list[list[str]]:

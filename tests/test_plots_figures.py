@@ -267,3 +267,12 @@ def test_tables_show_a_file_policy_by_its_class_as_the_plots_do():
     table = [{"policy": spec, "figure": "input_ratio", "median": 0.5, "ci_low": 0.4, "ci_high": 0.6}]
     row = format_table(table, [spec], "2 transcripts").splitlines()[2]
     assert row.startswith("KeepTail ") and "/home" not in row
+
+
+def test_a_broken_runs_csv_stops_only_the_figures_that_read_it(tmp_path):
+    path = make_leaderboard(tmp_path)
+    (path / "runs.csv").write_bytes(b"unit,policy\n\xff,x\n")
+    board = read_leaderboard(path)
+    assert pareto_figure(board, stat="median").axes[0].get_ylabel() == "re_retrievals, median (runs)"
+    with pytest.raises(UserError, match="not UTF-8"):
+        pareto_figure(read_leaderboard(path))  # the mean of a count needs each unit's figures
