@@ -65,8 +65,7 @@ def breakeven_figure(a: Run, b: Run):
             passes = [r for r in run.ledger]
             if passes:
                 at = np.searchsorted(turns, [float(r["turn"]) for r in passes], side="right") - 1
-                top.plot(turns[at.clip(0)], cost[at.clip(0)], "v", color=c, ms=5, ls="none",
-                         label=f"{label}: prune pass")
+                top.plot(turns[at.clip(0)], cost[at.clip(0)], "v", color=c, ms=5, ls="none", gid=f"passes-{i}")
             for r in passes:
                 start, end = float(r["turn"]), float(r["breakeven_turn"])
                 never = end < 0
@@ -90,6 +89,10 @@ def breakeven_figure(a: Run, b: Run):
             bottom.text(0.5, 0.5, "no model-driven passes in either run", ha="center", va="center",
                         transform=bottom.transAxes)
         bottom.set_xlim(0, last_turn * 1.1)
-        style.legend_outside(top)
+        handles, labels = top.get_legend_handles_labels()
+        if any(run.ledger for run in (a, b)):  # one entry for the passes of both runs: the marker says which
+            handles.append(Line2D([], [], ls="none", marker="v", color="black", ms=5))
+            labels.append("prune pass (on its run's line)")
+        style.legend_outside(top, handles, labels)
         style.legend_outside(bottom, [h for h, _ in key], [t for _, t in key])
     return fig

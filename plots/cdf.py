@@ -103,7 +103,7 @@ def cdf_figure(rows: list[dict], metric: str, what: str = "", noun: str = "run")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel(metric_label(metric, per=noun))
         ax.set_ylabel(f"share of {noun}s at or below x")
-        ax.set_title(f"{metric}: its distribution over {noun}s, per policy\n{what}")
+        ax.set_title(style.wrapped(f"{metric}: its distribution over {noun}s, per policy\n{what}"))
         style.legend_outside(ax, handles, labels)
     return fig
 

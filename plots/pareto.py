@@ -243,7 +243,7 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
             where_from = (f"transcripts in {source}, scenario {scenario}" if board.meta.get("source")
                           else f"seeds of {source}")
             title += f"\nover {units} {where_from}"
-        ax.set_title(title)
+        ax.set_title(style.wrapped(title))
     return fig
 
 

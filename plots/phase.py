@@ -168,6 +168,6 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
             ax.set_ylim(-0.5, len(ys) - 0.5)
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), framealpha=0.85)
         fixed = "".join(f", {p}={v}" for p, v in (fix or {}).items())
-        ax.set_title(f"{sweep.scenario_name}, {policy}{fixed}: {what} ({style.seeds_text(r['seed'] for r in runs)})"
-                     + ("" if pts else f"\n{note}"))
+        ax.set_title(style.wrapped(f"{sweep.scenario_name}, {policy}{fixed}: {what} "
+                                   f"({style.seeds_text(r['seed'] for r in runs)})" + ("" if pts else f"\n{note}")))
     return fig

@@ -8,6 +8,7 @@ Okabe-Ito colours (colour-blind safe), one figure size and resolution, and a
 from __future__ import annotations
 
 import io
+import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,6 +31,7 @@ FORMATS = ("png", "svg", "pdf")
 RC = {
     "font.size": 9,
     "axes.titlesize": 10,
+    "axes.titlelocation": "left",  # from the axes' left edge, over the legend's margin: never cut at the figure's
     "axes.grid": True,
     "grid.alpha": 0.3,
     "legend.framealpha": 0.85,
@@ -199,6 +201,14 @@ def legend_below(ax, handles, labels, ncol: int = 2) -> None:
     """A legend under the axes (the right margin holds the lines' labels)."""
     if handles:
         ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.13), borderaxespad=0.0, ncol=ncol)
+
+
+TITLE_WIDTH = 105  # characters: a longer title line is wrapped rather than cut at the figure's edge
+
+
+def wrapped(title: str, width: int = TITLE_WIDTH) -> str:
+    """``title`` with each of its lines wrapped at ``width`` characters."""
+    return "\n".join(textwrap.fill(line, width) if line else line for line in title.split("\n"))
 
 
 def seeds_text(seeds) -> str:

@@ -19,8 +19,8 @@ not: :data:`ACTING_AXES`) fold into x instead of splitting lines; each point
 is computed from runs.csv. ``x="nominal"`` (or the grid parameter's name)
 draws against the parameter as set.
 
-Policies' points are set apart along x by a small offset (``DODGE`` of the x
-range per policy), and each policy has its own marker and line style, so that
+Lines' points are set apart along x by a small offset (``DODGE`` of the x
+range per line, ``DODGE_TOTAL`` at most in all), and each policy has its own marker and line style, so that
 equal values (slack-gated's and recency's zero) stay visible side by side.
 """
 
@@ -38,7 +38,8 @@ from prunesim.plots.stats import BOOT_RESAMPLES, STATS, bootstrap_median, defaul
 
 __all__ = ["bootstrap_median", "choose_x", "curves", "sweep_figure"]
 
-DODGE = 0.012
+DODGE = 0.012  # of the x range, between neighbouring lines' points
+DODGE_TOTAL = 0.05  # of the x range, at most from the first line's points to the last's
 UNITS = {m.name: m.unit for m in METRICS}
 TOKEN_PARAMS = ("trigger", "budget", "window", "index_base", "index_per_candidate", "rationale_base",
                 "rationale_per_span", "low_water_gap", "mean", "min", "max", "tokens", "margin", "lead",
@@ -193,12 +194,14 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None, stat: str | No
     top = 1.0 if stat == "share" else (max(finite) if finite else 1.0) * 1.08 or 1.0
     handles = []
     with style.rc():
-        for (policy, combo), series in _ordered(data, policies):
+        ordered = _ordered(data, policies)
+        for n_line, ((policy, combo), series) in enumerate(ordered):
             i = policies.index(policy) if policy in policies else len(policies)
             c, mk = style.colour(i), style.marker(i)
             ls = style.linestyle(combos.index(combo) if len(combos) > 1 else drawn.index(policy))
             label = names.get(policy, policy) + "".join(f", {p}={v}" for p, v in combo)
-            shift = (drawn.index(policy) - (len(drawn) - 1) / 2) * DODGE * span
+            step = min(DODGE, DODGE_TOTAL / max(1, len(ordered) - 1))
+            shift = (n_line - (len(ordered) - 1) / 2) * step * span
             pts = sorted((pos[xv], t) for xv, t in series.items() if xv in pos)
             px = np.array([p for p, _ in pts]) + shift
             val = np.array([t[0] for _, t in pts])
@@ -240,7 +243,7 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None, stat: str | No
         what = {"share": "share of runs and Wilson 95% interval", "median": "median and 95% band",
                 "mean": "mean and 95% band"}[stat]
         against = "the acting trigger" if x == ACTING_TRIGGER else x
-        ax.set_title(f"{sweep.scenario_name}: {metric} against {against}, {what}\n"
-                     f"{', '.join(shown)} ({style.seeds_text(sweep.seeds)}; from {source}){unswept}")
+        ax.set_title(style.wrapped(f"{sweep.scenario_name}: {metric} against {against}, {what}\n"
+                                   f"{', '.join(shown)} ({style.seeds_text(sweep.seeds)}; from {source}){unswept}"))
         style.legend_outside(ax, [h for h, _ in handles], [t for _, t in handles])
     return fig

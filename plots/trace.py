@@ -236,7 +236,8 @@ def title_for(runs: list[Run], what: str) -> str:
     scenarios = sorted({r.scenario for r in runs})
     names = policy_labels(r.policy for r in runs)
     policies = list(dict.fromkeys(names[r.policy] for r in runs))
-    return f"{', '.join(scenarios)}: {what}, {' vs '.join(policies)} ({style.seeds_text(r.seed for r in runs)})"
+    return style.wrapped(f"{', '.join(scenarios)}: {what}, {' vs '.join(policies)} "
+                         f"({style.seeds_text(r.seed for r in runs)})")
 
 
 def unique_labels(runs: list[Run]) -> dict[str, Run]:
