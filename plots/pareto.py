@@ -217,7 +217,7 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
         _separate(ax, [t for t in ax.texts if (t.get_gid() or "").startswith("label:")])
         if table:
             style.legend_outside(ax, [h for h, _ in table], [t for _, t in table],
-                                 title=f"drawn around one place\n(policy: {x}, {y})")
+                                 title=f"policies drawn around one place\n(name: {x}, {y})")
         lo, hi = ax.get_ylim()
         if hi - lo < 1 and ys != "share":  # every point at one count (all zero, say): show a unit of the axis
             ax.set_ylim(min(lo, -0.1), max(hi, 1.0))
@@ -237,7 +237,7 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
         units = board.meta.get("units")
         source = Path(board.meta["source"]).name if board.meta.get("source") else _scenario_name(board.meta)
         what = {"median": "median", "mean": f"mean per {noun}", "share": f"share of {noun}s"}
-        title = f"cost against breakage, one point per policy: {what[xs]} across, {what[ys]} up, 95% intervals"
+        title = f"cost against breakage: {what[xs]} across, {what[ys]} up, 95% intervals"
         if units:
             scenario = _scenario_name(board.meta)
             where_from = (f"transcripts in {source}, scenario {scenario}" if board.meta.get("source")

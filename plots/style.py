@@ -31,7 +31,6 @@ FORMATS = ("png", "svg", "pdf")
 RC = {
     "font.size": 9,
     "axes.titlesize": 10,
-    "axes.titlelocation": "left",  # from the axes' left edge, over the legend's margin: never cut at the figure's
     "axes.grid": True,
     "grid.alpha": 0.3,
     "legend.framealpha": 0.85,
@@ -203,7 +202,7 @@ def legend_below(ax, handles, labels, ncol: int = 2) -> None:
         ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.13), borderaxespad=0.0, ncol=ncol)
 
 
-TITLE_WIDTH = 105  # characters: a longer title line is wrapped rather than cut at the figure's edge
+TITLE_WIDTH = 80  # characters: a longer title line is wrapped rather than cut at the figure's edge
 
 
 def wrapped(title: str, width: int = TITLE_WIDTH) -> str:

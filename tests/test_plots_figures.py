@@ -69,7 +69,7 @@ def test_a_yes_no_metric_is_a_share_of_runs_with_wilson_intervals(tmp_path):
         assert (low, high) == pytest.approx(wilson(k, len(SEEDS)))
     assert ax.get_ylabel() == "share of runs oscillating"
     assert ax.get_ylim()[0] < 0 and 1 < ax.get_ylim()[1] < 1.1
-    assert "share of runs and Wilson 95% interval" in ax.get_title()
+    assert "share of runs and Wilson 95% interval" in ax.get_title().replace("\n", " ")
     assert not by_gid(ax, "median:")
 
 
