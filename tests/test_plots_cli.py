@@ -18,6 +18,7 @@ def test_plot_commands_write_figures(run_dir, tmp_path, capsys):
     cases = [
         (["plot", "trace", str(run_dir), str(run_dir), "--x", "time", "--out", str(tmp_path / "t.svg")], "t.svg"),
         (["plot", "ledger", str(run_dir), "--out", str(tmp_path / "figs"), "--format", "svg"], "figs/ledger.svg"),
+        (["plot", "trace", str(run_dir), "--ylim", "full", "--out", str(tmp_path / "full.pdf")], "full.pdf"),
         (["plot", "sweep", str(sweep), "--metric", "passes", "--x", "trigger", "--out", str(tmp_path)],
          "sweep-passes-trigger.png"),
         (["plot", "phase", str(sweep), "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
