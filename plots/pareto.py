@@ -99,6 +99,8 @@ class Leaderboard:
             "median" if unit in MEDIAN_UNITS or unit is None else "mean")
         if wanted == "median" or not self.units or figure not in self.units[0]:
             return "median"
+        if "setting" not in self.units[0] and any(len(self.settings(p)) > 1 for p in self.policies()):
+            return "median"  # runs.csv cannot tell one setting's units from another's: the table's figures
         return wanted
 
     def point(self, policy: str, figure: str, stat: str = "median", setting: str = DOCUMENTED):

@@ -277,3 +277,15 @@ def test_a_broken_runs_csv_stops_only_the_figures_that_read_it(tmp_path):
     assert pareto_figure(board, stat="median").axes[0].get_ylabel() == "re_retrievals, median (runs)"
     with pytest.raises(UserError, match="not UTF-8"):
         pareto_figure(read_leaderboard(path))  # the mean of a count needs each unit's figures
+
+
+def test_settings_a_runs_csv_cannot_tell_apart_fall_back_to_the_tables_medians(tmp_path):
+    from plot_fixtures import read_rows, write_rows
+
+    path = make_leaderboard(tmp_path, settings=True)
+    rows = read_rows(path / "runs.csv")
+    write_rows(path / "runs.csv", [{k: v for k, v in r.items() if k != "setting"} for r in rows],
+               [c for c in rows[0] if c != "setting"])
+    board = read_leaderboard(path)
+    assert board.stat_for("re_retrievals") == "median"  # a mean would pool the three settings' units
+    assert pareto_figure(board, frontier=True).axes[0].get_ylabel() == "re_retrievals, median (runs)"
