@@ -201,7 +201,7 @@ def test_pareto_frontier_over_each_policys_own_threshold(tmp_path):
     want = [board.point("masking", "input_ratio", "median", s)[0] for s in ("masking.keep=2", "", "masking.keep=8")]
     assert list(line.get_xdata()) == pytest.approx(want)
     thresholds = sorted(t.get_text() for t in ax.texts if t.get_gid() == "threshold:masking")
-    assert thresholds == ["24k", "8k"]
+    assert thresholds == ["16k", "24k", "8k"]
     assert not by_gid(ax, "frontier:noop")  # one setting: a point, no line
     assert not by_gid(ax, "notes")
 
