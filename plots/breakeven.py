@@ -12,6 +12,7 @@ when the run ended.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.lines import Line2D
 from prunesim.errors import UserError
 from prunesim.plots import style
 from prunesim.plots.io import Run, require_columns
@@ -55,6 +56,8 @@ def breakeven_figure(a: Run, b: Run):
         bottom.set_ylabel("cost of the pass (USD)")
         bottom.set_title("each pass, from its turn to its break-even turn")
         bars = 0
+        key = []  # the bottom panel's own legend: one bar per run, the two ends, the end of the run
+        ends = set()
         for i, (label, run) in enumerate(labelled.items()):
             c = style.colour(i)
             turns, cost = cumulative(run)
@@ -62,21 +65,34 @@ def breakeven_figure(a: Run, b: Run):
             passes = [r for r in run.ledger]
             if passes:
                 at = np.searchsorted(turns, [float(r["turn"]) for r in passes], side="right") - 1
-                top.plot(turns[at.clip(0)], cost[at.clip(0)], "v", color=c, ms=5, ls="none",
-                         label=f"{label}: prune pass")
+                top.plot(turns[at.clip(0)], cost[at.clip(0)], "v", color=c, ms=5, ls="none", gid=f"passes-{i}")
             for r in passes:
                 start, end = float(r["turn"]), float(r["breakeven_turn"])
                 never = end < 0
                 stop = last_turn * 1.08 if never or end > last_turn * 1.08 else end
                 y = float(r["pass_cost_usd"])
-                bottom.plot([start, stop], [y, y], color=c, lw=2, alpha=0.8, solid_capstyle="butt")
-                bottom.plot([stop], [y], ">" if never or stop < end else "|", color=c, ms=6)
+                bottom.plot([start, stop], [y, y], color=c, lw=2, alpha=0.8, solid_capstyle="butt",
+                            gid=f"pass-bar-{i}")
+                unpaid = never or stop < end
+                ends.add("unpaid" if unpaid else "paid")
+                bottom.plot([stop], [y], ">" if unpaid else "|", color=c, ms=6)
                 bars += 1
-        bottom.axvline(last_turn, color=style.GREY, ls="--", lw=1.0, label="end of the run")
+            if passes:
+                key.append((Line2D([], [], color=c, lw=2), f"{label}: {len(passes)} passes"))
+        end_line = bottom.axvline(last_turn, color=style.GREY, ls="--", lw=1.0)
+        if "paid" in ends:
+            key.append((Line2D([], [], ls="none", marker="|", color="black", ms=8), "paid back at this turn"))
+        if "unpaid" in ends:
+            key.append((Line2D([], [], ls="none", marker=">", color="black", ms=6), "not paid back in the run"))
+        key.append((end_line, "end of the run"))
         if not bars:
             bottom.text(0.5, 0.5, "no model-driven passes in either run", ha="center", va="center",
                         transform=bottom.transAxes)
         bottom.set_xlim(0, last_turn * 1.1)
-        style.legend_outside(top)
-        style.legend_outside(bottom)
+        handles, labels = top.get_legend_handles_labels()
+        if any(run.ledger for run in (a, b)):  # one entry for the passes of both runs: the marker says which
+            handles.append(Line2D([], [], ls="none", marker="v", color="black", ms=5))
+            labels.append("prune pass (on its run's line)")
+        style.legend_outside(top, handles, labels)
+        style.legend_outside(bottom, [h for h, _ in key], [t for _, t in key])
     return fig

@@ -20,6 +20,7 @@ from pathlib import Path
 from prunesim.errors import UserError, from_os_error
 from prunesim.io import inputs, sweep_files
 from prunesim.io.atomic import format_cell, parse_cell
+from prunesim.io.labels import policy_label
 from prunesim.io.results import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
 
 # The columns each run file must have, and those of them that hold numbers.
@@ -141,7 +142,7 @@ class Run:
 
     @property
     def label(self) -> str:
-        return f"{self.policy}, seed {self.seed}"
+        return f"{policy_label(self.policy)}, seed {self.seed}"
 
     def events_named(self, name: str) -> list[dict]:
         out = []

@@ -1,29 +1,54 @@
-"""A leaderboard's cost against what it breaks: one point per policy, with its intervals.
+"""A leaderboard's cost against what it breaks: one point per policy, labelled, with its intervals.
 
 Reads ``leaderboard.csv`` (and, beside it, ``leaderboard.json`` for the axis
-definitions and what was run). Each policy is a point at the medians of two
-figures (by default ``input_ratio`` across and ``re_retrievals`` up) with its
-bootstrap 95% intervals as error bars on both axes. Policies of the same family
-(the part of the name before ``:``) share a colour.
+definitions and ``runs.csv`` for the per-unit figures). What a point is, per
+axis (``stat="auto"``): for a ratio or a size (units ``ratio``, ``tokens``,
+``USD``) the median over the units with the leaderboard's bootstrap 95%
+interval; for a count (re-retrievals, lost constraints: mostly zeros, so a
+median and its interval sit at [0, 0]) the mean per unit with a bootstrap 95%
+interval of the mean; for a yes/no figure (``acted``) the share of units with
+its Wilson 95% interval. ``stat`` may name one of them for both axes. Without
+``runs.csv`` (a folder with the table only) every axis is the table's medians.
+
+Every point carries its policy's name. Policies whose points coincide (within
+``CLOSE`` of either axis' range) are drawn around their common place, each
+marker its own colour and shape, under one label that names them all; their
+error bars stay at the true value. Policies of one family (the part of the
+name before ``:``) share a colour and differ by marker.
+
+A leaderboard may hold several settings of a policy (its ``setting`` column:
+empty for the documented setting, else ``key=value[,key=value]``, with the
+``acting_threshold`` in tokens). The documented settings are the points; with
+``frontier=True`` each policy with several settings also gets its frontier: a
+line through its settings in the order of their acting threshold, each
+setting's threshold written beside it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from matplotlib import transforms
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from prunesim.errors import UserError, from_os_error
+from prunesim.io.labels import policy_labels
 from prunesim.io.sweep_files import parse_json
 from prunesim.plots import style
-from prunesim.plots.io import read_csv
+from prunesim.plots.io import as_float, read_csv
+from prunesim.plots.stats import summarize
 
 TABLE_FILE = "leaderboard.csv"
 META_FILE = "leaderboard.json"
+UNITS_FILE = "runs.csv"
 COLUMNS = ("policy", "figure", "n", "median", "ci_low", "ci_high")
-MARKERS = ("o", "s", "^", "D", "v", "P")
-# More families than Okabe-Ito has colours: grey, brown and purple after them.
-FAMILY_COLOURS = style.OKABE_ITO + ("#777777", "#8C564B", "#7F3C8D")
+MEDIAN_UNITS = ("ratio", "tokens", "USD", "turns", "s")  # sizes and ratios: the median is the figure
+STATS = ("auto", "median", "mean", "share")
+CLOSE = 0.07  # of an axis' range: points nearer than this on both axes are drawn as one group
+FAN = 4.5  # points: a group's markers sit on a circle of FAN + FAN_PER * (size of the group) points
+FAN_PER = 1.3
+DOCUMENTED = ""  # the setting column's value for a policy's documented setting
 
 
 @dataclass
@@ -31,6 +56,18 @@ class Leaderboard:
     path: Path
     rows: list[dict]
     meta: dict
+    units_file: Path | None = None  # runs.csv beside the table: one row per unit, policy (and setting)
+    _units: list[dict] | None = field(default=None, repr=False)
+
+    @property
+    def units(self) -> list[dict]:
+        """runs.csv's rows, read when a figure first needs them (a median needs only the table)."""
+        if self._units is None:
+            rows = read_csv(self.units_file) if self.units_file is not None and self.units_file.is_file() else []
+            if rows and "policy" not in rows[0]:
+                raise UserError(str(self.units_file), "policy", "missing column: not a leaderboard's runs.csv")
+            self._units = rows
+        return self._units
 
     def figures(self) -> list[str]:
         return list(dict.fromkeys(r["figure"] for r in self.rows))
@@ -38,13 +75,45 @@ class Leaderboard:
     def policies(self) -> list[str]:
         return list(dict.fromkeys(r["policy"] for r in self.rows))
 
-    def point(self, policy: str, figure: str) -> tuple[float, float, float] | None:
-        for r in self.rows:
-            if r["policy"] == policy and r["figure"] == figure:
-                return float(r["median"]), float(r["ci_low"]), float(r["ci_high"])
+    def settings(self, policy: str) -> list[str]:
+        return list(dict.fromkeys(str(r.get("setting") or DOCUMENTED) for r in self.rows if r["policy"] == policy))
+
+    def threshold(self, policy: str, setting: str) -> float | None:
+        for r in self._rows(policy, setting):
+            v = r.get("acting_threshold")
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                return float(v)
         return None
 
+    def _rows(self, policy: str, setting: str) -> list[dict]:
+        return [r for r in self.rows if r["policy"] == policy and str(r.get("setting") or DOCUMENTED) == setting]
 
+    def unit(self, figure: str) -> str | None:
+        entry = self.meta.get("figures", {}).get(figure) if isinstance(self.meta.get("figures"), dict) else None
+        return entry.get("unit") if isinstance(entry, dict) else None
+
+    def stat_for(self, figure: str, stat: str = "auto") -> str:
+        """The statistic an axis of ``figure`` shows (see the module docstring)."""
+        unit = self.unit(figure)
+        wanted = stat if stat != "auto" else "share" if unit == "bool" else (
+            "median" if unit in MEDIAN_UNITS or unit is None else "mean")
+        if wanted == "median" or not self.units or figure not in self.units[0]:
+            return "median"
+        if "setting" not in self.units[0] and any(len(self.settings(p)) > 1 for p in self.policies()):
+            return "median"  # runs.csv cannot tell one setting's units from another's: the table's figures
+        return wanted
+
+    def point(self, policy: str, figure: str, stat: str = "median", setting: str = DOCUMENTED):
+        """(value, low, high) of ``figure`` for ``policy`` at ``setting``, or None when the file has none."""
+        if stat == "median":
+            for r in self._rows(policy, setting):
+                if r["figure"] == figure:
+                    return float(r["median"]), float(r["ci_low"]), float(r["ci_high"])
+            return None
+        values = [as_float(u[figure]) for u in self.units if u.get("policy") == policy
+                  and str(u.get("setting") or DOCUMENTED) == setting and u.get(figure) is not None]
+        values = [v for v in values if not math.isnan(v)]
+        return summarize(values, stat) if values else None
 def read_leaderboard(path) -> Leaderboard:
     """``leaderboard.csv``, given as the file or the folder that holds it."""
     path = Path(path)
@@ -70,55 +139,178 @@ def read_leaderboard(path) -> Leaderboard:
         except OSError as err:
             raise from_os_error(err, meta_file) from None
         meta = parse_json(raw, meta_file)  # bad UTF-8, bad JSON or deep nesting: one line naming the file
-    return Leaderboard(path, rows, meta if isinstance(meta, dict) else {})
+    return Leaderboard(path, rows, meta if isinstance(meta, dict) else {}, path.parent / UNITS_FILE)
 
 
-def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retrievals"):
+def _groups(points: dict, xr: float, yr: float) -> list[list[str]]:
+    """Policies whose points lie within ``CLOSE`` of each other's on both axes, in drawing order."""
+    groups: list[list[str]] = []
+    for name, (px, py) in points.items():
+        for g in groups:
+            gx, gy = points[g[0]]
+            if abs(px[0] - gx[0]) <= CLOSE * xr and abs(py[0] - gy[0]) <= CLOSE * yr:
+                g.append(name)
+                break
+        else:
+            groups.append([name])
+    return groups
+
+
+def _names_text(names: list[str], per_line: int = 3) -> str:
+    lines = [", ".join(names[i:i + per_line]) for i in range(0, len(names), per_line)]
+    return "\n".join(lines)
+
+
+def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retrievals", stat: str = "auto",
+                  frontier: bool = False):
+    """The figure; ``stat`` chooses what a point is (module docstring), ``frontier`` draws every setting."""
     known = board.figures()
     for flag, figure in (("--x", x), ("--y", y)):
         if figure not in known:
             raise UserError(flag, figure, f"not a figure of this leaderboard (known: {', '.join(known)})")
-    fig, axes = style.new_figure(size=(10.0, 6.0))
+    if stat not in STATS:
+        raise UserError("--stat", stat, f"unknown statistic (known: {', '.join(STATS)})")
+    xs, ys = board.stat_for(x, stat), board.stat_for(y, stat)
+    fig, axes = style.new_figure(size=(10.0, 6.5))
     ax = axes[0][0]
-    families = list(dict.fromkeys(p.split(":")[0] for p in board.policies()))
-    seen: dict[str, int] = {}
-    skipped = []
-    for policy in board.policies():
-        px, py = board.point(policy, x), board.point(policy, y)
+    policies = board.policies()
+    names = policy_labels(policies)
+    look = {p: (c, m) for p, (c, m, _) in style.family_looks(policies).items()}
+    points, skipped, hidden = {}, [], 0
+    for policy in policies:
+        settings = board.settings(policy)
+        main = DOCUMENTED if DOCUMENTED in settings else settings[0]
+        hidden += len(settings) - 1
+        px, py = board.point(policy, x, xs, main), board.point(policy, y, ys, main)
         if px is None or py is None or not all(map(math.isfinite, (*px, *py))):
-            skipped.append(policy)
+            skipped.append(names[policy])
             continue
-        family = policy.split(":")[0]
-        colour = FAMILY_COLOURS[families.index(family) % len(FAMILY_COLOURS)]
-        marker = MARKERS[seen.get(family, 0) % len(MARKERS)]  # presets of one family: one colour, their own marker
-        seen[family] = seen.get(family, 0) + 1
-        ax.errorbar([px[0]], [py[0]], xerr=[[px[0] - px[1]], [px[2] - px[0]]], yerr=[[py[0] - py[1]], [py[2] - py[0]]],
-                    fmt=marker, color=colour, ecolor=colour, elinewidth=1, capsize=3, markersize=6, alpha=0.9,
-                    label=policy)
-    lo, hi = ax.get_ylim()
-    if hi - lo < 1:  # every point at one count (all zero, say): show a unit of the axis, not noise
-        ax.set_ylim(min(lo, -0.1), max(hi, 1.0))
-    style.legend_outside(ax)
-    definitions = board.meta.get("figures", {}) if isinstance(board.meta.get("figures"), dict) else {}
-    ax.set_xlabel(_label(x, definitions))
-    ax.set_ylabel(_label(y, definitions))
-    if skipped:
-        ax.text(0.0, -0.12, f"not drawn (no finite value): {', '.join(skipped)}", transform=ax.transAxes, fontsize=7)
-    units = board.meta.get("units")
-    source = Path(board.meta["source"]).name if board.meta.get("source") else _scenario_name(board.meta)
-    title = "cost against breakage, one point per policy: median and bootstrap 95% interval"
-    if units:
-        scenario = _scenario_name(board.meta)
-        what = f"transcripts in {source}, scenario {scenario}" if board.meta.get("source") else f"seeds of {source}"
-        title += f"\nover {units} {what}"
-    ax.set_title(title)
+        points[policy] = (px, py)
+    with style.rc():
+        if frontier:
+            hidden = _draw_frontiers(ax, board, x, y, xs, ys, look)
+        for policy, (px, py) in points.items():
+            c, _ = look[policy]
+            ax.errorbar([px[0]], [py[0]], xerr=[[px[0] - px[1]], [px[2] - px[0]]],
+                        yerr=[[py[0] - py[1]], [py[2] - py[0]]], fmt="none", ecolor=c, elinewidth=1.0,
+                        capsize=3, alpha=0.8, zorder=2)
+        xr = _range([p[0] for p in points.values()])
+        yr = _range([p[1] for p in points.values()])
+        noun = "transcript" if board.meta.get("source") else "seed"
+        table = []  # the groups' members, named in a key beside the axes
+        for group in _groups(points, xr, yr):
+            radius = 0.0 if len(group) == 1 else FAN + FAN_PER * len(group)
+            for k, policy in enumerate(group):
+                c, marker = look[policy]
+                angle = math.pi / 2 - 2 * math.pi * k / len(group)  # clockwise from the top
+                where = transforms.offset_copy(ax.transData, fig=fig, x=radius * math.cos(angle),
+                                               y=radius * math.sin(angle), units="points")
+                px, py = points[policy]
+                (h,) = ax.plot([px[0]], [py[0]], marker=marker, ms=7, color=c, mec="black", mew=0.6, ls="none",
+                               transform=where, zorder=4, gid=f"point:{policy}")
+                if len(group) > 1:
+                    table.append((h, f"{names[policy]}: {_value(px)}, {_value(py)}"))
+            px, py = points[group[0]]
+            text = names[group[0]] if len(group) == 1 else f"{len(group)} policies (key at right)"
+            ax.annotate(text, (px[0], py[0]), xytext=(radius + 6, 2), textcoords="offset points", fontsize=7.5,
+                        va="bottom", ha="left", zorder=5, gid=f"label:{'|'.join(group)}",
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "#bbbbbb", "lw": 0.5,
+                              "alpha": 0.85})
+        _separate(ax, [t for t in ax.texts if (t.get_gid() or "").startswith("label:")])
+        if table:
+            style.legend_outside(ax, [h for h, _ in table], [t for _, t in table],
+                                 title=f"policies drawn around one place\n(name: {x}, {y})")
+        lo, hi = ax.get_ylim()
+        if hi - lo < 1 and ys != "share":  # every point at one count (all zero, say): show a unit of the axis
+            ax.set_ylim(min(lo, -0.1), max(hi, 1.0))
+        if ys == "share":
+            ax.set_ylim(-0.05, 1.05)
+        ax.margins(x=0.12)
+        definitions = board.meta.get("figures", {}) if isinstance(board.meta.get("figures"), dict) else {}
+        ax.set_xlabel(_label(x, definitions, xs, noun))
+        ax.set_ylabel(_label(y, definitions, ys, noun))
+        notes = []
+        if skipped:
+            notes.append(f"not drawn (no finite value): {', '.join(skipped)}")
+        if hidden and not frontier:
+            notes.append(f"{hidden} other setting(s) not drawn (--frontier draws each policy's)")
+        if notes:
+            ax.text(0.0, -0.1, "; ".join(notes), transform=ax.transAxes, fontsize=7, va="top", gid="notes")
+        units = board.meta.get("units")
+        source = Path(board.meta["source"]).name if board.meta.get("source") else _scenario_name(board.meta)
+        what = {"median": "median", "mean": f"mean per {noun}", "share": f"share of {noun}s"}
+        title = f"cost against breakage: {what[xs]} across, {what[ys]} up, 95% intervals"
+        if units:
+            scenario = _scenario_name(board.meta)
+            where_from = (f"transcripts in {source}, scenario {scenario}" if board.meta.get("source")
+                          else f"seeds of {source}")
+            title += f"\nover {units} {where_from}"
+        ax.set_title(style.wrapped(title))
     return fig
 
 
-def _label(figure: str, definitions: dict) -> str:
+def _range(values: list[tuple[float, float, float]]) -> float:
+    centres = [v[0] for v in values]
+    return (max(centres) - min(centres)) if len(centres) > 1 and max(centres) > min(centres) else 1.0
+
+
+def _draw_frontiers(ax, board: Leaderboard, x: str, y: str, xs: str, ys: str, look: dict) -> int:
+    """A line through each policy's settings, ordered by acting threshold; returns the settings left out."""
+    left_out = 0
+    for policy in board.policies():
+        settings = board.settings(policy)
+        if len(settings) < 2:
+            continue
+        pts = []
+        for setting in settings:
+            px, py = board.point(policy, x, xs, setting), board.point(policy, y, ys, setting)
+            if px is None or py is None or not (math.isfinite(px[0]) and math.isfinite(py[0])):
+                left_out += 1
+                continue
+            pts.append((board.threshold(policy, setting), setting, px[0], py[0]))
+        pts.sort(key=lambda p: (p[0] is None, p[0] if p[0] is not None else 0.0, p[1]))
+        c, marker = look[policy]
+        ax.plot([p[2] for p in pts], [p[3] for p in pts], color=c, lw=1.1, ls="-", marker=marker, ms=4, mfc="white",
+                mec=c, alpha=0.9, zorder=3, gid=f"frontier:{policy}")
+        for threshold, setting, px, py in pts:
+            if threshold is not None:
+                ax.annotate(f"{threshold / 1000:g}k", (px, py), xytext=(3, -8), textcoords="offset points",
+                            fontsize=6, color=style.GREY, gid=f"threshold:{policy}")
+    return left_out
+
+
+def _label(figure: str, definitions: dict, stat: str = "median", noun: str = "unit") -> str:
+    """``input_ratio, median (ratio)``, ``re_retrievals per transcript, mean``, ``acted, share of seeds``."""
     entry = definitions.get(figure)
     unit = entry.get("unit") if isinstance(entry, dict) else None
-    return f"{figure} ({unit})" if unit else figure
+    if stat == "share":
+        return f"{figure}, share of {noun}s"
+    if stat == "mean":
+        return f"{figure} per {noun}, mean"
+    return f"{figure}, median ({unit})" if unit else f"{figure}, median"
+
+
+def _value(point: tuple[float, float, float]) -> str:
+    v = point[0]
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
+
+
+def _separate(ax, labels: list, tries: int = 12) -> None:
+    """Move each point label down (by its own height) until it overlaps no label placed before it."""
+    fig = ax.figure
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)  # a canvas that can measure text (the figure is not pyplot's)
+    fig.draw_without_rendering()  # the layout first: where the axes sit decides where the labels are
+    renderer = fig.canvas.get_renderer()
+    placed = []
+    for label in labels:
+        for _ in range(tries):
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            dx, dy = label.xyann
+            label.xyann = (dx, dy - box.height * 72 / ax.figure.dpi - 2)
+        placed.append(label.get_window_extent(renderer))
 
 
 def _scenario_name(meta: dict) -> str:

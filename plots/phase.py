@@ -27,22 +27,16 @@ import math
 import matplotlib
 import numpy as np
 from prunesim.errors import UserError
-from prunesim.plots import style
+from prunesim.observe.metrics.intervals import wilson
+from prunesim.plots import stats, style
 from prunesim.plots.io import Sweep, as_float, parse_cell
-from prunesim.plots.sweep import _key, metric_label, param_label
+from prunesim.plots.sweep import _key, metric_label, param_label, stat_label
 
-SHARE_METRICS = (
-    "oscillating", "net_negative_passes", "zero_yield_passes", "cut_passes", "in_band_passes",
-    "forced_truncations", "re_retrievals", "lost_constraints", "overflow_turns",
-)
 STATS = ("median", "share")
 
 
 def default_stat(sweep: Sweep, metric: str) -> str:
-    values = [r.get(metric) for r in sweep.runs]
-    if metric in SHARE_METRICS or all(isinstance(v, bool) for v in values):
-        return "share"
-    return "median"
+    return stats.default_stat(metric, (r.get(metric) for r in sweep.runs))
 
 
 def select_runs(sweep: Sweep, x: str, y: str, policy: str | None, fix: dict[str, str]) -> tuple[str, list[dict]]:
@@ -153,12 +147,14 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
                 v = z[i, j]
                 text = "-" if n[i, j] == 0 else "inf" if math.isinf(v) else f"{v:.2f}" if abs(v) < 100 else f"{v:,.0f}"
                 light = not math.isfinite(v) or (v - vmin) / ((vmax - vmin) or 1) > 0.6
-                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if light else "white")
-        if stat == "share":
-            what = f"share of runs with {metric}" + ("" if all(isinstance(r[metric], bool) for r in runs) else " > 0")
-        else:
-            what = f"median {metric_label(metric)}"
-        fig.colorbar(image, ax=ax, label=what if stat == "share" else what.removeprefix("median "))
+                if stat == "share" and n[i, j]:  # a share of a few runs: its Wilson 95% interval under it
+                    low, high = wilson(int(round(v * n[i, j])), int(n[i, j]))
+                    text += f"\n[{low:.2f}, {high:.2f}]"
+                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if light else "white",
+                        gid=f"cell:{i},{j}")
+        scale = stat_label(metric, stat, [r[metric] for r in runs])
+        what = scale + (", Wilson 95% interval in brackets" if stat == "share" else "")
+        fig.colorbar(image, ax=ax, label=scale if stat == "share" else metric_label(metric))
         ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else v for v in xs])
         ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else v for v in ys])
         ax.set_xlabel(param_label(x))
@@ -172,6 +168,6 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
             ax.set_ylim(-0.5, len(ys) - 0.5)
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), framealpha=0.85)
         fixed = "".join(f", {p}={v}" for p, v in (fix or {}).items())
-        ax.set_title(f"{sweep.scenario_name}, {policy}{fixed}: {what} ({style.seeds_text(r['seed'] for r in runs)})"
-                     + ("" if pts else f"\n{note}"))
+        ax.set_title(style.wrapped(f"{sweep.scenario_name}, {policy}{fixed}: {what} "
+                                   f"({style.seeds_text(r['seed'] for r in runs)})" + ("" if pts else f"\n{note}")))
     return fig

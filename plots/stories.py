@@ -19,6 +19,8 @@ from prunesim.plots import style
 from prunesim.plots.io import Run, read_run
 from prunesim.plots.trace import at_time, draw_traces, positions, title_for
 
+APPROACH_TURNS = 5  # turns shown before the first trigger in the oscillation figure
+
 
 def _read(run_dirs: dict[str, Path]) -> dict[str, Run]:
     return {label: read_run(path) for label, path in run_dirs.items()}
@@ -35,9 +37,9 @@ def oscillation_figures(run_dirs: dict[str, Path], out_dir: Path, fmt: str = "pn
     fig, axes = style.new_figure(2, 1, size=(9.0, 7.0), sharex=True)
     top, bottom = axes[0][0], axes[1][0]
     with style.rc():
-        handles = draw_traces(top, runs, "turn")
+        handles, labels = draw_traces(top, runs, "turn")
         top.set_title(title_for(list(runs.values()), "the decision-in-band oscillation"))
-        style.legend_outside(top, handles, [h.get_label() for h in handles])
+        style.legend_below(top, handles, labels)
         width = 0.8 / max(1, len(runs))
         for i, (label, run) in enumerate(runs.items()):
             turns = np.array([int(r["turn"]) for r in run.ledger], dtype=float)
@@ -47,8 +49,14 @@ def oscillation_figures(run_dirs: dict[str, Path], out_dir: Path, fmt: str = "pn
                               edgecolor="black", linewidth=0.4, label=text)
         bottom.axhline(0, color="black", lw=0.8)
         bottom.set_xlabel("turn")
-        bottom.set_ylabel("net per pass, evicted - index - rationale (tokens)")
-        bottom.set_title("each model-driven pass's net reclamation (below zero: the pass cost more than it freed)")
+        bottom.set_ylabel("net per pass (tokens)")
+        bottom.set_title("net reclamation of each model-driven pass, evicted - index - rationale\n"
+                         "(below 0: the pass cost more than it freed)")
+        # The story is in the band: from a few turns before the first trigger (the approach) to the end.
+        firsts = [f for r in runs.values() if isinstance(f := r.metrics.get("first_trigger_turn"), int) and f >= 0]
+        ends = [float(r["turn"]) + 1 for run in runs.values() for r in run.trace[-1:]]
+        if firsts and ends:
+            bottom.set_xlim(max(0, min(firsts) - APPROACH_TURNS) - 0.5, max(ends) + 0.5)
         style.legend_outside(bottom)
     style.save(fig, Path(out_dir) / f"oscillation.{fmt}", fmt)
     return {"oscillation": fig}
@@ -66,9 +74,11 @@ def reentrancy_figures(run_dirs: dict[str, Path], out_dir: Path, key_prefix: str
     top, bottom = axes[0][0], axes[1][0]
     kinds_seen: set[str] = set()
     with style.rc():
-        handles = draw_traces(top, runs, "turn")
+        # The passes and fallbacks of three variants over 60 turns would bury the traces: the bottom panel
+        # tells what happened to the one output; here only the re-runs are marked.
+        handles, labels = draw_traces(top, runs, "turn", marks=("re_retrieval",))
         top.set_title(title_for(list(runs.values()), "self-edit reentrancy"))
-        style.legend_outside(top, handles, [h.get_label() for h in handles])
+        style.legend_below(top, handles, labels)
         for i, (label, run) in enumerate(runs.items()):
             xs, times = positions(run, "turn")
             end = xs[-1] if xs else 0.0

@@ -8,6 +8,7 @@ Okabe-Ito colours (colour-blind safe), one figure size and resolution, and a
 from __future__ import annotations
 
 import io
+import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -114,12 +115,99 @@ def output_path(out: str | Path | None, default_dir: Path, name: str, fmt: str |
     return path / f"{name}.{fmt}", fmt
 
 
-def legend_outside(ax, handles=None, labels=None) -> None:
+def legend_outside(ax, handles=None, labels=None, title: str | None = None) -> None:
     """A legend to the right of the axes, where it cannot hide data."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title=title)
+
+
+# One line style and marker per series, so that series stay apart in grey print and where they overlap.
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def linestyle(i: int):
+    return LINESTYLES[i % len(LINESTYLES)]
+
+
+def marker(i: int) -> str:
+    return MARKERS[i % len(MARKERS)]
+
+
+# More policy families than Okabe-Ito has colours: grey, brown and purple after them; Okabe-Ito's yellow,
+# hard to see as a thin line or a small marker on white, last.
+FAMILY_COLOURS = tuple(c for c in OKABE_ITO if c != "#F0E442") + ("#777777", "#8C564B", "#7F3C8D", "#F0E442")
+
+
+def family_looks(policies) -> dict[str, tuple[str, str, object]]:
+    """{policy: (colour, marker, line style)}: one colour per family (the name before ``:``), presets of one
+    family told apart by marker and line style."""
+    policies = list(dict.fromkeys(policies))
+    families = list(dict.fromkeys(p.split(":")[0] for p in policies))
+    seen: dict[str, int] = {}
+    out = {}
+    for p in policies:
+        family = p.split(":")[0]
+        k = seen.get(family, 0)
+        seen[family] = k + 1
+        out[p] = (FAMILY_COLOURS[families.index(family) % len(FAMILY_COLOURS)], marker(k), linestyle(k))
+    return out
+
+
+def spread_labels(positions: list[float], gap: float) -> list[float]:
+    """Label positions, in the order given, moved apart (upwards) so that no two are closer than ``gap``.
+
+    For labels drawn beside lines that lie close together (two triggers 86 tokens
+    apart): each keeps its place when it can, else sits ``gap`` above the one below.
+    """
+    order = sorted(range(len(positions)), key=lambda i: positions[i])
+    out = list(positions)
+    last = None
+    for i in order:
+        if last is not None and out[i] < last + gap:
+            out[i] = last + gap
+        last = out[i]
+    return out
+
+
+def label_lines(ax, lines: list[tuple[float, str, str]]) -> list:
+    """Name each horizontal line ``(y, text, colour)`` in the margin right of the axes, level with it.
+
+    Outside the axes a label cannot hide the data. Labels of lines close
+    together are spread apart so they do not overprint, with a short leader to
+    their line. Returns the Text artists.
+    """
+    low, high = ax.get_ylim()
+    span = (high - low) or 1.0
+    inside = [(y, t, c) for y, t, c in lines if low <= y <= high]
+    wanted = [(y - low) / span for y, _, _ in inside]
+    placed = spread_labels(wanted, 0.055)
+    excess = max(placed, default=0.0) - 1.0
+    if excess > 0:  # spread past the top: move the stack down, no lower than the axes' foot
+        placed = [max(p - excess, 0.0) for p in placed]
+    texts = []
+    for (_, text, c), frac, at in zip(inside, placed, wanted, strict=True):
+        texts.append(ax.annotate(text, xy=(1.0, at), xycoords="axes fraction", xytext=(1.02, frac),
+                                 textcoords="axes fraction", color=c, fontsize=7.5, va="center", ha="left",
+                                 annotation_clip=False,
+                                 arrowprops={"arrowstyle": "-", "color": c, "lw": 0.6, "shrinkA": 0, "shrinkB": 0}))
+    return texts
+
+
+def legend_below(ax, handles, labels, ncol: int = 2) -> None:
+    """A legend under the axes (the right margin holds the lines' labels)."""
+    if handles:
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.13), borderaxespad=0.0, ncol=ncol)
+
+
+TITLE_WIDTH = 80  # characters: a longer title line is wrapped rather than cut at the figure's edge
+
+
+def wrapped(title: str, width: int = TITLE_WIDTH) -> str:
+    """``title`` with each of its lines wrapped at ``width`` characters."""
+    return "\n".join(textwrap.fill(line, width) if line else line for line in title.split("\n"))
 
 
 def seeds_text(seeds) -> str:

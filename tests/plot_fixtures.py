@@ -60,7 +60,11 @@ def metrics_for(policy: str, trigger: int, per_span: int, seed: int) -> dict:
     }
 
 
-def make_sweep(tmp: Path, aggregate: bool = False) -> Path:
+GATE_LEAD = 2086  # slack-gated acts this far below the trigger in the acting-trigger fixture
+
+
+def make_sweep(tmp: Path, aggregate: bool = False, acting: bool = False) -> Path:
+    """A sweep over trigger x rationale_per_span; ``acting`` adds runs.csv's acting_trigger column."""
     path = tmp / "sweep"
     path.mkdir(parents=True, exist_ok=True)
     grid = {"trigger": TRIGGERS, "decision.rationale_per_span": PER_SPAN}
@@ -73,7 +77,7 @@ def make_sweep(tmp: Path, aggregate: bool = False) -> Path:
         "seeds": SEEDS,
         "overrides": {},
         "prunesim_version": "0.1.0",
-        "columns": [*ID_COLUMNS, *grid, *metrics_for("naive", 20000, 60, 0)],
+        "columns": [*ID_COLUMNS, *grid, *(["acting_trigger"] if acting else []), *metrics_for("naive", 20000, 60, 0)],
     }
     (path / "sweep.json").write_text(json.dumps(meta))
     rows, run_id = [], 0
@@ -86,6 +90,8 @@ def make_sweep(tmp: Path, aggregate: bool = False) -> Path:
                     rows.append({"run_id": f"{run_id:016x}", "scenario": "oscillation-40", "policy": policy,
                                  "seed": seed, "prunesim_version": "0.1.0", "trigger": trigger,
                                  "decision.rationale_per_span": per_span,
+                                 **({"acting_trigger": trigger - (GATE_LEAD if policy == "slack-gated" else 0)}
+                                    if acting else {}),
                                  **{k: (str(v).lower() if isinstance(v, bool) else v) for k, v in m.items()}})
     write_rows(path / "runs.csv", rows, list(rows[0]))
     if aggregate:
@@ -97,4 +103,56 @@ def make_sweep(tmp: Path, aggregate: bool = False) -> Path:
                                 "metric": "passes", "n": 3, "median": 100 + trigger / 1000, "mean": 0,
                                 "ci_low": 90, "ci_high": 130})
         write_rows(path / "aggregate.csv", agg, list(agg[0]))
+    return path
+
+
+LB_UNITS = 10
+
+
+def leaderboard_values(policy: str, setting: str = "") -> list[dict]:
+    """Per-unit figures: three policies that coincide at (1, 0), one that saves tokens and breaks a few units."""
+    keep = {"": 4, "masking.keep=2": 2, "masking.keep=8": 8}[setting] if policy == "masking" else 0
+    rows = []
+    for i in range(LB_UNITS):
+        if policy == "masking":
+            ratio, repeats = 0.4 + 0.05 * keep + 0.01 * i, ([0] * 7 + [1, 2, 3])[i] * (1 if keep < 8 else 0)
+        else:
+            ratio, repeats = 1.0, 0
+        rows.append({"unit": f"u{i}", "policy": policy, "setting": setting, "turns": 30, "input_ratio": ratio,
+                     "re_retrievals": repeats, "acted": int(policy != "noop" and (policy != "naive" or i < 3))})
+    return rows
+
+
+def make_leaderboard(tmp: Path, settings: bool = False) -> Path:
+    """A leaderboard folder as ``prunesim leaderboard`` writes it; ``settings`` adds a policy's other settings
+    (the setting and acting_threshold columns)."""
+    from prunesim.plots.stats import bootstrap_median
+
+    path = tmp / "lb"
+    path.mkdir(parents=True, exist_ok=True)
+    cells = [("noop", ""), ("recency", ""), ("naive", ""), ("masking", "")]
+    if settings:
+        cells += [("masking", "masking.keep=2"), ("masking", "masking.keep=8")]
+    thresholds = {"": 16000, "masking.keep=2": 8000, "masking.keep=8": 24000}
+    units, table = [], []
+    for policy, setting in cells:
+        rows = leaderboard_values(policy, setting)
+        units += rows
+        for figure in ("input_ratio", "re_retrievals", "acted"):
+            values = [float(r[figure]) for r in rows]
+            median, low, high = bootstrap_median(values)
+            row = {"policy": policy, "figure": figure, "n": len(values), "median": median,
+                   "mean": sum(values) / len(values), "ci_low": low, "ci_high": high}
+            if settings:
+                row = {"policy": policy, "setting": setting, **row, "acting_threshold": thresholds[setting]}
+            table.append(row)
+    unit_columns = ["unit", "policy", *(["setting"] if settings else []), "turns", "input_ratio", "re_retrievals",
+                    "acted"]
+    write_rows(path / "runs.csv", [{c: r[c] for c in unit_columns} for r in units], unit_columns)
+    write_rows(path / "leaderboard.csv", table, list(table[0]))
+    meta = {"source": str(tmp / "transcripts"), "units": LB_UNITS, "scenario": {"name": "transcript"},
+            "figures": {"input_ratio": {"unit": "ratio", "definition": "input tokens / noop's"},
+                        "re_retrievals": {"unit": "runs", "definition": "repeats after a prune"},
+                        "acted": {"unit": "bool", "definition": "1 when the policy acted"}}}
+    (path / "leaderboard.json").write_text(json.dumps(meta))
     return path

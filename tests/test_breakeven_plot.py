@@ -32,6 +32,25 @@ def test_plot_breakeven_writes_a_figure(runs, tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith("be.svg")
 
 
+def test_the_pass_panel_has_its_own_legend(runs):
+    from prunesim.plots.breakeven import breakeven_figure
+
+    naive, gated = (read_run(p, need=("ledger", "calls")) for p in runs)
+    top, bottom = breakeven_figure(naive, gated).axes
+    labels = [t.get_text() for t in bottom.get_legend().get_texts()]
+    passes = [f"naive, seed 3: {len(naive.ledger)} passes", f"slack-gated, seed 3: {len(gated.ledger)} passes"]
+    assert labels[:2] == passes and labels[-1] == "end of the run"
+    never = any(float(r["breakeven_turn"]) < 0 for run in (naive, gated) for r in run.ledger)
+    assert ("not paid back in the run" in labels) == (never or any(
+        float(r["breakeven_turn"]) > max(float(c["turn"]) for c in run.calls) * 1.08
+        for run in (naive, gated) for r in run.ledger))
+    bars = [ln for ln in bottom.get_lines() if (ln.get_gid() or "").startswith("pass-bar-")]
+    assert len(bars) == len(naive.ledger) + len(gated.ledger)
+    # the bars' colours are the legend's: one per run
+    handles = bottom.get_legend().legend_handles
+    assert {ln.get_color() for ln in bars} == {h.get_color() for h in handles[:2]}
+
+
 def test_breakeven_refuses_runs_of_different_workloads(runs, tmp_path, capsys):
     other = make_run(tmp_path, "seed4", "naive", seed=4)
     out = tmp_path / "x.png"

@@ -18,8 +18,15 @@ def test_plot_commands_write_figures(run_dir, tmp_path, capsys):
     cases = [
         (["plot", "trace", str(run_dir), str(run_dir), "--x", "time", "--out", str(tmp_path / "t.svg")], "t.svg"),
         (["plot", "ledger", str(run_dir), "--out", str(tmp_path / "figs"), "--format", "svg"], "figs/ledger.svg"),
+        (["plot", "trace", str(run_dir), "--ylim", "full", "--out", str(tmp_path / "full.pdf")], "full.pdf"),
         (["plot", "sweep", str(sweep), "--metric", "passes", "--x", "trigger", "--out", str(tmp_path)],
          "sweep-passes-trigger.png"),
+        (["plot", "phase", str(sweep), "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
+          "oscillating", "--policy", "naive", "--out", str(tmp_path / "p.png")], "p.png"),
+        (["plot", "sweep", str(sweep), "--metric", "oscillating", "--x", "trigger", "--stat", "share",
+          "--out", str(tmp_path / "s.pdf")], "s.pdf"),
+        (["plot", "cdf", str(sweep), "--metric", "passes", "--fix", "trigger=22000",
+          "--fix", "decision.rationale_per_span=60", "--out", str(tmp_path / "c.svg")], "c.svg"),
         (["plot", "phase", str(sweep), "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
           "oscillating", "--policy", "naive", "--out", str(tmp_path / "p.png")], "p.png"),
     ]
@@ -49,6 +56,14 @@ def test_plot_output_bytes_are_identical_across_runs(run_dir, tmp_path):
          "--y: window: not a grid parameter"),
         (["plot", "phase", "{sweep}", "--x", "trigger", "--y", "decision.rationale_per_span", "--metric",
           "passes", "--policy", "recency"], "not in this sweep"),
+        (["plot", "sweep", "{sweep}", "--metric", "passes", "--x", "trigger", "--stat", "mode"], "invalid choice"),
+        (["plot", "cdf", "{sweep}", "--metric", "passes", "--fix", "trigger=22000"],
+         "--fix: decision.rationale_per_span: grid parameter varies"),
+        (["plot", "cdf", "{sweep}", "--metric", "passes", "--fix", "trigger=1", "--fix",
+          "decision.rationale_per_span=60"], "no runs at that grid point"),
+        (["plot", "cdf", "{sweep}", "--metric", "passes", "--fix", "trigger=22000", "--fix",
+          "decision.rationale_per_span=60", "--policies", "naive,magic"], "--policies: naive,magic: not in the file"),
+        (["plot", "cdf", "{tmp}/missing", "--metric", "passes"], "no such sweep directory"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_no_file(tmp_path, capsys, argv, message):
@@ -69,7 +84,11 @@ def test_oscillation_story_figure(tmp_path):
     assert (tmp_path / "out" / "oscillation.png").is_file()
     top, bottom = fig.axes
     assert [ln.get_label() for ln in top.get_lines() if (ln.get_gid() or "").startswith("trace:")] == list(dirs)
-    assert {"trigger 22,000 tokens", "trigger 20,000 tokens"} <= {t.get_text() for t in top.get_legend().get_texts()}
+    named = {t.get_text() for t in top.texts if t.get_gid() == "limit-label"}
+    assert {"trigger 22,000 (naive @22k)", "trigger 20,000 (naive @20k)", "hard budget 24,000"} == named
+    assert len(top.get_legend().get_texts()) == 3  # a run each, and the passes' marker: no entry per limit
+    low, high = top.get_ylim()
+    assert low < 20000 and 24000 < high < 32000  # the band, the triggers and the budget in view, not 0..32k
     for label, path in dirs.items():
         ledger = read_rows(path / "ledger.csv")
         (bars,) = [c for c in bottom.containers if c.get_label().startswith(label + ":")]
@@ -94,8 +113,27 @@ def test_reentrancy_story_figure(tmp_path):
     assert "append:naive" in gids and "append:recency" in gids
     assert "life:naive" in gids and "re_retrieval:naive" in gids and "re_retrieval:recency" not in gids
     assert "drop:recency" in gids  # the recency policy dropped it without a model pass
+    top = fig.axes[0]
+    marks = {(a.get_gid() or "").split(":")[0] for a in top.get_lines()}
+    assert "re_retrieval" in marks and not marks & {"pass", "fallback", "nonmodel"}  # not a mass of markers
     assert [t.get_text() for t in timeline.get_yticklabels()] == ["naive", "recency"]
     assert "kubectl describe" in timeline.get_title()
+
+
+def test_a_scenario_without_a_trigger_draws_no_trigger(tmp_path):
+    from prunesim.io.results import write_run
+    from prunesim.io.scenario_files import load
+    from prunesim.runner import run_one
+
+    path = tmp_path / "soft"
+    write_run(run_one(load("reentrancy-60"), "naive", 19, trace="all"), path)
+    fig = reentrancy_figures({"naive": path}, tmp_path / "out")["reentrancy"]
+    top = fig.axes[0]
+    texts = [t.get_text() for t in top.texts] + [t.get_text() for t in top.get_legend().get_texts()]
+    assert not any("trigger" in t for t in texts) and "soft budget 24,000" in texts
+    assert not [ln for ln in top.get_lines() if (ln.get_gid() or "").startswith("trigger:")]
+    low, high = top.get_ylim()
+    assert low > 0 and 24000 < high < 32000
 
 
 def test_replay_plot_writes_runs_and_figure(tmp_path, capsys):

@@ -11,6 +11,7 @@ from prunesim.cli.commands._common import add_set, out_arg, parse_seeds, parse_s
 from prunesim.errors import UserError
 from prunesim.io import atomic, output
 from prunesim.io.atomic import json_ready
+from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import resolve_path
 from prunesim.policies import parse_names
 from prunesim.studies.compare import STAT_COLUMNS, check_metrics, compare, rows
@@ -106,12 +107,14 @@ def format_comparison(result: dict) -> str:
             else:
                 row.append(f"{_num(r['median'])} ({_num(r['p10'])}..{_num(r['p90'])})")
         cells[m] = row
-    widths = [max(len(p), *(len(cells[m][i]) for m in metrics)) for i, p in enumerate(policies)]
+    shown = policy_labels(policies)  # a policy from a file by its class, not its whole path
+    heads = [shown[p] for p in policies]
+    widths = [max(len(h), *(len(cells[m][i]) for m in metrics)) for i, h in enumerate(heads)]
     name_w = max(len("metric"), *(len(m) for m in metrics))
     lines = [
         f"compare {result['scenario']}: {len(seeds)} {span}; median (p10..p90) over seeds; yes/no metrics: "
         "share of seeds where true",
-        "  ".join([f"{'metric':{name_w}s}", *(f"{p:>{w}s}" for p, w in zip(policies, widths, strict=True))]),
+        "  ".join([f"{'metric':{name_w}s}", *(f"{h:>{w}s}" for h, w in zip(heads, widths, strict=True))]),
     ]
     for m in metrics:
         lines.append("  ".join([f"{m:{name_w}s}", *(f"{c:>{w}s}" for c, w in zip(cells[m], widths, strict=True))]))

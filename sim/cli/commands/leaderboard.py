@@ -19,6 +19,7 @@ from prunesim.cli.commands._common import (
 )
 from prunesim.errors import UserError
 from prunesim.io import output
+from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import load
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
@@ -143,10 +144,11 @@ def format_table(table: list[dict], policies: list[str], what: str) -> str:
                                             f"[{_num(r['ci_low'], ratio)}, {_num(r['ci_high'], ratio)}]")
     figures = list(lb.FIGURE_NAMES)
     widths = [max(len(f), *(len(cell.get((p, f), "-")) for p in policies)) for f in figures]
-    name_w = max(len("policy"), *(len(p) for p in policies))
+    shown = policy_labels(policies)  # a policy from a file by its class, not its whole path
+    name_w = max(len("policy"), *(len(shown[p]) for p in policies))
     lines = [f"leaderboard: {what}; median [bootstrap 95% interval] over them, ratios against {lb.REFERENCE}",
              "  ".join([f"{'policy':{name_w}s}", *(f"{f:>{w}s}" for f, w in zip(figures, widths, strict=True))])]
     for p in policies:
-        lines.append("  ".join([f"{p:{name_w}s}", *(f"{cell.get((p, f), '-'):>{w}s}"
+        lines.append("  ".join([f"{shown[p]:{name_w}s}", *(f"{cell.get((p, f), '-'):>{w}s}"
                                                       for f, w in zip(figures, widths, strict=True))]))
     return "\n".join(lines)

@@ -16,16 +16,16 @@ def _common(p) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves, phase diagrams and "
-                                     "leaderboards from result files")
+    p = sub.add_parser("plot", help="plot traces, pass ledgers, cost break-even, sweep curves, distributions, phase "
+                                     "diagrams and leaderboards from result files")
     kinds = p.add_subparsers(dest="plot", metavar="KIND", parser_class=type(p))
     kinds.required = True
 
     t = kinds.add_parser("trace", help="utilization of one or more runs, overlaid")
     t.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
     t.add_argument("--x", choices=("turn", "time"), default="turn", help="x axis: turn (default) or simulated time")
-    t.add_argument("--ylim", metavar="[LOW:]HIGH", help="y axis range in tokens (default: scaled to the data, "
-                   "the budget and the trigger)")
+    t.add_argument("--ylim", metavar="[LOW:]HIGH|full", help="y axis range in tokens, or full: from 0 to the "
+                   "window (default: the band, with the budget and the triggers in view)")
     _common(t)
     t.set_defaults(func=main_trace)
 
@@ -40,11 +40,16 @@ def register(sub) -> None:
     _common(be)
     be.set_defaults(func=main_breakeven)
 
-    s = kinds.add_parser("sweep", help="a metric against a grid parameter, one line per policy, median and 95%% band")
+    s = kinds.add_parser("sweep", help="a metric against the acting trigger or a grid parameter, one line per "
+                                       "policy, with 95%% intervals")
     s.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
     s.add_argument("--metric", required=True, help="a column of runs.csv (see prunesim metrics)")
-    s.add_argument("--x", help="the grid parameter on the x axis (required when the sweep has several), or "
-                   "acting_trigger: where each run's policy started to act, one axis for every policy")
+    s.add_argument("--x", help="x axis: acting_trigger (default when runs.csv has it: where each run's policy "
+                   "started to act), nominal (the trigger parameter as set), or a grid parameter")
+    s.add_argument("--stat", choices=("share", "median", "mean"),
+                   help="share of runs where the metric is true/above zero (Wilson 95%% interval), or median or "
+                        "mean over seeds (bootstrap 95%% band); default: share for yes/no metrics and failure "
+                        "counts, else median")
     _common(s)
     s.set_defaults(func=main_sweep)
 
@@ -53,8 +58,25 @@ def register(sub) -> None:
     pa.add_argument("leaderboard", type=Path, metavar="LEADERBOARD", help="leaderboard.csv or the folder holding it")
     pa.add_argument("--x", default="input_ratio", help="the figure across (default input_ratio)")
     pa.add_argument("--y", default="re_retrievals", help="the figure up (default re_retrievals)")
+    pa.add_argument("--stat", choices=("auto", "median", "mean", "share"), default="auto",
+                    help="what a point is on both axes (default auto: median for ratios and sizes, mean per unit "
+                         "for counts, share of units for yes/no figures)")
+    pa.add_argument("--frontier", action="store_true",
+                    help="draw each policy's settings as a line over its acting threshold (a leaderboard with a "
+                         "setting column)")
     _common(pa)
     pa.set_defaults(func=main_pareto)
+
+    cd = kinds.add_parser("cdf", help="a metric's distribution over runs or transcripts: an empirical CDF per "
+                                      "policy, with p50 and p90")
+    cd.add_argument("results", type=Path, metavar="SWEEP_OR_LEADERBOARD",
+                    help="a sweep directory, or a leaderboard folder (or its leaderboard.csv)")
+    cd.add_argument("--metric", required=True, help="a column of runs.csv")
+    cd.add_argument("--fix", action="append", metavar="PARAM=VALUE",
+                    help="a sweep: the grid point, every grid parameter that varies held at one value; repeatable")
+    cd.add_argument("--policies", help="comma-separated: only these policies (default: every one in the file)")
+    _common(cd)
+    cd.set_defaults(func=main_cdf)
 
     ph = kinds.add_parser("phase", help="a metric over two grid parameters, with the headroom = overhead boundary")
     ph.add_argument("sweep", type=Path, metavar="SWEEP_DIR")
@@ -104,10 +126,12 @@ def main_trace(args) -> int:
 YLIM_MAX = 1e15  # tokens: a million times the largest context windows, far below where axis ticks overflow
 
 
-def parse_ylim(text: str) -> tuple[float, float]:
-    """``HIGH`` (from 0) or ``LOW:HIGH``, finite numbers with LOW < HIGH."""
+def parse_ylim(text: str) -> tuple[float, float] | str:
+    """``HIGH`` (from 0) or ``LOW:HIGH``, finite numbers with LOW < HIGH; or ``full``."""
     import math
 
+    if text == "full":
+        return text
     parts = text.split(":")
     try:
         values = [float(p) for p in parts]
@@ -148,7 +172,7 @@ def main_sweep(args) -> int:
     sweep = read_sweep(args.sweep)
     x = choose_x(sweep, args.x)
     target = _target(args, args.sweep, f"sweep-{args.metric}-{x}")
-    return _write(sweep_figure(sweep, args.metric, x), target)
+    return _write(sweep_figure(sweep, args.metric, x, stat=args.stat), target)
 
 
 def _fixes(items) -> dict[str, str]:
@@ -171,10 +195,27 @@ def main_phase(args) -> int:
     return _write(fig, target)
 
 
+def main_cdf(args) -> int:
+    from prunesim.plots.cdf import cdf_figure, cdf_rows
+
+    folder = args.results.parent if args.results.name == "leaderboard.csv" else args.results
+    target = _target(args, folder, f"cdf-{args.metric}")
+    rows, what, noun = cdf_rows(args.results, args.metric, _fixes(args.fix))
+    if args.policies is not None:
+        wanted = [p.strip() for p in args.policies.split(",")]
+        present = list(dict.fromkeys(str(r["policy"]) for r in rows))
+        unknown = [p for p in wanted if p not in present]
+        if unknown or not all(wanted):
+            raise UserError("--policies", args.policies, f"not in the file: {', '.join(unknown) or 'an empty name'} "
+                                                         f"(policies: {', '.join(present)})")
+        rows = [r for r in rows if str(r["policy"]) in wanted]
+    return _write(cdf_figure(rows, args.metric, what, noun), target)
+
+
 def main_pareto(args) -> int:
     from prunesim.plots.pareto import pareto_figure, read_leaderboard
 
     board = read_leaderboard(args.leaderboard)
     target = _target(args, board.path.parent, f"pareto-{args.x}-{args.y}")
-    fig = pareto_figure(board, args.x, args.y)
+    fig = pareto_figure(board, args.x, args.y, stat=args.stat, frontier=args.frontier)
     return _write(fig, target)
