@@ -190,6 +190,10 @@ class Engine(Provenance):
             # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
             if plan.drop_tags:
                 self.runtime_drop(plan.drop_tags)
+            for arrival in plan.before_call:
+                place(arrival)
+            if plan.call_at_s is not None and plan.call_at_s > env.now:  # a recorded pause
+                yield timeout(plan.call_at_s - env.now)
             prompt = window.utilization
             output = plan.reasoning.tokens + plan.tool_call.tokens
             for h in on_model_call:
@@ -236,6 +240,10 @@ class Engine(Provenance):
         """One turn's arrivals (what :meth:`agent` does inline, for callers that drive turns themselves)."""
         if plan.drop_tags:
             self.runtime_drop(plan.drop_tags)
+        for arrival in plan.before_call:
+            self.place(arrival)
+        if plan.call_at_s is not None and plan.call_at_s > self.env.now:
+            yield self.env.timeout(plan.call_at_s - self.env.now)
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens
         self._model_call(prompt, output, False)

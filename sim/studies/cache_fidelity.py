@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -56,7 +55,7 @@ from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
 from prunesim.studies.transcript_replay import expand
 
 # Codex rollouts of this CLI version do not name their model; its list prices are gpt-5's either way.
-CODEX_DEFAULT_MODEL = "gpt-5-codex"
+CODEX_DEFAULT_MODEL = prices.ASSUMED_MODELS["codex"]
 _READ, _WRITE, _UNCACHED, _COST = (CALL_COLUMNS.index(c) for c in ("cache_read", "cache_write", "uncached",
                                                                    "cost_usd"))
 
@@ -89,12 +88,6 @@ class Run:
 # -- reading recorded usage ---------------------------------------------------------
 def _time(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def _model_name(raw: str) -> str:
-    """A provider's model string as prices.toml names it: no router prefix, no date suffix."""
-    name = raw.rsplit("/", 1)[-1]
-    return re.sub(r"-\d{8}$", "", name)
 
 
 def read_runs(path: Path) -> Iterator[Run | UserError]:
@@ -148,7 +141,7 @@ def _mini_swe_agent(data, path: Path) -> Run | None:
     if not calls:
         return None
     name = path.name.removesuffix(".json").removesuffix(".traj")
-    return Run(name, "mini-swe-agent", _model_name(model), calls)
+    return Run(name, "mini-swe-agent", prices.known_name(model), calls)
 
 
 def _records(path: Path) -> Iterator[dict]:
@@ -228,7 +221,7 @@ def _claude_code(records: Iterator[dict], path: Path) -> Run | None:
         reset = False
     if not calls:
         return None
-    return Run(path.stem, "claude-code", _model_name(model), calls)
+    return Run(path.stem, "claude-code", prices.known_name(model), calls)
 
 
 def _codex(records: Iterator[dict], path: Path) -> Run | None:
@@ -261,7 +254,7 @@ def _codex(records: Iterator[dict], path: Path) -> Run | None:
     if not calls:
         return None
     recorded = bool(model)
-    return Run(path.stem, "codex", _model_name(model) if recorded else CODEX_DEFAULT_MODEL, calls,
+    return Run(path.stem, "codex", prices.known_name(model) if recorded else CODEX_DEFAULT_MODEL, calls,
                model_recorded=recorded)
 
 

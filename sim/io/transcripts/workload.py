@@ -8,6 +8,7 @@ A workload file is one header record, then one record per message part::
      "usage": [{...}, ..., null],           # per call: the recorded usage (usage.FIELDS), or null
      "anchored_calls": [1, ...],            # calls whose own count sized hidden content
      "context_window": 272000,              # the model's window, where the runtime records it
+     "call_times": [0.0, 4.2, ..., null],   # seconds after the first call, per call (clock.py), or null
      "events": [{"event": "compaction", "turn": 75, "trigger": "manual", "pre_tokens": 167766}, ...]}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 312}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 19000, "hidden": true, "sized_by": "usage"}
@@ -43,6 +44,7 @@ from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
+from prunesim.io.transcripts import clock
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
@@ -152,6 +154,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         "usage": [t.usage.get(k) for k in range(1, turns + 1)] if t.usage else None,
         "anchored_calls": [k + 1 for k in np.flatnonzero(out.anchored).tolist()],
         "context_window": t.context_window,
+        "call_times": clock.relative(t.call_times, turns),
         "events": events,
     }
     data = WorkloadData(header, parts)
@@ -323,6 +326,12 @@ def _check_header(rec, where: str) -> dict:
         raise UserError(where, "usage", f"must be null or a list of one object (fields {', '.join(USAGE_FIELDS)}, "
                         "each a non-negative integer, cost_usd a non-negative number in USD, or null) "
                         "or null per turn")
+    times = rec.get("call_times")
+    if times is not None and (not isinstance(times, list) or len(times) != rec["turns"] or not all(
+            x is None or (type(x) in (int, float) and math.isfinite(x) and 0 <= x <= MAX_COUNT) for x in times)
+            or _decreasing(times)):
+        raise UserError(where, "call_times", "must be null or a list of one time per turn (seconds after the first "
+                        "call, never decreasing, or null)")
     anchored = rec.get("anchored_calls", [])
     if not isinstance(anchored, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in anchored):
         raise UserError(where, "anchored_calls", "must be a list of call numbers")
@@ -331,6 +340,11 @@ def _check_header(rec, where: str) -> dict:
             e.get("turn")) for e in events):
         raise UserError(where, "events", f"must be a list of events ({', '.join(EVENTS)}) with a turn")
     return rec
+
+
+def _decreasing(times: list) -> bool:
+    known = [x for x in times if x is not None]
+    return any(b < a for a, b in zip(known, known[1:], strict=False))
 
 
 def _check_part(rec, where: str) -> dict:
@@ -362,14 +376,19 @@ class TranscriptWorkload:
     in transcript order. Tool calls and outputs carry their tool's name (an
     output that names none takes its call's). A part goes stale ``reasoning_stale_after`` (reasoning)
     or ``output_stale_after`` (everything else) turns after it arrives, rounded;
-    transcripts do not say when content stops being useful. Tool runs take no
-    simulated time: the transcript's own timing is not replayed. A part the
+    transcripts do not say when content stops being useful. With ``clock``
+    (the header's ``call_times``), call ``k`` waits for its recorded time: the
+    replay's clock follows the recording, and runs ahead of it only where the
+    simulation took longer (a prune pass, a compaction). Without it, tool runs
+    take no simulated time and the clock is the latency model's. A part the
     runtime dropped (``dropped_at: k``) carries the tag ``drop@k``, and turn
     ``k``'s plan asks the engine to drop it before the model call.
     """
 
-    def __init__(self, data: WorkloadData, reasoning_stale_after: float = 3.0, output_stale_after: float = 8.0):
+    def __init__(self, data: WorkloadData, reasoning_stale_after: float = 3.0, output_stale_after: float = 8.0,
+                 clock: bool = True):
         self.data = data
+        self.times = data.header.get("call_times") if clock else None
         self.r_stale = max(1, round(reasoning_stale_after))
         self.o_stale = max(1, round(output_stale_after))
 
@@ -385,11 +404,16 @@ class TranscriptWorkload:
     def __iter__(self) -> Iterator[TurnPlan]:
         by_turn: dict[int, list[dict]] = {}
         drops: set[int] = set()
-        for p in self.data.parts:
-            if p["turn"] > 0:
+        moved = replaced_after_compaction(self.data)
+        ahead: dict[int, list[dict]] = {}  # call -> parts placed before it, after the runtime's removal
+        for i, p in enumerate(self.data.parts):
+            if i in moved:
+                ahead.setdefault(p["turn"] + 1, []).append(p)
+            elif p["turn"] > 0:
                 by_turn.setdefault(p["turn"], []).append(p)
             if p.get("dropped_at"):
                 drops.add(p["dropped_at"])
+        times = self.times or ()
         for turn in range(1, self.data.turns + 1):
             slots: dict[str, Arrival] = {}
             extra: list[Arrival] = []
@@ -411,7 +435,22 @@ class TranscriptWorkload:
                 tool_latency_s=0.0,
                 extra=extra,
                 drop_tags=frozenset({drop_tag(turn)}) if turn in drops else frozenset(),
+                call_at_s=times[turn - 1] if turn <= len(times) else None,
+                before_call=[self._arrival(p) for p in ahead.get(turn, ())],
             )
+
+
+def replaced_after_compaction(data: WorkloadData) -> set[int]:
+    """Indexes of the parts that replaced a recorded compaction's removal: turn ``k-1``'s parts that stay in the
+    prompt of call ``k`` when a compaction came before call ``k`` (its summary, the files it re-attached).
+
+    A replay places them after the removal, as the runtime did, not beside the content they replaced.
+    """
+    compacted = {e["turn"] for e in data.header.get("events") or () if e.get("event") == "compaction"}
+    if not compacted:
+        return set()
+    return {i for i, p in enumerate(data.parts)
+            if p["turn"] + 1 in compacted and p["turn"] > 0 and p.get("dropped_at") != p["turn"] + 1}
 
 
 def drop_tag(call: int) -> str:
