@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from prunesim import observe
 from prunesim.io import scenario_files as sc
+from prunesim.io.transcripts.workload import WorkloadData
 from prunesim.model.events import KINDS, Bus, Observer, PassRecord
 from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 from prunesim.observe.recorder import LEDGER_COLUMNS, Recorder
 from prunesim.runner import run_one
+from prunesim.studies.transcript_replay import replay
 
 
 class Counts(Observer):
@@ -61,6 +63,15 @@ def test_anything_that_is_not_an_observer_is_refused():
         Bus([object()])
 
 
+def recording() -> WorkloadData:
+    parts = [{"type": "part", "turn": 0, "kind": "system", "tokens": 5000}]
+    parts += [{"type": "part", "turn": t, "kind": "tool_output", "tokens": 3000, "key": f"k{t}"} for t in (1, 2, 3)]
+    header = {"type": "header", "prunesim_workload": 2, "name": "r", "format": "claude-code", "tokenizer": "pieces",
+              "model": "claude-opus-4-5", "turns": 3, "parts": 4, "warm_cache": 5000,
+              "call_times": [0.0, 10.0, 20.0], "events": [{"event": "cache_break", "turn": 3, "at_tokens": 5000}]}
+    return WorkloadData(header, parts)
+
+
 def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     """Each event kind reaches an observer in some shipped scenario and policy."""
     heard: dict[str, int] = {}
@@ -72,6 +83,10 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
         result = run_one(sc.load(name, overrides), policy, 0, trace="none")
         for kind, n in result.summary.get("heard", {}).items():
             heard[kind] = heard.get(kind, 0) + n
+    # A replayed recording publishes its runtime's cache events: a warm start and a recorded cache break.
+    result, _ = replay(recording(), sc.load("transcript"), "noop")
+    for kind, n in result.summary.get("heard", {}).items():
+        heard[kind] = heard.get(kind, 0) + n
     # A self-edit refusal needs a misbehaving planner (tests/test_tombstoned.py); everything else happens.
     assert set(KINDS) - set(heard) == {"self_edit_refused"}
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from prunesim.cli import main
-from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.io.scenario_files import load
 from prunesim.io.transcripts import formats, images
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import count_pieces
+from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.studies import transcript_replay as replay
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

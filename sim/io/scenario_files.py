@@ -32,11 +32,11 @@ from prunesim import policies
 from prunesim.errors import UserError
 from prunesim.io import inputs, prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
+    PINNABLE,
     Decision,
     InitialSpan,
     Latency,
     NeedParams,
-    PINNABLE,
     Pricing,
     ReplayParams,
     Scenario,

@@ -307,12 +307,15 @@ class ReplayParams:
     ``pinned`` (``window``, ``budget``, ``trigger``, ``pricing``) keeps the
     scenario's own value: the loader lists there what ``--set``, ``--grid`` or
     a file extending another sets. With ``clock = "recorded"`` model calls
-    come at their recorded times where the format records them.
+    come at their recorded times where the format records them; with
+    ``cache_breaks`` the runtime's recorded cache breaks (a call that read
+    less from an explicit cache than it held) are replayed.
     """
 
     recorded: bool = True
     trigger_of_budget: float = 0.75
     clock: Literal["recorded", "latency"] = "recorded"
+    cache_breaks: bool = True
     pinned: list[str] = field(default_factory=list)
 
     def check(self, key: str, where: str) -> None:

@@ -52,6 +52,10 @@ class TurnPlan:
     # Placed after that removal, before the model call: what the replayed runtime put in the prompt in place
     # of what it removed (a recorded compaction's summary and re-attached files).
     before_call: list[Arrival] = field(default_factory=list)
+    # The replayed runtime changed its prompt from this token on before the model call (a recorded cache break).
+    rewrite_at: int | None = None
+    # The provider's cache already held this many tokens of the prompt before the call (a recorded warm start).
+    warm_cache: int | None = None
 
 
 def lognormal_sizes(rng: np.random.Generator, dist: SizeDist, n: int) -> np.ndarray:

@@ -49,6 +49,7 @@ import numpy as np
 from prunesim.errors import ResourceError, UserError
 from prunesim.io import prices
 from prunesim.io.transcripts import usage
+from prunesim.io.transcripts import workload as wl
 from prunesim.model.scenario import Pricing
 from prunesim.model.spans import Span
 from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
@@ -79,6 +80,15 @@ class Run:
     model: str
     calls: list[Call] = field(default_factory=list)
     model_recorded: bool = True
+
+    def recorded_events(self) -> tuple[int, dict[int, int]]:
+        """What the recording says of the cache beyond the prompts: the tokens warm at the first call (an
+        earlier session wrote them) and the calls where the runtime broke the cache (workload.break_points)."""
+        usage = [{"prompt_tokens": c.prompt, "cache_read_tokens": c.cached,
+                  **({"cache_write_tokens": c.written} if self.format == "claude-code" else {})} for c in self.calls]
+        compacted = {k for k, c in enumerate(self.calls, 1) if c.reset}
+        warm = self.calls[0].cached if self.calls else 0
+        return warm, wl.break_points(usage, [c.time_s for c in self.calls], compacted)
 
     @property
     def cost_recorded(self) -> bool:
@@ -280,8 +290,13 @@ def collect(folder: Path) -> tuple[list[Run], list[str]]:
 
 
 # -- predicting ----------------------------------------------------------------------
-def predict(run: Run, pricing: Pricing) -> np.ndarray:
-    """The cost observer's rows for the run's calls: columns of cost.CALL_COLUMNS."""
+def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
+    """The cost observer's rows for the run's calls: columns of cost.CALL_COLUMNS.
+
+    With ``recorded`` the cache starts as warm as the first call found it and
+    breaks where the recording shows the runtime broke it (Run.recorded_events),
+    as a replay does.
+    """
     observer = CostMetrics(SimpleNamespace(scenario=SimpleNamespace(pricing=pricing), trace="all"))
     spans: list[Span] = []
     held = 0
@@ -299,6 +314,7 @@ def predict(run: Run, pricing: Pricing) -> np.ndarray:
             if last.tokens == 0:
                 spans.pop()
 
+    warm, breaks = run.recorded_events() if recorded else (0, {})
     for turn, call in enumerate(run.calls, 1):
         if call.reset:
             drop_from_end(held)
@@ -310,6 +326,10 @@ def predict(run: Run, pricing: Pricing) -> np.ndarray:
             held = call.prompt
         elif call.prompt < held:
             drop_from_end(held - call.prompt)
+        if turn == 1 and warm:
+            observer.on_cache_warmed(call.time_s, turn, warm)
+        if turn in breaks:
+            observer.on_runtime_rewrite(call.time_s, turn, breaks[turn])
         observer.on_model_call(call.time_s, turn, call.prompt, call.output, False)
     return np.array([row for row in observer.calls], dtype=float)
 

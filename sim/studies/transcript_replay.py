@@ -171,9 +171,9 @@ def recorded_changes(base: Scenario, data: wl.WorkloadData) -> dict:
     table = prices.load()
     if "pricing" not in pinned and model:
         if model not in table:
+            known = ", ".join(sorted(table))
             raise UserError(where, "model", f"{data.header.get('model')!r} is not in prices.toml: bill the run as a "
-                            "known model with "
-                            f"--set pricing.model=NAME, or give every [pricing] key (known: {', '.join(sorted(table))})")
+                            f"known model with --set pricing.model=NAME, or give every [pricing] key (known: {known})")
         if base.pricing.model != model:
             changes["pricing.model"] = model
     window = _recorded_window(data, where)
@@ -257,7 +257,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     scenario = replay_scenario(base, data)
     workload = wl.TranscriptWorkload(
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after,
-        clock=scenario.replay.clock == "recorded",
+        clock=scenario.replay.clock == "recorded", cache_breaks=scenario.replay.cache_breaks,
     )
     result = run_one(scenario, policy, seed, trace="all", workload=workload)
     result.transcript = data.name

@@ -22,7 +22,7 @@ first call, one per call (``null`` where a call recorded none).
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 
 TIMED_FORMATS = ("claude-code", "codex", "mini-swe-agent")
 
@@ -40,8 +40,7 @@ def seconds(value) -> float | None:
     except ValueError:
         return None
     if stamp.tzinfo is None:  # a runtime writes UTC; a stamp without a zone is read as UTC, not as local time
-        from datetime import timezone
-        stamp = stamp.replace(tzinfo=timezone.utc)
+        stamp = stamp.replace(tzinfo=UTC)
     return stamp.timestamp()
 
 
