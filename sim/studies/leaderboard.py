@@ -226,8 +226,9 @@ def reduce(rows: list[dict], entries: list[Entry]) -> list[dict]:
     for entry in entries:
         mine = [r for r in rows if (r["policy"], r["setting"]) == entry.key]
         acting = [r["acting_threshold"] for r in mine if r["acting_threshold"] is not None]
+        threshold = float(np.median(acting)) if acting else None
         where = {"policy": entry.policy, "setting": entry.setting,
-                 "acting_threshold": float(np.median(acting)) if acting else None}
+                 "acting_threshold": int(threshold) if threshold is not None and threshold.is_integer() else threshold}
         for figure in FIGURE_NAMES:
             values = [r[figure] for r in mine if r[figure] is not None]
             stats = describe(values, (entry.policy, entry.setting, figure))

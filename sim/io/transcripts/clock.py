@@ -52,7 +52,7 @@ def relative(times: dict[int, float], turns: int) -> list[float | None] | None:
     """
     if not times:
         return None
-    start = min(times.values())
+    start = times[min(times)]
     out: list[float | None] = []
     latest = 0.0
     for k in range(1, turns + 1):
@@ -60,6 +60,6 @@ def relative(times: dict[int, float], turns: int) -> list[float | None] | None:
         if t is None:
             out.append(None)
             continue
-        latest = max(latest, round(t - start, 3))
+        latest = max(latest, round(t - start, 3))  # a call stamped before the first one is read as at it
         out.append(latest)
     return out
