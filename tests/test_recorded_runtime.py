@@ -50,8 +50,8 @@ def test_the_cache_starts_as_warm_as_the_recording_and_breaks_where_it_broke():
     assert cold[0][1:] == (0, 6000) and warm[0][1:] == (6000, 0)  # the system prompt was cached before the run
     broken = billed(recording([0.0, 10.0, 20.0], events=[{"event": "cache_break", "turn": 3, "at_tokens": 6000}]))
     assert broken[2][1:] == (6000, 6000)  # call 3 reads only the system prompt and writes the rest again
-    off = billed(recording([0.0, 10.0, 20.0], warm=6000, events=[{"event": "cache_break", "turn": 3,
-                                                                  "at_tokens": 6000}]), **{"replay.cache_breaks": False})
+    both = recording([0.0, 10.0, 20.0], warm=6000, events=[{"event": "cache_break", "turn": 3, "at_tokens": 6000}])
+    off = billed(both, **{"replay.cache_breaks": False})
     assert off == cold
 
 
