@@ -129,11 +129,24 @@ def entries_of(base: Scenario, policies: list[str], axes: dict | None = None) ->
     seen = {e.key for e in out}
     for spec in plan.runs:
         point = plan.points[spec.point]
-        setting = ",".join(f"{split_axis(k)[1]}={format_cell(v)}" for k, v in point.items())
+        # An axis the policy does not read (the scenario's trigger for clearing, say) is no setting of it.
+        setting = ",".join(f"{split_axis(k)[1]}={format_cell(v)}" for k, v in point.items()
+                           if reads(spec.policy, split_axis(k)[1]))
         if setting and (spec.policy, setting) not in seen:
             seen.add((spec.policy, setting))
             out.append(Entry(spec.policy, setting, plan.scenarios[spec.point]))
     return out
+
+
+def reads(policy: str, param: str) -> bool:
+    """Whether a parameter can change a policy's runs: a parameter some policy declares reading
+    (``Policy.reads``) changes only the policies that read it; any other (window, pricing, ...) changes all."""
+    from prunesim.policies import REGISTRY, get_policy
+    from prunesim.studies.grid import covers
+
+    cls = get_policy(policy)
+    specific = [p for c in (*REGISTRY.values(), cls) for p in c.parameters()]
+    return not any(covers(p, param) for p in specific) or any(covers(p, param) for p in cls.parameters())
 
 
 def recorded_bill(data, scenario: Scenario) -> float | None:
