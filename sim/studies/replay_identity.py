@@ -132,12 +132,22 @@ class Study:
         with open(e.store, "rb") as fh:
             return pickle.load(fh)
 
-    def report(self) -> dict:
+    def report(self, donors: Study | None = None) -> dict:
+        """Every run judged: with ``donors`` (``--fit-on``), with what is fitted on all of theirs; else by folds."""
         rows: list[dict] = []
         groups: dict[str, list[_Entry]] = {}
         cal_groups = {p.name for p in cal.load_profiles()}
         for e in self.entries:
             groups.setdefault(e.group, []).append(e)
+        if donors is not None:
+            for group, members in sorted(groups.items()):
+                train = [e for e in donors.entries if e.group == group]
+                fitted = donors._calibration(train, group) if self.calibration == "auto" and group in cal_groups \
+                    else None
+                fits, reuse = donors._cache_fits(train), donors._replay_reuse(train, fitted)
+                for e in sorted(members, key=lambda e: e.name):
+                    rows.append(self._judge(e, fitted, fits.get(e.model), "fitted on --fit-on", reuse.get(e.model)))
+            return summarize(rows, self.skipped, self.folds)
         for group, members in sorted(groups.items()):
             members = sorted(members, key=lambda e: e.name)
             k = min(self.folds, len(members))
@@ -149,17 +159,19 @@ class Study:
                 test = [e for i, e in enumerate(members) if i % k == fold]
                 fitted = None
                 if self.calibration == "auto" and group in cal_groups:  # a given calibration is not refitted
-                    try:
-                        fitted = cal.fit(lambda train=train: (self._load(e)[1] for e in train), self.tokenizer,
-                                         name=group)
-                    except UserError:
-                        fitted = None
+                    fitted = self._calibration(train, group)
                 fits = self._cache_fits(train)
                 reuse = self._replay_reuse(train, fitted)
                 for e in test:
                     rows.append(self._judge(e, fitted, fits.get(e.model), f"fold {fold + 1} of {k}",
                                             reuse.get(e.model)))
         return summarize(rows, self.skipped, self.folds)
+
+    def _calibration(self, train: list[_Entry], group: str) -> cal.Calibration | None:
+        try:
+            return cal.fit(lambda: (self._load(e)[1] for e in train), self.tokenizer, name=group)
+        except UserError:  # too few recorded counts to fit on: the shipped calibration
+            return None
 
     def _cache_fits(self, train: list[_Entry]) -> dict[str, cf.Fit]:
         """Per model, the cache model's fit (reuse, baseline) on the training runs' recorded prompts."""

@@ -74,9 +74,12 @@ def main(args) -> int:
                         tick=bar.update)
         profiles = study.fit_all() if args.fit_out is not None and study.entries else None
         cache = cache_fidelity.report(args.dir, args.fit_on)
-        with replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains, args.folds) as ident:
+        with replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains, args.folds) as ident, \
+                replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains) as donors:
             ident.read(files, on_error=lambda path, err: None if str(path) in reported else on_error(path, err))
-            identity = ident.report()
+            if args.fit_on is not None:
+                donors.read(expand([args.fit_on]))
+            identity = ident.report(donors if args.fit_on is not None else None)
         if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
             write_profiles(args.fit_out, profiles)
         for failure in cache.pop("failed"):  # a file both readers failed on is reported once
