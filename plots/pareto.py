@@ -40,8 +40,10 @@ class Leaderboard:
 
     def point(self, policy: str, figure: str) -> tuple[float, float, float] | None:
         for r in self.rows:
-            if r["policy"] == policy and r["figure"] == figure:
-                return float(r["median"]), float(r["ci_low"]), float(r["ci_high"])
+            if r["policy"] == policy and r["figure"] == figure and not r.get("setting"):
+                # A count's interval is its mean's (leaderboard.csv's interval column): the point is the mean.
+                centre = r["mean"] if r.get("interval") in ("mean", "wilson") else r["median"]
+                return float(centre), float(r["ci_low"]), float(r["ci_high"])
         return None
 
 

@@ -294,7 +294,7 @@ def format_report(rep: dict) -> str:
     for fmt, f in [*rep["by_format"].items(), ("all", rep)]:
         verdict = {True: "goals met", False: "goals missed", None: "no verdict"}[f["goals_met"]]
         lines.append(
-            f"{fmt}: {f['runs']} run(s), {f['cross_validated']} cross-validated; per run |error| median / p90: "
+            f"{fmt}: {f['runs']} run(s), {f['cross_validated']} judged out of sample; per run |error| median / p90: "
             f"prompt {pct(f['prompt']['median'])} / {pct(f['prompt']['p90'])}, cached {pct(f['cached']['median'])}"
             f" / {pct(f['cached']['p90'])}, dollars {pct(f['cost']['median'])} / {pct(f['cost']['p90'])} "
             f"(cache model fed the recorded prompts {pct(f['cache_model_cost']['median'])} / "

@@ -163,7 +163,8 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
         show = _usd if r["figure"] in dollars else lambda x, ratio=ratio: _num(x, ratio)
         cell[(r["policy"], r["setting"], r["figure"])] = f"{show(centre)} [{show(r['ci_low'])}, {show(r['ci_high'])}]"
     shown = ("cost_ratio", "cost_usd", "cost_vs_recorded", "input_ratio", "decision_tokens", "peak_utilization",
-             *(f for c in lb.COUNT_FIGURES for f in (c, c + lb.SHARE_SUFFIX)), "acted")
+             "re_retrievals", "re_retrievals_share", "lost_constraints", "lost_constraints_share",
+             "unrecorded_evictions", "forced_truncations", "acted")  # the files hold every figure
     figures = [f for f in shown if any(k[2] == f for k in cell)]
     names = [e.policy + (f" @ {e.setting}" if e.setting else "") for e in entries]
     acting = {(r["policy"], r["setting"]): r["acting_threshold"] for r in table}
