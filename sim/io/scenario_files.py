@@ -172,7 +172,7 @@ def absolute_sizes_win(data: dict, layer_keys) -> dict:
         return data
     pinned = [*have, *(k for k in named if k not in have)]
     out = merge(data, {"replay": {"pinned": pinned}})
-    if replay.get("recorded", True) is True:
+    if replay.get("recorded") is True:
         sizes = {k: out.get(k) for k in ("window", "budget", "trigger")}
         if all(type(v) is int for v in sizes.values()):
             if "budget" not in pinned:

@@ -312,7 +312,7 @@ class ReplayParams:
     less from an explicit cache than it held) are replayed.
     """
 
-    recorded: bool = True
+    recorded: bool = False  # the shipped transcript scenarios set it; a synthetic scenario is replayed as given
     trigger_of_budget: float = 0.75
     clock: Literal["recorded", "latency"] = "recorded"
     cache_breaks: bool = True
