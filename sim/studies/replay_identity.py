@@ -26,7 +26,6 @@ the median and of the 90th percentile of the per-run errors).
 from __future__ import annotations
 
 import pickle
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +41,7 @@ from prunesim.io.transcripts import workload as wl
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.studies import cache_fidelity as cf
+from prunesim.studies.fidelity import TemporaryStore
 from prunesim.studies.transcript_replay import recorded_model, replay, replay_scenario
 
 # The goals of the replay, as the issue that asked for this study sets them (fractions of the recorded bill).
@@ -74,8 +74,10 @@ class _Entry:
 
 
 @dataclass
-class Study:
+class Study(TemporaryStore):
     """Replay identity of a folder; use inside ``with`` (parts wait in a temporary folder, one file each)."""
+
+    prefix = "prunesim-identity-"
 
     base: Scenario
     tokenizer: str
@@ -84,13 +86,6 @@ class Study:
     folds: int = 5
     entries: list[_Entry] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-
-    def __enter__(self) -> Study:
-        self._tmp = tempfile.TemporaryDirectory(prefix="prunesim-identity-")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._tmp.cleanup()
 
     def read(self, files: list[Path], on_error: Callable[[Path, Exception], None] = lambda p, e: None) -> None:
         for path in files:
