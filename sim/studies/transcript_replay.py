@@ -217,7 +217,13 @@ def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
     hit = _RESOLVED.get(key)
     if hit is not None and hit[0] is base:
         return hit[1]
-    scenario = replace(base, changes, pin=False)
+    try:
+        scenario = replace(base, changes, pin=False)
+    except UserError as err:  # a value set with --set the recorded runtime cannot take (a trigger above its window)
+        recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
+                             if k != "turns")
+        raise UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
+                        "set --set window=... too, or a smaller value") from None
     if len(_RESOLVED) > 256:
         _RESOLVED.clear()
     _RESOLVED[key] = (base, scenario)
