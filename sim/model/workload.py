@@ -51,7 +51,7 @@ class TurnPlan:
     call_at_s: float | None = None
     # Placed after that removal, before the model call: what the replayed runtime put in the prompt in place
     # of what it removed (a recorded compaction's summary and re-attached files).
-    before_call: list[Arrival] = field(default_factory=list)
+    before_call: tuple[Arrival, ...] | list[Arrival] = ()  # (a tuple by default: no list built per turn)
     # The replayed runtime changed its prompt from this token on before the model call (a recorded cache break).
     rewrite_at: int | None = None
     # The provider's cache already held this many tokens of the prompt before the call (a recorded warm start).
