@@ -272,7 +272,7 @@ def _draw_frontiers(ax, board: Leaderboard, x: str, y: str, xs: str, ys: str, lo
         c, marker = look[policy]
         ax.plot([p[2] for p in pts], [p[3] for p in pts], color=c, lw=1.1, ls="-", marker=marker, ms=4, mfc="white",
                 mec=c, alpha=0.9, zorder=3, gid=f"frontier:{policy}")
-        for threshold, setting, px, py in pts:
+        for threshold, _setting, px, py in pts:
             if threshold is not None:
                 ax.annotate(f"{threshold / 1000:g}k", (px, py), xytext=(3, -8), textcoords="offset points",
                             fontsize=6, color=style.GREY, gid=f"threshold:{policy}")

@@ -68,6 +68,7 @@ class RunResult:
     edit_log: tuple = ()
     tombstones: dict = field(default_factory=dict)
     transcript: str = ""
+    warnings: list = field(default_factory=list)  # a replay's notes about its transcript (transcript_replay)
     # One row per model call (cost.CALL_COLUMNS), kept when the trace is; and each pass's cost columns.
     calls: list = field(default_factory=list)
     pass_costs: dict = field(default_factory=dict)

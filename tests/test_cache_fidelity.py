@@ -205,7 +205,7 @@ def test_dev_folder_leave_one_out():
 @pytest.mark.skipif(not (TRACES / "claude-code-dev").is_dir(), reason="traces/claude-code-dev not present")
 def test_claude_code_calls_split_into_what_they_were_billed():
     runs, failed = cf.collect(TRACES / "claude-code-dev")
-    assert not failed and len(runs) == 19 and sum(len(r.calls) for r in runs) == 1218
+    assert not failed and len(runs) == 23 and sum(len(r.calls) for r in runs) == 1816
     pricing = cf._pricing_for("claude-opus-4-5", prices.load())
     for run in runs[:5]:
         rows = cf.predict(run, pricing)

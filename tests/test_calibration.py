@@ -236,7 +236,7 @@ def test_an_unreadable_image_is_skipped_with_a_warning(tmp_path):
            "message": {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "data": "AAAA"}},
                                                    {"type": "text", "text": "what is this"}]}}
     call = {"type": "assistant", "uuid": "a", "parentUuid": "u", "sessionId": "s", "isSidechain": False,
-            "message": {"id": "m", "role": "assistant", "model": "claude-x",
+            "timestamp": "2026-01-01T00:00:00Z", "message": {"id": "m", "role": "assistant", "model": "claude-x",
                         "content": [{"type": "text", "text": "ok"}], "usage": {"input_tokens": 50, "output_tokens": 2}}}
     path = tmp_path / "img.jsonl"
     path.write_text(json.dumps(rec) + "\n" + json.dumps(call) + "\n")

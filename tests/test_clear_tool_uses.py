@@ -145,7 +145,7 @@ def test_clear_tool_inputs_also_clears_the_call_that_made_the_result():
 
 @pytest.mark.parametrize("setting, words", [
     ("clear_tool_uses.keep=-1", "clear_tool_uses.keep: must not be negative"),
-    ("clear_tool_uses.trigger=200000", "clear_tool_uses.trigger: 200000 is above the window 128000"),
+    ("clear_tool_uses.trigger=300000", "clear_tool_uses.trigger: 300000 is above the window 200000"),
     ("clear_tool_uses.semantics=openai", "clear_tool_uses.semantics: must be one of"),
 ])
 def test_bad_parameters_are_one_line_and_exit_2(setting, words, tmp_path, capsys):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from prunesim.cli import main
+from prunesim.errors import UserError
 from prunesim.io import scenario_files as sc
 from prunesim.io.transcripts.workload import WorkloadData
 from prunesim.studies.transcript_replay import peak_tokens, replay, replay_scenario
@@ -89,43 +90,87 @@ def test_the_defaults_table_shows_where_shipped_scenarios_differ(capsys):
     assert by_key["decision.protect_recent_turns"]["oscillation-40"] == str(shipped.protect_recent_turns)
     assert shipped.concurrent is False and by_key["decision.concurrent"]["oscillation-40"] == ""  # the default
     # every parameter a file may set is in the table, policy tables included
-    assert {"gate.lead", "recency.low_water_gap", "replay.budget_of_peak", "need.focus"} <= set(by_key)
+    assert {"gate.lead", "recency.low_water_gap", "replay.trigger_of_budget", "need.focus"} <= set(by_key)
 
 
-# -- budgets sized to each transcript --------------------------------------------
-def workload(sizes: list[int]) -> WorkloadData:
+# -- the recorded runtime of a replay ----------------------------------------------
+def workload(sizes: list[int], model: str = "", window: int | None = None) -> WorkloadData:
     parts = [{"type": "part", "turn": t, "kind": "tool_output", "tokens": n, "key": f"k{t}"}
              for t, n in enumerate(sizes, 1)]
     header = {"type": "header", "prunesim_workload": 1, "name": "w", "source": "t", "format": "t",
-              "tokenizer": "pieces", "model": "", "turns": len(sizes), "parts": len(parts), "repeats": 0,
-              "prompt_tokens": None}
+              "tokenizer": "pieces", "model": model, "turns": len(sizes), "parts": len(parts), "repeats": 0,
+              "prompt_tokens": None, "context_window": window}
     return WorkloadData(header, parts)
 
 
-def test_the_transcript_scenario_sizes_the_budget_to_each_transcript():
+@pytest.mark.parametrize(("model", "pricing", "window"), [
+    ("google/gemini-3-pro-preview", "gemini-3-pro-preview", 1048576),
+    ("claude-opus-4-5-20251101", "claude-opus-4-5", 200000),
+])
+def test_the_recorded_model_sets_prices_and_window_and_the_trigger_follows_the_window(model, pricing, window):
     base = sc.load("transcript")
-    for sizes in ([1000] * 10, [5000] * 10):
-        data = workload(sizes)
-        scenario = replay_scenario(base, data)
-        assert peak_tokens(data) == sum(sizes)
-        assert scenario.budget == round(0.5 * sum(sizes)) and scenario.trigger == round(0.75 * scenario.budget)
-        result, _ = replay(data, base, "recency")
-        assert result.summary["non_model_evictions"] > 0 and result.scenario.budget == scenario.budget
+    data = workload([5000] * 10, model)
+    scenario = replay_scenario(base, data)
+    assert scenario.pricing.model == pricing and scenario.window == window == scenario.budget
+    assert scenario.trigger == round(0.75 * window)
+    # the trigger never depends on what the transcript will hold: twice the content, the same trigger
+    assert replay_scenario(base, workload([10000] * 10, model)).trigger == scenario.trigger
+    assert scenario.pricing.cache == ("implicit" if "gemini" in model else "explicit")
 
 
-@pytest.mark.parametrize("overrides", [{"budget": 16000, "trigger": 12000}, {"trigger": 2000}])
-def test_an_absolute_budget_or_trigger_switches_relative_sizing_off(overrides):
+def test_a_recorded_window_wins_over_the_documented_one_and_an_impossible_one_is_refused():
+    base = sc.load("transcript")
+    assert replay_scenario(base, workload([5000] * 4, "gpt-5", 272000)).window == 272000
+    data = workload([5000] * 4, "gpt-5", 100000)
+    data.header["prompt_tokens"] = [5000, 120000, None, 20000]
+    with pytest.raises(UserError, match="recorded window of 100,000 tokens is smaller than a prompt the run sent"):
+        replay_scenario(base, data)
+
+
+def test_an_unknown_model_is_one_error_naming_it_and_the_flag():
+    with pytest.raises(UserError) as err:
+        replay_scenario(sc.load("transcript"), workload([10] * 3, "acme/llama-9"))
+    assert "'acme/llama-9' is not in prices.toml" in str(err.value) and "--set pricing.model=NAME" in str(err.value)
+
+
+@pytest.mark.parametrize("overrides", [{"window": 64000, "trigger": 12000}, {"trigger": 2000},
+                                       {"pricing.model": "gpt-5"}])
+def test_what_the_user_sets_wins_over_the_recording(overrides):
     loaded = sc.load("transcript", overrides)
-    assert loaded.replay.budget_of_peak == 0
-    scenario = replay_scenario(loaded, workload([5000] * 10))
-    assert (scenario.budget, scenario.trigger) == (overrides.get("budget", 32000), overrides["trigger"])
-    both = sc.load("transcript", {**overrides, "replay.budget_of_peak": 0.4})
-    assert both.replay.budget_of_peak == 0.4  # named together: relative sizing stays
+    assert set(loaded.replay.pinned) == {k.split(".")[0] for k in overrides}
+    scenario = replay_scenario(loaded, workload([5000] * 10, "claude-opus-4-5"))
+    assert scenario.window == overrides.get("window", 200000)
+    assert scenario.trigger == overrides.get("trigger", round(0.75 * scenario.budget))
+    assert scenario.pricing.model == overrides.get("pricing.model", "claude-opus-4-5")
+
+
+def test_a_noop_replay_that_would_cut_content_warns_naming_transcript_and_window():
+    data = workload([30000] * 4, "claude-opus-4-5")
+    result, _ = replay(data, sc.load("transcript", {"window": 64000}), "noop")
+    assert result.summary["forced_truncations"] > 0
+    assert any("t (w): the replay's largest prompt is 90,000 tokens but the window is 64,000" in w
+               for w in result.warnings)
+    quiet, _ = replay(workload([3000] * 4, "claude-opus-4-5"), sc.load("transcript"), "noop")
+    assert not any("window" in w for w in quiet.warnings)
 
 
 def test_a_file_extending_transcript_with_its_own_budget_means_it(tmp_path):
     path = write(tmp_path / "t.toml", 'extends = "transcript"\nbudget = 9000\ntrigger = 6000\n')
-    assert sc.load(str(path)).replay.budget_of_peak == 0
+    loaded = sc.load(str(path))
+    assert loaded.replay.pinned == ["budget", "trigger"]
+    scenario = replay_scenario(loaded, workload([100] * 3, "claude-opus-4-5"))
+    assert (scenario.window, scenario.budget, scenario.trigger) == (200000, 9000, 6000)
+
+
+def test_peak_tokens_places_a_compactions_replacement_after_what_it_replaced():
+    data = workload([50000, 50000, 20000], "claude-opus-4-5")
+    data.parts[0]["dropped_at"] = 3
+    data.parts[1]["dropped_at"] = 3
+    data.parts.append({"type": "part", "turn": 2, "kind": "user", "tokens": 5000})  # the summary
+    data.header["events"] = [{"event": "compaction", "turn": 3}]
+    assert peak_tokens(data) == 100000  # not 105,000: the summary arrives once the old content left
+    result, _ = replay(data, sc.load("transcript", {"window": 100000}), "noop")
+    assert result.summary["forced_truncations"] == 0 and result.summary["peak_utilization"] == 100000
 
 
 def test_replay_dir_says_when_a_policy_never_acted(tmp_path, capsys):
@@ -138,14 +183,14 @@ def test_replay_dir_says_when_a_policy_never_acted(tmp_path, capsys):
     assert f"recency: never acted on {n} of {n} transcript(s): {n} never reached its trigger" in err
     assert "noop: never acted" not in err  # never acting is what noop is for
     assert {r["budget"] for r in rows} == {"100000"}
-    main(args)  # the shipped sizing: half of each transcript's peak
+    main([*args, "--set", "trigger=60"])  # the recorded windows (one per model), a trigger of the user's
     err = capsys.readouterr().err
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert "never reached its trigger" not in err  # every transcript reaches a trigger sized to it
     recency = [r for r in rows if r["policy"] == "recency"]
     acted = sum(int(r["non_model_evictions"]) > 0 for r in recency)
-    assert acted > 0 and (acted == len(recency) or "reached it with nothing it would remove" in err)
-    assert len({r["budget"] for r in recency}) > 1
+    assert acted > 0 and (acted == len(recency) or "reached it with nothing it would remove" in err
+                          or "never reached its trigger" in err)
+    assert {"200000", "1048576", "272000"} <= {r["budget"] for r in recency}
 
 
 def test_a_policy_that_acts_through_placeholders_is_not_called_idle(tmp_path, capsys):

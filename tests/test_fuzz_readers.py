@@ -275,7 +275,8 @@ def test_fidelity_with_a_corrupt_workload(originals, data):
 @given(data=st.data())
 def test_replay_dir_with_a_corrupt_workload(originals, data):
     check(data, originals, "wl/mini.workload.jsonl", "jsonl",
-          ["replay-dir", "{tree}/wl", "--policies", "noop,naive", "--out", "{out}"], "rows.csv", replay_rows)
+          ["replay-dir", "{tree}/wl", "--policies", "noop,naive", "--set", "trigger=100", "--out", "{out}"],
+          "rows.csv", replay_rows)
 
 
 @pytest.mark.parametrize("target", ["tr/mini.traj.json", "tr/openai.json", "tr/tiny.traj", "tr/openhands.jsonl"])

@@ -44,7 +44,7 @@ def test_openhands_gives_one_workload_per_line_with_prompt_tokens():
     runs = list(replay.iter_workloads(FIXTURES / "openhands.jsonl"))
     assert [r.name for r in runs] == ["tiny__oh-1", "tiny__oh-2"]
     assert runs[1].header["prompt_tokens"] == [100, 150, 200, 250]
-    assert runs[1].header["model"] == "test/model-b"
+    assert runs[1].header["model"] == "openai/gpt-5-codex"
     # ls / cat / ls / cat: the 3rd and 4th calls repeat the first two
     assert runs[1].header["repeats"] == 2
 
@@ -57,7 +57,7 @@ def test_mini_parts_are_split_into_reasoning_call_output_and_user():
     # the format-error notice stays a user message of turn 3, not an observation
     assert (3, "user") in [(p.turn, p.kind) for p in t.parts]
     assert t.prompt_tokens == {1: 60, 2: 110, 3: 130, 4: 190, 5: 200, 6: 215}
-    assert t.model == "test/model-a"
+    assert t.model == "google/gemini-3-pro-preview"
 
 
 def test_openai_parallel_calls_are_matched_to_their_outputs():

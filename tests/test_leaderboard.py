@@ -45,10 +45,17 @@ def test_the_table_reduces_runs_csv_per_policy_and_figure(folder, tmp_path):
     units = {r["unit"] for r in runs}
     assert len(units) >= 4 and len(runs) == 3 * len(units)
     for r in table:
-        values = [float(x[r["figure"]]) for x in runs if x["policy"] == r["policy"]]
+        figure = r["figure"].removesuffix("_share")
+        values = [float(x[figure]) for x in runs if x["policy"] == r["policy"] and x[figure] != ""]
         assert int(r["n"]) == len(values)
+        if r["interval"] == "wilson":  # a count's share of units with one or more
+            assert float(r["mean"]) == pytest.approx(np.mean([v > 0 for v in values]))
+            assert float(r["ci_low"]) <= float(r["mean"]) <= float(r["ci_high"])
+            continue
         assert float(r["median"]) == pytest.approx(float(np.median(values)))
-        assert float(r["ci_low"]) <= float(r["median"]) <= float(r["ci_high"])
+        centre = "mean" if r["interval"] == "mean" else "median"  # counts: the interval of the mean
+        assert float(r["mean"]) == pytest.approx(float(np.mean(values)), rel=1e-3)
+        assert float(r["ci_low"]) <= float(r[centre]) <= float(r["ci_high"])
     noop = {r["figure"]: r for r in table if r["policy"] == "noop"}
     assert float(noop["input_ratio"]["median"]) == 1.0 == float(noop["input_ratio"]["ci_high"])
     masking = {r["figure"]: r for r in table if r["policy"] == "observation-masking"}

@@ -163,8 +163,8 @@ def test_the_openhands_preset_compacts_past_50_turns_and_keeps_24():
 
 @pytest.mark.parametrize("setting, words", [
     ("llm_summary.threshold=1.5 --set llm_summary.unit=window", "llm_summary.threshold: 1.5 is above the window"),
-    ("llm_summary.threshold=200000 --set llm_summary.unit=tokens",
-     "llm_summary.threshold: 200000 is above the window 128000"),
+    ("llm_summary.threshold=300000 --set llm_summary.unit=tokens",
+     "llm_summary.threshold: 300000 is above the window 200000"),
     ("llm_summary.threshold=0.5", "set threshold and unit together"),
     ("llm_summary.keep_turns=-1", "llm_summary.keep_turns: must not be negative"),
     ("summary.keep_tool_output=2", "summary.keep_tool_output: must be between 0 and 1"),

@@ -10,6 +10,7 @@ from prunesim.model.events import KINDS, Bus, Observer, PassRecord
 from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 from prunesim.observe.recorder import LEDGER_COLUMNS, Recorder
 from prunesim.runner import run_one
+from prunesim.studies.transcript_replay import replay
 
 
 class Counts(Observer):
@@ -62,6 +63,15 @@ def test_anything_that_is_not_an_observer_is_refused():
         Bus([object()])
 
 
+def recording() -> WorkloadData:
+    parts = [{"type": "part", "turn": 0, "kind": "system", "tokens": 5000}]
+    parts += [{"type": "part", "turn": t, "kind": "tool_output", "tokens": 3000, "key": f"k{t}"} for t in (1, 2, 3)]
+    header = {"type": "header", "prunesim_workload": 2, "name": "r", "format": "claude-code", "tokenizer": "pieces",
+              "model": "claude-opus-4-5", "turns": 3, "parts": 4, "warm_cache": 5000,
+              "call_times": [0.0, 10.0, 20.0], "events": [{"event": "cache_break", "turn": 3, "at_tokens": 5000}]}
+    return WorkloadData(header, parts)
+
+
 def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     """Each event kind reaches an observer in some shipped scenario and policy."""
     heard: dict[str, int] = {}
@@ -84,6 +94,10 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     workload = TranscriptWorkload(WorkloadData({"name": "edit", "turns": 5}, parts))
     replayed = sc.load("transcript", {"turns": 5, "clear_tool_uses.trigger": 1000, "clear_tool_uses.keep": 1})
     result = run_one(replayed, "clear-tool-uses", 0, trace="none", workload=workload)
+    for kind, n in result.summary.get("heard", {}).items():
+        heard[kind] = heard.get(kind, 0) + n
+    # A replayed recording publishes its runtime's cache events: a warm start and a recorded cache break.
+    result, _ = replay(recording(), sc.load("transcript"), "noop")
     for kind, n in result.summary.get("heard", {}).items():
         heard[kind] = heard.get(kind, 0) + n
     # A self-edit refusal needs a misbehaving planner (tests/test_tombstoned.py); everything else happens.

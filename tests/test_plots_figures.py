@@ -265,8 +265,11 @@ def test_tables_show_a_file_policy_by_its_class_as_the_plots_do():
                           spec: {"passes": {"median": 0, "p10": 0, "p90": 0}}}}
     header = format_comparison(result).splitlines()[1].split()
     assert header == ["metric", "naive", "KeepTail"]
-    table = [{"policy": spec, "figure": "input_ratio", "median": 0.5, "ci_low": 0.4, "ci_high": 0.6}]
-    row = format_table(table, [spec], "2 transcripts").splitlines()[2]
+    from prunesim.studies.leaderboard import Entry
+
+    table = [{"policy": spec, "setting": "", "acting_threshold": None, "figure": "input_ratio", "median": 0.5,
+              "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "interval": "median"}]
+    row = format_table(table, [Entry(spec, "", None)], "2 transcripts").splitlines()[2]
     assert row.startswith("KeepTail ") and "/home" not in row
 
 

@@ -30,6 +30,7 @@ min_tokens = 1024
 granularity = 1
 breakpoints = 4
 lookback = 20
+window = 200000
 reuse = 1.0
 source = "https://example.org/prices"
 read = "2026-11-29"

@@ -12,6 +12,7 @@ from prunesim.io.scenario_files import load
 from prunesim.io.transcripts import formats, images
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import count_pieces
+from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.studies import transcript_replay as replay
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -29,22 +30,17 @@ def raw(path: Path, **kw) -> list[wl.WorkloadData]:
 
 
 def prompt_before_calls(data: wl.WorkloadData) -> list[int]:
-    """What the engine's no-op replay holds just before each model call (runtime drops included)."""
+    """The prompt of each of the engine's no-op replay's model calls (runtime drops and what replaced them included)."""
     base = load("transcript", {"window": 10**9, "budget": 10**9, "trigger": 10**9})
     result, _ = replay.replay(data, base, "noop")
-    t = result.recorder.trace
-    rows = list(zip(t["turn"], t["event"], t["utilization"], strict=True))
-    out = []
-    for k in range(1, data.turns + 1):
-        before = [u for turn, event, u in rows if turn < k or (turn == k and event == "runtime_drop")]
-        out.append(before[-1] if before else 0)
-    return out
+    prompt = CALL_COLUMNS.index("prompt_tokens")
+    return [int(row[prompt]) for row in result.calls]
 
 
 # -- Claude Code --------------------------------------------------------------------------
 def test_claude_session_keeps_the_path_to_the_last_leaf_and_counts_each_call_once():
     (t,) = formats.iter_transcripts(CLAUDE / "session.jsonl")
-    assert t.format == "claude-code" and t.model == "claude-demo-1"
+    assert t.format == "claude-code" and t.model == "claude-opus-4-5-20251101"
     assert t.turns == 4  # msg_A, msg_B, msg_D, msg_E: the abandoned msg_C and the synthetic error are not calls
     texts = " ".join(p.text for p in t.parts)
     assert "count words" not in texts and "Counting words" not in texts and "API Error" not in texts
@@ -160,7 +156,7 @@ def test_a_subagent_file_alone_is_skipped_with_one_line(tmp_path, capsys):
 # -- Codex CLI --------------------------------------------------------------------------------
 def test_codex_rollout_calls_usage_and_reasoning():
     (t,) = formats.iter_transcripts(CODEX / "rollout-0.34.jsonl")
-    assert (t.format, t.model, t.turns, t.context_window) == ("codex", "gpt-demo-codex", 4, 272000)
+    assert (t.format, t.model, t.turns, t.context_window) == ("codex", "gpt-5-codex", 4, 272000)
     assert t.prompt_tokens == {1: 3000, 2: 3150, 3: 3230, 4: 3250}  # the token_count without info is no call
     assert t.usage[1] == {"prompt_tokens": 3000, "cache_read_tokens": 0, "input_tokens": 3000, "output_tokens": 60,
                           "reasoning_tokens": 40}
@@ -187,7 +183,7 @@ def test_codex_workload_and_replay():
 
 def test_codex_order_with_usage_after_the_items_is_read_from_the_file():
     (t,) = formats.iter_transcripts(CODEX / "rollout-later.jsonl")
-    assert t.turns == 2 and t.model == "gpt-demo"
+    assert t.turns == 2 and t.model == "gpt-5"
     assert [(p.turn, p.kind) for p in t.parts] == [(0, "system"), (0, "user"), (1, "reasoning"), (1, "tool_call"),
                                                    (1, "tool_output"), (2, "reasoning")]
     assert t.parts[2].tokens == 8 and t.prompt_tokens == {1: 2000, 2: 2100}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from functools import lru_cache
 from importlib import resources
@@ -21,9 +22,11 @@ from prunesim.model.scenario import CACHE_BEHAVIOURS, TTLS, Pricing, duration_s
 # The keys a scenario's Pricing takes from an entry (everything but the model's name).
 PRICED_KEYS = tuple(f.name for f in dataclasses.fields(Pricing) if f.name != "model")
 PRICE_KEYS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
-INT_KEYS = ("min_tokens", "granularity", "breakpoints", "lookback")
+INT_KEYS = ("min_tokens", "granularity", "breakpoints", "lookback", "window")
 TEXT_KEYS = ("source", "read", "notes")
-ENTRY_KEYS = PRICED_KEYS + TEXT_KEYS
+# ``window``: the model's documented context window (prompt tokens), the window of a replay of a recording
+# that does not record its own. Not a [pricing] key: the replay sets the scenario's window from it.
+ENTRY_KEYS = PRICED_KEYS + ("window",) + TEXT_KEYS
 
 
 def shipped_path() -> Path:
@@ -82,7 +85,7 @@ def check_entry(name: str, entry: dict, where: str) -> dict:
         value = entry[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise UserError(where, f"model {name!r}: {key}", f"must be a non-negative integer (got {value!r})")
-    for key in ("granularity", "breakpoints"):
+    for key in ("granularity", "breakpoints", "window"):
         if entry[key] < 1:
             raise UserError(where, f"model {name!r}: {key}", f"must be at least 1 (got {entry[key]})")
     if not 0 <= entry["reuse"] <= 1:
@@ -104,6 +107,16 @@ def _number(value, name: str, key: str, where: str) -> None:
         raise UserError(where, f"model {name!r}: {key}", f"must be a number (got {value!r})")
     if value < 0:
         raise UserError(where, f"model {name!r}: {key}", f"must not be negative (got {value})")
+
+
+# The model a format's runtime runs when its files do not name one (Codex 0.34 rollouts record none).
+ASSUMED_MODELS = {"codex": "gpt-5-codex"}
+
+
+def known_name(raw: str) -> str:
+    """A provider's model string as this table names it: no router prefix (``google/``), no date suffix."""
+    name = raw.strip().rsplit("/", 1)[-1]
+    return re.sub(r"-\d{8}$", "", name)
 
 
 def entry_values(entry: dict) -> dict:

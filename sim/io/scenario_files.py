@@ -10,9 +10,10 @@ names: tables merge key by key, any other value (lists included) replaces the
 base's. The base may extend another in turn; a cycle or an unknown base is an
 error naming the file. A scenario's ``name`` and ``description`` are its own.
 
-A file or ``--set`` that sets ``budget`` or ``trigger`` on a scenario sized
-relative to each transcript (``[replay] budget_of_peak``) means those absolute
-values: relative sizing is switched off unless ``replay`` is set there too.
+A replay of a recording takes its window, budget, trigger and ``[pricing]``
+from the recorded run (``[replay] recorded``); a file extending another, a
+``--set`` or a ``--grid`` point that sets one of them means it: the key is
+listed in ``[replay] pinned`` and the recording no longer sets it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from prunesim import policies
 from prunesim.errors import UserError
 from prunesim.io import inputs, prices
 from prunesim.model.scenario import (  # noqa: F401 - the types are part of this module's interface
+    PINNABLE,
     Decision,
     InitialSpan,
     Latency,
@@ -152,17 +154,34 @@ def merge(base: dict, layer: dict) -> dict:
     return out
 
 
-ABSOLUTE_SIZES = ("budget", "trigger")
-
-
 def absolute_sizes_win(data: dict, layer_keys) -> dict:
-    """Relative sizing off when a layer sets budget or trigger and leaves ``replay`` alone (module docstring)."""
-    keys = set(layer_keys)
-    touches_replay = any(k == "replay" or k.startswith("replay.") for k in keys)
-    if keys & set(ABSOLUTE_SIZES) and not touches_replay and isinstance(data.get("replay"), dict):
-        if data["replay"].get("budget_of_peak"):
-            return merge(data, {"replay": {"budget_of_peak": 0.0}})
-    return data
+    """What a layer sets of the recorded runtime's keys is pinned (module docstring).
+
+    The scenario's own window, budget and trigger are placeholders on a replay of
+    a recording: each replay sets those not pinned. So that the scenario itself
+    is valid, a budget not set follows a window that is, and a window and budget
+    not set make room for a trigger that is.
+    """
+    replay = data.get("replay")
+    if not isinstance(replay, dict):
+        return data
+    keys = {str(k).split(".", 1)[0] for k in layer_keys}
+    named = [k for k in PINNABLE if k in keys]
+    have = replay.get("pinned", [])
+    if not named or not isinstance(have, list):
+        return data
+    pinned = [*have, *(k for k in named if k not in have)]
+    out = merge(data, {"replay": {"pinned": pinned}})
+    if replay.get("recorded") is True:
+        sizes = {k: out.get(k) for k in ("window", "budget", "trigger")}
+        if all(type(v) is int for v in sizes.values()):
+            if "budget" not in pinned:
+                out["budget"] = sizes["window"] if "window" in pinned else max(sizes["budget"], sizes["trigger"])
+            if "window" not in pinned:
+                out["window"] = max(sizes["window"], out["budget"])
+            if "trigger" not in pinned:
+                out["trigger"] = min(sizes["trigger"], out["budget"])
+    return out
 
 
 def apply_overrides(data: dict, overrides: dict[str, Any], where: str = "--set") -> dict:
@@ -323,9 +342,11 @@ def load(name_or_path: str, overrides: dict[str, Any] | None = None) -> Scenario
     return from_dict(data, where)
 
 
-def replace(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
-    """A new scenario with dotted-key overrides, validated."""
-    data = absolute_sizes_win(apply_overrides(scenario.to_dict(), overrides), overrides)
+def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True) -> Scenario:
+    """A new scenario with dotted-key overrides, validated (``pin``: the keys it sets are pinned, as by --set)."""
+    data = apply_overrides(scenario.to_dict(), overrides)
+    if pin:
+        data = absolute_sizes_win(data, overrides)
     return from_dict(data, f"{scenario.name} (with overrides)")
 
 

@@ -193,6 +193,16 @@ class Engine(Provenance):
             # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
             if plan.drop_tags:
                 self.runtime_drop(plan.drop_tags)
+            for arrival in plan.before_call:
+                place(arrival)
+            if plan.rewrite_at is not None:
+                for h in bus.runtime_rewrite:
+                    h(env.now, turn, plan.rewrite_at)
+            if plan.warm_cache is not None:
+                for h in bus.cache_warmed:
+                    h(env.now, turn, plan.warm_cache)
+            if plan.call_at_s is not None and plan.call_at_s > env.now:  # a recorded pause
+                yield timeout(plan.call_at_s - env.now)
             if reaction is not None:
                 due = reaction.due(plan, turn, self.holds_span)
                 if due:
@@ -249,6 +259,16 @@ class Engine(Provenance):
         """One turn's arrivals (what :meth:`agent` does inline, for callers that drive turns themselves)."""
         if plan.drop_tags:
             self.runtime_drop(plan.drop_tags)
+        for arrival in plan.before_call:
+            self.place(arrival)
+        if plan.rewrite_at is not None:
+            for h in self.bus.runtime_rewrite:
+                h(self.env.now, self.turn, plan.rewrite_at)
+        if plan.warm_cache is not None:
+            for h in self.bus.cache_warmed:
+                h(self.env.now, self.turn, plan.warm_cache)
+        if plan.call_at_s is not None and plan.call_at_s > self.env.now:
+            yield self.env.timeout(plan.call_at_s - self.env.now)
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens
         self._model_call(prompt, output, False)

@@ -115,6 +115,14 @@ class Observer:
         (``decision``): a prune pass's (``pass_id``, the ledger's pass number) or a compaction's
         (``pass_id`` 0: it writes a summary, see ``on_context_edit``)."""
 
+    def on_runtime_rewrite(self, time: float, turn: int, offset: int) -> None:
+        """A replayed runtime changed its prompt from token ``offset`` on without removing anything the window
+        shows (a recorded cache break: the recorded call read only ``offset`` tokens from a live cache)."""
+
+    def on_cache_warmed(self, time: float, turn: int, tokens: int) -> None:
+        """A replayed run began with its first ``tokens`` prompt tokens already in the provider's cache (the
+        recorded first call read them: an earlier session wrote the same system prompt and tools)."""
+
     def on_truncation(self, time: float, turn: int, cause: str, kind: str, wanted: int, kept: int,
                       constraint: bool, selections: int) -> None:
         """Content was lost to a ceiling. ``cause``: ``forced_truncation`` (an append cut to ``kept`` of

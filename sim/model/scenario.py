@@ -298,21 +298,35 @@ class Pricing:
 
 @dataclass
 class ReplayParams:
-    """``[replay]``: how a transcript replay sizes the budget (read by replays of real transcripts only).
+    """``[replay]``: how a replay of a recorded run sets the runtime around it (read by transcript replays only).
 
-    With ``budget_of_peak > 0`` each transcript gets its own budget, that share
-    of its peak (every token of the transcript: what a replay that prunes
-    nothing ends with), and its trigger is ``trigger_of_budget`` of that budget;
-    ``budget`` and ``trigger`` are then ignored. Transcripts differ in length by
-    a factor of five, so one absolute budget leaves short ones untouched.
+    With ``recorded`` the run's own runtime: the recorded model names the
+    ``[pricing]`` entry (prices, cache semantics, TTL, minimum length), the
+    window is the one the runtime recorded, else the model's documented one
+    (``prices.toml``), the budget is that window, and the trigger of
+    prunesim's own policies is ``trigger_of_budget`` of the budget. A key listed in
+    ``pinned`` (``window``, ``budget``, ``trigger``, ``pricing``) keeps the
+    scenario's own value: the loader lists there what ``--set``, ``--grid`` or
+    a file extending another sets. With ``clock = "recorded"`` model calls
+    come at their recorded times where the format records them; with
+    ``cache_breaks`` the runtime's recorded cache breaks (a call that read
+    less from an explicit cache than it held) are replayed.
     """
 
-    budget_of_peak: float = 0.0  # 0: use budget and trigger as given
+    recorded: bool = False  # the shipped transcript scenarios set it; a synthetic scenario is replayed as given
     trigger_of_budget: float = 0.75
+    clock: Literal["recorded", "latency"] = "recorded"
+    cache_breaks: bool = True
+    pinned: list[str] = field(default_factory=list)
 
     def check(self, key: str, where: str) -> None:
-        fraction(self.budget_of_peak, f"{key}.budget_of_peak", where)
         fraction(self.trigger_of_budget, f"{key}.trigger_of_budget", where)
+        for name in self.pinned:
+            if name not in PINNABLE:
+                raise UserError(where, f"{key}.pinned", f"unknown key {name!r} (known: {', '.join(PINNABLE)})")
+
+
+PINNABLE = ("window", "budget", "trigger", "pricing")  # what a replay of a recording sets unless pinned
 
 
 @dataclass

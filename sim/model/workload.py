@@ -49,6 +49,16 @@ class TurnPlan:
     # Spans tagged with one of these leave the window before the model call: the replayed
     # runtime removed them itself (a recorded compaction), not the policy under test.
     drop_tags: frozenset[str] = frozenset()
+    # A replay of a recording with times: the model call waits until this simulated time (seconds), so that
+    # pauses in the real session pass in the replay too. None: the call comes as soon as the turn starts.
+    call_at_s: float | None = None
+    # Placed after that removal, before the model call: what the replayed runtime put in the prompt in place
+    # of what it removed (a recorded compaction's summary and re-attached files).
+    before_call: tuple[Arrival, ...] | list[Arrival] = ()  # (a tuple by default: no list built per turn)
+    # The replayed runtime changed its prompt from this token on before the model call (a recorded cache break).
+    rewrite_at: int | None = None
+    # The provider's cache already held this many tokens of the prompt before the call (a recorded warm start).
+    warm_cache: int | None = None
 
 
 def lognormal_sizes(rng: np.random.Generator, dist: SizeDist, n: int) -> np.ndarray:

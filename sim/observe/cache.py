@@ -137,6 +137,10 @@ class PromptCache:
         if self.system is not None and self.system[0] > offset:
             self.system = None
 
+    def warm(self, length: int, spans: int, time: float) -> None:
+        """An entry of the prompt's first ``length`` tokens (``spans`` spans), written before ``time``, live now."""
+        self._store(self._floor(length), spans, time + self.ttl)
+
     # -- a model call --------------------------------------------------------------
     def call(self, time: float, prompt: int, spans: int, stable: int | None = None,
              stable_spans: int = 0) -> Split:

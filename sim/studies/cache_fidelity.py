@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,13 +49,14 @@ import numpy as np
 from prunesim.errors import ResourceError, UserError
 from prunesim.io import prices
 from prunesim.io.transcripts import usage
+from prunesim.io.transcripts import workload as wl
 from prunesim.model.scenario import Pricing
 from prunesim.model.spans import Span
 from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
 from prunesim.studies.transcript_replay import expand
 
 # Codex rollouts of this CLI version do not name their model; its list prices are gpt-5's either way.
-CODEX_DEFAULT_MODEL = "gpt-5-codex"
+CODEX_DEFAULT_MODEL = prices.ASSUMED_MODELS["codex"]
 _READ, _WRITE, _UNCACHED, _COST = (CALL_COLUMNS.index(c) for c in ("cache_read", "cache_write", "uncached",
                                                                    "cost_usd"))
 
@@ -81,6 +81,15 @@ class Run:
     calls: list[Call] = field(default_factory=list)
     model_recorded: bool = True
 
+    def recorded_events(self) -> tuple[int, dict[int, int]]:
+        """What the recording says of the cache beyond the prompts: the tokens warm at the first call (an
+        earlier session wrote them) and the calls where the runtime broke the cache (workload.break_points)."""
+        usage = [{"prompt_tokens": c.prompt, "cache_read_tokens": c.cached,
+                  **({"cache_write_tokens": c.written} if self.format == "claude-code" else {})} for c in self.calls]
+        compacted = {k for k, c in enumerate(self.calls, 1) if c.reset}
+        warm = self.calls[0].cached if self.calls else 0
+        return warm, wl.break_points(usage, [c.time_s for c in self.calls], compacted)
+
     @property
     def cost_recorded(self) -> bool:
         return bool(self.calls) and all(c.cost is not None for c in self.calls)
@@ -89,12 +98,6 @@ class Run:
 # -- reading recorded usage ---------------------------------------------------------
 def _time(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def _model_name(raw: str) -> str:
-    """A provider's model string as prices.toml names it: no router prefix, no date suffix."""
-    name = raw.rsplit("/", 1)[-1]
-    return re.sub(r"-\d{8}$", "", name)
 
 
 def read_runs(path: Path) -> Iterator[Run | UserError]:
@@ -148,7 +151,7 @@ def _mini_swe_agent(data, path: Path) -> Run | None:
     if not calls:
         return None
     name = path.name.removesuffix(".json").removesuffix(".traj")
-    return Run(name, "mini-swe-agent", _model_name(model), calls)
+    return Run(name, "mini-swe-agent", prices.known_name(model), calls)
 
 
 def _records(path: Path) -> Iterator[dict]:
@@ -228,7 +231,7 @@ def _claude_code(records: Iterator[dict], path: Path) -> Run | None:
         reset = False
     if not calls:
         return None
-    return Run(path.stem, "claude-code", _model_name(model), calls)
+    return Run(path.stem, "claude-code", prices.known_name(model), calls)
 
 
 def _codex(records: Iterator[dict], path: Path) -> Run | None:
@@ -261,7 +264,7 @@ def _codex(records: Iterator[dict], path: Path) -> Run | None:
     if not calls:
         return None
     recorded = bool(model)
-    return Run(path.stem, "codex", _model_name(model) if recorded else CODEX_DEFAULT_MODEL, calls,
+    return Run(path.stem, "codex", prices.known_name(model) if recorded else CODEX_DEFAULT_MODEL, calls,
                model_recorded=recorded)
 
 
@@ -287,8 +290,13 @@ def collect(folder: Path) -> tuple[list[Run], list[str]]:
 
 
 # -- predicting ----------------------------------------------------------------------
-def predict(run: Run, pricing: Pricing) -> np.ndarray:
-    """The cost observer's rows for the run's calls: columns of cost.CALL_COLUMNS."""
+def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
+    """The cost observer's rows for the run's calls: columns of cost.CALL_COLUMNS.
+
+    With ``recorded`` the cache starts as warm as the first call found it and
+    breaks where the recording shows the runtime broke it (Run.recorded_events),
+    as a replay does.
+    """
     observer = CostMetrics(SimpleNamespace(scenario=SimpleNamespace(pricing=pricing), trace="all"))
     spans: list[Span] = []
     held = 0
@@ -306,6 +314,7 @@ def predict(run: Run, pricing: Pricing) -> np.ndarray:
             if last.tokens == 0:
                 spans.pop()
 
+    warm, breaks = run.recorded_events() if recorded else (0, {})
     for turn, call in enumerate(run.calls, 1):
         if call.reset:
             drop_from_end(held)
@@ -317,6 +326,10 @@ def predict(run: Run, pricing: Pricing) -> np.ndarray:
             held = call.prompt
         elif call.prompt < held:
             drop_from_end(held - call.prompt)
+        if turn == 1 and warm:
+            observer.on_cache_warmed(call.time_s, turn, warm)
+        if turn in breaks:
+            observer.on_runtime_rewrite(call.time_s, turn, breaks[turn])
         observer.on_model_call(call.time_s, turn, call.prompt, call.output, False)
     return np.array([row for row in observer.calls], dtype=float)
 

@@ -119,8 +119,21 @@ class _Entry:
     store: str  # pickled Sized
 
 
+class TemporaryStore:
+    """A study whose transcripts wait in a temporary folder, one file each, while it runs: use inside ``with``."""
+
+    prefix = "prunesim-fidelity-"
+
+    def __enter__(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix=self.prefix)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._tmp.cleanup()
+
+
 @dataclass
-class Study:
+class Study(TemporaryStore):
     tokenizer: str
     calibration: str = "auto"
     sidechains: str = "separate"
@@ -132,13 +145,6 @@ class Study:
     imported: int = 0
     compactions: list[dict] = field(default_factory=list)
     reactions: list[tuple] = field(default_factory=list)  # reaction.collect of each workload
-
-    def __enter__(self) -> Study:
-        self._tmp = tempfile.TemporaryDirectory(prefix="prunesim-fidelity-")
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._tmp.cleanup()
 
     def run(self, files: list[Path], on_error: Callable[[Path, Exception], None] = lambda p, e: None,
             on_warning: Callable[[str], None] = lambda w: None, tick: Callable[[], None] = lambda: None) -> dict:

@@ -169,7 +169,8 @@ def _parse_list(raw: str, flag: str, name: str) -> list[Any]:
     return values
 
 
-def _covers(prefix: str, name: str) -> bool:
+def covers(prefix: str, name: str) -> bool:
+    """Whether parameter ``name`` is ``prefix``, inside it (a key of its table) or holds it (its table)."""
     return name == prefix or name.startswith(prefix + ".") or prefix.startswith(name + ".")
 
 
@@ -189,15 +190,15 @@ def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
     lines = []
     for axis in axes:
         owner, param = split_axis(axis)
-        if not any(_covers(p, param) for p in specific):
+        if not any(covers(p, param) for p in specific):
             continue
         role = next((r for cls in REGISTRY.values() for r, name in cls.parameter_roles().items()
-                     if _covers(name, param)), None)
+                     if covers(name, param)), None)
         deaf, undeclared = [], []
         for name, cls in classes.items():
             if owner is not None and name != owner:
                 continue  # not this policy's axis: its runs do not take it
-            if any(_covers(p, param) for p in cls.parameters()):
+            if any(covers(p, param) for p in cls.parameters()):
                 continue
             if cls not in builtin and not _declares_reads(cls):  # a user's policy that does not say what it reads
                 undeclared.append(name)

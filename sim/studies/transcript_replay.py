@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import ResourceError, UserError, from_os_error
-from prunesim.io import inputs
+from prunesim.io import inputs, prices
 from prunesim.io.scenario_files import replace
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
@@ -116,47 +116,161 @@ def peak_tokens(data: wl.WorkloadData) -> int:
     """The most the transcript ever holds: the peak utilization of a replay that prunes nothing.
 
     Every part adds its tokens at its turn; a part the runtime itself dropped
-    (``dropped_at: k``, a recorded compaction) leaves before turn ``k``'s call.
+    (``dropped_at: k``, a recorded compaction) leaves before turn ``k``'s call,
+    and what replaced it there arrives after it left
+    (:func:`workload.replaced_after_compaction`).
     """
     turns = data.turns
     added = [0] * (turns + 2)
+    ahead = [0] * (turns + 2)
     dropped = [0] * (turns + 2)
-    for p in data.parts:
-        added[p["turn"]] += p["tokens"]
+    moved = wl.replaced_after_compaction(data)
+    for i, p in enumerate(data.parts):
+        if i in moved:
+            ahead[p["turn"] + 1] += p["tokens"]
+        else:
+            added[p["turn"]] += p["tokens"]
         if p.get("dropped_at"):
             dropped[min(p["dropped_at"], turns + 1)] += p["tokens"]
     level = peak = 0
     for turn in range(turns + 1):
-        level += added[turn] - dropped[turn]
+        level += ahead[turn] - dropped[turn]
+        peak = max(peak, level)
+        level += added[turn]
         peak = max(peak, level)
     return peak
 
 
-def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
-    """The base scenario, run for exactly the workload's turns, its budget sized to the transcript if asked.
+def recorded_model(data: wl.WorkloadData) -> tuple[str, bool]:
+    """The prices.toml name of the model that ran the workload, and whether the file named it ('' when unknown)."""
+    raw = data.header.get("model") or ""
+    if raw:
+        return prices.known_name(raw), True
+    assumed = prices.ASSUMED_MODELS.get(data.header.get("format", ""), "")
+    return assumed, False
 
-    With ``[replay] budget_of_peak`` the budget is that share of the
-    transcript's :func:`peak_tokens` (at least 1, at most the window) and the
-    trigger ``trigger_of_budget`` of the budget.
+
+def _where(data: wl.WorkloadData) -> str:
+    source = data.header.get("source") or ""
+    return data.name if not source or source == data.name else f"{source} ({data.name})"
+
+
+def recorded_changes(base: Scenario, data: wl.WorkloadData) -> dict:
+    """The overrides that put the recorded runtime under ``base``: model, window, budget, trigger (class docs).
+
+    Raises :class:`UserError` for a model prices.toml does not know and for a
+    recorded window smaller than a prompt the run really sent.
     """
     changes: dict = {"turns": data.turns} if base.turns != data.turns else {}
-    share = base.replay.budget_of_peak
-    if share > 0:
-        budget = min(base.window, max(1, round(share * peak_tokens(data))))
-        changes.update(budget=budget, trigger=round(base.replay.trigger_of_budget * budget))
-        changes["replay.budget_of_peak"] = share  # replace() must not read the sizes as absolute
-    return replace(base, changes) if changes else base
+    rp = base.replay
+    if not rp.recorded:
+        return changes
+    pinned = set(rp.pinned)
+    where = _where(data)
+    model, named = recorded_model(data)
+    table = prices.load()
+    if "pricing" not in pinned and model:
+        if model not in table:
+            known = ", ".join(sorted(table))
+            raise UserError(where, "model", f"{data.header.get('model')!r} is not in prices.toml: bill the run as a "
+                            f"known model with --set pricing.model=NAME, or give every [pricing] key (known: {known})")
+        if base.pricing.model != model:
+            changes["pricing.model"] = model
+    window = _recorded_window(data, where)
+    if window is None and model in table:
+        window = table[model]["window"]
+    if "window" not in pinned and window is not None and window != base.window:
+        changes["window"] = window
+    window = changes.get("window", base.window)
+    budget = base.budget if "budget" in pinned else window
+    if budget != base.budget:
+        changes["budget"] = budget
+    if "trigger" not in pinned:
+        trigger = round(rp.trigger_of_budget * budget)
+        if trigger != base.trigger:
+            changes["trigger"] = trigger
+    return changes
+
+
+def _recorded_window(data: wl.WorkloadData, where: str) -> int | None:
+    window = data.header.get("context_window")
+    if window is None:
+        return None
+    prompts = [p for p in data.header.get("prompt_tokens") or [] if isinstance(p, int)]
+    if prompts and max(prompts) > window:
+        k = prompts.index(max(prompts)) + 1
+        raise UserError(where, "context_window", f"the recorded window of {window:,} tokens is smaller than a "
+                        f"prompt the run sent ({max(prompts):,} tokens at call {k}): not a window the runtime "
+                        "could have had")
+    return window
+
+
+_RESOLVED: dict[tuple, tuple[Scenario, Scenario]] = {}  # (id(base), changes) -> (base, scenario): one per model
+
+
+def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
+    """The base scenario, run for exactly the workload's turns, on the recorded runtime (:func:`recorded_changes`)."""
+    changes = recorded_changes(base, data)
+    if not changes:
+        return base
+    key = (id(base), tuple(sorted(changes.items())))
+    hit = _RESOLVED.get(key)
+    if hit is not None and hit[0] is base:
+        return hit[1]
+    try:
+        scenario = replace(base, changes, pin=False)
+    except UserError as err:  # a value set with --set the recorded runtime cannot take (a trigger above its window)
+        recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
+                             if k != "turns")
+        raise UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
+                        "set --set window=... too, or a smaller value") from None
+    if len(_RESOLVED) > 256:
+        _RESOLVED.clear()
+    _RESOLVED[key] = (base, scenario)
+    return scenario
+
+
+def replay_notes(scenario: Scenario, data: wl.WorkloadData) -> list[str]:
+    """What a reader of the replay must know about it: an unrecorded model or clock, a window that cuts content."""
+    where = _where(data)
+    notes = []
+    model, named = recorded_model(data)
+    if scenario.replay.recorded and "pricing" not in scenario.replay.pinned:
+        if not model:
+            notes.append(f"{where}: the transcript records no model: billed as {scenario.pricing.model} on a "
+                         f"{scenario.window:,}-token window (set --set pricing.model=NAME)")
+        elif not named:
+            notes.append(f"{where}: the transcript records no model: billed as {model}, which "
+                         f"{data.header.get('format')} runs by default (set --set pricing.model=NAME)")
+    if scenario.replay.clock == "recorded" and not data.header.get("call_times"):
+        notes.append(f"{where}: {data.header.get('format')} records no time per model call: the replay's clock is "
+                     "the latency model's, so pauses in the real session do not expire caches")
+    sent = max(wl.context_before_calls(data), default=0)
+    if sent > scenario.window:
+        notes.append(f"{where}: the replay's largest prompt is {sent:,} tokens but the window is {scenario.window:,}: "
+                     "a noop replay cuts content the real agent saw (forced truncations)")
+    return notes
 
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
-           trace: str = "all") -> tuple[RunResult, dict]:
-    """Run the workload under ``policy``; the run and its replay metrics."""
+           trace: str = "all", **options) -> tuple[RunResult, dict]:
+    """Run the workload under ``policy`` on its recorded runtime; the run and its replay metrics.
+
+    ``options`` are for extensions of the replay (keyword arguments only); none is known yet.
+    """
+    if options:
+        raise TypeError(f"replay() got unknown options: {', '.join(sorted(options))}")
     scenario = replay_scenario(base, data)
     workload = wl.TranscriptWorkload(
-        data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after
+        data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after,
+        clock=scenario.replay.clock == "recorded", cache_breaks=scenario.replay.cache_breaks,
     )
     result = run_one(scenario, policy, seed, trace="all", workload=workload)
     result.transcript = data.name
+    for note in replay_notes(scenario, data):  # the callers show the workload's warnings once it has replayed
+        if note not in data.warnings:
+            data.warnings.append(note)
+    result.warnings = list(data.warnings)
     metrics = replay_metrics(result)
     result.summary.update(metrics)
     return result, metrics

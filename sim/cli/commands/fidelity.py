@@ -1,5 +1,6 @@
-"""prunesim fidelity: replayed context against the API's own prompt-token counts, cross-validated; and the
-prompt-cache model and dollars against the recorded bills, out of sample (prunesim.studies.cache_fidelity)."""
+"""prunesim fidelity: replayed context against the API's own prompt-token counts, cross-validated; the
+prompt-cache model and dollars against the recorded bills, out of sample (prunesim.studies.cache_fidelity); and
+the replay pipeline itself against the recorded bills, cross-validated (prunesim.studies.replay_identity)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,20 @@ from pathlib import Path
 
 from prunesim.cli.commands._common import (
     Tally,
+    add_set,
     add_transcript_options,
     check_transcript_options,
     non_negative_int,
     option_files,
+    parse_sets,
     progress,
     report_line,
 )
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
-from prunesim.studies import cache_fidelity
+from prunesim.io.scenario_files import load
+from prunesim.studies import cache_fidelity, replay_identity
 from prunesim.studies.fidelity import DEFAULT_FOLDS, Study, write_profiles
 from prunesim.studies.transcript_replay import TRANSCRIPT_SUFFIXES, expand
 
@@ -34,6 +38,9 @@ def register(sub) -> None:
     p.add_argument("--fit-on", type=Path, metavar="DIR",
                    help="fit the prompt-cache parameters on this folder and judge every run of DIR with them "
                         "(default: leave-one-out within DIR)")
+    p.add_argument("--scenario", default="transcript",
+                   help="the scenario the replay-identity check replays under (default: transcript)")
+    add_set(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=main)
 
@@ -44,6 +51,7 @@ def main(args) -> int:
     if args.fit_on is not None and not args.fit_on.exists():
         raise UserError("--fit-on", str(args.fit_on), "no such file or folder")
     check_transcript_options(args)
+    base = load(args.scenario, parse_sets(args.set))
     if args.fit_out is not None:
         output.check_file(args.fit_out, "--fit-out")
     files = expand([args.dir])
@@ -66,6 +74,12 @@ def main(args) -> int:
                         tick=bar.update)
         profiles = study.fit_all() if args.fit_out is not None and study.entries else None
         cache = cache_fidelity.report(args.dir, args.fit_on)
+        with replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains, args.folds) as ident, \
+                replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains) as donors:
+            ident.read(files, on_error=lambda path, err: None if str(path) in reported else on_error(path, err))
+            if args.fit_on is not None:
+                donors.read(expand([args.fit_on]))
+            identity = ident.report(donors if args.fit_on is not None else None)
         if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
             write_profiles(args.fit_out, profiles)
         for failure in cache.pop("failed"):  # a file both readers failed on is reported once
@@ -77,10 +91,12 @@ def main(args) -> int:
         keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
         rep.update({k: cache[k] for k in keys})
         rep["cache"] = cache
+        rep["replay"] = identity
         print(json.dumps(json_ready(rep), indent=2, sort_keys=True))
     else:
         print(format_report(rep))
         print(cache_fidelity.format_report(cache))
+        print(replay_identity.format_report(identity))
     if tally.bugs:
         return 70
     if study.imported == 0:

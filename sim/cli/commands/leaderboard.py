@@ -23,6 +23,7 @@ from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import load
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
+from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.transcript_replay import expand
 
 
@@ -46,6 +47,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=non_negative_int, help="with DIR: the seed of the policies' random streams")
     add_set(p)
     add_reaction(p)
+    p.add_argument("--grid", action="append", metavar="NAME=VALUES",
+                   help="also run each policy at these settings, as sweeps take them (POLICY:NAME=VALUES for one "
+                        "policy, NAME=VALUES for all): a row per policy and setting, beside its documented one; "
+                        "repeatable")
     add_transcript_options(p)
     p.add_argument("--out", type=_out_dir, required=True, help="the output folder")
     p.set_defaults(func=main)
@@ -79,14 +84,22 @@ def main(args) -> int:
                                                  "synthetic scenario")
         scenario = load(args.scenario, scenario_sets(args))
         seeds = parse_seeds(args.seeds or "0:20")
+    axes = parse_axes(args.grid)
+    for param in axes:
+        if param.rpartition(":")[2] in ("turns", "seed", "policy"):
+            raise UserError("--grid", param, "cannot be a leaderboard's axis (use --seeds, --seed or --policies)")
+    entries = lb.entries_of(scenario, policies, axes)  # noop first: the reference runs whether asked or not
+    shown = [e for e in entries if e.policy != lb.REFERENCE or lb.REFERENCE in policies]
+    for line in inert_axes(axes, policies):
+        print(line, file=sys.stderr)
     rows: list[dict] = []
     tools: set[str] = set()
     failed = 0
     if transcripts:
-        units = lb.transcript_units(args.dir, scenario, policies, args.seed, tools, tokenizer=args.tokenizer,
+        units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
     else:
-        units = lb.synthetic_units(scenario, policies, seeds)
+        units = lb.synthetic_units(entries, seeds)
     count = 0
     for unit in units:
         if isinstance(unit, tuple):
@@ -95,17 +108,19 @@ def main(args) -> int:
             continue
         for warning in unit.warnings:
             print(f"prunesim: warning: {warning}", file=sys.stderr)
-        rows.extend(lb.unit_rows(unit, policies, transcripts))
+        rows.extend(lb.unit_rows(unit, shown, transcripts))
         count += 1
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
     if failed:  # a leaderboard over part of the folder would read as one over all of it
         print(f"prunesim: error: {failed} file(s) failed; nothing written (fix or move them)", file=sys.stderr)
         return 2
-    table = lb.reduce(rows, policies)
+    table = lb.reduce(rows, shown)
     meta = {
         "source": str(args.dir) if transcripts else None,
         "scenario": scenario.to_dict(),
         "policies": policies,
+        "grid": axes,
+        "settings": [{"policy": e.policy, "setting": e.setting} for e in shown],
         "units": count,
         "seeds": seeds,
         "seed": args.seed if transcripts else None,
@@ -119,7 +134,9 @@ def main(args) -> int:
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
-    print(format_table(table, policies, what))
+    print(format_table(table, shown, what))
+    if transcripts:
+        print(format_bills(rows))
     print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}")
     return 0
 
@@ -134,21 +151,58 @@ def _num(x: float, ratio: bool) -> str:
     return f"{x:.1f}"
 
 
-def format_table(table: list[dict], policies: list[str], what: str) -> str:
-    """One row per policy: each figure's median and [interval]."""
+def _usd(x: float) -> str:
+    return str(x) if math.isinf(x) or math.isnan(x) else f"${x:.3f}"
+
+
+def format_table(table: list[dict], entries: list, what: str) -> str:
+    """One row per policy and setting: each figure's median [interval], a count's mean [interval] and share."""
     ratios = {f.name for f in lb.FIGURES if f.unit == "ratio"}
+    dollars = {f.name for f in lb.FIGURES if f.unit == "USD"}
     cell = {}
     for r in table:
-        ratio = r["figure"] in ratios
-        cell[(r["policy"], r["figure"])] = (f"{_num(r['median'], ratio)} "
-                                            f"[{_num(r['ci_low'], ratio)}, {_num(r['ci_high'], ratio)}]")
-    figures = list(lb.FIGURE_NAMES)
-    widths = [max(len(f), *(len(cell.get((p, f), "-")) for p in policies)) for f in figures]
-    shown = policy_labels(policies)  # a policy from a file by its class, not its whole path
-    name_w = max(len("policy"), *(len(shown[p]) for p in policies))
-    lines = [f"leaderboard: {what}; median [bootstrap 95% interval] over them, ratios against {lb.REFERENCE}",
+        ratio = r["figure"] in ratios or r["figure"].endswith(lb.SHARE_SUFFIX)
+        centre = r["mean"] if r["interval"] in ("mean", "wilson") else r["median"]
+        show = _usd if r["figure"] in dollars else lambda x, ratio=ratio: _num(x, ratio)
+        cell[(r["policy"], r["setting"], r["figure"])] = f"{show(centre)} [{show(r['ci_low'])}, {show(r['ci_high'])}]"
+    shown = ("cost_ratio", "cost_usd", "cost_vs_recorded", "input_ratio", "decision_tokens", "peak_utilization",
+             "re_retrievals", "re_retrievals_share", "refetches", "lost_constraints", "lost_constraints_share",
+             "unrecorded_evictions", "forced_truncations", "acted")  # the files hold every figure
+    figures = [f for f in shown if any(k[2] == f for k in cell)]
+    label = policy_labels([e.policy for e in entries])  # a policy from a file by its class, not its path
+    names = [label[e.policy] + (f" @ {e.setting}" if e.setting else "") for e in entries]
+    acting = {(r["policy"], r["setting"]): r["acting_threshold"] for r in table}
+    names = [n + ("" if acting.get(e.key) is None else f" (acts at {acting[e.key]:,.0f})")
+             for n, e in zip(names, entries, strict=True)]
+    widths = [max(len(f), *(len(cell.get((*e.key, f), "-")) for e in entries)) for f in figures]
+    name_w = max(len("policy"), *(len(n) for n in names))
+    lines = [f"leaderboard: {what}; median [bootstrap 95% interval] over them, ratios against {lb.REFERENCE}; "
+             f"counts: mean [bootstrap interval of the mean], <count>_share: share of units with one or more "
+             "[Wilson interval]",
              "  ".join([f"{'policy':{name_w}s}", *(f"{f:>{w}s}" for f, w in zip(figures, widths, strict=True))])]
-    for p in policies:
-        lines.append("  ".join([f"{shown[p]:{name_w}s}", *(f"{cell.get((p, f), '-'):>{w}s}"
-                                                      for f, w in zip(figures, widths, strict=True))]))
+    for name, e in zip(names, entries, strict=True):
+        lines.append("  ".join([f"{name:{name_w}s}", *(f"{cell.get((*e.key, f), '-'):>{w}s}"
+                                                         for f, w in zip(figures, widths, strict=True))]))
+    return "\n".join(lines)
+
+
+def format_bills(rows: list[dict]) -> str:
+    """Per transcript: noop's dollars beside the bill it records (when noop is shown)."""
+    mine = [r for r in rows if r["policy"] == lb.REFERENCE and r["setting"] == ""]
+    if not mine:
+        return ""
+    lines = [f"\nnoop's dollars beside the recorded bills ({len(mine)} transcript(s)):"]
+    total = recorded = 0.0
+    for r in mine:
+        bill = r["recorded_cost_usd"]
+        ratio = "" if bill is None else f" ({r['cost_vs_recorded']:.3f} of it)"
+        lines.append(f"  {r['unit'][:56]:56s} ${r['cost_usd']:9.4f}  recorded "
+                     + ("(no usage recorded)" if bill is None else f"${bill:9.4f}{ratio}"))
+        total += r["cost_usd"]
+        recorded += bill or 0.0
+    known = [r for r in mine if r["recorded_cost_usd"] is not None]
+    if known:
+        ours = sum(r["cost_usd"] for r in known)
+        lines.append(f"  in all: ${ours:.2f} against ${recorded:.2f} recorded over {len(known)} transcript(s) "
+                     "that record their usage")
     return "\n".join(lines)

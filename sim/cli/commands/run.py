@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from prunesim import api
@@ -65,8 +66,11 @@ def main(args) -> int:
 
 
 def _replay_workload(args):
-    return api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=scenario_sets(args),
-                   workload=args.workload)
+    result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=scenario_sets(args),
+                     workload=args.workload)
+    for warning in result.warnings:
+        print(f"prunesim: warning: {warning}", file=sys.stderr)
+    return result
 
 
 def format_summary(result) -> str:

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError
-from prunesim.io.transcripts import images
+from prunesim.io.transcripts import clock, images
 from prunesim.io.transcripts import usage as usage_fields
 from prunesim.io.transcripts.formats import Part, Transcript
 from prunesim.io.transcripts.jsonl import read_records
@@ -71,7 +71,7 @@ class _Record:
     """What the importer keeps of one message record (the big UI-only fields are dropped at once)."""
 
     __slots__ = ("line", "type", "uuid", "parent", "logical_parent", "sidechain", "message", "subtype", "meta",
-                 "index")
+                 "index", "time")
 
     def __init__(self, line: int, rec: dict, index: int):
         self.line = line
@@ -85,6 +85,7 @@ class _Record:
         self.sidechain = rec.get("isSidechain") is True
         self.message = rec.get("message")
         self.subtype = rec.get("subtype")
+        self.time = clock.seconds(rec.get("timestamp"))
         self.meta = {k: rec[k] for k in ("isCompactSummary", "isVisibleInTranscriptOnly", "isApiErrorMessage",
                                          "compactMetadata", "agentId") if k in rec}
 
@@ -236,6 +237,10 @@ def _transcript(records: list[_Record], path: Path, name: str, source: str, warn
             if mid not in call_of:
                 turn += 1
                 call_of[mid] = turn
+                if r.time is None:
+                    raise UserError(at, "timestamp", f"{FORMAT}: an assistant record without a valid timestamp "
+                                                     "(this format times every call; the replay's clock needs it)")
+                t.call_times[turn] = r.time
                 if not t.model and isinstance(r.message.get("model"), str):
                     t.model = r.message["model"]
             k = call_of[mid]

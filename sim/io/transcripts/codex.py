@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError
-from prunesim.io.transcripts import images
+from prunesim.io.transcripts import clock, images
 from prunesim.io.transcripts import usage as usage_fields
 from prunesim.io.transcripts.formats import Part, Transcript
 from prunesim.io.transcripts.jsonl import read_records
@@ -84,7 +84,7 @@ def parse(path: Path) -> Iterator[Transcript]:
         elif kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info")
             if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-                records.append((line, "usage", info))
+                records.append((line, "usage", {**info, "_time": clock.seconds(rec.get("timestamp"))}))
         elif kind == "response_item":
             if not isinstance(payload.get("type"), str):
                 raise UserError(f"{where}:{line}", "payload.type", "missing or not a string in a response item")
@@ -161,6 +161,10 @@ def _call_usage(t: Transcript, k: int, info: dict, at: str) -> None:
         fields = usage_fields.from_codex(info.get("last_token_usage"))
     except usage_fields.BadUsage as err:
         raise UserError(at, None, f"{FORMAT}: {err}") from None
+    if info["_time"] is None:
+        raise UserError(at, "timestamp", f"{FORMAT}: a token_count record without a valid timestamp "
+                                         "(this format times every call; the replay's clock needs it)")
+    t.call_times.setdefault(k, info["_time"])
     window = usage_fields.count(info.get("model_context_window"))
     if window:
         t.context_window = window

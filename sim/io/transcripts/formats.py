@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError, json_problem
+from prunesim.io.transcripts import clock
 from prunesim.io.transcripts import usage as usage_fields
 from prunesim.io.transcripts.jsonl import peek_records
 from prunesim.io.transcripts.keys import command_key, tool_key
@@ -66,6 +67,7 @@ class Transcript:
     prompt_tokens: dict[int, int] = field(default_factory=dict)
     usage: dict[int, dict] = field(default_factory=dict)  # call -> recorded usage (workload.USAGE_FIELDS)
     kept_output: dict[int, int] = field(default_factory=dict)  # call -> output tokens that stay in the prompt
+    call_times: dict[int, float] = field(default_factory=dict)  # call -> Unix seconds, where recorded (clock.py)
     events: list[dict] = field(default_factory=list)  # runtime events (compactions), see workload.py
     context_window: int | None = None  # the model's window, where the runtime records it
     warnings: list[str] = field(default_factory=list)
@@ -356,6 +358,9 @@ def _mini(data: dict, t: Transcript) -> None:
             if "prompt_tokens" in fields:
                 t.prompt_tokens[turn] = fields["prompt_tokens"]
             _record_usage(t, turn, fields)
+            created = clock.seconds(response.get("created"))
+            if created is not None:
+                t.call_times[turn] = created
             model = response.get("model")
             if isinstance(model, str) and not t.model:
                 t.model = model

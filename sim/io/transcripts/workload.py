@@ -8,6 +8,8 @@ A workload file is one header record, then one record per message part::
      "usage": [{...}, ..., null],           # per call: the recorded usage (usage.FIELDS), or null
      "anchored_calls": [1, ...],            # calls whose own count sized hidden content
      "context_window": 272000,              # the model's window, where the runtime records it
+     "call_times": [0.0, 4.2, ..., null],   # seconds after the first call, per call (clock.py), or null
+     "warm_cache": 17996,                   # tokens the first call read from the cache (written before the run)
      "events": [{"event": "compaction", "turn": 75, "trigger": "manual", "pre_tokens": 167766}, ...]}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 312}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 19000, "hidden": true, "sized_by": "usage"}
@@ -27,7 +29,8 @@ counted from text came from (``usage``: a recorded prompt count, see
 :mod:`.assemble`; ``recorded``: recorded output tokens; ``image``: an image's
 documented size). Events: ``compaction`` (recorded by the runtime; ``turn`` is
 the call it came before), ``injected`` and ``removed`` (inferred from the
-prompt counts, :mod:`.assemble`). Records carry no transcript text, only
+prompt counts, :mod:`.assemble`), ``cache_break`` (:func:`cache_breaks`: the
+call read only ``at_tokens`` from an explicit cache that held more). Records carry no transcript text, only
 sizes and keys. Version 1 files (without the new fields) are still read.
 """
 
@@ -44,7 +47,7 @@ from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
-from prunesim.io.transcripts import resources
+from prunesim.io.transcripts import clock, resources
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
@@ -53,7 +56,10 @@ from prunesim.model.workload import Arrival, TurnPlan
 VERSION = 2
 READS = (1, 2)
 PART_KINDS = ("system", "user", "reasoning", "tool_call", "tool_output", "summary")
-EVENTS = ("compaction", "injected", "removed")
+EVENTS = ("compaction", "injected", "removed", "cache_break")
+# A recorded cache read this far short of the previous prompt, within the cache's lifetime, is a cache break.
+BREAK_MARGIN = 1024
+BREAK_WITHIN_S = 300.0  # an explicit cache's 5-minute lifetime: a longer pause is an expiry, which the clock replays
 TOUCH_FIELDS = ("fetches", "uses")  # a tool call's resources (resources.py): what it fetches, what it relies on
 MAX_TOUCHES = 64  # resources named by one call
 
@@ -143,6 +149,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         events.append({"event": "injected", "turn": k, "tokens": int(round(tokens))})
     for k, chosen_parts, tokens in out.removals:
         events.append({"event": "removed", "turn": k, "tokens": int(round(tokens)), "parts": len(chosen_parts)})
+    events.extend(cache_breaks(t))
     events.sort(key=lambda e: (e["turn"], EVENTS.index(e["event"])))
     parts = [rec for _, rec in sorted(keyed, key=lambda kr: kr[0])]
     turns = t.turns
@@ -162,6 +169,8 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         "usage": [t.usage.get(k) for k in range(1, turns + 1)] if t.usage else None,
         "anchored_calls": [k + 1 for k in np.flatnonzero(out.anchored).tolist()],
         "context_window": t.context_window,
+        "call_times": clock.relative(t.call_times, turns),
+        "warm_cache": (t.usage.get(1) or {}).get("cache_read_tokens"),
         "events": events,
     }
     data = WorkloadData(header, parts)
@@ -172,6 +181,40 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         data.warnings.append(f"{t.source}: no recorded prompt counts, so the system prompt and tool definitions "
                              "(never written to the file) are not counted")
     return data
+
+
+def cache_breaks(t: Transcript) -> list[dict]:
+    """The transcript's recorded cache breaks as ``cache_break`` events (:func:`break_points`)."""
+    turns = range(1, t.turns + 1)
+    usage = [t.usage.get(k) or {} for k in turns]
+    compacted = {e["turn"] for e in t.events if e.get("event") == "compaction"}
+    return [{"event": "cache_break", "turn": k, "at_tokens": at}
+            for k, at in break_points(usage, [t.call_times.get(k) for k in turns], compacted).items()]
+
+
+def break_points(usage: list[dict], times: list[float | None], compacted: set[int]) -> dict[int, int]:
+    """Call -> tokens it read, for the calls whose recorded read from an explicit cache fell short of what the
+    cache held: the runtime changed its prompt from there on, unseen (Claude Code rewrites an early message now
+    and then). ``usage`` and ``times`` hold one entry per call, in order.
+
+    An explicit cache stores the whole prompt at each call, so call ``k`` reads
+    at least call ``k-1``'s prompt (or its own, when shorter) unless the prompt
+    changed before that point or the entry expired. Judged only where the usage
+    records cache writes (an explicit cache) and both calls have a time: a
+    pause longer than ``BREAK_WITHIN_S`` is an expiry, which the replay's clock
+    reproduces itself, and a call after a compaction starts afresh.
+    """
+    out = {}
+    for k in range(2, len(usage) + 1):
+        now, before = usage[k - 1], usage[k - 2]
+        if "cache_write_tokens" not in now or k in compacted or "prompt_tokens" not in before:
+            continue
+        if times[k - 1] is None or times[k - 2] is None or times[k - 1] - times[k - 2] > BREAK_WITHIN_S:
+            continue
+        read = now.get("cache_read_tokens")
+        if read is not None and read + BREAK_MARGIN < min(before["prompt_tokens"], now.get("prompt_tokens", 0)):
+            out[k] = int(read)
+    return out
 
 
 def context_before_calls(data: WorkloadData) -> list[int]:
@@ -342,14 +385,29 @@ def _check_header(rec, where: str) -> dict:
         raise UserError(where, "usage", f"must be null or a list of one object (fields {', '.join(USAGE_FIELDS)}, "
                         "each a non-negative integer, cost_usd a non-negative number in USD, or null) "
                         "or null per turn")
+    warm = rec.get("warm_cache")
+    if warm is not None and not _count(warm):
+        raise UserError(where, "warm_cache", f"must be null or a non-negative integer (got {_show(warm)})")
+    times = rec.get("call_times")
+    if times is not None and (not isinstance(times, list) or len(times) != rec["turns"] or not all(
+            x is None or (type(x) in (int, float) and math.isfinite(x) and 0 <= x <= MAX_COUNT) for x in times)
+            or _decreasing(times)):
+        raise UserError(where, "call_times", "must be null or a list of one time per turn (seconds after the first "
+                        "call, never decreasing, or null)")
     anchored = rec.get("anchored_calls", [])
     if not isinstance(anchored, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in anchored):
         raise UserError(where, "anchored_calls", "must be a list of call numbers")
     events = rec.get("events", [])
     if not isinstance(events, list) or not all(isinstance(e, dict) and e.get("event") in EVENTS and _count(
-            e.get("turn")) for e in events):
-        raise UserError(where, "events", f"must be a list of events ({', '.join(EVENTS)}) with a turn")
+            e.get("turn")) and (e["event"] != "cache_break" or _count(e.get("at_tokens"))) for e in events):
+        raise UserError(where, "events", f"must be a list of events ({', '.join(EVENTS)}) with a turn "
+                                         "(and a cache_break with at_tokens)")
     return rec
+
+
+def _decreasing(times: list) -> bool:
+    known = [x for x in times if x is not None]
+    return any(b < a for a, b in zip(known, known[1:], strict=False))
 
 
 def _check_part(rec, where: str) -> dict:
@@ -386,16 +444,24 @@ class TranscriptWorkload:
     in transcript order. Tool calls and outputs carry their tool's name (an
     output that names none takes its call's). A part goes stale ``reasoning_stale_after`` (reasoning)
     or ``output_stale_after`` (everything else) turns after it arrives, rounded;
-    transcripts do not say when content stops being useful. Tool runs take no
-    simulated time: the transcript's own timing is not replayed. A part the
+    transcripts do not say when content stops being useful. With ``clock``
+    (the header's ``call_times``), call ``k`` waits for its recorded time: the
+    replay's clock follows the recording, and runs ahead of it only where the
+    simulation took longer (a prune pass, a compaction). Without it, tool runs
+    take no simulated time and the clock is the latency model's. A part the
     runtime dropped (``dropped_at: k``) carries the tag ``drop@k``, and turn
     ``k``'s plan asks the engine to drop it before the model call.
     """
 
-    def __init__(self, data: WorkloadData, reasoning_stale_after: float = 3.0, output_stale_after: float = 8.0):
+    def __init__(self, data: WorkloadData, reasoning_stale_after: float = 3.0, output_stale_after: float = 8.0,
+                 clock: bool = True, cache_breaks: bool = True):
         self.data = data
         # The engine lets the agent react (prunesim.model.reaction) only to a workload whose calls name resources.
         self.has_resources = any("uses" in p for p in data.parts)
+        self.times = data.header.get("call_times") if clock else None
+        self.breaks = {e["turn"]: e["at_tokens"] for e in data.header.get("events") or ()
+                       if cache_breaks and e.get("event") == "cache_break"}
+        self.warm = data.header.get("warm_cache") or None if cache_breaks else None
         self.r_stale = max(1, round(reasoning_stale_after))
         self.o_stale = max(1, round(output_stale_after))
 
@@ -412,11 +478,16 @@ class TranscriptWorkload:
     def __iter__(self) -> Iterator[TurnPlan]:
         by_turn: dict[int, list[dict]] = {}
         drops: set[int] = set()
-        for p in self.data.parts:
-            if p["turn"] > 0:
+        moved = replaced_after_compaction(self.data)
+        ahead: dict[int, list[dict]] = {}  # call -> parts placed before it, after the runtime's removal
+        for i, p in enumerate(self.data.parts):
+            if i in moved:
+                ahead.setdefault(p["turn"] + 1, []).append(p)
+            elif p["turn"] > 0:
                 by_turn.setdefault(p["turn"], []).append(p)
             if p.get("dropped_at"):
                 drops.add(p["dropped_at"])
+        times = self.times or ()
         for turn in range(1, self.data.turns + 1):
             slots: dict[str, Arrival] = {}
             extra: list[Arrival] = []
@@ -445,7 +516,24 @@ class TranscriptWorkload:
                 tool_latency_s=0.0,
                 extra=extra,
                 drop_tags=frozenset({drop_tag(turn)}) if turn in drops else frozenset(),
+                call_at_s=times[turn - 1] if turn <= len(times) else None,
+                before_call=[self._arrival(p) for p in ahead.get(turn, ())],
+                rewrite_at=self.breaks.get(turn),
+                warm_cache=self.warm if turn == 1 else None,
             )
+
+
+def replaced_after_compaction(data: WorkloadData) -> set[int]:
+    """Indexes of the parts that replaced a recorded compaction's removal: turn ``k-1``'s parts that stay in the
+    prompt of call ``k`` when a compaction came before call ``k`` (its summary, the files it re-attached).
+
+    A replay places them after the removal, as the runtime did, not beside the content they replaced.
+    """
+    compacted = {e["turn"] for e in data.header.get("events") or () if e.get("event") == "compaction"}
+    if not compacted:
+        return set()
+    return {i for i, p in enumerate(data.parts)
+            if p["turn"] + 1 in compacted and p["turn"] > 0 and p.get("dropped_at") != p["turn"] + 1}
 
 
 def drop_tag(call: int) -> str:

@@ -165,6 +165,29 @@ class CostMetrics(Observer):
         if changes:
             self.cache.edits(changes)
 
+    def on_runtime_rewrite(self, time, turn, offset) -> None:
+        """The runtime changed the prompt from ``offset`` on: the cache keeps what lies before the span holding it."""
+        _, i = self._span_at(offset)
+        self.cache.edit(offset, i, 0, _RUNTIME)
+        self.cache.warm(offset, i, time)  # what the recorded call still read: a breakpoint's entry there
+
+    def on_cache_warmed(self, time, turn, tokens) -> None:
+        """The prompt's first ``tokens`` are in the cache already (written before the run began)."""
+        _, i = self._span_at(tokens)
+        self.cache.warm(tokens, i, time)
+
+    def _span_at(self, offset: int) -> tuple[int, int]:
+        """The start (tokens) and index of the span that holds token ``offset``."""
+        if self._pending:
+            self._apply_removals()
+        start = i = 0
+        for tokens in self._tokens:
+            if start + tokens > offset:
+                break
+            start += tokens
+            i += 1
+        return start, i
+
     # -- calls ---------------------------------------------------------------------
     def on_context_edit(self, time, turn, record) -> None:
         """A placeholder or summary stands where what it replaced stood, not at the end: move it there."""

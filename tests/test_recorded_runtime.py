@@ -1,0 +1,148 @@
+"""A replay starts from the recorded run: its clock, its cache's recorded state, and bad recordings refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from prunesim.cli import main
+from prunesim.io import scenario_files as sc
+from prunesim.io.transcripts import clock, formats
+from prunesim.io.transcripts import workload as wl
+from prunesim.observe.metrics.cost import CALL_COLUMNS
+from prunesim.studies import leaderboard as lb
+from prunesim.studies.transcript_replay import iter_workloads, replay
+
+FIXTURES = Path(__file__).parent / "fixtures"
+READ, WRITE, TIME = (CALL_COLUMNS.index(c) for c in ("cache_read", "cache_write", "time_s"))
+
+
+def recording(times=None, warm=None, events=(), model="claude-opus-4-5") -> wl.WorkloadData:
+    """Three calls over a 6,000-token system prompt, 3,000 tokens of output after each."""
+    parts = [{"type": "part", "turn": 0, "kind": "system", "tokens": 6000}]
+    parts += [{"type": "part", "turn": t, "kind": "tool_output", "tokens": 3000, "key": f"cat f{t}"} for t in (1, 2, 3)]
+    header = {"type": "header", "prunesim_workload": 2, "name": "r", "format": "claude-code", "tokenizer": "pieces",
+              "model": model, "turns": 3, "parts": 4, "call_times": times, "warm_cache": warm,
+              "events": list(events)}
+    return wl.WorkloadData(header, parts)
+
+
+def billed(data, **overrides) -> list[tuple]:
+    result, _ = replay(data, sc.load("transcript", overrides or None), "noop")
+    return [(row[TIME], row[READ], row[WRITE]) for row in result.calls]
+
+
+def test_a_pause_in_the_recording_expires_the_cache_as_it_did():
+    quick = billed(recording([0.0, 30.0, 60.0]))
+    paused = billed(recording([0.0, 30.0, 30.0 + 400.0]))  # 400 s > the 5-minute TTL of Claude's cache
+    assert [t for t, _, _ in paused] == [0.0, 30.0, 430.0]  # the calls come at their recorded times
+    assert quick[2][1] == 9000 and paused[2][1] == 0  # call 3 reads call 2's prompt, unless the pause expired it
+    assert paused[2][2] == quick[2][2] + 9000  # ... which it then writes again
+    # Without recorded times the clock is the latency model's: seconds, so nothing expires
+    assert billed(recording(None))[2][1] == 9000
+    assert billed(recording([0.0, 30.0, 430.0]), **{"replay.clock": "latency"})[2][1] == 9000
+
+
+def test_the_cache_starts_as_warm_as_the_recording_and_breaks_where_it_broke():
+    cold = billed(recording([0.0, 10.0, 20.0]))
+    warm = billed(recording([0.0, 10.0, 20.0], warm=6000))
+    assert cold[0][1:] == (0, 6000) and warm[0][1:] == (6000, 0)  # the system prompt was cached before the run
+    broken = billed(recording([0.0, 10.0, 20.0], events=[{"event": "cache_break", "turn": 3, "at_tokens": 6000}]))
+    assert broken[2][1:] == (6000, 6000)  # call 3 reads only the system prompt and writes the rest again
+    both = recording([0.0, 10.0, 20.0], warm=6000, events=[{"event": "cache_break", "turn": 3, "at_tokens": 6000}])
+    off = billed(both, **{"replay.cache_breaks": False})
+    assert off == cold
+
+
+def test_a_cache_break_is_a_read_short_of_the_previous_prompt_within_the_ttl():
+    usage = [{"prompt_tokens": 10000, "cache_read_tokens": 0, "cache_write_tokens": 10000},
+             {"prompt_tokens": 12000, "cache_read_tokens": 10000, "cache_write_tokens": 2000},
+             {"prompt_tokens": 13000, "cache_read_tokens": 4000, "cache_write_tokens": 9000},  # broken at 4,000
+             {"prompt_tokens": 14000, "cache_read_tokens": 0, "cache_write_tokens": 14000}]  # after a long pause
+    times = [0.0, 10.0, 20.0, 20.0 + wl.BREAK_WITHIN_S + 1]
+    assert wl.break_points(usage, times, set()) == {3: 4000}
+    assert wl.break_points(usage, times, {3}) == {}  # after a compaction the prompt starts afresh
+    implicit = [{k: v for k, v in u.items() if k != "cache_write_tokens"} for u in usage]
+    assert wl.break_points(implicit, times, set()) == {}  # an implicit cache misses at random: not judged
+
+
+def test_claude_code_and_codex_record_each_calls_time_mini_swe_agent_its_created():
+    (claude,) = formats.iter_transcripts(FIXTURES / "claude-code" / "session.jsonl")
+    (codex,) = formats.iter_transcripts(FIXTURES / "codex" / "rollout-0.34.jsonl")
+    for t in (claude, codex):
+        assert sorted(t.call_times) == list(range(1, t.turns + 1))
+    data = next(iter_workloads(FIXTURES / "claude-code" / "session.jsonl"))
+    assert data.header["call_times"] == clock.relative(claude.call_times, claude.turns)
+    assert data.header["call_times"][0] == 0.0
+    assert clock.seconds("2026-01-01T00:00:10Z") - clock.seconds("2026-01-01T00:00:00+00:00") == 10.0
+    assert clock.seconds(1763400000) == 1763400000.0 and clock.seconds("yesterday") is None
+    assert clock.relative({1: 100.0, 2: 90.0, 3: 130.0}, 3) == [0.0, 0.0, 30.0]  # never backwards
+
+
+def test_a_claude_record_without_a_timestamp_is_one_line_and_exit_2(tmp_path, capsys):
+    lines = (FIXTURES / "claude-code" / "session.jsonl").read_text().split("\n")
+    first = next(i for i, x in enumerate(lines) if '"type": "assistant"' in x)
+    record = json.loads(lines[first])
+    del record["timestamp"]
+    lines[first] = json.dumps(record)
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines))
+    assert main(["run", "--workload", str(path), "--policy", "noop", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "timestamp" in err and "s.jsonl" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_workload_from_an_unknown_model_is_one_line_and_exit_2(tmp_path, capsys):
+    data = recording([0.0, 1.0, 2.0], model="acme/llama-9")
+    (tmp_path / "in").mkdir()
+    wl.write(tmp_path / "in" / "w.jsonl", data)
+    for args in (["run", "--workload", str(tmp_path / "in" / "w.jsonl"), "--policy", "noop", "--out",
+                  str(tmp_path / "o")],
+                 ["leaderboard", str(tmp_path / "in"), "--policies", "noop", "--out", str(tmp_path / "lb")]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "'acme/llama-9' is not in prices.toml" in err and "--set pricing.model=NAME" in err
+        assert "Traceback" not in err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "lb").exists()
+    # the flag it names works
+    assert main(["run", "--workload", str(tmp_path / "in" / "w.jsonl"), "--policy", "noop", "--set",
+                 "pricing.model=gpt-5"]) == 0
+
+
+def test_the_leaderboard_reports_each_policy_at_its_documented_setting_and_at_each_grid_point(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    wl.write(tmp_path / "in" / "w.jsonl", recording([0.0, 10.0, 20.0]))
+    out = tmp_path / "lb"
+    assert main(["leaderboard", str(tmp_path / "in"), "--policies", "noop,recency", "--grid", "recency:trigger=8000,"
+                 "12000", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    table = [r for r in _csv(out / "leaderboard.csv")]
+    settings = {(r["policy"], r["setting"], r["acting_threshold"]) for r in table}
+    assert settings == {("noop", "", ""), ("recency", "", "150000"), ("recency", "trigger=8000", "8000"),
+                        ("recency", "trigger=12000", "12000")}
+    runs = _csv(out / "runs.csv")
+    acted = {r["setting"]: r["acted"] for r in runs if r["policy"] == "recency"}
+    assert acted == {"": "0", "trigger=8000": "1", "trigger=12000": "1"}  # only the low thresholds are reached
+    assert "recency @ trigger=8000 (acts at 8,000)" in printed and "noop's dollars beside the recorded bills" in printed
+    shares = {r["figure"] for r in table if r["interval"] == "wilson"}
+    assert shares == {f + lb.SHARE_SUFFIX for f in lb.COUNT_FIGURES}
+
+
+def _csv(path: Path) -> list[dict]:
+    import csv
+
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize("window", [5000])
+def test_a_recorded_window_no_prompt_could_fit_is_refused(tmp_path, capsys, window):
+    data = recording([0.0, 1.0, 2.0])
+    data.header["context_window"] = window
+    data.header["prompt_tokens"] = [6000, 9000, 12000]
+    wl.write(tmp_path / "w.jsonl", data)
+    assert main(["run", "--workload", str(tmp_path / "w.jsonl"), "--policy", "noop"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a window the runtime could have had" in err
