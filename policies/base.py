@@ -217,6 +217,10 @@ class Policy:
     # those variants (None on the policy itself, which takes its table's own ``preset`` key).
     presets: ClassVar[dict[str, Preset]] = {}
     preset: ClassVar[str | None] = None
+    # True for a context edit a runtime applies to the prompt before every model call (LangChain's
+    # middleware, SWE-agent's history processors): when a replayed runtime drops content on its own
+    # between two turns, the engine consults the policy again before the next call.
+    edits_every_call: ClassVar[bool] = False
 
     def __init__(self, scenario: Scenario, rng: np.random.Generator):
         self.scenario = scenario

@@ -33,6 +33,7 @@ the preset's value):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -55,9 +56,11 @@ class ClearToolUses:
     clear_at_least: int | None = None
     semantics: Literal["anthropic", "langchain"] | None = None
     exclude_tools: list[str] = field(default_factory=list)
-    clear_tool_inputs: bool | None = None
+    clear_tool_inputs: bool | list[str] | None = None
     placeholder_tokens: int | None = None
     input_placeholder_tokens: int | None = None
+    token_count_method: Literal["model", "approximate"] | None = None
+    chars_per_token: float | None = None
 
     def check(self, key: str, where: str, scenario) -> None:
         for name in ("trigger", "keep", "clear_at_least", "placeholder_tokens", "input_placeholder_tokens"):
@@ -66,15 +69,20 @@ class ClearToolUses:
                 non_negative(value, f"{key}.{name}", where)
         if self.trigger is not None and self.trigger > scenario.window:
             raise UserError(where, f"{key}.trigger", f"{self.trigger} is above the window {scenario.window}")
-        for i, tool in enumerate(self.exclude_tools):
-            if not tool.strip():
-                raise UserError(where, f"{key}.exclude_tools[{i}]", "empty tool name")
+        inputs = self.clear_tool_inputs if isinstance(self.clear_tool_inputs, list) else []
+        for name, tools in (("exclude_tools", self.exclude_tools), ("clear_tool_inputs", inputs)):
+            for i, tool in enumerate(tools):
+                if not tool.strip():
+                    raise UserError(where, f"{key}.{name}[{i}]", "empty tool name")
+        if self.chars_per_token is not None and self.chars_per_token <= 0:
+            raise UserError(where, f"{key}.chars_per_token", f"must be positive (got {self.chars_per_token})")
 
 
 # Both sources document trigger 100,000, keep 3 and clear_at_least 0 (Anthropic: none). The placeholder
 # is LangChain's "[cleared]" (4 tokens, o200k_base); Anthropic does not publish its placeholder text.
 _SHARED = {"trigger": 100_000, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False,
-           "placeholder_tokens": 4, "input_placeholder_tokens": 4}
+           "placeholder_tokens": 4, "input_placeholder_tokens": 4, "token_count_method": "model",
+           "chars_per_token": 4.0}
 PRESETS = {
     "anthropic": Preset("Anthropic context editing (clear_tool_uses_20250919): clears old tool results past 100k "
                         "tokens, keeps 3", {**_SHARED, "semantics": "anthropic"}),
@@ -95,12 +103,19 @@ class ClearToolUsesPolicy(Policy):
     reads = ("clear_tool_uses",)  # its own trigger, not the scenario's
     roles = {"threshold": "clear_tool_uses.trigger"}
     presets = PRESETS
+    edits_every_call = True  # the runtime edits the prompt before every model call
 
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
         self.params = self.resolved(scenario)
         self.excluded = frozenset(self.params.exclude_tools)
-        self.freed = 0  # tokens this policy took out of the window: full history = utilization + freed
+        # Tokens each span this policy cleared took out of the window (its size less its placeholder's), by
+        # span id, while the span's placeholder is still there: the full history is utilization + their sum.
+        self.gains: dict[int, int] = {}
+        # Cleared spans whose placeholder stays in the window (all but 0-token placeholders of spans
+        # without a call number, which the window does not hold): when it leaves, what it freed is forgotten.
+        self.followed: set[int] = set()
+        self._pending: dict[int, int] = {}
 
     @classmethod
     def resolved(cls, scenario) -> ClearToolUses:
@@ -126,9 +141,16 @@ class ClearToolUsesPolicy(Policy):
 
     def decide(self, view: WindowView) -> list[Action]:
         p = self.params
-        if view.utilization + self.freed <= p.trigger:
+        results: list[Span] = []
+        placed: set[int] = set()  # spans this policy cleared whose placeholder is in the window
+        for s in view.spans:
+            if s.kind == "tool_output" or CLEARED_OUTPUT in s.tags:
+                results.append(s)
+            if s.kind == "placeholder" and s.names and s.names[0] in self.gains:
+                placed.add(s.names[0])
+        self._follow_drops(placed)
+        if self._history_tokens(view) <= p.trigger:
             return []
-        results = [s for s in view.spans if is_tool_result(s)]
         older = results[: max(0, len(results) - p.keep)]
         candidates = [s for s in older if s.kind == "tool_output" and not s.pinned and s.tool not in self.excluded]
         if not candidates:
@@ -136,31 +158,88 @@ class ClearToolUsesPolicy(Policy):
         calls = self._calls(view, candidates) if p.clear_tool_inputs else {}
         chosen: list[tuple[int, int]] = []  # (span id, placeholder tokens)
         gained = 0
+        freed = sum(self.gains.values())
         for span in candidates:
-            if p.semantics == "langchain" and p.clear_at_least and self.freed + gained >= p.clear_at_least:
+            if p.semantics == "langchain" and p.clear_at_least and freed + gained >= p.clear_at_least:
                 break
-            gained += span.tokens - p.placeholder_tokens
+            gain = span.tokens - p.placeholder_tokens
+            self._pending[span.id] = gain
+            gained += gain
             chosen.append((span.id, p.placeholder_tokens))
             call = calls.get(span.id)
-            if call is not None:
-                gained += call.tokens - p.input_placeholder_tokens
+            if call is not None and self._clears_input(call):
+                gain = call.tokens - p.input_placeholder_tokens
+                self._pending[call.id] = gain
+                gained += gain
                 chosen.append((call.id, p.input_placeholder_tokens))
         if p.semantics == "anthropic" and p.clear_at_least and gained < p.clear_at_least:
-            return []  # not worth the cache it would invalidate: wait until more can be cleared at once
+            chosen = []  # not worth the cache it would invalidate: wait until more can be cleared at once
         if not chosen:
+            self._pending.clear()
             return []
-        self.freed += gained
+        self.gains.update(self._pending)
+        self._pending.clear()
+        spans = view.by_id if view.by_id is not None else {s.id: s for s in view.spans}
+        self.followed.update(i for i, size in chosen if size > 0 or spans[i].call)
         return [Clear(tuple(i for i, _ in chosen), tuple(n for _, n in chosen), reason="clear_tool_uses")]
+
+    def _follow_drops(self, placed: set[int]) -> None:
+        """Forget what was freed by clearing spans whose placeholder the runtime has since dropped.
+
+        The runtime edits a copy of its full history, so what clearing frees is measured on the history
+        as it is now: a span the replayed runtime dropped on its own (with its placeholder) frees nothing
+        any more. A 0-token placeholder of a span without a call number is not held by the window and
+        cannot be followed: its span counts as freed for good.
+        """
+        gone = [i for i in self.followed if i not in placed]
+        for i in gone:
+            self.gains.pop(i, None)
+            self.followed.discard(i)
+
+    def _history_tokens(self, view: WindowView) -> int:
+        """The full history's size as the runtime counts it, to compare with the trigger."""
+        p = self.params
+        if p.token_count_method == "approximate":
+            return approximate_tokens(view.spans, self.gains, p.chars_per_token)
+        return view.utilization + sum(self.gains.values())
+
+    def _clears_input(self, call: Span) -> bool:
+        inputs = self.params.clear_tool_inputs
+        return inputs is True or (isinstance(inputs, list) and call.tool in inputs)
 
     @staticmethod
     def _calls(view: WindowView, outputs: list[Span]) -> dict[int, Span]:
-        """For each output, the call that made it: the latest uncleared call with its key before it."""
+        """For each output, the call that made it: the call with its ``call`` number when the workload
+        recorded one (the runtime's ``tool_call_id``: parallel calls answered in another order pair right),
+        else the latest uncleared call with its key before it."""
         wanted = {s.id for s in outputs}
+        by_call = {s.call: s for s in view.spans if s.kind == "tool_call" and s.call and not s.pinned}
         latest: dict[str, Span] = {}
         out: dict[int, Span] = {}
         for span in view.spans:
-            if span.kind == "tool_call" and span.key and not span.pinned:
+            if span.kind == "tool_call" and not span.call and span.key and not span.pinned:
                 latest[span.key] = span
-            elif span.id in wanted and span.key in latest:
-                out[span.id] = latest.pop(span.key)
+            elif span.id in wanted:
+                if span.call:
+                    if span.call in by_call:
+                        out[span.id] = by_call[span.call]
+                elif span.key in latest:
+                    out[span.id] = latest.pop(span.key)
         return out
+
+
+def approximate_tokens(spans, gains: dict[int, int], chars_per_token: float) -> int:
+    """LangChain's ``count_tokens_approximately`` on the full history, from span sizes.
+
+    LangChain counts ``ceil(characters / 4) + 3`` per message and leaves the system message out (it is
+    not among the request's messages). prunesim knows tokens, not characters: a span of ``t`` tokens
+    is taken to hold ``t * chars_per_token`` characters, and each span to be one message. Cleared spans
+    count at their size before clearing (the runtime counts its full history).
+    """
+    total = 0
+    for s in spans:
+        if s.kind == "system":
+            continue
+        tokens = s.tokens + (gains.get(s.names[0], 0) if s.kind == "placeholder" and s.names else 0)
+        total += math.ceil(tokens * chars_per_token / 4) + 3
+    return total

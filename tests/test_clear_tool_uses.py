@@ -3,6 +3,7 @@
 import pytest
 from prunesim.cli import main
 from prunesim.io import scenario_files as sc
+from prunesim.model.spans import PLACEHOLDER_OF, Span
 from prunesim.policies.base import Clear
 from prunesim.studies.transcript_replay import replay
 from runtime_fixtures import policy, tool_turns, view_of, workload
@@ -12,6 +13,13 @@ def cleared(actions):
     (action,) = actions
     assert isinstance(action, Clear) and action.reason == "clear_tool_uses"
     return list(action.span_ids), list(action.placeholder_tokens)
+
+
+def with_placeholders(spans, action):
+    """The window after the engine applied ``action``: each cleared span replaced by its placeholder."""
+    sizes = dict(zip(action.span_ids, action.placeholder_tokens, strict=True))
+    return [Span(1000 + s.id, "placeholder", sizes[s.id], s.turn, key=s.key, names=(s.id,), tool=s.tool,
+                 call=s.call, tags=frozenset({PLACEHOLDER_OF + s.kind})) if s.id in sizes else s for s in spans]
 
 
 def test_presets_hold_the_documented_defaults():
@@ -65,10 +73,11 @@ def test_langchain_semantics_stop_at_the_first_result_that_brings_the_total_to_c
     spans = tool_turns([1000, 2000, 3000, 100, 100, 100])
     outputs = [s.id for s in spans if s.kind == "tool_output"]
     pol = policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": 10, "clear_tool_uses.clear_at_least": 2500})
-    ids, _ = cleared(pol.decide(view_of(spans, turn=6)))
+    action = pol.decide(view_of(spans, turn=6))
+    ids, _ = cleared(action)
     assert ids == outputs[:2]  # 996 + 1996 >= 2500: the 3000-token result stays
     # LangChain edits a copy of the full history each time: once that much is freed, it clears no more.
-    assert pol.decide(view_of(spans, turn=7)) == []
+    assert pol.decide(view_of(with_placeholders(spans, action[0]), turn=7)) == []
     exact = policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": 10, "clear_tool_uses.clear_at_least": 996})
     assert cleared(exact.decide(view_of(spans, turn=6)))[0] == outputs[:1]
 

@@ -14,7 +14,7 @@ from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
 from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
 from prunesim.model.scenario import Scenario
-from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, Span
+from prunesim.model.spans import PLACEHOLDER_OF, RUNTIME_DROP, SUMMARY_TAG, Span
 from prunesim.model.window import Window
 from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import (
@@ -132,10 +132,10 @@ class Engine(Provenance):
         w = self.window
         w._next_id += 1  # Window.new_id, inlined: this runs for every arrival
         turn = self.turn
-        # Positional (id, kind, tokens, turn, key, stale_at, pinned, tags, pass_id, names, tool): the
+        # Positional (id, kind, tokens, turn, key, stale_at, pinned, tags, pass_id, names, tool, call): the
         # cheapest call, for every arrival.
         span = Span(w._next_id, arrival.kind, arrival.tokens, turn, arrival.key, turn + arrival.stale_after,
-                    arrival.pinned, arrival.tags, -1, (), arrival.tool)
+                    arrival.pinned, arrival.tags, -1, (), arrival.tool, arrival.call)
         return self.append(span)
 
     def append(self, span: Span, index: int | None = None) -> Span:
@@ -190,6 +190,8 @@ class Engine(Provenance):
             # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
             if plan.drop_tags:
                 self.runtime_drop(plan.drop_tags)
+                if self.policy.edits_every_call and not self.deciding:
+                    yield from self.consult()
             prompt = window.utilization
             output = plan.reasoning.tokens + plan.tool_call.tokens
             for h in on_model_call:
@@ -210,22 +212,26 @@ class Engine(Provenance):
             for h in on_turn_reached:
                 h(turn, window.utilization)
             if not self.deciding:  # one model-driven pass at a time
-                actions = decide(self.view())
-                if not isinstance(actions, (list, tuple)):
-                    actions = self.as_actions(actions)
-                for action in actions:
-                    if isinstance(action, ModelPass) and self.concurrent:
-                        self.check_contract(action)
-                        self.deciding = True
-                        env.process(self.concurrent_pass(action))
-                    else:
-                        yield from self.apply(action)
+                yield from self.consult(decide)
             if needs is not None and on_history:
                 self.note_history()
             for h in on_turn_end:
                 h(env.now, turn, window.utilization, window.appended_total, window.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
+
+    def consult(self, decide=None):
+        """Ask the policy what to do with the window as it is, and do it."""
+        actions = (decide or self.policy.decide)(self.view())
+        if not isinstance(actions, (list, tuple)):
+            actions = self.as_actions(actions)
+        for action in actions:
+            if isinstance(action, ModelPass) and self.concurrent:
+                self.check_contract(action)
+                self.deciding = True
+                self.env.process(self.concurrent_pass(action))
+            else:
+                yield from self.apply(action)
 
     def concurrent_pass(self, action: ModelPass):
         if self.authorized(action):
@@ -252,7 +258,9 @@ class Engine(Provenance):
     def runtime_drop(self, tags: frozenset[str]) -> None:
         """Spans the replayed runtime removed on its own (a recorded compaction) leave the window.
 
-        Not the policy's doing: no eviction is recorded for them, no tombstone is left.
+        Not the policy's doing: no eviction is recorded for them, no tombstone is left. A placeholder a
+        policy left for a dropped span carries its tag and leaves with it. A policy the runtime runs before
+        every model call (``Policy.edits_every_call``) is consulted again on the window the drop left.
         """
         for span in [s for s in self.window.spans() if s.tags & tags]:
             self.window.remove(span.id)
@@ -450,10 +458,13 @@ class Engine(Provenance):
                 continue
             index = w.position(span_id)
             span = self.remove(span_id, "cleared")
+            # It keeps the span's call (an empty one stays, as the span did) and leaves with the span's
+            # content when the replayed runtime drops that.
             marker = Span(w.new_id(), "placeholder", max(0, size), span.turn, key=span.key,
-                          stale_at=span.stale_at, names=(span.id,), tool=span.tool,
-                          tags=frozenset({PLACEHOLDER_OF + span.kind}))
-            if marker.tokens:
+                          stale_at=span.stale_at, names=(span.id,), tool=span.tool, call=span.call,
+                          tags=frozenset({PLACEHOLDER_OF + span.kind, *(t for t in span.tags
+                                                                         if t.startswith(RUNTIME_DROP))}))
+            if marker.tokens or marker.call:
                 self.append(marker, index)  # cut at a hard ceiling like any append
                 if marker.id in w:
                     markers.append(marker.id)

@@ -31,6 +31,7 @@ class Arrival:
     pinned: bool = False
     tags: frozenset[str] = field(default_factory=frozenset)
     tool: str = ""  # the tool that made a call or an output, when the workload knows it
+    call: int = 0  # the tool call a call or an output belongs to, when the workload knows it (0: unknown)
 
 
 @dataclass(slots=True)

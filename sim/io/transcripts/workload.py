@@ -11,9 +11,9 @@ A workload file is one header record, then one record per message part::
      "events": [{"event": "compaction", "turn": 75, "trigger": "manual", "pre_tokens": 167766}, ...]}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 312}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 19000, "hidden": true, "sized_by": "usage"}
-    {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash"}
+    {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash", "call": 1}
     {"type": "part", "turn": 1, "kind": "tool_output", "tokens": 420, "key": "cat setup.py", "digest": "...",
-     "dropped_at": 40}
+     "call": 1, "dropped_at": 40}
 
 Turn 0 holds what the model saw before its first call (system prompt, task):
 it becomes the replay's initial spans, pinned. Turn ``k`` holds the ``k``-th
@@ -24,7 +24,9 @@ unseen); the replay removes it there too. ``hidden`` parts were billed but
 never written to the file; ``sized_by`` says where a size that was not
 counted from text came from (``usage``: a recorded prompt count, see
 :mod:`.assemble`; ``recorded``: recorded output tokens; ``image``: an image's
-documented size). Events: ``compaction`` (recorded by the runtime; ``turn`` is
+documented size). ``call`` pairs a tool call with its output: the same number
+on both, numbered in the order of the calls (the runtime's own ids, such as
+``tool_use_id``, are not written). Events: ``compaction`` (recorded by the runtime; ``turn`` is
 the call it came before), ``injected`` and ``removed`` (inferred from the
 prompt counts, :mod:`.assemble`). Records carry no transcript text, only
 sizes and keys. Version 1 files (without the new fields) are still read.
@@ -46,6 +48,7 @@ from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
+from prunesim.model.spans import RUNTIME_DROP
 from prunesim.model.workload import Arrival, TurnPlan
 
 VERSION = 2
@@ -102,6 +105,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
             dropped[i] = k if not dropped[i] else min(dropped[i], k)
     recorded_outputs = {i for i in range(len(t.parts)) if not math.isnan(s.fixed[i]) and t.parts[i].tokens is None}
     keyed: list[tuple[tuple[int, int], dict]] = []
+    calls: dict[str, int] = {}  # the transcript's call id -> the call's number in the workload
     for i, p in enumerate(t.parts):
         rec = {"type": "part", "turn": p.turn, "kind": p.kind}
         if p.hidden:
@@ -118,6 +122,8 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
             rec["key"] = p.key
         if p.tool:
             rec["tool"] = p.tool
+        if p.call_id and p.kind in ("tool_call", "tool_output"):
+            rec["call"] = calls.setdefault(p.call_id, len(calls) + 1)
         if p.kind == "tool_output":
             rec["digest"] = digest(p.text)
         if dropped[i]:
@@ -347,6 +353,8 @@ def _check_part(rec, where: str) -> dict:
     for key in ("key", "tool", "digest"):
         if key in rec and (not isinstance(rec[key], str) or len(rec[key]) > MAX_TEXT):
             raise UserError(where, key, f"must be a string of at most {MAX_TEXT} characters (got {_show(rec[key])})")
+    if "call" in rec and not (_count(rec["call"]) and rec["call"] > 0):
+        raise UserError(where, "call", f"must be a positive integer (got {_show(rec['call'])})")
     if "dropped_at" in rec and not (_count(rec["dropped_at"]) and rec["dropped_at"] > rec["turn"]):
         raise UserError(where, "dropped_at", "must be a call number after the part's turn")
     return rec
@@ -377,7 +385,7 @@ class TranscriptWorkload:
         stale = self.r_stale if p["kind"] == "reasoning" else self.o_stale
         tags = frozenset({drop_tag(p["dropped_at"])}) if p.get("dropped_at") else frozenset()
         return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags,
-                       tool=p.get("tool") or tool)
+                       tool=p.get("tool") or tool, call=p.get("call", 0))
 
     def initial(self) -> list[Arrival]:
         return [self._arrival(p, pinned=True) for p in self.data.parts if p["turn"] == 0]
@@ -416,4 +424,4 @@ class TranscriptWorkload:
 
 def drop_tag(call: int) -> str:
     """The tag of a span the runtime removed before model call ``call``."""
-    return f"drop@{call}"
+    return f"{RUNTIME_DROP}{call}"
