@@ -69,6 +69,7 @@ class Call:
     outputs: frozenset[int]
     inputs: frozenset[int]
     tokens: int
+    full: int = 0  # LangChain's side: the full history before its edit
 
 
 # -- LangChain's side -----------------------------------------------------------
@@ -131,12 +132,13 @@ def langchain_calls(data: WorkloadData, setting: Setting, trigger: int) -> list[
     out = []
     for k in range(1, data.turns + 1):
         system, messages = history.before(k)
+        full = history.count(system, messages)
         edit.apply(messages, count_tokens=lambda ms, system=system: history.count(system, ms))
         outputs = frozenset(int(m.tool_call_id.removeprefix("call-")) for m in messages
                             if isinstance(m, ToolMessage) and m.response_metadata.get("context_editing"))
         inputs = frozenset(int(c.removeprefix("call-")) for m in messages if isinstance(m, AIMessage)
                            for c in m.response_metadata.get("context_editing", {}).get("cleared_tool_inputs", ()))
-        out.append(Call(outputs, inputs, history.count(system, messages)))
+        out.append(Call(outputs, inputs, history.count(system, messages), full))
     return out
 
 
