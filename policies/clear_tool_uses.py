@@ -40,7 +40,7 @@ from typing import Literal
 from prunesim.errors import UserError
 from prunesim.model.scenario import non_negative
 from prunesim.model.spans import PLACEHOLDER_OF, Span
-from prunesim.policies.base import Action, Clear, Policy, Preset, WindowView, resolve_table
+from prunesim.policies.base import Action, Clear, Policy, Preset, Restore, WindowView, resolve_table
 
 CLEARED_OUTPUT = PLACEHOLDER_OF + "tool_output"
 CLEARED_INPUT = PLACEHOLDER_OF + "tool_call"
@@ -115,7 +115,6 @@ class ClearToolUsesPolicy(Policy):
         # Cleared spans whose placeholder stays in the window (all but 0-token placeholders of spans
         # without a call number, which the window does not hold): when it leaves, what it freed is forgotten.
         self.followed: set[int] = set()
-        self._pending: dict[int, int] = {}
 
     @classmethod
     def resolved(cls, scenario) -> ClearToolUses:
@@ -142,48 +141,87 @@ class ClearToolUsesPolicy(Policy):
     def decide(self, view: WindowView) -> list[Action]:
         p = self.params
         results: list[Span] = []
-        placed: set[int] = set()  # spans this policy cleared whose placeholder is in the window
+        placed: dict[int, Span] = {}  # span this policy cleared -> its placeholder in the window
         for s in view.spans:
             if s.kind == "tool_output" or CLEARED_OUTPUT in s.tags:
                 results.append(s)
             if s.kind == "placeholder" and s.names and s.names[0] in self.gains:
-                placed.add(s.names[0])
+                placed[s.names[0]] = s
         self._follow_drops(placed)
         if self._history_tokens(view) <= p.trigger:
-            return []
+            # Both runtimes edit a copy of the full history: below the trigger they send it whole.
+            return self._restore(list(placed.values()))
         older = results[: max(0, len(results) - p.keep)]
+        if p.semantics == "langchain":
+            return self._langchain(view, older, placed)
         candidates = [s for s in older if s.kind == "tool_output" and not s.pinned and s.tool not in self.excluded]
-        if not candidates:
-            return []
         calls = self._calls(view, candidates) if p.clear_tool_inputs else {}
-        chosen: list[tuple[int, int]] = []  # (span id, placeholder tokens)
-        gained = 0
-        freed = sum(self.gains.values())
+        chosen: list[Span] = []
         for span in candidates:
-            if p.semantics == "langchain" and p.clear_at_least and freed + gained >= p.clear_at_least:
-                break
-            gain = span.tokens - p.placeholder_tokens
-            self._pending[span.id] = gain
-            gained += gain
-            chosen.append((span.id, p.placeholder_tokens))
+            chosen.append(span)
             call = calls.get(span.id)
-            if call is not None and self._clears_input(call):
-                gain = call.tokens - p.input_placeholder_tokens
-                self._pending[call.id] = gain
-                gained += gain
-                chosen.append((call.id, p.input_placeholder_tokens))
-        if p.semantics == "anthropic" and p.clear_at_least and gained < p.clear_at_least:
-            chosen = []  # not worth the cache it would invalidate: wait until more can be cleared at once
-        if not chosen:
-            self._pending.clear()
-            return []
-        self.gains.update(self._pending)
-        self._pending.clear()
-        spans = view.by_id if view.by_id is not None else {s.id: s for s in view.spans}
-        self.followed.update(i for i, size in chosen if size > 0 or spans[i].call)
-        return [Clear(tuple(i for i, _ in chosen), tuple(n for _, n in chosen), reason="clear_tool_uses")]
+            if call is not None and call.kind == "tool_call" and self._clears_input(call):
+                chosen.append(call)
+        gained = sum(s.tokens - self._placeholder(s) for s in chosen)
+        if p.clear_at_least and gained < p.clear_at_least:
+            return []  # not worth the cache it would invalidate: wait until more can be cleared at once
+        return self._clear(view, chosen)
 
-    def _follow_drops(self, placed: set[int]) -> None:
+    def _langchain(self, view: WindowView, older: list[Span], placed: dict[int, Span]) -> list[Action]:
+        """What LangChain's ``ClearToolUsesEdit`` clears on a fresh copy of the full history, oldest first:
+        results whose call is in the call's message, not of an excluded tool, until ``clear_at_least`` is
+        freed. Results (and inputs) cleared before and not in that set now are restored."""
+        p = self.params
+        calls = self._calls(view, older)
+        wanted: list[Span] = []  # results and inputs in the set, as they are in the window
+        freed = 0
+        for s in older:
+            if s.pinned or s.tool in self.excluded:
+                continue
+            call = calls.get(s.id)
+            if s.call and call is None:
+                continue  # LangChain finds no tool call for it in the message before it: it stays
+            wanted.append(s)
+            freed += self._full_size(s) - p.placeholder_tokens
+            if call is not None and self._clears_input(call):
+                wanted.append(call)
+                freed += self._full_size(call) - p.input_placeholder_tokens
+            if p.clear_at_least and freed >= p.clear_at_least:
+                break
+        keep_cleared = {s.names[0] for s in wanted if s.kind == "placeholder"}
+        actions = self._restore([m for i, m in placed.items() if i not in keep_cleared])
+        actions.extend(self._clear(view, [s for s in wanted if s.kind != "placeholder"]))
+        return actions
+
+    def _clear(self, view: WindowView, spans: list[Span]) -> list[Action]:
+        if not spans:
+            return []
+        sizes = [self._placeholder(s) for s in spans]
+        for s, size in zip(spans, sizes, strict=True):
+            self.gains[s.id] = s.tokens - size
+            if size > 0 or s.call:  # the window holds its placeholder (see Span.call)
+                self.followed.add(s.id)
+        return [Clear(tuple(s.id for s in spans), tuple(sizes), reason="clear_tool_uses")]
+
+    def _restore(self, placeholders: list[Span]) -> list[Action]:
+        if not placeholders:
+            return []
+        for m in placeholders:
+            self.gains.pop(m.names[0], None)
+            self.followed.discard(m.names[0])
+        return [Restore(tuple(m.id for m in placeholders), reason="clear_tool_uses")]
+
+    def _placeholder(self, span: Span) -> int:
+        p = self.params
+        return p.placeholder_tokens if span.kind == "tool_output" else p.input_placeholder_tokens
+
+    def _full_size(self, span: Span) -> int:
+        """A span's tokens in the full history: a placeholder's, those of the span it stands for."""
+        if span.kind == "placeholder" and span.names:
+            return span.tokens + self.gains.get(span.names[0], 0)
+        return span.tokens
+
+    def _follow_drops(self, placed) -> None:
         """Forget what was freed by clearing spans whose placeholder the runtime has since dropped.
 
         The runtime edits a copy of its full history, so what clearing frees is measured on the history
@@ -209,11 +247,16 @@ class ClearToolUsesPolicy(Policy):
 
     @staticmethod
     def _calls(view: WindowView, outputs: list[Span]) -> dict[int, Span]:
-        """For each output, the call that made it: the call with its ``call`` number when the workload
-        recorded one (the runtime's ``tool_call_id``: parallel calls answered in another order pair right),
-        else the latest uncleared call with its key before it."""
+        """For each result (or its placeholder), the call that made it (or the call's placeholder).
+
+        With a ``call`` number (the runtime's ``tool_call_id``, kept by the import): the call of that
+        number in the same turn, as LangChain looks for it in the message before the result, so parallel
+        calls answered in another order pair right. Without one (synthetic workloads): the latest
+        uncleared call with the result's key before it.
+        """
         wanted = {s.id for s in outputs}
-        by_call = {s.call: s for s in view.spans if s.kind == "tool_call" and s.call and not s.pinned}
+        by_call = {s.call: s for s in view.spans
+                   if s.call and not s.pinned and (s.kind == "tool_call" or CLEARED_INPUT in s.tags)}
         latest: dict[str, Span] = {}
         out: dict[int, Span] = {}
         for span in view.spans:
@@ -221,8 +264,9 @@ class ClearToolUsesPolicy(Policy):
                 latest[span.key] = span
             elif span.id in wanted:
                 if span.call:
-                    if span.call in by_call:
-                        out[span.id] = by_call[span.call]
+                    call = by_call.get(span.call)
+                    if call is not None and call.turn == span.turn:
+                        out[span.id] = call
                 elif span.key in latest:
                     out[span.id] = latest.pop(span.key)
         return out

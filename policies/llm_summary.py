@@ -33,7 +33,7 @@ from prunesim.policies.summary import SummaryParams, SummaryWriter
 class LlmSummary:
     """``[llm_summary]``: see the module docstring. ``None``: the preset's value."""
 
-    preset: Literal["codex", "claude-code", "openhands"] = "codex"
+    preset: Literal["codex", "claude-code", "openhands", "openhands-sdk"] = "codex"
     threshold: float | None = None
     unit: Literal["window", "tokens", "turns"] | None = None
     keep_turns: int | None = None
@@ -66,9 +66,19 @@ PRESETS = {
     # Claude Code compacts at about 155k tokens of its 200k window (a 45k autocompact buffer).
     "claude-code": Preset("Claude Code auto-compact at 155k of a 200k window (77.5%); the summary replaces the "
                           "whole history", {"threshold": 0.775, "unit": "window", "keep_turns": 0}),
-    # OpenHands LLMSummarizingCondenserConfig: max_size=100 events, keep_first=1. Past 100 events it keeps the
+    # The legacy OpenHands condenser (openhands/core/config/condenser_config.py, LLMSummarizingCondenserConfig):
+    # max_size=100 events, keep_first=1. Past 100 events it keeps the
     # first and the last max_size // 2 - keep_first - 1 = 48; at two events a turn (action, observation): past
     # 50 turns, keep the last 24. The first event (the task) is pinned in prunesim.
+    # openhands-sdk 1.58.2 (openhands/sdk/context/condenser/llm_summarizing_condenser.py): the class defaults to
+    # max_size=240, keep_first=2; default_condenser(), which the default agent (openhands-tools 1.58.2,
+    # get_default_agent) uses, sets max_size=80, keep_first=4. Past max_size events it keeps the first keep_first
+    # and the last max_size // 2 - keep_first - 1 = 35 events; at two events a turn: past 40 turns, keep 17.
+    # Not modelled: keep_first counts the system-prompt event; a turn of parallel calls is more than two events;
+    # the token trigger (max_tokens, the LLM's input limit by default), minimum_progress and batch snapping.
+    "openhands-sdk": Preset("openhands-sdk 1.58.2 default agent's LLMSummarizingCondenser (max_size 80 events, "
+                            "keep_first 4): past 40 turns, summarize all but the last 17",
+                            {"threshold": 40, "unit": "turns", "keep_turns": 17}),
     "openhands": Preset("OpenHands LLMSummarizingCondenser (max_size 100 events, keep_first 1): past 50 turns, "
                         "summarize all but the last 24", {"threshold": 50, "unit": "turns", "keep_turns": 24}),
 }

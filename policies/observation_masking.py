@@ -61,6 +61,7 @@ class ObservationMaskingPolicy(Policy):
     tables = {"observation_masking": ObservationMasking}
     reads = ("observation_masking",)  # no threshold: it masks before every model call
     presets = PRESETS
+    edits_every_call = True  # a history processor: it runs on the history before every model call
 
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)

@@ -5,12 +5,9 @@ answered out of order, a runtime that drops content on its own. The development 
 ``../shared/traces`` (or ``PRUNESIM_TRACES``) are replayed at seven settings; the default run takes
 the first file of each folder; ``PRUNESIM_DIFFERENTIAL=all`` runs every one.
 
-Two differences are known, and checked for what they are. LangChain re-derives its edits from the
-full history before every call, so content it cleared comes back whole when the history no longer
-calls for clearing it; prunesim's placeholders stay (a cleared span's content is gone). This shows
-(1) when the runtime drops a tool result whose call's input was cleared: LangChain only clears the
-input of a result it clears, and (2) when a runtime drop takes the full history back below the
-trigger. Every other call must agree exactly.
+Where LangChain's rules no longer clear what it cleared before (a runtime drop took the history
+back to the trigger, or dropped a result whose call's input was cleared), it sends the content whole
+again, and prunesim restores it (``Restore``): every call must agree exactly.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ import pytest
 
 pytest.importorskip("langchain", reason="langchain is a test dependency (pip install -e '.[test]')")
 
-from langchain_reference import Setting, compare, langchain_calls, peak, prunesim_calls  # noqa: E402
+from langchain_reference import Setting, compare, langchain_calls, prunesim_calls  # noqa: E402
 from prunesim.io.transcripts.workload import WorkloadData  # noqa: E402
 
 TRACES = Path(os.environ.get("PRUNESIM_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
@@ -71,7 +68,8 @@ def agree(data: WorkloadData, setting: Setting) -> None:
 
 HAND = [Setting("small", trigger=2000), Setting("keep-0", trigger=2000, keep=0),
         Setting("at-least", trigger=2000, keep=1, clear_at_least=700),
-        Setting("inputs", trigger=2000, clear_tool_inputs=True), Setting("exclude", trigger=2000, exclude_tools=("Read",))]
+        Setting("inputs", trigger=2000, clear_tool_inputs=True),
+        Setting("exclude", trigger=2000, exclude_tools=("Read",))]
 
 
 @pytest.mark.parametrize("setting", HAND, ids=lambda s: s.name)
@@ -113,19 +111,32 @@ def test_after_a_runtime_drop_what_was_freed_and_the_placeholders_follow_the_his
     assert not any(c in ours[8].outputs for c in (1, 2, 3, 4))  # their placeholders left with them
 
 
-def test_a_history_the_drop_takes_below_the_trigger_is_where_langchain_brings_cleared_results_back():
-    """The known difference: LangChain clears a copy, so below the trigger it sends every result whole again."""
+def test_a_drop_that_takes_the_history_below_the_trigger_brings_cleared_results_back_as_langchain_does():
+    """LangChain clears a copy of the full history: below the trigger it sends every result whole again."""
     turns = loop([900, 800, 700, 600, 500, 400, 300, 200, 600, 700, 800])
     for turn in turns[:4]:
         for p in turn:
             p["dropped_at"] = 8
     data = hand_made(turns)
     setting = Setting("keep-0", trigger=2000, keep=0)
-    theirs, ours = langchain_calls(data, setting, 2000), prunesim_calls(data, setting, 2000)
-    bad, _, _ = compare(data, setting)
-    assert bad == [8, 9]  # the calls whose full history (1,450 and 1,850 tokens) is at or below 2,000
-    for k in bad:
-        assert theirs[k - 1].outputs == set() and ours[k - 1].outputs == {5, 6, 7}
+    agree(data, setting)
+    ours = prunesim_calls(data, setting, 2000)
+    assert ours[6].outputs == {1, 2, 3, 4, 5, 6}
+    assert ours[7].outputs == set() and ours[8].outputs == set()  # 1,450 and 1,850 tokens: at most 2,000
+    assert ours[9].outputs == {5, 6, 7, 8, 9}  # above it again: cleared again
+
+
+def test_an_input_comes_back_when_the_runtime_drops_its_result():
+    """LangChain clears the input of a result it clears; a result the runtime dropped is not cleared, so its
+    call's input is sent whole again."""
+    turns = loop([900, 800, 700, 600, 500, 400, 300, 200])
+    for turn in turns[:3]:
+        turn[2]["dropped_at"] = 6  # the runtime drops the first three results, not their calls
+    data = hand_made(turns)
+    setting = Setting("inputs", trigger=1000, keep=1, clear_tool_inputs=True)
+    agree(data, setting)
+    ours = prunesim_calls(data, setting, 1000)
+    assert {1, 2, 3} <= ours[4].inputs and not {1, 2, 3} & ours[5].inputs
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
@@ -135,20 +146,9 @@ def test_the_development_transcripts_agree_with_langchain(setting):
 
 
 def check_run(name: str, data: WorkloadData, setting: Setting) -> None:
-    bad, _, _ = compare(data, setting)
-    if not bad:
-        return
-    # Only the two known differences (the module docstring) may remain.
-    trigger = max(1, peak(data) // 2) if setting.trigger == HALF else setting.trigger or 100_000
-    ours, theirs = prunesim_calls(data, setting, trigger), langchain_calls(data, setting, trigger)
-    dropped = {p["call"]: p["dropped_at"] for p in data.parts if p["kind"] == "tool_output" and p.get("dropped_at")}
-    for k in bad:
-        a, b = theirs[k - 1], ours[k - 1]
-        where = f"{name}, {setting.name}, call {k}"
-        if not a.outputs and not a.inputs and a.full <= trigger:
-            continue  # (2): the drop took the history below the trigger; LangChain sends it whole
-        assert a.outputs == b.outputs and a.inputs < b.inputs, f"{where}: the cleared sets differ"
-        assert all(dropped.get(c, 1 << 30) <= k for c in b.inputs - a.inputs), f"{where}: (1) does not explain it"
+    bad, theirs, ours = compare(data, setting)
+    assert not bad, f"{name}, {setting.name}: the cleared sets differ before calls {bad[:10]}"
+    assert theirs == ours
 
 
 def dev_runs(all_runs: bool) -> list[tuple[str, WorkloadData]]:

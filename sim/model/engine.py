@@ -24,6 +24,7 @@ from prunesim.policies.base import (
     Evict,
     ModelPass,
     Policy,
+    Restore,
     Summarize,
     Truncate,
     Warn,
@@ -286,6 +287,8 @@ class Engine(Provenance):
             self.summarize(action)
         elif isinstance(action, Clear):
             self.clear(action)
+        elif isinstance(action, Restore):
+            self.restore(action)
         elif isinstance(action, Compact):
             yield from self.compact(action)
         elif isinstance(action, Warn):
@@ -316,6 +319,13 @@ class Engine(Provenance):
             raise PolicyContractError(f"policy {self.policy.name!r} gave {len(action.placeholder_tokens)} "
                                       f"placeholder sizes for {len(action.span_ids)} spans (turn {self.turn})",
                                       type(self.policy))
+        if isinstance(action, Restore):
+            stray = [i for i in action.span_ids if self.window.get(i).kind != "placeholder"
+                     or not self.window.get(i).names or self.window.get(i).names[0] not in self.evicted]
+            if stray:
+                raise PolicyContractError(f"policy {self.policy.name!r} asked to restore span(s) {stray}, which are "
+                                          f"not placeholders of content the engine keeps (turn {self.turn})",
+                                          type(self.policy))
         if isinstance(action, Compact):
             carriable = set(action.span_ids)
             for span_id in action.span_ids:
@@ -473,6 +483,27 @@ class Engine(Provenance):
             written += marker.tokens
         self._context_edit(EditRecord("clear", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
                                       self._placed(markers)))
+
+    def restore(self, action: Restore) -> None:
+        """Put each placeholder's span back where the placeholder stands (the content is as it was)."""
+        w = self.window
+        before = w.utilization
+        spans = freed = written = 0
+        back = []
+        for marker_id in action.span_ids:
+            if marker_id not in w:  # named twice
+                continue
+            index = w.position(marker_id)
+            marker = self.remove(marker_id, "restored")
+            span = self.evicted.pop(marker.names[0])
+            self.append(span, index)
+            if span.id in w:
+                back.append(span.id)
+            spans += 1
+            freed += marker.tokens
+            written += span.tokens
+        self._context_edit(EditRecord("restore", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
+                                      self._placed(back)))
 
     def _placed(self, span_ids: list[int]) -> tuple[tuple[int, int], ...]:
         """(id, index in window order) of spans an edit put inside the window, for observers that keep the order."""
