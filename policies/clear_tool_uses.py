@@ -28,7 +28,12 @@ the preset's value):
 * ``exclude_tools``: results of these tools are never cleared;
 * ``clear_tool_inputs``: also clear the call's input, leaving
   ``input_placeholder_tokens`` of it;
-* ``placeholder_tokens``: the size of the placeholder left for each result.
+* ``placeholder_tokens``: the size of the placeholder left for each result;
+* ``token_count_method`` (``model``, ``approximate``) and ``chars_per_token``: how the
+  full history is counted against ``trigger`` (see :func:`approximate_tokens`);
+* ``clear_thinking``: Anthropic's ``clear_thinking_20251015`` strategy, applied first:
+  the thinking of all but the last ``clear_thinking`` assistant turns with thinking
+  leaves the window (0: the strategy is off, every thinking block stays).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from typing import Literal
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import non_negative
-from prunesim.model.spans import PLACEHOLDER_OF, Span
+from prunesim.model.spans import PLACEHOLDER_OF, THINKING, Span
 from prunesim.policies.base import Action, Clear, Policy, Preset, Restore, WindowView, resolve_table
 
 CLEARED_OUTPUT = PLACEHOLDER_OF + "tool_output"
@@ -61,9 +66,11 @@ class ClearToolUses:
     input_placeholder_tokens: int | None = None
     token_count_method: Literal["model", "approximate"] | None = None
     chars_per_token: float | None = None
+    clear_thinking: int | None = None
 
     def check(self, key: str, where: str, scenario) -> None:
-        for name in ("trigger", "keep", "clear_at_least", "placeholder_tokens", "input_placeholder_tokens"):
+        for name in ("trigger", "keep", "clear_at_least", "placeholder_tokens", "input_placeholder_tokens",
+                     "clear_thinking"):
             value = getattr(self, name)
             if value is not None:
                 non_negative(value, f"{key}.{name}", where)
@@ -82,7 +89,7 @@ class ClearToolUses:
 # is LangChain's "[cleared]" (4 tokens, o200k_base); Anthropic does not publish its placeholder text.
 _SHARED = {"trigger": 100_000, "keep": 3, "clear_at_least": 0, "clear_tool_inputs": False,
            "placeholder_tokens": 4, "input_placeholder_tokens": 4, "token_count_method": "model",
-           "chars_per_token": 4.0}
+           "chars_per_token": 4.0, "clear_thinking": 0}
 PRESETS = {
     "anthropic": Preset("Anthropic context editing (clear_tool_uses_20250919): clears old tool results past 100k "
                         "tokens, keeps 3", {**_SHARED, "semantics": "anthropic"}),
@@ -148,12 +155,17 @@ class ClearToolUsesPolicy(Policy):
             if s.kind == "placeholder" and s.names and s.names[0] in self.gains:
                 placed[s.names[0]] = s
         self._follow_drops(placed)
-        if self._history_tokens(view) <= p.trigger:
+        thinking = self._old_thinking(view) if p.clear_thinking else []
+        # Anthropic applies clear_thinking first: clear_tool_uses sees the history without that thinking.
+        history = self._history_tokens(view) - sum(s.tokens for s in thinking)
+        cleared = [Clear(tuple(s.id for s in thinking), (0,) * len(thinking), reason="clear_thinking")] \
+            if thinking else []
+        if history <= p.trigger:
             # Both runtimes edit a copy of the full history: below the trigger they send it whole.
-            return self._restore(list(placed.values()))
+            return cleared + self._restore(list(placed.values()))
         older = results[: max(0, len(results) - p.keep)]
         if p.semantics == "langchain":
-            return self._langchain(view, older, placed)
+            return cleared + self._langchain(view, older, placed)
         candidates = [s for s in older if s.kind == "tool_output" and not s.pinned and s.tool not in self.excluded]
         calls = self._calls(view, candidates) if p.clear_tool_inputs else {}
         chosen: list[Span] = []
@@ -164,8 +176,15 @@ class ClearToolUsesPolicy(Policy):
                 chosen.append(call)
         gained = sum(s.tokens - self._placeholder(s) for s in chosen)
         if p.clear_at_least and gained < p.clear_at_least:
-            return []  # not worth the cache it would invalidate: wait until more can be cleared at once
-        return self._clear(view, chosen)
+            return cleared  # not worth the cache it would invalidate: wait until more can be cleared at once
+        return cleared + self._clear(view, chosen)
+
+    def _old_thinking(self, view: WindowView) -> list[Span]:
+        """Anthropic's ``clear_thinking_20251015``: the thinking blocks of all but the last ``clear_thinking``
+        assistant turns that have thinking (they leave the window; no placeholder)."""
+        thinking = [s for s in view.spans if s.kind == "reasoning" and THINKING in s.tags and not s.pinned]
+        kept = sorted({s.turn for s in thinking})[-self.params.clear_thinking:]
+        return [s for s in thinking if s.turn not in kept]
 
     def _langchain(self, view: WindowView, older: list[Span], placed: dict[int, Span]) -> list[Action]:
         """What LangChain's ``ClearToolUsesEdit`` clears on a fresh copy of the full history, oldest first:

@@ -186,3 +186,48 @@ def test_exclude_tools_naming_no_tool_of_the_transcripts_is_a_warning_not_an_err
 def test_a_trigger_the_window_never_reaches_is_a_warning(capsys):
     assert main(["compare", "oscillation-40", "--policies", "clear-tool-uses:langchain", "--seeds", "0:2"]) == 0
     assert "clear_tool_uses.trigger 100,000 is not below the window 32,000: it never clears" in capsys.readouterr().err
+
+
+def test_clear_tool_inputs_as_a_list_clears_only_those_tools_calls():
+    spans = tool_turns([1000] * 4, tools=["Bash", "Read", "Bash", "Read"], call_tokens=300)
+    pol = policy("clear-tool-uses:anthropic", {"clear_tool_uses.trigger": 10, "clear_tool_uses.keep": 1,
+                                               "clear_tool_uses.clear_tool_inputs": ["Read"]})
+    ids, _ = cleared(pol.decide(view_of(spans, turn=4)))
+    by_id = {s.id: s for s in spans}
+    assert [(by_id[i].kind, by_id[i].tool) for i in ids] == [
+        ("tool_output", "Bash"), ("tool_output", "Read"), ("tool_call", "Read"), ("tool_output", "Bash")]
+
+
+def test_a_list_or_a_flag_for_clear_tool_inputs_and_nothing_else(tmp_path, capsys):
+    assert policy("clear-tool-uses", {"clear_tool_uses.clear_tool_inputs": True}).params.clear_tool_inputs is True
+    assert main(["run", "transcript", "--policy", "clear-tool-uses", "--set", "clear_tool_uses.clear_tool_inputs=3",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "clear_tool_uses.clear_tool_inputs: must be true or false or a list" in err[0]
+
+
+def test_the_approximate_count_leaves_the_system_prompt_out_and_adds_three_a_message():
+    from prunesim.model.spans import Span
+
+    system = Span(100, "system", 20_000, 0, pinned=True)
+    spans = [system, *tool_turns([1000] * 10)]  # 10 x (20 + 1000) = 10,200 tokens of messages, 20 messages
+    for trigger, fires in ((10_200 + 20 * 3 - 1, True), (10_200 + 20 * 3, False)):
+        pol = policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": trigger,
+                                                   "clear_tool_uses.token_count_method": "approximate"})
+        assert bool(pol.decide(view_of(spans, turn=10))) is fires
+    # With the model's count (the system prompt in), the same history is far above either trigger.
+    assert policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": 10_260}).decide(view_of(spans, turn=10))
+
+
+def test_clear_thinking_keeps_the_thinking_of_the_last_turns_only():
+    from prunesim.model.spans import THINKING, Span
+
+    spans = []
+    for t in range(1, 6):
+        spans.append(Span(len(spans) + 1, "reasoning", 300, t, tags=frozenset({THINKING})))
+        spans.append(Span(len(spans) + 1, "reasoning", 50, t))  # a text block: never cleared by this strategy
+    pol = policy("clear-tool-uses:anthropic", {"clear_tool_uses.clear_thinking": 2})
+    (action,) = pol.decide(view_of(spans, turn=5))
+    assert action.reason == "clear_thinking" and set(action.placeholder_tokens) == {0}
+    assert [next(s.turn for s in spans if s.id == i) for i in action.span_ids] == [1, 2, 3]
+    assert policy("clear-tool-uses:anthropic").decide(view_of(spans, turn=5)) == []  # off by default

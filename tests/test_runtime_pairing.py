@@ -96,3 +96,19 @@ def test_an_empty_result_is_a_tool_result_that_counts_toward_keep(tmp_path):
                             (7, "tool_output", 0)]
     # ... so the one before them, which a count without the empty result would have kept, is cleared.
     assert results[-4][:2] == (4, "placeholder")
+
+
+def test_a_thinking_block_is_marked_through_the_workload_file_and_tagged_in_the_window(tmp_path):
+    from pathlib import Path
+
+    from prunesim.io.transcripts import workload as wl
+    from prunesim.model.spans import THINKING
+
+    (data,) = iter_workloads(Path(__file__).parent / "fixtures" / "claude-code" / "session.jsonl",
+                             calibration="none")
+    thinking = [p for p in data.parts if p.get("thinking")]
+    assert [p["kind"] for p in thinking] == ["reasoning"]  # msg_A's thinking block; its text block is not
+    wl.write(tmp_path / "w.jsonl", data)
+    again = wl.read(tmp_path / "w.jsonl")
+    plans = list(TranscriptWorkload(again))
+    assert [THINKING in plans[0].reasoning.tags, *(THINKING in a.tags for a in plans[0].extra)].count(True) == 1

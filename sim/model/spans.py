@@ -31,6 +31,9 @@ PRUNABLE_KINDS = frozenset(
 # left for it carries the tag too, and leaves with it.
 RUNTIME_DROP = "drop@"
 
+# Reasoning the model wrote as a thinking block (Anthropic's extended thinking), not as text.
+THINKING = "thinking"
+
 # A placeholder is tagged with the kind of span it replaced ("replaced:tool_output"); a summary a model
 # wrote is tagged so that the next compaction judges the content it carries again.
 PLACEHOLDER_OF = "replaced:"

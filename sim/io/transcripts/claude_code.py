@@ -288,7 +288,7 @@ def _assistant_blocks(t: Transcript, r: _Record, k: int, calls: dict, at: str) -
         if kind == "text":
             t.parts.append(Part(k, "reasoning", _str(b.get("text"))))
         elif kind == "thinking":
-            t.parts.append(Part(k, "reasoning", _str(b.get("thinking"))))
+            t.parts.append(Part(k, "reasoning", _str(b.get("thinking")), thinking=True))
         elif kind == "redacted_thinking":
             t.warnings.append(f"{at}: redacted thinking cannot be counted; skipped")
         elif kind == "tool_use":

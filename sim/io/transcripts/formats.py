@@ -55,6 +55,7 @@ class Part:
     dropped_at: int = 0  # the runtime removed it before model call ``dropped_at`` (0: never)
     hidden: bool = False  # billed but never written to the file (system prompt, tools): sized from usage
     call_id: str = ""  # a tool call and its output share it (the runtime's own id, or one the reader gives)
+    thinking: bool = False  # reasoning the model wrote as a thinking block (Anthropic's extended thinking)
 
 
 @dataclass

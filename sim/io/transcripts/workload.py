@@ -26,7 +26,8 @@ counted from text came from (``usage``: a recorded prompt count, see
 :mod:`.assemble`; ``recorded``: recorded output tokens; ``image``: an image's
 documented size). ``call`` pairs a tool call with its output: the same number
 on both, numbered in the order of the calls (the runtime's own ids, such as
-``tool_use_id``, are not written). Events: ``compaction`` (recorded by the runtime; ``turn`` is
+``tool_use_id``, are not written). ``thinking: true`` marks reasoning written as
+a thinking block (Claude Code). Events: ``compaction`` (recorded by the runtime; ``turn`` is
 the call it came before), ``injected`` and ``removed`` (inferred from the
 prompt counts, :mod:`.assemble`). Records carry no transcript text, only
 sizes and keys. Version 1 files (without the new fields) are still read.
@@ -48,7 +49,7 @@ from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
-from prunesim.model.spans import RUNTIME_DROP
+from prunesim.model.spans import RUNTIME_DROP, THINKING
 from prunesim.model.workload import Arrival, TurnPlan
 
 VERSION = 2
@@ -124,6 +125,8 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
             rec["tool"] = p.tool
         if p.call_id and p.kind in ("tool_call", "tool_output"):
             rec["call"] = calls.setdefault(p.call_id, len(calls) + 1)
+        if p.thinking:
+            rec["thinking"] = True
         if p.kind == "tool_output":
             rec["digest"] = digest(p.text)
         if dropped[i]:
@@ -353,6 +356,8 @@ def _check_part(rec, where: str) -> dict:
     for key in ("key", "tool", "digest"):
         if key in rec and (not isinstance(rec[key], str) or len(rec[key]) > MAX_TEXT):
             raise UserError(where, key, f"must be a string of at most {MAX_TEXT} characters (got {_show(rec[key])})")
+    if "thinking" in rec and type(rec["thinking"]) is not bool:
+        raise UserError(where, "thinking", f"must be true or false (got {_show(rec['thinking'])})")
     if "call" in rec and not (_count(rec["call"]) and rec["call"] > 0):
         raise UserError(where, "call", f"must be a positive integer (got {_show(rec['call'])})")
     if "dropped_at" in rec and not (_count(rec["dropped_at"]) and rec["dropped_at"] > rec["turn"]):
@@ -384,6 +389,8 @@ class TranscriptWorkload:
     def _arrival(self, p: dict, pinned: bool = False, tool: str = "") -> Arrival:
         stale = self.r_stale if p["kind"] == "reasoning" else self.o_stale
         tags = frozenset({drop_tag(p["dropped_at"])}) if p.get("dropped_at") else frozenset()
+        if p.get("thinking"):
+            tags |= {THINKING}
         return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags,
                        tool=p.get("tool") or tool, call=p.get("call", 0))
 
