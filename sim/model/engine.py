@@ -460,50 +460,45 @@ class Engine(Provenance):
     def clear(self, action: Clear) -> None:
         """Replace each span by a placeholder where it stood; the content is gone."""
         w = self.window
-        before = w.utilization
-        spans = freed = written = 0
-        markers = []
-        for span_id, size in zip(action.span_ids, action.placeholder_tokens, strict=True):
-            if span_id not in w:  # named twice
-                continue
-            index = w.position(span_id)
-            span = self.remove(span_id, "cleared")
+        sizes = dict(zip(action.span_ids, action.placeholder_tokens, strict=True))
+
+        def placeholder(span: Span) -> Span | None:
             # It keeps the span's call (an empty one stays, as the span did) and leaves with the span's
             # content when the replayed runtime drops that.
-            marker = Span(w.new_id(), "placeholder", max(0, size), span.turn, key=span.key,
+            marker = Span(w.new_id(), "placeholder", max(0, sizes[span.id]), span.turn, key=span.key,
                           stale_at=span.stale_at, names=(span.id,), tool=span.tool, call=span.call,
                           tags=frozenset({PLACEHOLDER_OF + span.kind, *(t for t in span.tags
                                                                          if t.startswith(RUNTIME_DROP))}))
-            if marker.tokens or marker.call:
-                self.append(marker, index)  # cut at a hard ceiling like any append
-                if marker.id in w:
-                    markers.append(marker.id)
-            spans += 1
-            freed += span.tokens
-            written += marker.tokens
-        self._context_edit(EditRecord("clear", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
-                                      self._placed(markers)))
+            return marker if marker.tokens or marker.call else None
+
+        self._replace_each(action.span_ids, "cleared", placeholder, "clear", action.reason)
 
     def restore(self, action: Restore) -> None:
         """Put each placeholder's span back where the placeholder stands (the content is as it was)."""
+        self._replace_each(action.span_ids, "restored", lambda marker: self.evicted.pop(marker.names[0]), "restore",
+                           action.reason)
+
+    def _replace_each(self, span_ids, cause: str, replacement, edit: str, reason: str) -> None:
+        """Remove each span (``cause``) and put ``replacement(span)`` where it stood (None: nothing); one edit."""
         w = self.window
         before = w.utilization
         spans = freed = written = 0
-        back = []
-        for marker_id in action.span_ids:
-            if marker_id not in w:  # named twice
+        placed = []
+        for span_id in span_ids:
+            if span_id not in w:  # named twice
                 continue
-            index = w.position(marker_id)
-            marker = self.remove(marker_id, "restored")
-            span = self.evicted.pop(marker.names[0])
-            self.append(span, index)
-            if span.id in w:
-                back.append(span.id)
+            index = w.position(span_id)
+            old = self.remove(span_id, cause)
+            new = replacement(old)
+            if new is not None:
+                self.append(new, index)  # cut at a hard ceiling like any append
+                if new.id in w:
+                    placed.append(new.id)
+                written += new.tokens
             spans += 1
-            freed += marker.tokens
-            written += span.tokens
-        self._context_edit(EditRecord("restore", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
-                                      self._placed(back)))
+            freed += old.tokens
+        self._context_edit(EditRecord(edit, reason, spans, freed, written, 0, 0, 0, before, w.utilization,
+                                      self._placed(placed)))
 
     def _placed(self, span_ids: list[int]) -> tuple[tuple[int, int], ...]:
         """(id, index in window order) of spans an edit put inside the window, for observers that keep the order."""
