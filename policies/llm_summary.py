@@ -49,7 +49,7 @@ class LlmSummary:
 
     def check(self, key: str, where: str, scenario) -> None:
         if (self.threshold is None) != (self.unit is None):
-            raise UserError(where, f"{key}.threshold", "set threshold and unit together (window, tokens or turns)")
+            raise UserError(where, f"{key}.threshold", "set threshold and unit together (window, tokens, turns or events)")
         if self.threshold is not None:
             check_threshold(self.threshold, self.unit, f"{key}.threshold", where, scenario.window)
         if self.keep_turns is not None:
@@ -61,9 +61,6 @@ class LlmSummary:
                             f"must be above 0 and below 1 (got {self.minimum_progress})")
         if self.max_tokens_of_window is not None:
             fraction(self.max_tokens_of_window, f"{key}.max_tokens_of_window", where)
-        if self.unit == "events" and self.keep_first is not None and int(self.threshold) // 2 - self.keep_first <= 1:
-            raise UserError(where, f"{key}.keep_first",
-                            f"must be below threshold // 2 - 1 (threshold {self.threshold:g} events)")
 
 
 def check_threshold(value: float, unit: str, key: str, where: str, window: int) -> None:
@@ -118,7 +115,11 @@ class LlmSummaryPolicy(Policy):
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
         table = scenario.llm_summary
-        self.params = resolve_table(table, self.presets, self.preset or table.preset)
+        self.params = p = resolve_table(table, self.presets, self.preset or table.preset)
+        if p.unit == "events" and int(p.threshold) // 2 - (p.keep_first or 0) - 1 <= 0:
+            # openhands-sdk refuses it too: no event would be left to keep from the tail
+            raise UserError(scenario.name, "llm_summary.keep_first", f"{p.keep_first or 0} leaves no room: it must be "
+                            f"below threshold // 2 - 1 (threshold {p.threshold:g} events)")
         self.writer = SummaryWriter(scenario.summary, rng)
 
     def acting_trigger(self) -> int:

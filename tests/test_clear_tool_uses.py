@@ -231,3 +231,42 @@ def test_clear_thinking_keeps_the_thinking_of_the_last_turns_only():
     assert action.reason == "clear_thinking" and set(action.placeholder_tokens) == {0}
     assert [next(s.turn for s in spans if s.id == i) for i in action.span_ids] == [1, 2, 3]
     assert policy("clear-tool-uses:anthropic").decide(view_of(spans, turn=5)) == []  # off by default
+
+
+def test_restore_puts_the_span_back_where_its_placeholder_stood_and_refuses_anything_else():
+    import numpy as np
+    from prunesim.io.transcripts.workload import TranscriptWorkload
+    from prunesim.model.engine import Engine, PolicyContractError
+    from prunesim.policies.base import Policy, Restore
+
+    class ClearThenRestore(Policy):
+        name = "clear-then-restore"
+
+        def decide(self, view):
+            outputs = [s for s in view.spans if s.kind == "tool_output"]
+            markers = [s for s in view.spans if s.kind == "placeholder"]
+            if view.turn == 2:
+                return [Clear((outputs[0].id,), (4,))]
+            if view.turn == 3:
+                return [Restore(tuple(m.id for m in markers))]
+            if view.turn == 4:
+                return [Restore((outputs[0].id,))]  # not a placeholder: a broken policy
+            return []
+
+    scenario = sc.load("transcript", {"turns": 4})
+    engine = Engine(scenario, ClearThenRestore(scenario, np.random.default_rng(0)), TranscriptWorkload(workload(4)))
+    order = []
+    with pytest.raises(PolicyContractError, match="not placeholders"):
+        original = engine.clear
+
+        def clear(action):
+            original(action)
+            order.append([s.kind for s in engine.window.spans()])
+
+        engine.clear = clear
+        engine.run()
+    spans = engine.window.spans()
+    assert [s.kind for s in spans].count("placeholder") == 0
+    assert order[0][:4] == ["system", "reasoning", "tool_call", "placeholder"]
+    assert [s.kind for s in spans][:4] == ["system", "reasoning", "tool_call", "tool_output"]  # back where it stood
+    assert engine.window.utilization == sum(s.tokens for s in spans)

@@ -259,3 +259,11 @@ def test_the_sdk_condenses_on_tokens_past_the_window_down_to_half_of_it():
     (action,) = pol.decide(view_of(spans, turn=20, size=40_000, utilization=used))
     freed = sum(s.tokens for s in spans if s.id in set(action.span_ids))
     assert used - freed <= 20_000 < used - freed + 2030  # just enough events go for half the window
+
+
+def test_a_keep_first_that_leaves_no_tail_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["run", "transcript", "--policy", "llm-summary:openhands-sdk", "--set", "llm_summary.keep_first=39",
+                 "--out", str(tmp_path / "o")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "llm_summary.keep_first: 39 leaves no room" in line
+    assert not (tmp_path / "o").exists()
