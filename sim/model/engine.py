@@ -243,6 +243,8 @@ class Engine(Provenance):
         """One turn's arrivals (what :meth:`agent` does inline, for callers that drive turns themselves)."""
         if plan.drop_tags:
             self.runtime_drop(plan.drop_tags)
+            if self.policy.edits_every_call and not self.deciding:
+                yield from self.consult()
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens
         self._model_call(prompt, output, False)
