@@ -49,7 +49,8 @@ class LlmSummary:
 
     def check(self, key: str, where: str, scenario) -> None:
         if (self.threshold is None) != (self.unit is None):
-            raise UserError(where, f"{key}.threshold", "set threshold and unit together (window, tokens, turns or events)")
+            raise UserError(where, f"{key}.threshold",
+                            "set threshold and unit together (window, tokens, turns or events)")
         if self.threshold is not None:
             check_threshold(self.threshold, self.unit, f"{key}.threshold", where, scenario.window)
         if self.keep_turns is not None:

@@ -19,7 +19,6 @@ which tool results (and inputs) a placeholder stands for. The two are compared c
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -79,7 +78,7 @@ class Messages:
     def __init__(self, data: WorkloadData):
         self.data = data
         self.size: dict[str, int] = {DEFAULT_TOOL_PLACEHOLDER: PLACEHOLDER_TOKENS}
-        self.calls_of: dict[int, int] = {}  # call number -> turn of its call
+        self.made: dict[tuple, list] = {}  # (turn, its parts) -> its messages
 
     def ref(self, i: int, part: dict) -> str:
         text = f"part-{i}"
@@ -99,20 +98,28 @@ class Messages:
                 turns[p["turn"]].append((i, p))
         messages: list = []
         for turn in sorted(turns):
-            parts = turns[turn]
+            messages.extend(self.turn_messages(turn, tuple(turns[turn])))
+        return system, messages
+
+    def turn_messages(self, turn: int, parts: tuple[tuple[int, dict], ...]) -> list:
+        """The messages of one turn's parts (made once for each set of parts: LangChain edits copies)."""
+        key = (turn, tuple(i for i, _ in parts))
+        if key not in self.made:
+            out = []
             ai = [(i, p) for i, p in parts if p["kind"] in ("reasoning", "tool_call")]
             if ai and turn > 0:
                 content = [{"type": "text", "text": self.ref(i, p)} for i, p in ai if p["kind"] == "reasoning"]
                 calls = [{"name": p.get("tool", ""), "args": {"ref": self.ref(i, p)}, "id": f"call-{p['call']}",
                           "type": "tool_call"} for i, p in ai if p["kind"] == "tool_call"]
-                messages.append(AIMessage(content=content, tool_calls=calls))
+                out.append(AIMessage(content=content, tool_calls=calls))
             for i, p in parts:
                 if p["kind"] == "tool_output":
-                    messages.append(ToolMessage(content=self.ref(i, p), tool_call_id=f"call-{p['call']}",
-                                                name=p.get("tool") or None))
+                    out.append(ToolMessage(content=self.ref(i, p), tool_call_id=f"call-{p['call']}",
+                                           name=p.get("tool") or None))
                 elif p["kind"] not in ("reasoning", "tool_call") or turn == 0:
-                    messages.append(HumanMessage(content=self.ref(i, p)))
-        return system, messages
+                    out.append(HumanMessage(content=self.ref(i, p)))
+            self.made[key] = out
+        return self.made[key]
 
     def count(self, system: int, messages) -> int:
         total = system
@@ -182,8 +189,8 @@ def peak(data: WorkloadData) -> int:
     return peak_tokens(data)
 
 
-def compare(data: WorkloadData, setting: Setting) -> tuple[list[int], int, int]:
-    """(calls where the two disagree, tokens in LangChain's prompts, tokens in prunesim's), over the run."""
+def compare(data: WorkloadData, setting: Setting) -> tuple[list[int], list[Call], list[Call]]:
+    """(the calls where the two disagree, LangChain's calls, prunesim's), over the run."""
     trigger = setting.trigger if setting.trigger is not None else 100_000
     if setting.trigger == -1:  # half of the run's own peak
         trigger = max(1, peak(data) // 2)
@@ -191,8 +198,4 @@ def compare(data: WorkloadData, setting: Setting) -> tuple[list[int], int, int]:
     theirs = langchain_calls(data, setting, trigger)
     bad = [k for k, (a, b) in enumerate(zip(theirs, ours, strict=True), 1)
            if a.outputs != b.outputs or a.inputs != b.inputs or a.tokens != b.tokens]
-    return bad, sum(c.tokens for c in theirs), sum(c.tokens for c in ours)
-
-
-def with_setting(setting: Setting, **changes) -> Setting:
-    return dataclasses.replace(setting, **changes)
+    return bad, theirs, ours
