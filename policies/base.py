@@ -123,6 +123,20 @@ class Clear:
 
 
 @dataclass(frozen=True, slots=True)
+class Restore:
+    """Put back the content a placeholder stands for, where the placeholder stood; costs no decision tokens.
+
+    ``span_ids`` are placeholders. A runtime that edits a copy of its full history before every call
+    (LangChain's middleware, Anthropic's server-side editing) sends a cleared result whole again once
+    its rules no longer clear it: after the replayed runtime dropped content on its own, the history
+    can fall back under the trigger.
+    """
+
+    span_ids: tuple[int, ...]
+    reason: str = "restore"
+
+
+@dataclass(frozen=True, slots=True)
 class Compact:
     """A model call reads the whole window and writes a summary that replaces ``span_ids``.
 
@@ -156,14 +170,14 @@ class BoundaryEvent:
     numbers: dict = field(default_factory=dict)
 
 
-Action = ModelPass | Evict | Truncate | Summarize | Clear | Compact | Warn | BoundaryEvent
+Action = ModelPass | Evict | Truncate | Summarize | Clear | Restore | Compact | Warn | BoundaryEvent
 
 
 def named_spans(action: Action) -> tuple[int, ...]:
     """The ids of the window spans an action would remove or change (none for a BoundaryEvent)."""
     if isinstance(action, ModelPass):
         return action.selected
-    if isinstance(action, (Evict, Summarize, Clear, Compact)):
+    if isinstance(action, (Evict, Summarize, Clear, Restore, Compact)):
         return action.span_ids
     if isinstance(action, Truncate):
         return (action.span_id,)
@@ -217,6 +231,10 @@ class Policy:
     # those variants (None on the policy itself, which takes its table's own ``preset`` key).
     presets: ClassVar[dict[str, Preset]] = {}
     preset: ClassVar[str | None] = None
+    # True for a context edit a runtime applies to the prompt before every model call (LangChain's
+    # middleware, SWE-agent's history processors): when a replayed runtime drops content on its own
+    # between two turns, the engine consults the policy again before the next call.
+    edits_every_call: ClassVar[bool] = False
 
     def __init__(self, scenario: Scenario, rng: np.random.Generator):
         self.scenario = scenario

@@ -3,6 +3,7 @@
 import pytest
 from prunesim.cli import main
 from prunesim.io import scenario_files as sc
+from prunesim.model.spans import PLACEHOLDER_OF, Span
 from prunesim.policies.base import Clear
 from prunesim.studies.transcript_replay import replay
 from runtime_fixtures import policy, tool_turns, view_of, workload
@@ -12,6 +13,13 @@ def cleared(actions):
     (action,) = actions
     assert isinstance(action, Clear) and action.reason == "clear_tool_uses"
     return list(action.span_ids), list(action.placeholder_tokens)
+
+
+def with_placeholders(spans, action):
+    """The window after the engine applied ``action``: each cleared span replaced by its placeholder."""
+    sizes = dict(zip(action.span_ids, action.placeholder_tokens, strict=True))
+    return [Span(1000 + s.id, "placeholder", sizes[s.id], s.turn, key=s.key, names=(s.id,), tool=s.tool,
+                 call=s.call, tags=frozenset({PLACEHOLDER_OF + s.kind})) if s.id in sizes else s for s in spans]
 
 
 def test_presets_hold_the_documented_defaults():
@@ -65,10 +73,11 @@ def test_langchain_semantics_stop_at_the_first_result_that_brings_the_total_to_c
     spans = tool_turns([1000, 2000, 3000, 100, 100, 100])
     outputs = [s.id for s in spans if s.kind == "tool_output"]
     pol = policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": 10, "clear_tool_uses.clear_at_least": 2500})
-    ids, _ = cleared(pol.decide(view_of(spans, turn=6)))
+    action = pol.decide(view_of(spans, turn=6))
+    ids, _ = cleared(action)
     assert ids == outputs[:2]  # 996 + 1996 >= 2500: the 3000-token result stays
     # LangChain edits a copy of the full history each time: once that much is freed, it clears no more.
-    assert pol.decide(view_of(spans, turn=7)) == []
+    assert pol.decide(view_of(with_placeholders(spans, action[0]), turn=7)) == []
     exact = policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": 10, "clear_tool_uses.clear_at_least": 996})
     assert cleared(exact.decide(view_of(spans, turn=6)))[0] == outputs[:1]
 
@@ -177,3 +186,87 @@ def test_exclude_tools_naming_no_tool_of_the_transcripts_is_a_warning_not_an_err
 def test_a_trigger_the_window_never_reaches_is_a_warning(capsys):
     assert main(["compare", "oscillation-40", "--policies", "clear-tool-uses:langchain", "--seeds", "0:2"]) == 0
     assert "clear_tool_uses.trigger 100,000 is not below the window 32,000: it never clears" in capsys.readouterr().err
+
+
+def test_clear_tool_inputs_as_a_list_clears_only_those_tools_calls():
+    spans = tool_turns([1000] * 4, tools=["Bash", "Read", "Bash", "Read"], call_tokens=300)
+    pol = policy("clear-tool-uses:anthropic", {"clear_tool_uses.trigger": 10, "clear_tool_uses.keep": 1,
+                                               "clear_tool_uses.clear_tool_inputs": ["Read"]})
+    ids, _ = cleared(pol.decide(view_of(spans, turn=4)))
+    by_id = {s.id: s for s in spans}
+    assert [(by_id[i].kind, by_id[i].tool) for i in ids] == [
+        ("tool_output", "Bash"), ("tool_output", "Read"), ("tool_call", "Read"), ("tool_output", "Bash")]
+
+
+def test_a_list_or_a_flag_for_clear_tool_inputs_and_nothing_else(tmp_path, capsys):
+    assert policy("clear-tool-uses", {"clear_tool_uses.clear_tool_inputs": True}).params.clear_tool_inputs is True
+    assert main(["run", "transcript", "--policy", "clear-tool-uses", "--set", "clear_tool_uses.clear_tool_inputs=3",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "clear_tool_uses.clear_tool_inputs: must be true or false or a list" in err[0]
+
+
+def test_the_approximate_count_leaves_the_system_prompt_out_and_adds_three_a_message():
+    from prunesim.model.spans import Span
+
+    system = Span(100, "system", 20_000, 0, pinned=True)
+    spans = [system, *tool_turns([1000] * 10)]  # 10 x (20 + 1000) = 10,200 tokens of messages, 20 messages
+    for trigger, fires in ((10_200 + 20 * 3 - 1, True), (10_200 + 20 * 3, False)):
+        pol = policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": trigger,
+                                                   "clear_tool_uses.token_count_method": "approximate"})
+        assert bool(pol.decide(view_of(spans, turn=10))) is fires
+    # With the model's count (the system prompt in), the same history is far above either trigger.
+    assert policy("clear-tool-uses:langchain", {"clear_tool_uses.trigger": 10_260}).decide(view_of(spans, turn=10))
+
+
+def test_clear_thinking_keeps_the_thinking_of_the_last_turns_only():
+    from prunesim.model.spans import THINKING, Span
+
+    spans = []
+    for t in range(1, 6):
+        spans.append(Span(len(spans) + 1, "reasoning", 300, t, tags=frozenset({THINKING})))
+        spans.append(Span(len(spans) + 1, "reasoning", 50, t))  # a text block: never cleared by this strategy
+    pol = policy("clear-tool-uses:anthropic", {"clear_tool_uses.clear_thinking": 2})
+    (action,) = pol.decide(view_of(spans, turn=5))
+    assert action.reason == "clear_thinking" and set(action.placeholder_tokens) == {0}
+    assert [next(s.turn for s in spans if s.id == i) for i in action.span_ids] == [1, 2, 3]
+    assert policy("clear-tool-uses:anthropic").decide(view_of(spans, turn=5)) == []  # off by default
+
+
+def test_restore_puts_the_span_back_where_its_placeholder_stood_and_refuses_anything_else():
+    import numpy as np
+    from prunesim.io.transcripts.workload import TranscriptWorkload
+    from prunesim.model.engine import Engine, PolicyContractError
+    from prunesim.policies.base import Policy, Restore
+
+    class ClearThenRestore(Policy):
+        name = "clear-then-restore"
+
+        def decide(self, view):
+            outputs = [s for s in view.spans if s.kind == "tool_output"]
+            markers = [s for s in view.spans if s.kind == "placeholder"]
+            if view.turn == 2:
+                return [Clear((outputs[0].id,), (4,))]
+            if view.turn == 3:
+                return [Restore(tuple(m.id for m in markers))]
+            if view.turn == 4:
+                return [Restore((outputs[0].id,))]  # not a placeholder: a broken policy
+            return []
+
+    scenario = sc.load("transcript", {"turns": 4})
+    engine = Engine(scenario, ClearThenRestore(scenario, np.random.default_rng(0)), TranscriptWorkload(workload(4)))
+    order = []
+    with pytest.raises(PolicyContractError, match="not placeholders"):
+        original = engine.clear
+
+        def clear(action):
+            original(action)
+            order.append([s.kind for s in engine.window.spans()])
+
+        engine.clear = clear
+        engine.run()
+    spans = engine.window.spans()
+    assert [s.kind for s in spans].count("placeholder") == 0
+    assert order[0][:4] == ["system", "reasoning", "tool_call", "placeholder"]
+    assert [s.kind for s in spans][:4] == ["system", "reasoning", "tool_call", "tool_output"]  # back where it stood
+    assert engine.window.utilization == sum(s.tokens for s in spans)

@@ -204,3 +204,66 @@ def test_the_cost_model_sees_placeholders_and_summaries_where_they_stand(name, o
     assert cost._ids == [s.id for s in spans] and cost._tokens == [s.tokens for s in spans]
     if name == "observation-masking":  # it masks mid-window at every turn: the cached prefix is cut there
         assert cost.summary({})["cache_invalidations"] > 0
+
+
+# -- openhands-sdk's condenser (openhands-sdk 1.58.2) ---------------------------------------------
+def sdk_window(turns, calls=1, output=100):
+    """A system prompt and a task (pinned), then per turn a thought, ``calls`` tool calls and their results."""
+    spans = [Span(1, "system", 500, 0, pinned=True), Span(2, "user", 50, 0, pinned=True)]
+    for t in range(1, turns + 1):
+        spans.append(Span(len(spans) + 1, "reasoning", 20, t))
+        for c in range(calls):
+            spans.append(Span(len(spans) + 1, "tool_call", 10, t, key=f"k{t}.{c}", call=t * 10 + c))
+        for c in range(calls):
+            spans.append(Span(len(spans) + 1, "tool_output", output, t, key=f"k{t}.{c}", call=t * 10 + c))
+    return spans
+
+
+def test_the_sdk_presets_hold_the_class_defaults_and_the_default_agents():
+    agent = policy("llm-summary:openhands-sdk").params
+    cls = policy("llm-summary:openhands-sdk-class").params
+    assert (agent.threshold, agent.unit, agent.keep_first, agent.minimum_progress) == (80, "events", 4, 0.1)
+    assert (cls.threshold, cls.unit, cls.keep_first, cls.minimum_progress) == (240, "events", 2, 0.1)
+    assert agent.max_tokens_of_window == cls.max_tokens_of_window == 1.0
+
+
+def test_the_sdk_condenses_past_max_size_events_keeping_the_first_keep_first_and_the_last_half():
+    pol = policy("llm-summary:openhands-sdk")
+    assert pol.decide(view_of(sdk_window(39), turn=39)) == []  # 2 + 2 x 39 = 80 events: not above 80
+    spans = sdk_window(40)  # 82 events
+    (action,) = pol.decide(view_of(spans, turn=40))
+    assert isinstance(action, Compact) and action.reason == "condensation"
+    turns = sorted({s.turn for s in spans if s.id in set(action.span_ids)})
+    # keep_first 4: the system prompt, the task, turn 1's action and observation. The last 80 // 2 - 4 - 1 = 35
+    # events start inside turn 23, so the range ends at the next batch: turns 24 to 40 stay.
+    assert turns == list(range(2, 24))
+
+
+def test_a_turn_of_parallel_calls_is_one_event_per_call_and_per_result():
+    pol = policy("llm-summary:openhands-sdk")
+    assert pol.decide(view_of(sdk_window(13, calls=3), turn=13)) == []  # 2 + 6 x 13 = 80 events
+    (action,) = pol.decide(view_of(sdk_window(14, calls=3), turn=14))  # 86 events
+    assert action.span_ids
+
+
+def test_the_sdk_refuses_a_condensation_under_minimum_progress():
+    spans = sdk_window(40)
+    assert policy("llm-summary:openhands-sdk", {"llm_summary.minimum_progress": 0.6}).decide(
+        view_of(spans, turn=40)) == []  # 44 of 82 events forgotten: under 60%
+
+
+def test_the_sdk_condenses_on_tokens_past_the_window_down_to_half_of_it():
+    spans = sdk_window(20, output=2000)  # 42 events, far under 80, but about 41,000 tokens
+    used = sum(s.tokens for s in spans)
+    pol = policy("llm-summary:openhands-sdk", {"window": 40_000, "budget": 40_000, "trigger": 30_000})
+    (action,) = pol.decide(view_of(spans, turn=20, size=40_000, utilization=used))
+    freed = sum(s.tokens for s in spans if s.id in set(action.span_ids))
+    assert used - freed <= 20_000 < used - freed + 2030  # just enough events go for half the window
+
+
+def test_a_keep_first_that_leaves_no_tail_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["run", "transcript", "--policy", "llm-summary:openhands-sdk", "--set", "llm_summary.keep_first=39",
+                 "--out", str(tmp_path / "o")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "llm_summary.keep_first: 39 leaves no room" in line
+    assert not (tmp_path / "o").exists()

@@ -83,3 +83,47 @@ def test_bad_parameters_are_one_line_and_exit_2(setting, words, capsys):
                  "--set", setting]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and words in err
+
+
+def test_tagged_observations_are_always_removed_or_always_kept_as_swe_agent_tags_them():
+    from prunesim.model.spans import Span
+
+    spans = tool_turns([400 + i for i in range(8)])
+    outputs = [s for s in spans if s.kind == "tool_output"]
+    spans = [Span(s.id, s.kind, s.tokens, s.turn, key=s.key, tool=s.tool,
+                  tags=frozenset({"keep_output"}) if s is outputs[0] else
+                  frozenset({"remove_output"}) if s is outputs[-1] else frozenset()) for s in spans]
+    (action,) = policy("observation-masking", {"observation_masking.n": 3}).decide(view_of(spans, turn=8))
+    ids = [s.id for s in outputs]
+    # The first would be masked but is kept; the last would stay but is removed.
+    assert list(action.span_ids) == ids[1:5] + ids[-1:]
+
+
+def test_an_empty_output_counts_toward_n_and_is_masked_like_any_other():
+    data = workload(8, output=lambda t: 0 if t in (2, 7) else 500)
+    for p in data.parts:
+        if p["kind"] in ("tool_call", "tool_output"):
+            p["call"] = p["turn"]  # an imported transcript pairs them
+    scenario = sc.load("transcript", {"turns": 8, "observation_masking.n": 3})
+    engine = Engine(scenario, policy("observation-masking", {"observation_masking.n": 3}), TranscriptWorkload(data))
+    engine.run()
+    spans = engine.window.spans()
+    whole = [s.turn for s in spans if s.kind == "tool_output"]
+    masked = [s.turn for s in spans if s.kind == "placeholder"]
+    assert whole == [6, 7, 8]  # the empty output of turn 7 is one of the three kept
+    assert masked == [1, 2, 3, 4, 5]  # the empty one of turn 2 is masked: 9 tokens where 0 stood
+    assert sum(s.tokens for s in spans if s.kind == "placeholder") == 5 * 9
+
+
+def test_a_placeholder_leaves_with_the_span_it_replaced_when_the_runtime_drops_it():
+    data = workload(10, output=lambda t: 500)
+    for p in data.parts:
+        if p["turn"] <= 4 and p["turn"] > 0:
+            p["dropped_at"] = 8  # the runtime compacts the first four turns away before call 8
+    result, _ = replay(data, sc.load("transcript", {"observation_masking.n": 2}), "observation-masking", 0)
+    scenario = sc.load("transcript", {"turns": 10, "observation_masking.n": 2})
+    engine = Engine(scenario, policy("observation-masking", {"observation_masking.n": 2}), TranscriptWorkload(data))
+    engine.run()
+    placeholders = [s.turn for s in engine.window.spans() if s.kind == "placeholder"]
+    assert placeholders == [5, 6, 7, 8]  # those of turns 1 to 4 left with their outputs
+    assert result.summary["placeholder_tokens"] == 4 * 9

@@ -53,9 +53,20 @@ _MAX_INT = 10**12  # larger sizes are typos, and would overflow numpy's draws
 def _coerce(value: Any, tp: Any, key: str, where: str) -> Any:
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
-        # ``X | None``: None means "unset" (a preset gives the value); a file can only set an X.
-        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
-        return None if value is None else _coerce(value, inner, key, where)
+        # ``X | None``: None means "unset" (a preset gives the value); a file can only set an X. ``X | Y``: the
+        # first that takes the value (``bool | list[str]``: true, or a list of names).
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        for i, one in enumerate(inner):
+            try:
+                return _coerce(value, one, key, where)
+            except UserError as err:
+                if i == len(inner) - 1:
+                    if len(inner) > 1:
+                        raise UserError(where, key, f"must be {' or '.join(map(_schema_name, inner))}, "
+                                                    f"got {_type_name(value)}") from None
+                    raise err from None
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise UserError(where, key, f"must be a table, got {_type_name(value)}")
@@ -116,6 +127,11 @@ def _build(cls, data: dict, prefix: str, where: str):
         key = f"{prefix}.{missing[0]}" if prefix else missing[0]
         raise UserError(where, key, "missing required key")
     return cls(**kwargs)
+
+
+def _schema_name(tp: Any) -> str:
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    return names.get(tp, "a list" if typing.get_origin(tp) is list else "a table")
 
 
 def _type_name(value: Any) -> str:

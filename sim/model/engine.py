@@ -15,7 +15,7 @@ from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
 from prunesim.model.reaction import Content, Reaction
 from prunesim.model.scenario import Scenario
-from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, Span
+from prunesim.model.spans import PLACEHOLDER_OF, RUNTIME_DROP, SUMMARY_TAG, Span
 from prunesim.model.window import Window
 from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import (
@@ -25,6 +25,7 @@ from prunesim.policies.base import (
     Evict,
     ModelPass,
     Policy,
+    Restore,
     Summarize,
     Truncate,
     Warn,
@@ -134,10 +135,10 @@ class Engine(Provenance):
         w = self.window
         w._next_id += 1  # Window.new_id, inlined: this runs for every arrival
         turn = self.turn
-        # Positional (id, kind, tokens, turn, key, stale_at, pinned, tags, pass_id, names, tool): the
+        # Positional (id, kind, tokens, turn, key, stale_at, pinned, tags, pass_id, names, tool, call): the
         # cheapest call, for every arrival.
         span = Span(w._next_id, arrival.kind, arrival.tokens, turn, arrival.key, turn + arrival.stale_after,
-                    arrival.pinned, arrival.tags, -1, (), arrival.tool)
+                    arrival.pinned, arrival.tags, -1, (), arrival.tool, arrival.call)
         return self.append(span)
 
     def append(self, span: Span, index: int | None = None) -> Span:
@@ -201,6 +202,8 @@ class Engine(Provenance):
             if plan.warm_cache is not None:
                 for h in bus.cache_warmed:
                     h(env.now, turn, plan.warm_cache)
+            if plan.drop_tags and self.policy.edits_every_call and not self.deciding:
+                yield from self.consult()  # the runtime's drop moved what the policy's edits stand on
             if plan.call_at_s is not None and plan.call_at_s > env.now:  # a recorded pause
                 yield timeout(plan.call_at_s - env.now)
             if reaction is not None:
@@ -233,22 +236,26 @@ class Engine(Provenance):
             for h in on_turn_reached:
                 h(turn, window.utilization)
             if not self.deciding:  # one model-driven pass at a time
-                actions = decide(self.view())
-                if not isinstance(actions, (list, tuple)):
-                    actions = self.as_actions(actions)
-                for action in actions:
-                    if isinstance(action, ModelPass) and self.concurrent:
-                        self.check_contract(action)
-                        self.deciding = True
-                        env.process(self.concurrent_pass(action))
-                    else:
-                        yield from self.apply(action)
+                yield from self.consult(decide)
             if needs is not None and on_history:
                 self.note_history()
             for h in on_turn_end:
                 h(env.now, turn, window.utilization, window.appended_total, window.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
+
+    def consult(self, decide=None):
+        """Ask the policy what to do with the window as it is, and do it."""
+        actions = (decide or self.policy.decide)(self.view())
+        if not isinstance(actions, (list, tuple)):
+            actions = self.as_actions(actions)
+        for action in actions:
+            if isinstance(action, ModelPass) and self.concurrent:
+                self.check_contract(action)
+                self.deciding = True
+                self.env.process(self.concurrent_pass(action))
+            else:
+                yield from self.apply(action)
 
     def concurrent_pass(self, action: ModelPass):
         if self.authorized(action):
@@ -267,6 +274,8 @@ class Engine(Provenance):
         if plan.warm_cache is not None:
             for h in self.bus.cache_warmed:
                 h(self.env.now, self.turn, plan.warm_cache)
+        if plan.drop_tags and self.policy.edits_every_call and not self.deciding:
+            yield from self.consult()  # the runtime's drop moved what the policy's edits stand on
         if plan.call_at_s is not None and plan.call_at_s > self.env.now:
             yield self.env.timeout(plan.call_at_s - self.env.now)
         prompt = self.window.utilization
@@ -285,7 +294,9 @@ class Engine(Provenance):
     def runtime_drop(self, tags: frozenset[str]) -> None:
         """Spans the replayed runtime removed on its own (a recorded compaction) leave the window.
 
-        Not the policy's doing: no eviction is recorded for them, no tombstone is left.
+        Not the policy's doing: no eviction is recorded for them, no tombstone is left. A placeholder a
+        policy left for a dropped span carries its tag and leaves with it. A policy the runtime runs before
+        every model call (``Policy.edits_every_call``) is consulted again on the window the drop left.
         """
         for span in [s for s in self.window.spans() if s.tags & tags]:
             self.window.remove(span.id)
@@ -343,6 +354,8 @@ class Engine(Provenance):
             self.summarize(action)
         elif isinstance(action, Clear):
             self.clear(action)
+        elif isinstance(action, Restore):
+            self.restore(action)
         elif isinstance(action, Compact):
             yield from self.compact(action)
         elif isinstance(action, Warn):
@@ -373,6 +386,13 @@ class Engine(Provenance):
             raise PolicyContractError(f"policy {self.policy.name!r} gave {len(action.placeholder_tokens)} "
                                       f"placeholder sizes for {len(action.span_ids)} spans (turn {self.turn})",
                                       type(self.policy))
+        if isinstance(action, Restore):
+            stray = [i for i in action.span_ids if self.window.get(i).kind != "placeholder"
+                     or not self.window.get(i).names or self.window.get(i).names[0] not in self.evicted]
+            if stray:
+                raise PolicyContractError(f"policy {self.policy.name!r} asked to restore span(s) {stray}, which are "
+                                          f"not placeholders of content the engine keeps (turn {self.turn})",
+                                          type(self.policy))
         if isinstance(action, Compact):
             carriable = set(action.span_ids)
             for span_id in action.span_ids:
@@ -507,26 +527,45 @@ class Engine(Provenance):
     def clear(self, action: Clear) -> None:
         """Replace each span by a placeholder where it stood; the content is gone."""
         w = self.window
+        sizes = dict(zip(action.span_ids, action.placeholder_tokens, strict=True))
+
+        def placeholder(span: Span) -> Span | None:
+            # It keeps the span's call (an empty one stays, as the span did) and leaves with the span's
+            # content when the replayed runtime drops that.
+            marker = Span(w.new_id(), "placeholder", max(0, sizes[span.id]), span.turn, key=span.key,
+                          stale_at=span.stale_at, names=(span.id,), tool=span.tool, call=span.call,
+                          tags=frozenset({PLACEHOLDER_OF + span.kind, *(t for t in span.tags
+                                                                         if t.startswith(RUNTIME_DROP))}))
+            return marker if marker.tokens or marker.call else None
+
+        self._replace_each(action.span_ids, "cleared", placeholder, "clear", action.reason)
+
+    def restore(self, action: Restore) -> None:
+        """Put each placeholder's span back where the placeholder stands (the content is as it was)."""
+        self._replace_each(action.span_ids, "restored", lambda marker: self.evicted.pop(marker.names[0]), "restore",
+                           action.reason)
+
+    def _replace_each(self, span_ids, cause: str, replacement, edit: str, reason: str) -> None:
+        """Remove each span (``cause``) and put ``replacement(span)`` where it stood (None: nothing); one edit."""
+        w = self.window
         before = w.utilization
         spans = freed = written = 0
-        markers = []
-        for span_id, size in zip(action.span_ids, action.placeholder_tokens, strict=True):
+        placed = []
+        for span_id in span_ids:
             if span_id not in w:  # named twice
                 continue
             index = w.position(span_id)
-            span = self.remove(span_id, "cleared")
-            marker = Span(w.new_id(), "placeholder", max(0, size), span.turn, key=span.key,
-                          stale_at=span.stale_at, names=(span.id,), tool=span.tool,
-                          tags=frozenset({PLACEHOLDER_OF + span.kind}))
-            if marker.tokens:
-                self.append(marker, index)  # cut at a hard ceiling like any append
-                if marker.id in w:
-                    markers.append(marker.id)
+            old = self.remove(span_id, cause)
+            new = replacement(old)
+            if new is not None:
+                self.append(new, index)  # cut at a hard ceiling like any append
+                if new.id in w:
+                    placed.append(new.id)
+                written += new.tokens
             spans += 1
-            freed += span.tokens
-            written += marker.tokens
-        self._context_edit(EditRecord("clear", action.reason, spans, freed, written, 0, 0, 0, before, w.utilization,
-                                      self._placed(markers)))
+            freed += old.tokens
+        self._context_edit(EditRecord(edit, reason, spans, freed, written, 0, 0, 0, before, w.utilization,
+                                      self._placed(placed)))
 
     def _placed(self, span_ids: list[int]) -> tuple[tuple[int, int], ...]:
         """(id, index in window order) of spans an edit put inside the window, for observers that keep the order."""

@@ -57,7 +57,7 @@ class EditRecord(NamedTuple):
     ``span_appended`` events of those spans came first, as for any append.
     """
 
-    action: str  # "clear" (placeholders), "compact" (a model-written summary) or "warning"
+    action: str  # "clear" (placeholders), "restore" (placeholders undone), "compact" (a summary) or "warning"
     reason: str  # the policy's name for it ("clear_tool_uses", "observation_masking", "auto_compact", ...)
     spans: int  # spans replaced
     freed: int  # tokens of the spans replaced

@@ -27,6 +27,13 @@ PRUNABLE_KINDS = frozenset(
      "warning"}
 )
 
+# A span the replayed runtime removes itself before model call k carries the tag "drop@k"; a placeholder
+# left for it carries the tag too, and leaves with it.
+RUNTIME_DROP = "drop@"
+
+# Reasoning the model wrote as a thinking block (Anthropic's extended thinking), not as text.
+THINKING = "thinking"
+
 # A placeholder is tagged with the kind of span it replaced ("replaced:tool_output"); a summary a model
 # wrote is tagged so that the next compaction judges the content it carries again.
 PLACEHOLDER_OF = "replaced:"
@@ -57,6 +64,10 @@ class Span:
     names: tuple[int, ...] = ()
     # The tool that produced a tool call or output (from imported transcripts; "" when unknown).
     tool: str = ""
+    # The tool call a tool call or output belongs to (imported transcripts: the runtime's call id, numbered;
+    # 0 when unknown). A span that has one is a message of the runtime's conversation even when empty: it
+    # stays in the window at 0 tokens, so that a policy counting tool results counts it as the runtime does.
+    call: int = 0
     # Set once at creation (kind, pinned and tags never change): may an editor ever consider it?
     # ``offerable``: a prunable kind, unpinned, not a constraint; ``artifact``: a prune index or rationale.
     offerable: bool = field(init=False, repr=False, compare=False)

@@ -94,7 +94,7 @@ class Window:
         else:
             cut = 0
         kept = span.tokens
-        if kept > 0:
+        if kept > 0 or (span.call and not cut):  # an empty tool message stays (see Span.call)
             self._spans[span.id] = span
             if not span.pinned:
                 self._unpinned[span.id] = span
@@ -124,7 +124,7 @@ class Window:
         else:
             cut = 0
         kept = span.tokens
-        if kept > 0:
+        if kept > 0 or (span.call and not cut):
             items = list(self._spans.items())
             items.insert(index, (span.id, span))
             self._spans = dict(items)

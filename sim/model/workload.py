@@ -34,6 +34,7 @@ class Arrival:
     # Resources a replayed tool call (and its output) fetches and uses (prunesim.model.reaction); synthetic: none.
     fetches: tuple[str, ...] = ()
     uses: tuple[str, ...] = ()
+    call: int = 0  # the tool call a call or an output belongs to, when the workload knows it (0: unknown)
 
 
 @dataclass(slots=True)

@@ -293,7 +293,7 @@ def _assistant_blocks(t: Transcript, r: _Record, k: int, calls: dict, at: str) -
         if kind == "text":
             t.parts.append(Part(k, "reasoning", _str(b.get("text"))))
         elif kind == "thinking":
-            t.parts.append(Part(k, "reasoning", _str(b.get("thinking"))))
+            t.parts.append(Part(k, "reasoning", _str(b.get("thinking")), thinking=True))
         elif kind == "redacted_thinking":
             t.warnings.append(f"{at}: redacted thinking cannot be counted; skipped")
         elif kind == "tool_use":
@@ -302,7 +302,7 @@ def _assistant_blocks(t: Transcript, r: _Record, k: int, calls: dict, at: str) -
             text = json.dumps(args, ensure_ascii=False)
             command = args.get("command")
             key = command_key(command) if name == "Bash" and isinstance(command, str) else tool_key(name, args)
-            t.parts.append(Part(k, "tool_call", text, key, name))
+            t.parts.append(Part(k, "tool_call", text, key, name, call_id=_str(b.get("id"))))
             if isinstance(b.get("id"), str):
                 calls[b["id"]] = (key, name)
 
@@ -321,7 +321,8 @@ def _user_message(t: Transcript, r: _Record, turn: int, calls: dict, at: str) ->
         if btype == "tool_result":
             key, name = calls.pop(b.get("tool_use_id"), ("", ""))
             text, extra = _result_content(t, b.get("content"), at)
-            t.parts.append(Part(turn, "tool_output" if key or name else "user", text, key, name, extra_tokens=extra))
+            t.parts.append(Part(turn, "tool_output" if key or name else "user", text, key, name, extra_tokens=extra,
+                                call_id=_str(b.get("tool_use_id")) if key or name else ""))
         elif btype == "text":
             t.parts.append(Part(turn, kind, _str(b.get("text"))))
         elif btype == "image":

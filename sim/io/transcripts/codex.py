@@ -188,8 +188,8 @@ def _output(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part
         t.parts.append(Part(k, "reasoning", _text(item.get("content"))))
     elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
         name, arguments, key = _call(item)
-        t.parts.append(Part(k, "tool_call", arguments, key, name))
         call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else item.get("id")
+        t.parts.append(Part(k, "tool_call", arguments, key, name, call_id=call_id if isinstance(call_id, str) else ""))
         if isinstance(call_id, str):
             calls[call_id] = (key, name)
     elif kind == "web_search_call":
@@ -231,10 +231,12 @@ def _shell_key(argv) -> str:
 def _input(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part], at: str) -> None:
     kind = item.get("type")
     if kind in RESULT_ITEMS:
-        key, name = calls.pop(item.get("call_id"), ("", ""))
+        call_id = item.get("call_id")
+        key, name = calls.pop(call_id, ("", ""))
         output = item.get("output")
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-        t.parts.append(Part(k, "tool_output" if key or name else "user", text, key, name))
+        t.parts.append(Part(k, "tool_output" if key or name else "user", text, key, name,
+                            call_id=call_id if (key or name) and isinstance(call_id, str) else ""))
     elif kind == "message":
         role = item.get("role")
         text, extra = _content(item.get("content"), t.warnings, at)

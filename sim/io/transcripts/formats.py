@@ -55,6 +55,8 @@ class Part:
     extra_tokens: int = 0  # documented tokens beside the text (an image in a tool result)
     dropped_at: int = 0  # the runtime removed it before model call ``dropped_at`` (0: never)
     hidden: bool = False  # billed but never written to the file (system prompt, tools): sized from usage
+    call_id: str = ""  # a tool call and its output share it (the runtime's own id, or one the reader gives)
+    thinking: bool = False  # reasoning the model wrote as a thinking block (Anthropic's extended thinking)
 
 
 @dataclass
@@ -350,7 +352,7 @@ def _mini(data: dict, t: Transcript) -> None:
             reasoning, command = _split_action(text)
             key = command_key(command) if command else ""
             t.parts.append(Part(turn, "reasoning", reasoning))
-            t.parts.append(Part(turn, "tool_call", command, key, "bash" if command else ""))
+            t.parts.append(Part(turn, "tool_call", command, key, "bash" if command else "", call_id=f"turn-{turn}"))
             extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
             response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
             usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
@@ -365,7 +367,7 @@ def _mini(data: dict, t: Transcript) -> None:
             if isinstance(model, str) and not t.model:
                 t.model = model
         elif turn > 0 and key and text.lstrip().startswith("<returncode>"):
-            t.parts.append(Part(turn, "tool_output", text, key, "bash"))
+            t.parts.append(Part(turn, "tool_output", text, key, "bash", call_id=f"turn-{turn}"))
             key = ""
         else:  # the task, a format-error notice, a limit message
             t.parts.append(Part(turn, "user", text))
@@ -408,9 +410,10 @@ def _swe(data: dict, t: Transcript) -> None:
                 reasoning, command = _split_action(text)
             key = command_key(command) if command.strip() else ""
             t.parts.append(Part(turn, "reasoning", reasoning))
-            t.parts.append(Part(turn, "tool_call", command, key, command.split(None, 1)[0] if key else ""))
+            t.parts.append(Part(turn, "tool_call", command, key, command.split(None, 1)[0] if key else "",
+                                call_id=f"turn-{turn}"))
         elif turn > 0 and key and role in ("user", "tool"):
-            t.parts.append(Part(turn, "tool_output", text, key, ""))
+            t.parts.append(Part(turn, "tool_output", text, key, "", call_id=f"turn-{turn}"))
             key = ""
         else:
             t.parts.append(Part(turn, "user", text))
@@ -459,14 +462,16 @@ def _openhands(data: dict, t: Transcript) -> None:
                     t.prompt_tokens[turn] = prompt
                 t.parts.append(Part(turn, "reasoning", _text(args.get("thought", ""))))
             name, arguments = _oh_call(ev, meta, resp, args)
+            event_id = str(ev.get("id", ""))
             if action in ("message", "finish", "think"):
                 key = ""
                 body = _text(args.get("content") or args.get("final_thought") or "")
-                t.parts.append(Part(turn, "tool_call", body + (arguments if action != "message" else ""), "", name))
+                t.parts.append(Part(turn, "tool_call", body + (arguments if action != "message" else ""), "", name,
+                                    call_id=event_id))
             else:
                 key = tool_key(name, arguments)
-                t.parts.append(Part(turn, "tool_call", arguments, key, name))
-            keys[str(ev.get("id", ""))] = key
+                t.parts.append(Part(turn, "tool_call", arguments, key, name, call_id=event_id))
+            keys[event_id] = key
         elif "observation" in ev:
             obs = ev["observation"]
             text = _text(ev.get("content"))
@@ -478,7 +483,7 @@ def _openhands(data: dict, t: Transcript) -> None:
                     t.parts.append(Part(turn, "user", text))
                 continue
             key = keys.pop(cause)
-            t.parts.append(Part(turn, "tool_output", text, key, str(obs)))
+            t.parts.append(Part(turn, "tool_output", text, key, str(obs), call_id=cause))
         else:
             raise _Missing(f"history[{i}] has neither 'action' nor 'observation'")
 
@@ -505,7 +510,7 @@ def _openai(data, t: Transcript) -> None:
         t.model = data["model"]
     turn = 0
     keys: dict[str, str] = {}
-    pending: list[str] = []  # keys of calls without an id, answered in order
+    pending: list[tuple[str, str]] = []  # (key, id given here) of calls without an id, answered in order
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise _Missing(f"message {i} is not an object")
@@ -526,14 +531,18 @@ def _openai(data, t: Transcript) -> None:
                 arguments = fn.get("arguments", "")
                 args_text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
                 key = tool_key(str(name), arguments)
-                t.parts.append(Part(turn, "tool_call", args_text, key, str(name)))
+                call_id = call["id"] if isinstance(call.get("id"), str) else f"message-{i}-{j}"
+                t.parts.append(Part(turn, "tool_call", args_text, key, str(name), call_id=call_id))
                 if isinstance(call.get("id"), str):
-                    keys[call["id"]] = key
+                    keys[call_id] = key
                 else:
-                    pending.append(key)
+                    pending.append((key, call_id))
         elif role in ("tool", "function") and turn > 0:
             call_id = m.get("tool_call_id")
-            key = keys.pop(call_id, "") if isinstance(call_id, str) else (pending.pop(0) if pending else "")
-            t.parts.append(Part(turn, "tool_output", text, key, str(m.get("name", ""))))
+            if isinstance(call_id, str):
+                key = keys.pop(call_id, "")
+            else:
+                key, call_id = pending.pop(0) if pending else ("", "")
+            t.parts.append(Part(turn, "tool_output", text, key, str(m.get("name", "")), call_id=call_id))
         else:
             t.parts.append(Part(turn, "user", text))

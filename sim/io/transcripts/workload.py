@@ -13,10 +13,10 @@ A workload file is one header record, then one record per message part::
      "events": [{"event": "compaction", "turn": 75, "trigger": "manual", "pre_tokens": 167766}, ...]}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 312}
     {"type": "part", "turn": 0, "kind": "system", "tokens": 19000, "hidden": true, "sized_by": "usage"}
-    {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash",
+    {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash", "call": 1,
      "fetches": ["cmd:cat setup.py", "file:setup.py"]}   # "uses": [...] for an edit (resources.py)
     {"type": "part", "turn": 1, "kind": "tool_output", "tokens": 420, "key": "cat setup.py", "digest": "...",
-     "dropped_at": 40}
+     "call": 1, "dropped_at": 40}
 
 Turn 0 holds what the model saw before its first call (system prompt, task):
 it becomes the replay's initial spans, pinned. Turn ``k`` holds the ``k``-th
@@ -27,7 +27,10 @@ unseen); the replay removes it there too. ``hidden`` parts were billed but
 never written to the file; ``sized_by`` says where a size that was not
 counted from text came from (``usage``: a recorded prompt count, see
 :mod:`.assemble`; ``recorded``: recorded output tokens; ``image``: an image's
-documented size). Events: ``compaction`` (recorded by the runtime; ``turn`` is
+documented size). ``call`` pairs a tool call with its output: the same number
+on both, numbered in the order of the calls (the runtime's own ids, such as
+``tool_use_id``, are not written). ``thinking: true`` marks reasoning written as
+a thinking block (Claude Code). Events: ``compaction`` (recorded by the runtime; ``turn`` is
 the call it came before), ``injected`` and ``removed`` (inferred from the
 prompt counts, :mod:`.assemble`), ``cache_break`` (:func:`cache_breaks`: the
 call read only ``at_tokens`` from an explicit cache that held more). Records carry no transcript text, only
@@ -51,6 +54,7 @@ from prunesim.io.transcripts import clock, resources
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
+from prunesim.model.spans import RUNTIME_DROP, THINKING
 from prunesim.model.workload import Arrival, TurnPlan
 
 VERSION = 2
@@ -113,6 +117,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
     recorded_outputs = {i for i in range(len(t.parts)) if not math.isnan(s.fixed[i]) and t.parts[i].tokens is None}
     keyed: list[tuple[tuple[int, int], dict]] = []
     need_state = resources.NeedState()
+    calls: dict[str, int] = {}  # the transcript's call id -> the call's number in the workload
     for i, p in enumerate(t.parts):
         rec = {"type": "part", "turn": p.turn, "kind": p.kind}
         if p.hidden:
@@ -134,6 +139,10 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
             for name in TOUCH_FIELDS:
                 if getattr(touched, name):
                     rec[name] = list(getattr(touched, name))[:MAX_TOUCHES]
+        if p.call_id and p.kind in ("tool_call", "tool_output"):
+            rec["call"] = calls.setdefault(p.call_id, len(calls) + 1)
+        if p.thinking:
+            rec["thinking"] = True
         if p.kind == "tool_output":
             rec["digest"] = digest(p.text)
         if dropped[i]:
@@ -429,6 +438,10 @@ def _check_part(rec, where: str) -> dict:
                 isinstance(r, str) and 0 < len(r) <= MAX_TEXT for r in rec[key])):
             raise UserError(where, key, f"must be a list of at most {MAX_TOUCHES} resource names, each a "
                                         f"non-empty string of at most {MAX_TEXT} characters")
+    if "thinking" in rec and type(rec["thinking"]) is not bool:
+        raise UserError(where, "thinking", f"must be true or false (got {_show(rec['thinking'])})")
+    if "call" in rec and not (_count(rec["call"]) and rec["call"] > 0):
+        raise UserError(where, "call", f"must be a positive integer (got {_show(rec['call'])})")
     if "dropped_at" in rec and not (_count(rec["dropped_at"]) and rec["dropped_at"] > rec["turn"]):
         raise UserError(where, "dropped_at", "must be a call number after the part's turn")
     return rec
@@ -469,8 +482,10 @@ class TranscriptWorkload:
         stale = self.r_stale if p["kind"] == "reasoning" else self.o_stale
         tags = frozenset({drop_tag(p["dropped_at"])}) if p.get("dropped_at") else frozenset()
         fetches, uses = (tuple(p.get("fetches", ())), tuple(p.get("uses", ()))) if p["kind"] == "tool_call" else touches
+        if p.get("thinking"):
+            tags |= {THINKING}
         return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags,
-                       tool=p.get("tool") or tool, fetches=fetches, uses=uses)
+                       tool=p.get("tool") or tool, fetches=fetches, uses=uses, call=p.get("call", 0))
 
     def initial(self) -> list[Arrival]:
         return [self._arrival(p, pinned=True) for p in self.data.parts if p["turn"] == 0]
@@ -538,4 +553,4 @@ def replaced_after_compaction(data: WorkloadData) -> set[int]:
 
 def drop_tag(call: int) -> str:
     """The tag of a span the runtime removed before model call ``call``."""
-    return f"drop@{call}"
+    return f"{RUNTIME_DROP}{call}"

@@ -77,7 +77,7 @@ _PER_TOKEN = 1e-6  # prices are per million tokens
 _RUNTIME = "runtime"
 _FALLBACK = "fallback"
 _EDIT = "edit"  # a runtime policy's clearing or compaction (placeholders, summaries): the policy's own edit
-_EDIT_CAUSES = frozenset({"cleared", "summarized", "summary_dropped"})
+_EDIT_CAUSES = frozenset({"cleared", "restored", "summarized", "summary_dropped"})
 _PASS = "pass"  # an eviction of a model-driven pass: charged to the pass whose decision call came last
 
 

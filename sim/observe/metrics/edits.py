@@ -51,6 +51,8 @@ class EditMetrics(Observer):
             self.summary_tokens += record.written
             self.kept += record.kept
             self.dropped += record.dropped
+        elif record.action == "restore":
+            pass  # a clearing undone: counted by the events file, not here
         else:
             self.warnings += 1
 
