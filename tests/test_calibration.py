@@ -48,6 +48,29 @@ def test_an_unseen_injection_becomes_hidden_content_and_the_error_carried_before
     assert out.anchored.tolist() == [True, False, True, False]
 
 
+def test_content_restored_after_a_compaction_is_found_however_much_the_compaction_dropped():
+    # 30,000 tokens of conversation, then a compaction leaves the hidden system part and a summary. The
+    # runtime re-reads files into the first prompt after it, unseen: 6,000 tokens, less than a quarter of
+    # what the compaction dropped, so only the level after it can show them, not the growth across it.
+    kinds = ["system", *["tool_output"] * 4, "summary", "tool_output", "summary"]
+    turns = [0, 1, 2, 3, 4, 4, 5, 6]
+    dropped = [0, 5, 5, 5, 5, 7, 7, 0]
+    api = [1000, 11_000, 21_300, 31_000, 1000 + 500 + 6000, 1000 + 500 + 6000 + 2000, 1000 + 400]
+    lay = layout(kinds, turns, api, dropped, [True] + [False] * 7, compactions=[5, 7])
+    sizes = np.array([0.0, 10_000, 10_000, 10_000, 10_000, 500, 2000, 400])
+    out = asm.assemble(lay, sizes)
+    assert out.injections == [(5, 6000.0, 7)]  # dropped at the next compaction, like what it came with
+    assert out.anchored.tolist() == [True, False, False, False, True, False, False]
+    assert out.context[5] == api[5] and out.context[6] == api[6]  # the calls after it: exact again
+    assert out.context[2] == 21_000 and not out.anchored[2]  # a 300-token miss before it is carried, not fixed
+    # A compaction that brings back nothing unseen (the summary is all there is) is not anchored: within
+    # the tolerance of what arrived, the level after it is a prediction like any other.
+    api[4:] = [1000 + 700, 1000 + 700 + 2000, 1000 + 400]
+    out = asm.assemble(layout(kinds, turns, api, dropped, [True] + [False] * 7, compactions=[5, 7]), sizes)
+    assert not out.injections and not out.removals and not out.anchored[4]
+    assert out.context[4] == 1500
+
+
 def test_an_unseen_removal_drops_the_oldest_tool_outputs():
     lay = layout(["system", "tool_output", "tool_output", "tool_output", "user"], [0, 1, 1, 1, 2],
                  [500, 3500, 3520, 520], hidden=[True, False, False, False, False])
@@ -138,6 +161,45 @@ def test_the_fit_recovers_known_scales_and_frames_on_unseen_transcripts():
     assert fitted.frames["user"] == pytest.approx(frames["user"], abs=1.5)
     unseen = synthetic("u", rng, weights, frames)
     out = asm.assemble(unseen.layout, np.rint(unseen.sizes(fitted)))
+    P = unseen.layout.prompt
+    assert np.max(np.abs(out.context - P) / P) < 0.01
+
+
+def compacted(name: str, rng, weights: dict[str, float], calls: int = 40, at: int = 24) -> cal.Sized:
+    """A Claude Code session with known per-kind scales, a hidden system part and one compaction, after
+    which the runtime brings back a few thousand tokens the file never shows (files it re-reads)."""
+    t = Transcript(name, "claude-code", name, model="synthetic-1")
+    t.parts += [Part(0, "system", "", hidden=True), Part(0, "user", "x " * int(rng.integers(200, 400)))]
+    for k in range(1, calls + 1):
+        if k == at - 1:
+            t.parts.append(Part(k, "summary", "what happened so far " * int(rng.integers(20, 60))))
+            continue
+        t.parts.append(Part(k, "reasoning", "think " * int(rng.integers(5, 60))))
+        t.parts.append(Part(k, "tool_call", "run --flag " * int(rng.integers(2, 20))))
+        t.parts.append(Part(k, "tool_output", "out 12 " * int(rng.integers(10, 400))))
+    for p in t.parts:
+        if p.turn < at - 1 and not p.hidden:
+            p.dropped_at = at
+    t.events.append({"event": "compaction", "turn": at, "trigger": "manual"})
+    s = cal.sized(t, "chars")
+    sizes = np.array([weights.get(kind, weights["user"]) * s.feats[i, 0] for i, kind in enumerate(s.layout.kind)])
+    restored = float(rng.integers(3000, 6000))
+    live = lambda k: (s.layout.turn < k) & ((s.layout.dropped_at == 0) | (s.layout.dropped_at > k))  # noqa: E731
+    t.prompt_tokens = {k: round(2500 + sizes[live(k)].sum() + (restored if k >= at else 0.0))
+                       for k in range(1, calls + 1)}
+    return cal.sized(t, "chars")
+
+
+def test_the_fit_is_not_misled_by_what_a_runtime_restores_after_a_compaction():
+    rng = np.random.default_rng(3)
+    weights = {"user": 1.1, "reasoning": 0.9, "tool_call": 1.3, "tool_output": 0.8}
+    train = [compacted(f"t{i}", rng, weights) for i in range(6)]
+    fitted = cal.fit(lambda: iter(train), "chars")
+    for kind in ("reasoning", "tool_call", "tool_output"):  # 12 user and summary parts: too few for a scale
+        assert fitted.weights[kind][0] == pytest.approx(weights[kind], rel=0.02), kind
+    unseen = compacted("u", rng, weights)
+    out = asm.assemble(unseen.layout, np.rint(unseen.sizes(fitted)))
+    assert out.anchored.tolist() == [k in (1, 24) for k in range(1, 41)]  # the hidden part, the restoration
     P = unseen.layout.prompt
     assert np.max(np.abs(out.context - P) / P) < 0.01
 
