@@ -63,6 +63,17 @@ def test_content_restored_after_a_compaction_is_found_however_much_the_compactio
     assert out.anchored.tolist() == [True, False, False, False, True, False, False]
     assert out.context[5] == api[5] and out.context[6] == api[6]  # the calls after it: exact again
     assert out.context[2] == 21_000 and not out.anchored[2]  # a 300-token miss before it is carried, not fixed
+    # The call after the compaction has no count: the next counted call compares levels instead.
+    uncounted = [*api[:4], np.nan, *api[5:]]
+    out = asm.assemble(layout(kinds, turns, uncounted, dropped, [True] + [False] * 7, compactions=[5, 7]), sizes)
+    assert out.injections == [(6, 6000.0, 7)] and out.context[5] == api[5]
+    # In linear mode (the fit) the same calls are anchored and every other call's row is its context.
+    phi = np.stack([0.25 * sizes, 0.5 * sizes], axis=1)
+    theta = np.array([2.0, 1.0])
+    out = asm.assemble(lay, phi @ theta, phi, np.zeros(len(sizes)))
+    assert out.injections == [(5, 6000.0, 7)]
+    counted = [k for k in range(len(api)) if not out.anchored[k]]
+    assert [a @ theta + c for a, c, _ in out.rows] == pytest.approx(out.context[counted].tolist())
     # A compaction that brings back nothing unseen (the summary is all there is) is not anchored: within
     # the tolerance of what arrived, the level after it is a prediction like any other.
     api[4:] = [1000 + 700, 1000 + 700 + 2000, 1000 + 400]

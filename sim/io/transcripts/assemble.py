@@ -112,7 +112,9 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
     prev_xa, prev_xc = zero, 0.0
     hidden = bool(layout.hidden.any())
     compacted = set(layout.compactions)
+    level = False  # a compaction came since the last counted call: compare levels there
     for k in range(1, T + 1):
+        level = level or k in compacted
         for i in layout.arrivals[k]:
             live.add(i)
             x += tokens[i]
@@ -143,9 +145,9 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
             if linear and size > 0:  # the hidden part is what makes this call's count exact
                 xa, xc = zero.copy(), float(api)
             anchored = True
-        elif layout.reconcile and counted and (prev_api is not None or k in compacted) and (
+        elif layout.reconcile and counted and (prev_api is not None or level) and (
                 not hidden or k > layout.first_counted):
-            if k in compacted:  # everything we counted before is gone: compare levels (module docstring)
+            if level:  # everything we counted before the compaction is gone (module docstring)
                 ref_api, ref_x, ref_xa, ref_xc = 0.0, 0.0, zero, 0.0
                 growth = x - out.hidden_tokens
             else:
@@ -179,6 +181,7 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
         if linear and counted and not anchored:
             out.rows.append((xa.copy(), xc, float(api)))
         if counted:
+            level = False
             prev_api, prev_x = api, x
             if linear:
                 prev_xa, prev_xc = xa.copy(), xc
