@@ -13,6 +13,7 @@ import pytest
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts import images, tokens
+from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.formats import Part, Transcript
 from prunesim.studies import transcript_replay as replay
 
@@ -80,6 +81,54 @@ def test_content_restored_after_a_compaction_is_found_however_much_the_compactio
     out = asm.assemble(layout(kinds, turns, api, dropped, [True] + [False] * 7, compactions=[5, 7]), sizes)
     assert not out.injections and not out.removals and not out.anchored[4]
     assert out.context[4] == 1500
+
+
+def claude_session(path: Path, restored: int) -> None:
+    """A hand-made Claude Code session: four calls of 10,000 tokens of growth each, a /compact, then two
+    calls whose prompts hold the system part, the summary and ``restored`` tokens the file never shows."""
+    records, parent = [], None
+
+    def add(kind: str, content, prompt: int | None = None, **extra) -> None:
+        nonlocal parent
+        uuid = f"r{len(records)}"
+        rec = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "isSidechain": False,
+               "timestamp": f"2026-01-01T00:{len(records):02d}:00Z", **extra}
+        if kind == "assistant":
+            usage = {"input_tokens": prompt, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
+                     "output_tokens": 5}
+            rec["message"] = {"id": f"msg_{uuid}", "model": "claude-opus-4-5", "role": "assistant",
+                              "content": content, "usage": usage}
+        elif kind == "user":
+            rec["message"] = {"role": "user", "content": content}
+        records.append(rec)
+        parent = uuid
+
+    add("user", "start")
+    for k in range(4):
+        add("assistant", [{"type": "text", "text": "reading"}], 3000 + 10_000 * k)
+        add("user", "go on " + "lorem ipsum dolor sit amet " * 1500)
+    add("system", None, subtype="compact_boundary", compactMetadata={"trigger": "manual", "preTokens": 43_000})
+    add("user", "Summary of the conversation so far.", isCompactSummary=True, isVisibleInTranscriptOnly=True)
+    add("assistant", [{"type": "text", "text": "continuing"}], 3000 + 20 + restored)
+    add("user", "thanks")
+    add("assistant", [{"type": "text", "text": "done"}], 3000 + 40 + restored)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_an_imported_claude_session_keeps_what_its_runtime_restored_after_a_compaction(tmp_path):
+    path = tmp_path / "restored.jsonl"
+    claude_session(path, restored=6000)
+    (data,) = replay.iter_workloads(path)
+    events = data.header["events"]
+    assert [e["event"] for e in events if e["turn"] == 5] == ["compaction", "injected"]
+    injected = next(e["tokens"] for e in events if e["event"] == "injected" and e["turn"] == 5)
+    assert abs(injected - 6000) < 100  # the restored files, less what our sizes of the summary miss
+    assert data.header["anchored_calls"] == [1, 5]
+    api = data.header["prompt_tokens"]
+    assert abs(wl.context_before_calls(data)[5] - api[5]) / api[5] < 0.01  # the call after it is predicted
+    claude_session(path, restored=0)
+    (data,) = replay.iter_workloads(path)
+    assert data.header["anchored_calls"] == [1] and all(e["event"] != "injected" for e in data.header["events"])
 
 
 def test_an_unseen_removal_drops_the_oldest_tool_outputs():
