@@ -13,6 +13,7 @@ import pytest
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts import images, tokens
+from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.formats import Part, Transcript
 from prunesim.studies import transcript_replay as replay
 
@@ -46,6 +47,88 @@ def test_an_unseen_injection_becomes_hidden_content_and_the_error_carried_before
     assert out.context[2] - 6230 == error_before  # not reset to the API's count
     assert out.context[3] == 1150
     assert out.anchored.tolist() == [True, False, True, False]
+
+
+def test_content_restored_after_a_compaction_is_found_however_much_the_compaction_dropped():
+    # 30,000 tokens of conversation, then a compaction leaves the hidden system part and a summary. The
+    # runtime re-reads files into the first prompt after it, unseen: 6,000 tokens, less than a quarter of
+    # what the compaction dropped, so only the level after it can show them, not the growth across it.
+    kinds = ["system", *["tool_output"] * 4, "summary", "tool_output", "summary"]
+    turns = [0, 1, 2, 3, 4, 4, 5, 6]
+    dropped = [0, 5, 5, 5, 5, 7, 7, 0]
+    api = [1000, 11_000, 21_300, 31_000, 1000 + 500 + 6000, 1000 + 500 + 6000 + 2000, 1000 + 400]
+    lay = layout(kinds, turns, api, dropped, [True] + [False] * 7, compactions=[5, 7])
+    sizes = np.array([0.0, 10_000, 10_000, 10_000, 10_000, 500, 2000, 400])
+    out = asm.assemble(lay, sizes)
+    assert out.injections == [(5, 6000.0, 7)]  # dropped at the next compaction, like what it came with
+    assert out.anchored.tolist() == [True, False, False, False, True, False, False]
+    assert out.context[5] == api[5] and out.context[6] == api[6]  # the calls after it: exact again
+    assert out.context[2] == 21_000 and not out.anchored[2]  # a 300-token miss before it is carried, not fixed
+    # The call after the compaction has no count: the next counted call compares levels instead.
+    uncounted = [*api[:4], np.nan, *api[5:]]
+    out = asm.assemble(layout(kinds, turns, uncounted, dropped, [True] + [False] * 7, compactions=[5, 7]), sizes)
+    assert out.injections == [(6, 6000.0, 7)] and out.context[5] == api[5]
+    # In linear mode (the fit) the same calls are anchored and every other call's row is its context.
+    phi = np.stack([0.25 * sizes, 0.5 * sizes], axis=1)
+    theta = np.array([2.0, 1.0])
+    out = asm.assemble(lay, phi @ theta, phi, np.zeros(len(sizes)))
+    assert out.injections == [(5, 6000.0, 7)]
+    counted = [k for k in range(len(api)) if not out.anchored[k]]
+    assert [a @ theta + c for a, c, _ in out.rows] == pytest.approx(out.context[counted].tolist())
+    # A compaction that brings back nothing unseen (the summary is all there is) is not anchored: within
+    # the tolerance of what arrived, the level after it is a prediction like any other.
+    api[4:] = [1000 + 700, 1000 + 700 + 2000, 1000 + 400]
+    out = asm.assemble(layout(kinds, turns, api, dropped, [True] + [False] * 7, compactions=[5, 7]), sizes)
+    assert not out.injections and not out.removals and not out.anchored[4]
+    assert out.context[4] == 1500
+
+
+def claude_session(path: Path, restored: int) -> None:
+    """A hand-made Claude Code session: four calls of 10,000 tokens of growth each, a /compact, then two
+    calls whose prompts hold the system part, the summary and ``restored`` tokens the file never shows."""
+    records, parent = [], None
+
+    def add(kind: str, content, prompt: int | None = None, **extra) -> None:
+        nonlocal parent
+        uuid = f"r{len(records)}"
+        rec = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "isSidechain": False,
+               "timestamp": f"2026-01-01T00:{len(records):02d}:00Z", **extra}
+        if kind == "assistant":
+            usage = {"input_tokens": prompt, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
+                     "output_tokens": 5}
+            rec["message"] = {"id": f"msg_{uuid}", "model": "claude-opus-4-5", "role": "assistant",
+                              "content": content, "usage": usage}
+        elif kind == "user":
+            rec["message"] = {"role": "user", "content": content}
+        records.append(rec)
+        parent = uuid
+
+    add("user", "start")
+    for k in range(4):
+        add("assistant", [{"type": "text", "text": "reading"}], 3000 + 10_000 * k)
+        add("user", "go on " + "lorem ipsum dolor sit amet " * 1500)
+    add("system", None, subtype="compact_boundary", compactMetadata={"trigger": "manual", "preTokens": 43_000})
+    add("user", "Summary of the conversation so far.", isCompactSummary=True, isVisibleInTranscriptOnly=True)
+    add("assistant", [{"type": "text", "text": "continuing"}], 3000 + 20 + restored)
+    add("user", "thanks")
+    add("assistant", [{"type": "text", "text": "done"}], 3000 + 40 + restored)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_an_imported_claude_session_keeps_what_its_runtime_restored_after_a_compaction(tmp_path):
+    path = tmp_path / "restored.jsonl"
+    claude_session(path, restored=6000)
+    (data,) = replay.iter_workloads(path)
+    events = data.header["events"]
+    assert [e["event"] for e in events if e["turn"] == 5] == ["compaction", "injected"]
+    injected = next(e["tokens"] for e in events if e["event"] == "injected" and e["turn"] == 5)
+    assert abs(injected - 6000) < 100  # the restored files, less what our sizes of the summary miss
+    assert data.header["anchored_calls"] == [1, 5]
+    api = data.header["prompt_tokens"]
+    assert abs(wl.context_before_calls(data)[5] - api[5]) / api[5] < 0.01  # the call after it is predicted
+    claude_session(path, restored=0)
+    (data,) = replay.iter_workloads(path)
+    assert data.header["anchored_calls"] == [1] and all(e["event"] != "injected" for e in data.header["events"])
 
 
 def test_an_unseen_removal_drops_the_oldest_tool_outputs():
@@ -138,6 +221,45 @@ def test_the_fit_recovers_known_scales_and_frames_on_unseen_transcripts():
     assert fitted.frames["user"] == pytest.approx(frames["user"], abs=1.5)
     unseen = synthetic("u", rng, weights, frames)
     out = asm.assemble(unseen.layout, np.rint(unseen.sizes(fitted)))
+    P = unseen.layout.prompt
+    assert np.max(np.abs(out.context - P) / P) < 0.01
+
+
+def compacted(name: str, rng, weights: dict[str, float], calls: int = 40, at: int = 24) -> cal.Sized:
+    """A Claude Code session with known per-kind scales, a hidden system part and one compaction, after
+    which the runtime brings back a few thousand tokens the file never shows (files it re-reads)."""
+    t = Transcript(name, "claude-code", name, model="synthetic-1")
+    t.parts += [Part(0, "system", "", hidden=True), Part(0, "user", "x " * int(rng.integers(200, 400)))]
+    for k in range(1, calls + 1):
+        if k == at - 1:
+            t.parts.append(Part(k, "summary", "what happened so far " * int(rng.integers(20, 60))))
+            continue
+        t.parts.append(Part(k, "reasoning", "think " * int(rng.integers(5, 60))))
+        t.parts.append(Part(k, "tool_call", "run --flag " * int(rng.integers(2, 20))))
+        t.parts.append(Part(k, "tool_output", "out 12 " * int(rng.integers(10, 400))))
+    for p in t.parts:
+        if p.turn < at - 1 and not p.hidden:
+            p.dropped_at = at
+    t.events.append({"event": "compaction", "turn": at, "trigger": "manual"})
+    s = cal.sized(t, "chars")
+    sizes = np.array([weights.get(kind, weights["user"]) * s.feats[i, 0] for i, kind in enumerate(s.layout.kind)])
+    restored = float(rng.integers(3000, 6000))
+    live = lambda k: (s.layout.turn < k) & ((s.layout.dropped_at == 0) | (s.layout.dropped_at > k))  # noqa: E731
+    t.prompt_tokens = {k: round(2500 + sizes[live(k)].sum() + (restored if k >= at else 0.0))
+                       for k in range(1, calls + 1)}
+    return cal.sized(t, "chars")
+
+
+def test_the_fit_is_not_misled_by_what_a_runtime_restores_after_a_compaction():
+    rng = np.random.default_rng(3)
+    weights = {"user": 1.1, "reasoning": 0.9, "tool_call": 1.3, "tool_output": 0.8}
+    train = [compacted(f"t{i}", rng, weights) for i in range(6)]
+    fitted = cal.fit(lambda: iter(train), "chars")
+    for kind in ("reasoning", "tool_call", "tool_output"):  # 12 user and summary parts: too few for a scale
+        assert fitted.weights[kind][0] == pytest.approx(weights[kind], rel=0.02), kind
+    unseen = compacted("u", rng, weights)
+    out = asm.assemble(unseen.layout, np.rint(unseen.sizes(fitted)))
+    assert out.anchored.tolist() == [k in (1, 24) for k in range(1, 41)]  # the hidden part, the restoration
     P = unseen.layout.prompt
     assert np.max(np.abs(out.context - P) / P) < 0.01
 

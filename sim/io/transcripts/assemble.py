@@ -22,6 +22,13 @@ does not show:
   call is anchored. Drift of the estimate itself never triggers this, since
   only the growth between two consecutive calls is compared, and the error a
   call carried before is carried on, not reset.
+* **after a recorded compaction** the first counted call compares levels, not
+  growths: everything we counted before is gone, so the prompt should hold
+  the hidden system part and what arrived since (the summary), and the
+  tolerance is ``threshold`` of what arrived. Measured on the growth, the
+  tolerance would scale with the whole conversation the compaction dropped and
+  hide what Claude Code brings back unseen (it re-reads recently used files
+  into the prompt after a compaction; docs/transcripts.md gives the sizes).
 
 The same loop runs on plain numbers (to build a workload) or on linear
 expressions in a calibration's parameters (to fit one), so the fitted model
@@ -104,7 +111,10 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
     prev_api = prev_x = None
     prev_xa, prev_xc = zero, 0.0
     hidden = bool(layout.hidden.any())
+    compacted = set(layout.compactions)
+    level = False  # a compaction came since the last counted call: compare levels there
     for k in range(1, T + 1):
+        level = level or k in compacted
         for i in layout.arrivals[k]:
             live.add(i)
             x += tokens[i]
@@ -135,15 +145,21 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
             if linear and size > 0:  # the hidden part is what makes this call's count exact
                 xa, xc = zero.copy(), float(api)
             anchored = True
-        elif layout.reconcile and counted and prev_api is not None and (not hidden or k > layout.first_counted):
-            growth = x - prev_x
-            excess = (api - prev_api) - growth
+        elif layout.reconcile and counted and (prev_api is not None or level) and (
+                not hidden or k > layout.first_counted):
+            if level:  # everything we counted before the compaction is gone (module docstring)
+                ref_api, ref_x, ref_xa, ref_xc = 0.0, 0.0, zero, 0.0
+                growth = x - out.hidden_tokens
+            else:
+                ref_api, ref_x, ref_xa, ref_xc = prev_api, prev_x, prev_xa, prev_xc
+                growth = x - prev_x
+            excess = (api - ref_api) - (x - ref_x)
             if excess > threshold(growth):
                 anchored = True
                 later = [c for c in layout.compactions if c > k]
-                coeffs = (xa - prev_xa) if linear else None
-                inj_const = (api - prev_api) - (xc - prev_xc) if linear else 0.0
-                # Linear form of the injected size: (api - prev_api) - (x - x_prev).
+                coeffs = (xa - ref_xa) if linear else None
+                inj_const = (api - ref_api) - (xc - ref_xc) if linear else 0.0
+                # Linear form of the injected size: (api - ref_api) - (x - ref_x).
                 injected.append([excess, -coeffs if linear else None, inj_const, later[0] if later else 0])
                 out.injections.append((k, excess, later[0] if later else 0))
                 x += excess
@@ -165,6 +181,7 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
         if linear and counted and not anchored:
             out.rows.append((xa.copy(), xc, float(api)))
         if counted:
+            level = False
             prev_api, prev_x = api, x
             if linear:
                 prev_xa, prev_xc = xa.copy(), xc

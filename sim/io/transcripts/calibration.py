@@ -26,7 +26,9 @@ a transcript no profile matches is counted raw.
 
 :func:`fit` works in two stages, both non-negative least squares: first on the
 growth of the prompt between consecutive calls (robustly: growths that the
-parts cannot explain, injected or removed unseen, are left out), then on the
+parts cannot explain, injected or removed unseen, are left out, and so is the
+growth across a recorded compaction, which measures the runtime's rewrite of
+the prompt, summary and unseen restorations, not the parts), then on the
 prompt counts themselves, weighted by 1/count (the relative error that
 fidelity reports), with the hidden and reconciled content of
 :mod:`.assemble` fixed at the first stage's estimate.
@@ -398,8 +400,8 @@ def _growth_rows(s: Sized, phi: np.ndarray, const: np.ndarray):
     for k in range(start, lay.turns + 1):
         api = lay.prompt[k - 1]
         prev = lay.prompt[k - 2] if k > 1 else 0.0
-        if not (np.isfinite(api) and np.isfinite(prev)):
-            continue
+        if not (np.isfinite(api) and np.isfinite(prev)) or k in lay.compactions:
+            continue  # across a compaction: one row as large as the whole conversation, and not about its parts
         a, c = np.zeros(phi.shape[1]), 0.0
         for i in lay.arrivals[k]:
             if lay.dropped_at[i] != k:
