@@ -46,7 +46,7 @@ from prunesim.errors import UserError
 from prunesim.io import inputs
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import tokens as tok
-from prunesim.io.transcripts.formats import Transcript
+from prunesim.io.transcripts.parts import Transcript
 
 KINDS = ("system", "user", "reasoning", "tool_call", "tool_output", "summary")
 MIN_PARTS = 30  # a kind needs this many parts in the fitting data to get its own parameters

@@ -30,49 +30,19 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError, json_problem
+from prunesim.io.transcripts import claude_code, codex
 from prunesim.io.transcripts import usage as usage_fields
 from prunesim.io.transcripts.jsonl import peek_records
 from prunesim.io.transcripts.keys import command_key, tool_key
+from prunesim.io.transcripts.parts import Part, Transcript  # noqa: F401 - part of this module's interface
 
+SESSION_PARSERS = {"claude-code": claude_code.parse, "codex": lambda path, sidechains: codex.parse(path)}
 FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai", "claude-code", "codex")
 TOO_DEEP = "JSON nested too deeply to read"
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
-
-
-@dataclass(slots=True)
-class Part:
-    turn: int
-    kind: str  # system, user, reasoning, tool_call, tool_output, summary
-    text: str
-    key: str = ""
-    tool: str = ""
-    tokens: int | None = None  # a size the source records or documents: the text is not counted
-    extra_tokens: int = 0  # documented tokens beside the text (an image in a tool result)
-    dropped_at: int = 0  # the runtime removed it before model call ``dropped_at`` (0: never)
-    hidden: bool = False  # billed but never written to the file (system prompt, tools): sized from usage
-
-
-@dataclass
-class Transcript:
-    name: str
-    format: str
-    source: str
-    model: str = ""
-    parts: list[Part] = field(default_factory=list)
-    prompt_tokens: dict[int, int] = field(default_factory=dict)
-    usage: dict[int, dict] = field(default_factory=dict)  # call -> recorded usage (workload.USAGE_FIELDS)
-    kept_output: dict[int, int] = field(default_factory=dict)  # call -> output tokens that stay in the prompt
-    events: list[dict] = field(default_factory=list)  # runtime events (compactions), see workload.py
-    context_window: int | None = None  # the model's window, where the runtime records it
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def turns(self) -> int:
-        return max((p.turn for p in self.parts), default=0)
 
 
 # -- reading files ------------------------------------------------------------
@@ -122,8 +92,6 @@ def is_jsonl(path: Path) -> bool:
 
 def session_format(path: Path) -> str:
     """``claude-code`` or ``codex`` when a JSON-lines file is a runtime's session log, else ""."""
-    from prunesim.io.transcripts import claude_code, codex
-
     records = peek_records(path)
     if claude_code.looks_like(records):
         return "claude-code"
@@ -146,15 +114,11 @@ def iter_transcripts(path: Path, sidechains: str = "separate") -> Iterator[Trans
         raise UserError(where, None, "no such file")
     if is_jsonl(path):
         fmt = session_format(path)
-        if fmt == "claude-code":
-            from prunesim.io.transcripts import claude_code
-
-            yield from claude_code.parse(path, sidechains)
-            return
-        if fmt == "codex":
-            from prunesim.io.transcripts import codex
-
-            yield from codex.parse(path)
+        if fmt in SESSION_PARSERS:
+            try:
+                yield from SESSION_PARSERS[fmt](path, sidechains)
+            except RecursionError:  # a value nested deeper than Python's stack, met while keying or writing it
+                raise UserError(where, None, f"{fmt}: {TOO_DEEP}") from None
             return
         yield from _iter_jsonl(path)
         return
