@@ -30,6 +30,7 @@ import sys
 from prunesim import __version__
 from prunesim.cli import commands, crash
 from prunesim.errors import OneLineError, UserError, from_os_error
+from prunesim.io import inputs
 from prunesim.policies import user_policy_fault
 
 EXIT_OK = 0
@@ -140,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        code = int(args.func(args) or 0)
+        with inputs.watching():  # what the command reads, no output of it may replace (prunesim.io.inputs)
+            for flag in ("policy", "policies"):
+                inputs.note_policy(getattr(args, flag, None))
+            code = int(args.func(args) or 0)
         sys.stdout.flush()
         return code
     except OneLineError as err:

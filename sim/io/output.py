@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from prunesim.errors import UserError, from_os_error
+from prunesim.io import inputs
 
 _MAX_LINKS = 40  # like the kernel's limit on symbolic links followed in one lookup
 _umask: int | None = None
@@ -177,6 +178,8 @@ class FileOutput:
         self.kind = kind_of(self.shown, flag)
         if self.kind == "folder":
             raise UserError(self.where, None, "is a folder; give a file name")
+        if self.kind == "file":
+            refuse_input(self.shown, self.where)
         self.target = _real_target(self.shown)
         self._fd: int | None = None
         self._tmp: str | None = None
@@ -225,6 +228,7 @@ class FileOutput:
                 os.fsync(self._fd)
                 os.close(self._fd)
                 self._fd = None
+                refuse_input(self.shown, self.where)  # read while the output was being made
                 os.replace(self._tmp, self.target)
                 self._tmp = None
             else:
@@ -270,6 +274,7 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
         raise UserError(where, None, "is a folder; give a file name")
     if kind == "stream":
         return  # written to directly, when the output comes
+    refuse_input(shown, where)
     parent = _real_target(shown).parent
     missing = _missing_parents(parent, where)
     existing = missing[-1].parent if missing else parent
@@ -278,6 +283,13 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
             pass
     except OSError as err:
         raise from_os_error(err, where) from None
+
+
+def refuse_input(path: str | os.PathLike, where: str) -> None:
+    """Refuse an output onto a file the running command has read (:mod:`prunesim.io.inputs`), through any link."""
+    source = inputs.read_as(path)
+    if source is not None:
+        raise UserError(where, None, f"is an input of this command ({source}); give another file")
 
 
 def check_not_input(path: str | os.PathLike, inputs: Sequence[str | os.PathLike], flag: str | None = None) -> None:
@@ -426,6 +438,8 @@ def _check_merge(src: Path, dest: Path, shown: Path) -> None:
                 _check_merge(entry, target, shown / entry.name)
         elif target.is_dir():
             raise UserError(str(shown / entry.name), None, "is a folder; cannot replace it with a file")
+        else:
+            refuse_input(target, str(shown / entry.name))
 
 
 def _writes_through(src: Path, dest: Path) -> bool:

@@ -215,16 +215,10 @@ def resolve_path(name_or_path: str) -> Path:
     return shipped[name_or_path]
 
 
-def read_toml(path: Path) -> dict:
+def read_toml(path: Path, what: str = "scenario file") -> dict:
     where = str(path)
     try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise UserError(where, None, "is a directory, not a scenario file") from None
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
+        text = inputs.read_bytes(path, what).decode("utf-8")
     except UnicodeDecodeError:
         raise UserError(where, None, "not a text file (invalid UTF-8)") from None
     try:
@@ -241,6 +235,7 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     A ``[pricing]`` table is completed from the model's entry in prices.toml first.
     """
     if isinstance(data.get("policy"), str):  # a policy from a file or a plugin declares its tables once loaded
+        inputs.note_policy(data["policy"])
         try:
             policies.get_policy(data["policy"])
         except UserError as err:

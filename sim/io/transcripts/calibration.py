@@ -109,15 +109,10 @@ def load_profiles(path: Path | None = None) -> list[Profile]:
         where = "calibrations.json (shipped)"
     else:
         where = str(path)
-        kind = inputs.special_kind(path)
-        if kind:  # a device or a pipe may never end, or never start
-            raise UserError("--calibration", where, f"not a regular file ({kind})")
         try:
-            text = Path(path).read_text("utf-8")
-        except FileNotFoundError:
-            raise UserError("--calibration", where, "no such calibration file") from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise UserError("--calibration", where, f"cannot read: {err}") from None
+            text = inputs.read_text(path, "calibration file")
+        except UserError as err:
+            raise UserError("--calibration", where, err.problem) from None
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError):

@@ -27,12 +27,14 @@ Every problem is a :class:`sim.errors.UserError` naming the file.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError, json_problem
+from prunesim.io import inputs
 from prunesim.io.transcripts import claude_code, codex
 from prunesim.io.transcripts import usage as usage_fields
 from prunesim.io.transcripts.jsonl import peek_records
@@ -48,14 +50,7 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
 # -- reading files ------------------------------------------------------------
 def read_text(path: Path) -> str:
     where = str(path)
-    if path.is_dir():
-        raise UserError(where, None, "is a directory, not a transcript file")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(where, None, "no such file") from None
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    raw = inputs.read_bytes(path, "transcript file")
     if b"\x00" in raw[:4096]:
         raise UserError(where, None, "binary file, not a transcript")
     try:
@@ -76,7 +71,7 @@ def _load_json(text: str, where: str):
 
 
 def _first_line(path: Path) -> str:
-    with open(path, "rb") as fh:
+    with inputs.open_input(path, "transcript file") as fh:
         head = fh.read(4096)
     if b"\x00" in head:
         raise UserError(str(path), None, "binary file, not a transcript")
@@ -108,10 +103,7 @@ def iter_transcripts(path: Path, sidechains: str = "separate") -> Iterator[Trans
     """
     path = Path(path)
     where = str(path)
-    if path.is_dir():
-        raise UserError(where, None, "is a directory, not a transcript file")
-    if not path.exists():
-        raise UserError(where, None, "no such file")
+    inputs.open_input(path, "transcript file").close()  # a folder, a device or a pipe: refused before a peek
     if is_jsonl(path):
         fmt = session_format(path)
         if fmt in SESSION_PARSERS:
@@ -129,10 +121,7 @@ def iter_transcripts(path: Path, sidechains: str = "separate") -> Iterator[Trans
 def _iter_jsonl(path: Path) -> Iterator[Transcript]:
     where = str(path)
     _first_line(path)  # binary check
-    try:
-        fh = open(path, encoding="utf-8-sig")
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    fh = io.TextIOWrapper(inputs.open_input(path, "transcript file"), encoding="utf-8-sig")
     # A file still being written (an evaluation's output, one run a line) can end in a partial line: like a
     # session's, that last line is left out with a warning, on the run before it. So each run is held until
     # the next line shows it was not followed by a partial one; a bad line anywhere else is the file's error.
