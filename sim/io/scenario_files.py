@@ -265,9 +265,34 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
 MAX_EXTENDS = 64  # files in one extends chain; shipped scenarios use one or two
 
 
+def dumps(data: dict) -> str:
+    """Scenario data as the text of a scenario file: the one writer of scenario files (``calibrate``)."""
+    import tomli_w  # late: only calibrate writes a scenario file
+
+    return tomli_w.dumps(data)
+
+
+def resolve_text(text: str, path: Path) -> Scenario:
+    """The scenario a file holding ``text`` would be at ``path`` (its ``extends`` resolved from there), validated:
+    what a writer checks before it writes, so that nothing it writes is a file ``run`` refuses."""
+    where = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(where, None, f"malformed TOML: {err}") from None
+    data = resolve_extends(data, path)
+    data.setdefault("name", path.stem)
+    return from_dict(data, where)
+
+
 def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     """A scenario file's data with its ``extends`` chain resolved (see the module docstring)."""
-    data = read_toml(path)
+    return resolve_extends(read_toml(path), path, chain)
+
+
+def resolve_extends(data: dict, path: Path, chain: tuple[Path, ...] = ()) -> dict:
+    """``data``, read from ``path``, with its ``extends`` chain resolved."""
+    data = dict(data)
     base = data.pop("extends", None)
     if base is None:
         return data

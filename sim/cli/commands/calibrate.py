@@ -10,8 +10,8 @@ from pathlib import Path
 
 from prunesim.cli.commands._common import out_arg, parse_seeds, positive_int
 from prunesim.errors import UserError
-from prunesim.io import output
-from prunesim.io.scenario_files import load, resolve_path
+from prunesim.io import inputs, output
+from prunesim.io.scenario_files import load, resolve_path, resolve_text
 from prunesim.studies.calibrate import OBJECTIVE_TEXT, Calibration, calibrate, calibrated_text, parse_params
 from prunesim.studies.targets import load_targets
 
@@ -74,7 +74,8 @@ def main(args) -> int:
     check_out(args.out, args.force)
     output.check_not_input(args.out, [args.targets], "--out")  # --force replaces a result, never the figures
     base = load(args.scenario)
-    base_text = resolve_path(args.scenario).read_text(encoding="utf-8")
+    base_path = resolve_path(args.scenario)
+    base_text = inputs.read_text(base_path, "scenario file")
     targets = load_targets(args.targets, base)
     params = parse_params(args.params, base, targets)
     command = command_line(args)
@@ -84,7 +85,8 @@ def main(args) -> int:
             print(f"calibrate: {n} candidates, objective {value:.4g}, best {best:.4g}", file=sys.stderr, flush=True)
 
     cal = calibrate(base, targets, params, seeds, args.max_evals, progress)
-    text = calibrated_text(base_text, cal, command, args.targets)
+    text = calibrated_text(base_text, cal, command, args.targets, base_path, args.out)
+    resolve_text(text, args.out)  # what it writes, run reads: checked as run would load it
     output.write_text(args.out, text, "--out")
     print(format_fit(cal))
     print(f"written: {args.out}")
