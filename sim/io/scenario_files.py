@@ -229,10 +229,12 @@ def read_toml(path: Path, what: str = "scenario file") -> dict:
         raise UserError(where, None, "malformed TOML: nested too deeply to read") from None
 
 
-def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
+def from_dict(data: dict, where: str = "<scenario>", policy: str | type | None = None) -> Scenario:
     """A validated scenario from plain data; the policies' own tables are built from their declarations.
 
-    A ``[pricing]`` table is completed from the model's entry in prices.toml first.
+    ``policy``: the policy the scenario will run under when it is not the one the data names (a name or a
+    Policy subclass): its tables are known too, whatever was loaded before in the process. A ``[pricing]``
+    table is completed from the model's entry in prices.toml first.
     """
     if isinstance(data.get("policy"), str):  # a policy from a file or a plugin declares its tables once loaded
         inputs.note_policy(data["policy"])
@@ -247,7 +249,10 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     known = policies.tables()
     if any(isinstance(v, dict) and k not in fields and k not in known for k, v in data.items()):
         known = policies.tables(plugins=True)  # a table only an installed plugin may declare
-    own = policies.get_policy(data["policy"]).tables if isinstance(data.get("policy"), str) else {}
+    own = dict(policies.get_policy(data["policy"]).tables) if isinstance(data.get("policy"), str) else {}
+    if policy is not None:
+        own.update(policies.get_policy(policy).tables)
+    known = {**known, **own}
     declared = {name: cls for name, cls in known.items()
                 if name in policies.builtin_tables() or name in data or name in own}
     data = dict(prices.fill(data, where))
@@ -330,8 +335,9 @@ def _base_path(base: str, path: Path) -> Path:
     return shipped[base]
 
 
-def load(name_or_path: str, overrides: dict[str, Any] | None = None) -> Scenario:
-    """Load, override and validate a scenario; every problem is a :class:`UserError`."""
+def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str | type | None = None) -> Scenario:
+    """Load, override and validate a scenario; every problem is a :class:`UserError`. ``policy``: as in
+    :func:`from_dict`."""
     path = resolve_path(name_or_path)
     data = read_scenario(path)
     data.setdefault("name", path.stem)
@@ -340,13 +346,13 @@ def load(name_or_path: str, overrides: dict[str, Any] | None = None) -> Scenario
         where = f"{path} (with --set)"
     else:
         where = str(path)
-    return from_dict(data, where)
+    return from_dict(data, where, policy)
 
 
-def replace(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
-    """A new scenario with dotted-key overrides, validated."""
+def replace(scenario: Scenario, overrides: dict[str, Any], policy: str | type | None = None) -> Scenario:
+    """A new scenario with dotted-key overrides, validated (``policy`` as in :func:`from_dict`)."""
     data = absolute_sizes_win(apply_overrides(scenario.to_dict(), overrides), overrides)
-    return from_dict(data, f"{scenario.name} (with overrides)")
+    return from_dict(data, f"{scenario.name} (with overrides)", policy)
 
 
 # -- the defaults table ---------------------------------------------------------
