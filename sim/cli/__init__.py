@@ -121,6 +121,14 @@ def _silence_stdout() -> None:
         pass
 
 
+def _names_as_typed(stream) -> None:
+    """Print a file name that is not UTF-8 (legal on Linux) as the bytes the user typed, not a crash."""
+    try:
+        stream.reconfigure(errors="surrogateescape")
+    except (AttributeError, ValueError, OSError):  # a StringIO (tests capture output) or a detached stream
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -129,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread (an embedding program): leave its signals alone
         previous = None
     real_stdout = sys.stdout
+    _names_as_typed(real_stdout)
     sys.stdout = _Stdout(real_stdout)
     try:
         return _main(argv)

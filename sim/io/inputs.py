@@ -80,6 +80,12 @@ def read_as(path: str | os.PathLike) -> str | None:
     return seen.get((st.st_dev, st.st_ino)) if stat.S_ISREG(st.st_mode) else None
 
 
+def text_name(name: str) -> str:
+    """A file name as text a result may record: bytes that are not UTF-8 (legal in a Linux name) as ``\\xff``
+    escapes, so that the scenario or transcript named after the file can be written, hashed and printed."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def _kind(mode: int) -> str | None:
     for test, kind in _SPECIAL:
         if test(mode):

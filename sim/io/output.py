@@ -39,6 +39,8 @@ from prunesim.errors import UserError, from_os_error
 from prunesim.io import inputs
 
 _MAX_LINKS = 40  # like the kernel's limit on symbolic links followed in one lookup
+_NAME_MAX = 255  # bytes in one file name on Linux and macOS file systems
+_RANDOM_CHARS = 8  # what tempfile adds between prefix and suffix
 _umask: int | None = None
 
 
@@ -65,6 +67,14 @@ def path_arg(text: str, flag: str = "--out") -> Path:
     if not str(text).strip():
         raise UserError(flag, repr(text), "empty path")
     return Path(text)
+
+
+def staging_prefix(name: str) -> str:
+    """``.NAME.`` for a hidden staging file beside ``NAME``, cut so that the whole staging name (and the
+    random part and ``.tmp`` the temporary-file functions add) fits the 255 bytes a file name may take:
+    a legal name close to the limit never fails on a name prunesim made up."""
+    raw = os.fsencode(name)[:_NAME_MAX - len(".." ".tmp") - _RANDOM_CHARS]
+    return f".{os.fsdecode(raw)}."
 
 
 def names_folder(text: str) -> bool:
@@ -192,7 +202,7 @@ class FileOutput:
                 self._fd = os.open(self.shown, os.O_WRONLY | os.O_APPEND)
             else:
                 self._created = _make_parents(self.target.parent, self.where)
-                fd, self._tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp",
+                fd, self._tmp = tempfile.mkstemp(prefix=staging_prefix(self.target.name), suffix=".tmp",
                                                  dir=self.target.parent)
                 self._fd = fd
                 os.fchmod(fd, self._mode())
@@ -361,7 +371,8 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
     created = _make_parents(dest.parent, _where(shown, flag)) if new else []
     held = None
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if new else dest))
+        staging = Path(tempfile.mkdtemp(prefix=staging_prefix(dest.name), suffix=".tmp",
+                                        dir=dest.parent if new else dest))
     except OSError as err:
         _remove_dirs(created)
         raise from_os_error(err, _where(shown, flag)) from None

@@ -286,7 +286,7 @@ def resolve_text(text: str, path: Path) -> Scenario:
     except tomllib.TOMLDecodeError as err:
         raise UserError(where, None, f"malformed TOML: {err}") from None
     data = resolve_extends(data, path)
-    data.setdefault("name", path.stem)
+    data.setdefault("name", inputs.text_name(path.stem))
     return from_dict(data, where)
 
 
@@ -340,7 +340,7 @@ def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str
     :func:`from_dict`."""
     path = resolve_path(name_or_path)
     data = read_scenario(path)
-    data.setdefault("name", path.stem)
+    data.setdefault("name", inputs.text_name(path.stem))
     if overrides:
         data = absolute_sizes_win(apply_overrides(data, overrides), overrides)
         where = f"{path} (with --set)"

@@ -66,6 +66,8 @@ def shell_quote(word: str) -> str:
 
 def _escaped(ch: str) -> str:
     named = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'", "\\": "\\\\"}
+    if "\udc80" <= ch <= "\udcff":  # a byte of a file name that is not UTF-8: the same byte back
+        return f"\\x{ord(ch) - 0xdc00:02x}"
     return named.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\U{ord(ch):08x}")
 
 

@@ -44,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError
+from prunesim.io import inputs
 from prunesim.io.transcripts import fields as f
 from prunesim.io.transcripts import images
 from prunesim.io.transcripts import usage as usage_fields
@@ -92,13 +93,14 @@ def parse(path: Path, sidechains: str = "separate") -> Iterator[Transcript]:
     path = Path(path)
     warnings: list[str] = []
     records = _load(path, warnings)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
+    file_name = inputs.text_name(path.name)
+    stem = file_name[: -len(".jsonl")] if file_name.endswith(".jsonl") else file_name
     main = [r for r in records if not r.sidechain]
     side = [r for r in records if r.sidechain]
     groups = _sidechain_groups(side) if sidechains == "separate" else []
-    conversations = [(_conversation(main), stem, path.name)] if any(r.type in MESSAGE_TYPES for r in main) else []
+    conversations = [(_conversation(main), stem, file_name)] if any(r.type in MESSAGE_TYPES for r in main) else []
     for n, (agent, group) in enumerate(groups, 1):
-        conversations.append((_conversation(group), f"{stem}.agent-{agent or n}", f"{path.name}#agent-{agent or n}"))
+        conversations.append((_conversation(group), f"{stem}.agent-{agent or n}", f"{file_name}#agent-{agent or n}"))
     # A conversation cut short before its first reply (a subagent interrupted at once) holds no model call:
     # it is left out with a warning, and the rest of the session is imported.
     called = []

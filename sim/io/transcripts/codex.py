@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError
+from prunesim.io import inputs
 from prunesim.io.transcripts import fields as f
 from prunesim.io.transcripts import images
 from prunesim.io.transcripts import usage as usage_fields
@@ -89,8 +90,9 @@ def parse(path: Path) -> Iterator[Transcript]:
             records.append((line, "item", payload))
         elif kind == "compacted":
             records.append((line, "compacted", payload))
-    name = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
-    t = Transcript(name=name, format=FORMAT, source=path.name, model=meta.get("model", ""))
+    file_name = inputs.text_name(path.name)
+    name = file_name[: -len(".jsonl")] if file_name.endswith(".jsonl") else file_name
+    t = Transcript(name=name, format=FORMAT, source=file_name, model=meta.get("model", ""))
     t.warnings.extend(warnings)
     _build(t, records, where)
     if t.turns == 0:

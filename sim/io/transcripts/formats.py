@@ -188,9 +188,10 @@ def parse_document(data, path: Path, line: int | None = None) -> Transcript:
         raise UserError(where, None, "unknown transcript format (expected mini-swe-agent, SWE-agent, "
                                      "OpenHands, an OpenAI-style message list, a Claude Code session "
                                      "or a Codex rollout)")
-    stem = _stem(path.name)
+    file_name = inputs.text_name(path.name)
+    stem = _stem(file_name)
     name = stem if line is None else _run_name(data, stem, line)
-    source = path.name if line is None else f"{path.name}:{line}"
+    source = file_name if line is None else f"{file_name}:{line}"
     t = Transcript(name=name, format=fmt, source=source)
     try:
         {"mini-swe-agent": _mini, "swe-agent": _swe, "openhands": _openhands, "openai": _openai}[fmt](data, t)
