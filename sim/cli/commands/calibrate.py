@@ -74,11 +74,11 @@ def _escaped(ch: str) -> str:
 def main(args) -> int:
     seeds = parse_seeds(args.seeds)
     check_out(args.out, args.force)
-    output.check_not_input(args.out, [args.targets], "--out")  # --force replaces a result, never the figures
     base = load(args.scenario)
     base_path = resolve_path(args.scenario)
     base_text = inputs.read_text(base_path, "scenario file")
     targets = load_targets(args.targets, base)
+    output.check_file(args.out, "--out")  # --force replaces a result, never a file read (targets, extends chain)
     params = parse_params(args.params, base, targets)
     command = command_line(args)
 
