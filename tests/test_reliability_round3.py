@@ -254,3 +254,61 @@ def test_every_command_reads_each_toml_form(tmp_path, form, command):
     assert code == 0, err
     if command == "calibrate":
         assert cli("run", tmp_path / "c.toml", "--json")[0] == 0
+
+
+# -- a user's policy ---------------------------------------------------------------------------------------------
+POLICIES = '''from prunesim.policies import Policy
+from prunesim.policies.base import BoundaryEvent, Truncate
+
+
+class Same(Policy):
+    name = "same"
+
+    def decide(self, view):
+        return [Truncate(s.id, s.tokens + 5) for s in view.spans if s.kind == "tool_output"][:3]
+
+
+class NotJson(Policy):
+    name = "not-json"
+
+    def decide(self, view):
+        return [BoundaryEvent("run", {"x": object()})]
+
+
+class NotMapping(Policy):
+    name = "not-mapping"
+
+    def decide(self, view):
+        return [BoundaryEvent("run", [1, 2])]
+
+
+class NotFinite(Policy):
+    name = "not-finite"
+
+    def decide(self, view):
+        return [BoundaryEvent("run", {"x": float("nan")})]
+'''
+
+
+def test_a_truncate_that_changes_no_span_costs_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text(POLICIES)
+    runs = {}
+    for policy in ("noop", "mine.py:Same"):
+        code, out, err = cli("run", "oscillation-40", "--policy", policy, "--json")
+        assert code == 0, err
+        runs[policy] = json.loads(out)["metrics"]
+    assert runs["mine.py:Same"]["cache_invalidations"] == 0
+    assert runs["mine.py:Same"]["cost_usd"] == runs["noop"]["cost_usd"]
+
+
+@pytest.mark.parametrize(("cls", "problem"), [("NotJson", "a object, not a JSON value"),
+                                              ("NotMapping", "not a mapping of names to JSON values"),
+                                              ("NotFinite", "a number that is not finite")])
+def test_a_boundary_event_detail_that_is_not_json_is_one_line(tmp_path, monkeypatch, cls, problem):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text(POLICIES)
+    code, _, err = cli("run", "oscillation-40", "--policy", f"mine.py:{cls}", "--out", tmp_path / "run")
+    assert code == 2 and not (tmp_path / "run").exists()
+    assert len(err.splitlines()) == 1 and err.startswith(f"prunesim: error: --policy: mine.py:{cls}: the policy "
+                                                         "broke its contract") and problem in err
