@@ -312,3 +312,18 @@ def test_a_boundary_event_detail_that_is_not_json_is_one_line(tmp_path, monkeypa
     assert code == 2 and not (tmp_path / "run").exists()
     assert len(err.splitlines()) == 1 and err.startswith(f"prunesim: error: --policy: mine.py:{cls}: the policy "
                                                          "broke its contract") and problem in err
+
+
+@pytest.mark.parametrize("field", ["budget", "metrics.passes"])
+@pytest.mark.parametrize("kind", ["trace", "ledger"])
+def test_a_400_digit_number_in_a_summary_is_one_line_for_plot(tmp_path, field, kind):
+    run = tmp_path / "run"
+    assert cli("run", "oscillation-40", "--set", "turns=10", "--out", run)[0] == 0
+    summary = json.loads((run / "summary.json").read_text())
+    node, _, key = field.rpartition(".")
+    (summary[node] if node else summary)[key] = int("9" * 400)
+    (run / "summary.json").write_text(json.dumps(summary))
+    code, _, err = cli("plot", kind, run, "--out", tmp_path / "p.png")
+    assert code == 2 and not (tmp_path / "p.png").exists()
+    assert err.startswith(f"prunesim: error: {run / 'summary.json'}: {field}: must be a ") and len(
+        err.splitlines()) == 1
