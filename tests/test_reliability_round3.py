@@ -327,3 +327,24 @@ def test_a_400_digit_number_in_a_summary_is_one_line_for_plot(tmp_path, field, k
     assert code == 2 and not (tmp_path / "p.png").exists()
     assert err.startswith(f"prunesim: error: {run / 'summary.json'}: {field}: must be a ") and len(
         err.splitlines()) == 1
+
+
+# -- found attacking the command line again ----------------------------------------------------------------------
+@pytest.mark.parametrize(("argv", "line"), [
+    (["run", "{huge}"], "{huge}: malformed TOML: a number too long to read (thousands of digits)"),
+    (["run", "oscillation-40", "--set", "turns=" + "9" * 5000],
+     "--set: turns: a number too long to read (thousands of digits)"),
+    (["run", "oscillation-40", "--set", "turns=" + "[" * 3000 + "]" * 3000],
+     "--set: turns: a value nested too deeply to read"),
+    (["sweep", "oscillation-40", "--grid", "turns=" + "9" * 5000, "--seeds", "0:1", "--out", "{out}"],
+     "--grid: turns: a number too long to read (thousands of digits)"),
+    (["import", str(FIXTURES / "mini.traj.json"), "--calibration", "{huge_json}", "--out", "{out}"],
+     "{huge_json}: not a calibration file (malformed JSON)"),
+])
+def test_numbers_of_thousands_of_digits_and_deep_values_are_one_line(tmp_path, argv, line):
+    names = {"huge": tmp_path / "huge.toml", "huge_json": tmp_path / "huge.json", "out": tmp_path / "out"}
+    names["huge"].write_text("turns = " + "9" * 5000 + "\n")
+    names["huge_json"].write_text('{"prunesim_calibration": ' + "9" * 5000 + "}")
+    code, _, err = cli(*[a.format(**names) for a in argv])
+    assert code == 2 and not names["out"].exists()
+    assert err == f"prunesim: error: {line.format(**names)}\n"

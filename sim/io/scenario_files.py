@@ -132,13 +132,22 @@ def parse_set(text: str) -> tuple[str, Any]:
         raise UserError("--set", text, "empty key")
     if raw == "":
         raise UserError("--set", key, "empty value")
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
+    value = toml_value(raw, "--set", key)
     if isinstance(value, float) and not math.isfinite(value):
         raise UserError("--set", key, f"must be a finite number (got {raw})")
     return key, value
+
+
+def toml_value(raw: str, flag: str, key: str) -> Any:
+    """A value typed on the command line read as a TOML value, else the text itself (a bare string)."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+    except ValueError:  # an integer of thousands of digits (Python's limit on converting them)
+        raise UserError(flag, key, "a number too long to read (thousands of digits)") from None
+    except RecursionError:
+        raise UserError(flag, key, "a value nested too deeply to read") from None
 
 
 def merge(base: dict, layer: dict) -> dict:
@@ -225,6 +234,8 @@ def read_toml(path: Path, what: str = "scenario file") -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(where, None, f"malformed TOML: {err}") from None
+    except ValueError:  # tomllib converts an integer of thousands of digits, past Python's limit
+        raise UserError(where, None, "malformed TOML: a number too long to read (thousands of digits)") from None
     except RecursionError:  # tomllib reads nested arrays and tables recursively
         raise UserError(where, None, "malformed TOML: nested too deeply to read") from None
 

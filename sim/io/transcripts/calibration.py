@@ -115,7 +115,7 @@ def load_profiles(path: Path | None = None) -> list[Profile]:
             raise UserError("--calibration", where, err.problem) from None
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # malformed, a number of thousands of digits, nested too deep
         raise UserError(where, None, "not a calibration file (malformed JSON)") from None
     if not isinstance(data, dict) or data.get("prunesim_calibration") != FILE_VERSION:
         raise UserError(where, "prunesim_calibration", f"not a prunesim calibration file (version {FILE_VERSION})")
