@@ -348,3 +348,15 @@ def test_numbers_of_thousands_of_digits_and_deep_values_are_one_line(tmp_path, a
     code, _, err = cli(*[a.format(**names) for a in argv])
     assert code == 2 and not names["out"].exists()
     assert err == f"prunesim: error: {line.format(**names)}\n"
+
+
+def test_calibrate_force_may_regenerate_its_scenario_in_place_but_not_the_base_it_extends(tmp_path):
+    child, base = _chain(tmp_path)
+    argv = ["calibrate", child, "--targets", "seed-000", "--params", "decision.rationale_per_span", "--seeds", "0:1",
+            "--max-evals", "2", "--quiet", "--force"]
+    code, _, err = cli(*argv, "--out", child)
+    assert code == 0, err
+    assert sc.load(str(child)).turns == 12 and "calibration" in child.read_text()
+    before = base.read_bytes()
+    code, _, err = cli(*argv, "--out", base)
+    assert code == 2 and base.read_bytes() == before and "is an input of this command" in err

@@ -58,6 +58,18 @@ def note(path: str | os.PathLike, st: os.stat_result | None = None) -> None:
         seen.setdefault((st.st_dev, st.st_ino), os.fspath(path))
 
 
+def release(path: str | os.PathLike) -> None:
+    """Let an output replace ``path`` after all: a result the command regenerates in place (``calibrate
+    --force`` onto the scenario it calibrates), never any other file it read."""
+    seen = _read.get()
+    if seen:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return
+        seen.pop((st.st_dev, st.st_ino), None)
+
+
 def note_policy(name) -> None:
     """Note the file of a ``path/to/file.py:ClassName`` policy (each name of a comma-separated list)."""
     if not isinstance(name, str):

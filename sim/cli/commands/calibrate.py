@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -47,6 +48,13 @@ def check_out(out: Path, force: bool) -> None:
         raise UserError("--out", str(out), "exists; give --force to replace it")
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def command_line(args) -> str:
     """The command that regenerates the file, with every choice spelled out."""
     parts = ["prunesim", "calibrate", args.scenario, "--targets", args.targets, "--params", args.params,
@@ -78,6 +86,8 @@ def main(args) -> int:
     base_path = resolve_path(args.scenario)
     base_text = inputs.read_text(base_path, "scenario file")
     targets = load_targets(args.targets, base)
+    if args.force and _same_file(args.out, base_path):  # the scenario recalibrated in place: its own result
+        inputs.release(base_path)
     output.check_file(args.out, "--out")  # --force replaces a result, never a file read (targets, extends chain)
     params = parse_params(args.params, base, targets)
     command = command_line(args)
