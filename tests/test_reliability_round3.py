@@ -360,3 +360,16 @@ def test_calibrate_force_may_regenerate_its_scenario_in_place_but_not_the_base_i
     before = base.read_bytes()
     code, _, err = cli(*argv, "--out", base)
     assert code == 2 and base.read_bytes() == before and "is an input of this command" in err
+
+
+def test_a_transcript_named_near_the_limit_imports_under_a_name_that_fits(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for n in "MN":  # two long names that share their first 240 characters stay apart
+        (folder / ("L" * 240 + n + ".traj.json")).write_bytes((FIXTURES / "mini.traj.json").read_bytes())
+    out = tmp_path / "out"
+    code, _, err = cli("import", folder, "--out", out)
+    assert code == 0, err
+    names = sorted(p.name for p in out.iterdir())
+    assert len(names) == 2 and all(len(os.fsencode(n)) <= 255 and n.endswith(".workload.jsonl") for n in names)
+    assert ".tmp" not in err

@@ -25,6 +25,7 @@ full, I/O error).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -75,6 +76,18 @@ def staging_prefix(name: str) -> str:
     a legal name close to the limit never fails on a name prunesim made up."""
     raw = os.fsencode(name)[:_NAME_MAX - len(".." ".tmp") - _RANDOM_CHARS]
     return f".{os.fsdecode(raw)}."
+
+
+def fit_name(stem: str, suffix: str) -> str:
+    """``stem + suffix`` as a file name of at most 255 bytes: a longer stem (a transcript named near the limit)
+    is cut, and a digest of the whole of it added, so that two long names that share a start stay apart."""
+    name = stem + suffix
+    if len(os.fsencode(name)) <= _NAME_MAX:
+        return name
+    digest = hashlib.sha256(os.fsencode(stem)).hexdigest()[:10]
+    room = _NAME_MAX - len(os.fsencode(suffix)) - len(digest) - 1
+    cut = os.fsencode(stem)[:room].decode("utf-8", "ignore")  # whole characters only
+    return f"{cut}~{digest}{suffix}"
 
 
 def names_folder(text: str) -> bool:
