@@ -240,3 +240,17 @@ def test_no_import_circle_between_the_formats_and_their_parsers(name):
     imported |= {a.name for n in ast.walk(_source(name)) if isinstance(n, ast.Import) for a in n.names}
     assert "prunesim.io.transcripts.formats" not in imported
     assert not any(isinstance(n, ast.ImportFrom) and n.col_offset for n in ast.walk(_source("formats.py")))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), which=st.sampled_from(FILES))
+def test_records_in_any_order_or_with_some_missing_import_or_fail_in_one_line(tmp_path, data, which):
+    """Calls, results, usage and compactions written out of order, or lost: never a crash."""
+    records = data.draw(st.permutations(_records(which)))
+    kept = [r for r in records if data.draw(st.booleans()) or r.get("type") in ("session_meta", "user")]
+    target = tmp_path / which.name
+    target.write_text("".join(json.dumps(r) + "\n" for r in kept or records))
+    try:
+        _import(target)
+    except UserError as err:
+        assert str(err).startswith(str(target)), str(err)
