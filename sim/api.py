@@ -61,8 +61,7 @@ def _replay(scenario, policy, seed, overrides, workload) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
-    if overrides and "turns" in overrides:  # the replay would run every turn anyway, and say nothing
-        raise UserError("--set", "turns", "cannot be set for a replay: it runs the transcript's own turns")
+    scenario_mod.check_replay_overrides(overrides)
     base = load_scenario("transcript" if scenario is None else scenario, overrides, policy)
     if isinstance(workload, WorkloadData):
         data = workload

@@ -75,11 +75,15 @@ def test_a_link_to_a_file_read_through_extends_is_refused_too(tmp_path):
 
 
 # -- 2. silently wrong results ------------------------------------------------------------------------------------
-def test_run_workload_refuses_set_turns(tmp_path):
+@pytest.mark.parametrize("command", ["run", "replay-dir", "leaderboard"])
+def test_every_replay_of_transcripts_refuses_set_turns(tmp_path, command):
     workload = tmp_path / "w.workload.jsonl"
     assert cli("import", FIXTURES / "mini.traj.json", "--out", workload)[0] == 0
-    code, out, err = cli("run", "--workload", workload, "--policy", "noop", "--set", "turns=3")
-    assert (code, out) == (2, "")
+    argv = {"run": ["run", "--workload", workload, "--policy", "noop"],
+            "replay-dir": ["replay-dir", FIXTURES / "claude-code", "--policies", "noop"],
+            "leaderboard": ["leaderboard", FIXTURES / "claude-code", "--policies", "noop", "--out", tmp_path / "b"]}
+    code, out, err = cli(*argv[command], "--set", "turns=3")
+    assert (code, out) == (2, "") and not (tmp_path / "b").exists()
     assert err == "prunesim: error: --set: turns: cannot be set for a replay: it runs the transcript's own turns\n"
 
 

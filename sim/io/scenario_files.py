@@ -161,6 +161,13 @@ def merge(base: dict, layer: dict) -> dict:
     return out
 
 
+def check_replay_overrides(overrides: dict[str, Any] | None, flag: str = "--set") -> None:
+    """Refuse what a replay of a transcript cannot take: it runs the transcript's own turns, so a ``turns``
+    override would change nothing and say nothing."""
+    if overrides and "turns" in overrides:
+        raise UserError(flag, "turns", "cannot be set for a replay: it runs the transcript's own turns")
+
+
 ABSOLUTE_SIZES = ("budget", "trigger")
 
 
