@@ -58,10 +58,7 @@ def read_csv(path: Path, columns=(), numeric=()) -> list[dict]:
 
 
 def read_json(path: Path) -> dict:
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as err:
-        raise from_os_error(err, path) from None
+    raw = inputs.read_bytes(path, "result file")  # the one reader: a device or a pipe is refused unread
     data = sweep_files.parse_json(raw, path)
     if not isinstance(data, dict):
         raise UserError(str(path), None, "expected a JSON object")
@@ -82,7 +79,8 @@ def check_summary(summary: dict, where: str) -> None:
         raise UserError(where, "metrics", "must be an object of metric -> value")
     for key in SUMMARY_NUMBERS:
         v = summary.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or (
+                isinstance(v, float) and not math.isfinite(v))):  # an int of any size: the range below says so
             raise UserError(where, key, "must be a number")
         # Sizes in tokens, within what a scenario accepts: a corrupted 1e308 would draw an empty figure.
         if v is not None and not (0 <= v <= SUMMARY_MAX_TOKENS and float(v).is_integer()):
@@ -91,8 +89,15 @@ def check_summary(summary: dict, where: str) -> None:
     if not isinstance(summary.get("budget_kind", ""), str):
         raise UserError(where, "budget_kind", "must be a string")
     for name, v in summary["metrics"].items():
-        if not (isinstance(v, (int, float)) or v in NUMBER_WORDS):
+        if not (isinstance(v, float) or (isinstance(v, int) and _finite(v)) or v in NUMBER_WORDS):
             raise UserError(where, f"metrics.{name}", f"must be a number (got {json.dumps(v)[:40]})")
+
+
+def _finite(v) -> bool:
+    """A number a figure can draw: a finite float, or an int a float can hold (a corrupted 400-digit one cannot)."""
+    if isinstance(v, int):
+        return abs(v) <= 2**1023
+    return math.isfinite(v)
 
 
 def _require_dir(path: Path, what: str) -> Path:

@@ -13,6 +13,8 @@ field and the value, which the command line shows as one line.
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import operator
 
 from prunesim.model.engine import PolicyContractError
@@ -44,6 +46,12 @@ def _plain(action, cls: type, turn: int):
     fields = _INT_FIELDS.get(type(action))
     if fields is None:
         return action  # not an action: the engine says so
+    if isinstance(action, BoundaryEvent):  # written out as a JSON detail of the gate's event
+        if not isinstance(action.reason, str):
+            raise _refusal(action, "reason", action.reason, "not a string", cls, turn)
+        problem = _json_problem(action.numbers)
+        if problem:
+            raise _refusal(action, "numbers", action.numbers, problem, cls, turn)
     ints, tuples = fields
     changes = {}
     for name in ints:
@@ -68,6 +76,30 @@ def _integer(value, action, name: str, cls: type, turn: int) -> int:
         return operator.index(value)  # int, bool, numpy integers; not floats, not strings
     except TypeError:
         raise _refusal(action, name, value, "not an integer", cls, turn) from None
+
+
+def _json_problem(detail) -> str | None:
+    """Why ``detail`` is not a mapping of names to JSON values (finite numbers, strings, booleans, null,
+    lists and mappings of them), or None."""
+    if not isinstance(detail, dict):
+        return "not a mapping of names to JSON values"
+    stack = [(detail, 0)]
+    while stack:
+        value, level = stack.pop()
+        if level > 32:
+            return "nested more than 32 deep"
+        if isinstance(value, dict):
+            if not all(isinstance(k, str) for k in value):
+                return "a key that is not a string"
+            stack += [(v, level + 1) for v in value.values()]
+        elif isinstance(value, list | tuple):
+            stack += [(v, level + 1) for v in value]
+        elif isinstance(value, numbers.Real):  # numpy's numbers too: written as plain ones
+            if not math.isfinite(float(value)):
+                return "a number that is not finite"
+        elif not (value is None or isinstance(value, str)):
+            return f"a {type(value).__name__}, not a JSON value"
+    return None
 
 
 def _refusal(action, name, value, problem, cls, turn) -> PolicyContractError:

@@ -19,11 +19,16 @@ from prunesim.policies import Policy, available, get_policy
 from prunesim.runner import RunResult, run_one
 
 
-def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None) -> Scenario:
-    """A validated scenario from a shipped name, a path, or a Scenario plus overrides."""
+def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None,
+                  policy: str | type[Policy] | None = None) -> Scenario:
+    """A validated scenario from a shipped name, a path, or a Scenario plus overrides.
+
+    ``policy``: the policy it will run under, when not its own: the tables that policy declares may be
+    overridden, whether or not it was ever loaded before in this process.
+    """
     if isinstance(name_or_path, Scenario):
-        return scenario_mod.replace(name_or_path, overrides) if overrides else name_or_path
-    return scenario_mod.load(str(name_or_path), overrides)
+        return scenario_mod.replace(name_or_path, overrides, policy) if overrides else name_or_path
+    return scenario_mod.load(str(name_or_path), overrides, policy)
 
 
 def run(
@@ -49,14 +54,15 @@ def run(
         return _replay(scenario, policy, seed, overrides, workload)
     if scenario is None:
         raise UserError("api.run", None, "give a scenario or a workload")
-    return run_one(load_scenario(scenario, overrides), policy, seed, trace=trace)
+    return run_one(load_scenario(scenario, overrides, policy), policy, seed, trace=trace)
 
 
 def _replay(scenario, policy, seed, overrides, workload) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
-    base = load_scenario("transcript" if scenario is None else scenario, overrides)
+    scenario_mod.check_replay_overrides(overrides)
+    base = load_scenario("transcript" if scenario is None else scenario, overrides, policy)
     if isinstance(workload, WorkloadData):
         data = workload
     else:

@@ -30,6 +30,7 @@ import sys
 from prunesim import __version__
 from prunesim.cli import commands, crash
 from prunesim.errors import OneLineError, UserError, from_os_error
+from prunesim.io import inputs
 from prunesim.policies import user_policy_fault
 
 EXIT_OK = 0
@@ -120,6 +121,14 @@ def _silence_stdout() -> None:
         pass
 
 
+def _names_as_typed(stream) -> None:
+    """Print a file name that is not UTF-8 (legal on Linux) as the bytes the user typed, not a crash."""
+    try:
+        stream.reconfigure(errors="surrogateescape")
+    except (AttributeError, ValueError, OSError):  # a StringIO (tests capture output) or a detached stream
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -128,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread (an embedding program): leave its signals alone
         previous = None
     real_stdout = sys.stdout
+    _names_as_typed(real_stdout)
     sys.stdout = _Stdout(real_stdout)
     try:
         return _main(argv)
@@ -140,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        code = int(args.func(args) or 0)
+        with inputs.watching():  # what the command reads, no output of it may replace (prunesim.io.inputs)
+            for flag in ("policy", "policies"):
+                inputs.note_policy(getattr(args, flag, None))
+            code = int(args.func(args) or 0)
         sys.stdout.flush()
         return code
     except OneLineError as err:

@@ -25,6 +25,7 @@ full, I/O error).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -36,8 +37,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from prunesim.errors import UserError, from_os_error
+from prunesim.io import inputs
 
 _MAX_LINKS = 40  # like the kernel's limit on symbolic links followed in one lookup
+_NAME_MAX = 255  # bytes in one file name on Linux and macOS file systems
+_RANDOM_CHARS = 8  # what tempfile adds between prefix and suffix
 _umask: int | None = None
 
 
@@ -64,6 +68,26 @@ def path_arg(text: str, flag: str = "--out") -> Path:
     if not str(text).strip():
         raise UserError(flag, repr(text), "empty path")
     return Path(text)
+
+
+def staging_prefix(name: str) -> str:
+    """``.NAME.`` for a hidden staging file beside ``NAME``, cut so that the whole staging name (and the
+    random part and ``.tmp`` the temporary-file functions add) fits the 255 bytes a file name may take:
+    a legal name close to the limit never fails on a name prunesim made up."""
+    raw = os.fsencode(name)[:_NAME_MAX - len(".." ".tmp") - _RANDOM_CHARS]
+    return f".{os.fsdecode(raw)}."
+
+
+def fit_name(stem: str, suffix: str) -> str:
+    """``stem + suffix`` as a file name of at most 255 bytes: a longer stem (a transcript named near the limit)
+    is cut, and a digest of the whole of it added, so that two long names that share a start stay apart."""
+    name = stem + suffix
+    if len(os.fsencode(name)) <= _NAME_MAX:
+        return name
+    digest = hashlib.sha256(os.fsencode(stem)).hexdigest()[:10]
+    room = _NAME_MAX - len(os.fsencode(suffix)) - len(digest) - 1
+    cut = os.fsencode(stem)[:room].decode("utf-8", "ignore")  # whole characters only
+    return f"{cut}~{digest}{suffix}"
 
 
 def names_folder(text: str) -> bool:
@@ -177,6 +201,8 @@ class FileOutput:
         self.kind = kind_of(self.shown, flag)
         if self.kind == "folder":
             raise UserError(self.where, None, "is a folder; give a file name")
+        if self.kind == "file":
+            refuse_input(self.shown, self.where)
         self.target = _real_target(self.shown)
         self._fd: int | None = None
         self._tmp: str | None = None
@@ -189,7 +215,7 @@ class FileOutput:
                 self._fd = os.open(self.shown, os.O_WRONLY | os.O_APPEND)
             else:
                 self._created = _make_parents(self.target.parent, self.where)
-                fd, self._tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp",
+                fd, self._tmp = tempfile.mkstemp(prefix=staging_prefix(self.target.name), suffix=".tmp",
                                                  dir=self.target.parent)
                 self._fd = fd
                 os.fchmod(fd, self._mode())
@@ -225,6 +251,7 @@ class FileOutput:
                 os.fsync(self._fd)
                 os.close(self._fd)
                 self._fd = None
+                refuse_input(self.shown, self.where)  # read while the output was being made
                 os.replace(self._tmp, self.target)
                 self._tmp = None
             else:
@@ -270,6 +297,7 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
         raise UserError(where, None, "is a folder; give a file name")
     if kind == "stream":
         return  # written to directly, when the output comes
+    refuse_input(shown, where)
     parent = _real_target(shown).parent
     missing = _missing_parents(parent, where)
     existing = missing[-1].parent if missing else parent
@@ -278,6 +306,13 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
             pass
     except OSError as err:
         raise from_os_error(err, where) from None
+
+
+def refuse_input(path: str | os.PathLike, where: str) -> None:
+    """Refuse an output onto a file the running command has read (:mod:`prunesim.io.inputs`), through any link."""
+    source = inputs.read_as(path)
+    if source is not None:
+        raise UserError(where, None, f"is an input of this command ({source}); give another file")
 
 
 def check_not_input(path: str | os.PathLike, inputs: Sequence[str | os.PathLike], flag: str | None = None) -> None:
@@ -349,7 +384,8 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
     created = _make_parents(dest.parent, _where(shown, flag)) if new else []
     held = None
     try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent if new else dest))
+        staging = Path(tempfile.mkdtemp(prefix=staging_prefix(dest.name), suffix=".tmp",
+                                        dir=dest.parent if new else dest))
     except OSError as err:
         _remove_dirs(created)
         raise from_os_error(err, _where(shown, flag)) from None
@@ -426,6 +462,8 @@ def _check_merge(src: Path, dest: Path, shown: Path) -> None:
                 _check_merge(entry, target, shown / entry.name)
         elif target.is_dir():
             raise UserError(str(shown / entry.name), None, "is a folder; cannot replace it with a file")
+        else:
+            refuse_input(target, str(shown / entry.name))
 
 
 def _writes_through(src: Path, dest: Path) -> bool:

@@ -150,13 +150,22 @@ def parse_set(text: str) -> tuple[str, Any]:
         raise UserError("--set", text, "empty key")
     if raw == "":
         raise UserError("--set", key, "empty value")
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
+    value = toml_value(raw, "--set", key)
     if isinstance(value, float) and not math.isfinite(value):
         raise UserError("--set", key, f"must be a finite number (got {raw})")
     return key, value
+
+
+def toml_value(raw: str, flag: str, key: str) -> Any:
+    """A value typed on the command line read as a TOML value, else the text itself (a bare string)."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+    except ValueError:  # an integer of thousands of digits (Python's limit on converting them)
+        raise UserError(flag, key, "a number too long to read (thousands of digits)") from None
+    except RecursionError:
+        raise UserError(flag, key, "a value nested too deeply to read") from None
 
 
 def merge(base: dict, layer: dict) -> dict:
@@ -168,6 +177,14 @@ def merge(base: dict, layer: dict) -> dict:
         else:
             out[key] = value
     return out
+
+
+def check_replay_overrides(overrides: dict[str, Any] | None, flag: str = "--set") -> None:
+    """Refuse what a replay of a transcript cannot take: it runs the transcript's own turns, so a ``turns``
+    override would change nothing and say nothing."""
+    if overrides and "turns" in overrides:
+        raise UserError(flag, "turns", "cannot be set for a replay: it runs the transcript's own turns")
+
 
 
 def absolute_sizes_win(data: dict, layer_keys) -> dict:
@@ -250,32 +267,31 @@ def resolve_path(name_or_path: str) -> Path:
     return shipped[name_or_path]
 
 
-def read_toml(path: Path) -> dict:
+def read_toml(path: Path, what: str = "scenario file") -> dict:
     where = str(path)
     try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise UserError(where, None, "is a directory, not a scenario file") from None
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
+        text = inputs.read_bytes(path, what).decode("utf-8")
     except UnicodeDecodeError:
         raise UserError(where, None, "not a text file (invalid UTF-8)") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(where, None, f"malformed TOML: {err}") from None
+    except ValueError:  # tomllib converts an integer of thousands of digits, past Python's limit
+        raise UserError(where, None, "malformed TOML: a number too long to read (thousands of digits)") from None
     except RecursionError:  # tomllib reads nested arrays and tables recursively
         raise UserError(where, None, "malformed TOML: nested too deeply to read") from None
 
 
-def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
+def from_dict(data: dict, where: str = "<scenario>", policy: str | type | None = None) -> Scenario:
     """A validated scenario from plain data; the policies' own tables are built from their declarations.
 
-    A ``[pricing]`` table is completed from the model's entry in prices.toml first.
+    ``policy``: the policy the scenario will run under when it is not the one the data names (a name or a
+    Policy subclass): its tables are known too, whatever was loaded before in the process. A ``[pricing]``
+    table is completed from the model's entry in prices.toml first.
     """
     if isinstance(data.get("policy"), str):  # a policy from a file or a plugin declares its tables once loaded
+        inputs.note_policy(data["policy"])
         try:
             policies.get_policy(data["policy"])
         except UserError as err:
@@ -287,7 +303,10 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
     known = policies.tables()
     if any(isinstance(v, dict) and k not in fields and k not in known for k, v in data.items()):
         known = policies.tables(plugins=True)  # a table only an installed plugin may declare
-    own = policies.get_policy(data["policy"]).tables if isinstance(data.get("policy"), str) else {}
+    own = dict(policies.get_policy(data["policy"]).tables) if isinstance(data.get("policy"), str) else {}
+    if policy is not None:
+        own.update(policies.get_policy(policy).tables)
+    known = {**known, **own}
     declared = {name: cls for name, cls in known.items()
                 if name in policies.builtin_tables() or name in data or name in own}
     data = dict(prices.fill(data, where))
@@ -305,9 +324,34 @@ def from_dict(data: dict, where: str = "<scenario>") -> Scenario:
 MAX_EXTENDS = 64  # files in one extends chain; shipped scenarios use one or two
 
 
+def dumps(data: dict) -> str:
+    """Scenario data as the text of a scenario file: the one writer of scenario files (``calibrate``)."""
+    import tomli_w  # late: only calibrate writes a scenario file
+
+    return tomli_w.dumps(data)
+
+
+def resolve_text(text: str, path: Path) -> Scenario:
+    """The scenario a file holding ``text`` would be at ``path`` (its ``extends`` resolved from there), validated:
+    what a writer checks before it writes, so that nothing it writes is a file ``run`` refuses."""
+    where = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(where, None, f"malformed TOML: {err}") from None
+    data = resolve_extends(data, path)
+    data.setdefault("name", inputs.text_name(path.stem))
+    return from_dict(data, where)
+
+
 def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     """A scenario file's data with its ``extends`` chain resolved (see the module docstring)."""
-    data = read_toml(path)
+    return resolve_extends(read_toml(path), path, chain)
+
+
+def resolve_extends(data: dict, path: Path, chain: tuple[Path, ...] = ()) -> dict:
+    """``data``, read from ``path``, with its ``extends`` chain resolved."""
+    data = dict(data)
     base = data.pop("extends", None)
     if base is None:
         return data
@@ -345,25 +389,28 @@ def _base_path(base: str, path: Path) -> Path:
     return shipped[base]
 
 
-def load(name_or_path: str, overrides: dict[str, Any] | None = None) -> Scenario:
-    """Load, override and validate a scenario; every problem is a :class:`UserError`."""
+def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str | type | None = None) -> Scenario:
+    """Load, override and validate a scenario; every problem is a :class:`UserError`. ``policy``: as in
+    :func:`from_dict`."""
     path = resolve_path(name_or_path)
     data = read_scenario(path)
-    data.setdefault("name", path.stem)
+    data.setdefault("name", inputs.text_name(path.stem))
     if overrides:
         data = absolute_sizes_win(apply_overrides(data, overrides), overrides)
         where = f"{path} (with --set)"
     else:
         where = str(path)
-    return from_dict(data, where)
+    return from_dict(data, where, policy)
 
 
-def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True) -> Scenario:
-    """A new scenario with dotted-key overrides, validated (``pin``: the keys it sets are pinned, as by --set)."""
+def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,
+            policy: str | type | None = None) -> Scenario:
+    """A new scenario with dotted-key overrides, validated (``pin``: the keys it sets are pinned, as by --set;
+    ``policy`` as in :func:`from_dict`)."""
     data = apply_overrides(scenario.to_dict(), overrides)
     if pin:
         data = absolute_sizes_win(data, overrides)
-    return from_dict(data, f"{scenario.name} (with overrides)")
+    return from_dict(data, f"{scenario.name} (with overrides)", policy)
 
 
 # -- the defaults table ---------------------------------------------------------

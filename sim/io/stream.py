@@ -56,7 +56,7 @@ class StagedFiles:
                 missing = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
                 self.folder.mkdir(parents=True, exist_ok=True)
                 self._made = missing
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.folder)
+            fd, tmp = tempfile.mkstemp(prefix=output.staging_prefix(name), suffix=".tmp", dir=self.folder)
         except OSError as err:
             self.abort()
             raise self._error(err) from None

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prunesim.errors import UserError, from_os_error, json_problem
+from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic, inputs
 
 SWEEP_FILE = "sweep.json"
@@ -54,18 +54,15 @@ def complete_part(data: bytes) -> tuple[bytes, bytes]:
     return data[:end], data[end:]
 
 
-def read_bytes(path: Path, what: str) -> bytes:
-    if path.is_dir():
-        raise UserError(str(path), None, f"is a directory, not the sweep's {what}")
-    kind = inputs.special_kind(path)
-    if kind:  # a device may never end (/dev/zero fills the memory), a pipe never start
-        raise UserError(str(path), None, f"not a regular file ({kind}), not the sweep's {what}")
+def read_bytes(path: Path, what: str, own: bool = False) -> bytes:
+    """A sweep file's bytes (``own``: the sweep's own store, read back to resume it, not an input)."""
+    if not path.exists() and not path.is_symlink():
+        raise UserError(str(path.parent), path.name, f"missing: not a sweep directory (no {what})")
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(str(path.parent), path.name, f"missing: not a sweep directory (no {what})") from None
-    except OSError as err:
-        raise from_os_error(err, path) from None
+        return inputs.read_bytes(path, f"sweep's {what}", own=own)
+    except UserError as err:
+        raise UserError(str(path), None, f"{err.problem}, not the sweep's {what}" if err.problem.startswith(
+            ("is a directory", "not a regular file")) else err.problem) from None
 
 
 def parse_json(data: bytes, path: Path) -> Any:
@@ -99,14 +96,15 @@ def parse_csv(data: bytes, path: Path) -> list[list[str]]:
         raise UserError(str(path), f"line {reader.line_num}", f"not valid CSV ({err})") from None
 
 
-def read_table(path: Path, what: str, header: list[str] | None = None) -> tuple[list[str], list[list[str]], bool]:
+def read_table(path: Path, what: str, header: list[str] | None = None,
+               own: bool = False) -> tuple[list[str], list[list[str]], bool]:
     """Header, complete rows and whether a partial last line was ignored, of one CSV file.
 
     A file whose only line is its header, without a line end, is a header (a
     sweep can stop right after writing it), not a partial line. ``header``,
     when given, is the header the file must have.
     """
-    data = read_bytes(path, what)
+    data = read_bytes(path, what, own)
     body, tail = complete_part(data)
     if not body and tail:
         first = parse_csv(tail + b"\n", path)
@@ -133,14 +131,14 @@ def _first_mismatch(found: list[str], wanted: list[str]) -> str:
 
 
 # -- sweep.json ----------------------------------------------------------------------
-def read_description(out: str | Path) -> dict:
-    """sweep.json of a sweep directory, checked (see the module docstring)."""
+def read_description(out: str | Path, own: bool = False) -> dict:
+    """sweep.json of a sweep directory, checked (see the module docstring); ``own`` as in :func:`read_bytes`."""
     out = Path(out)
     if not out.is_dir():
         what = "no such folder" if not out.exists() else "a file"
         raise UserError(str(out), None, f"not a sweep directory ({what})")
     path = out / SWEEP_FILE
-    desc = parse_json(read_bytes(path, SWEEP_FILE), path)
+    desc = parse_json(read_bytes(path, SWEEP_FILE, own), path)
     check_description(desc, str(path))
     return desc
 

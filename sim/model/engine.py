@@ -507,7 +507,7 @@ class Engine(Provenance):
         cause = self.non_model_cause(action)
         span = self.window.get(action.span_id)
         freed = self.window.shrink(action.span_id, action.keep_tokens)
-        if self._on_removed:
+        if self._on_removed and freed:  # a cut to its own size or more changes no token of the prompt
             self._removed_tokens(cause, span, freed)
         if action.span_id not in self.window:  # cut to nothing: it left the window
             self._removed(span, cause)

@@ -374,12 +374,6 @@ class Scenario:
             raise UserError(where, "budget", f"{self.budget} is above the window size {self.window}")
         if self.trigger > self.budget:
             raise UserError(where, "trigger", f"{self.trigger} is above the budget {self.budget}")
-        from prunesim.policies import get_policy  # late: policies import this module
-
-        try:
-            get_policy(self.policy)
-        except UserError as err:
-            raise UserError(where, "policy", err.problem) from None
         self.workload.check("workload", where)
         self.latency.check("latency", where)
         self.decision.check("decision", where)

@@ -38,6 +38,7 @@ one, else its recorded token counts at the list prices of ``prices.toml``.
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -47,7 +48,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from prunesim.errors import ResourceError, UserError
-from prunesim.io import prices
+from prunesim.io import inputs, prices
 from prunesim.io.transcripts import usage
 from prunesim.io.transcripts import workload as wl
 from prunesim.model.scenario import Pricing
@@ -107,7 +108,7 @@ def read_runs(path: Path) -> Iterator[Run | UserError]:
         if path.suffix == ".jsonl":
             yield from _jsonl_runs(path)
         else:
-            with open(path, encoding="utf-8-sig") as fh:
+            with io.TextIOWrapper(inputs.open_input(path, "transcript file"), encoding="utf-8-sig") as fh:
                 data = json.load(fh)
             run = _mini_swe_agent(data, path)
             if run is not None:
@@ -160,7 +161,7 @@ def _records(path: Path) -> Iterator[dict]:
     A malformed last line is a session still being written: it is left out (the
     importer warns about it); a malformed line before the end is an error.
     """
-    with open(path, encoding="utf-8-sig") as fh:
+    with io.TextIOWrapper(inputs.open_input(path, "transcript file"), encoding="utf-8-sig") as fh:
         broken = None
         for lineno, line in enumerate(fh, 1):
             if not line.strip():

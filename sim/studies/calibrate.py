@@ -32,23 +32,30 @@ running the command again on its own output gives the same file, byte for byte.
 Integer parameters are rounded before each run. Figures marked ``fit = false``
 are judged, reported, and left out of the objective.
 
-:func:`write_calibrated` writes the scenario file with the fitted values in
-place (comments kept) and a header recording the targets, seeds, parameters,
-objective and the exact command.
+:func:`calibrated_text` makes the scenario file: the base's data with the
+fitted values placed as ``--set`` places them, written with the fitted values
+edited in place (comments kept) when that gives exactly this data, else by the
+one scenario writer (:func:`prunesim.io.scenario_files.dumps`: a base that writes a
+parameter as a dotted key or an inline table), under a header recording the
+targets, seeds, parameters, objective and the exact command. A relative
+``extends`` is rewritten to name the same base from where the file is written.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError, visible
-from prunesim.io.scenario_files import apply_overrides, from_dict
+from prunesim.io.scenario_files import apply_overrides, dumps, from_dict
 from prunesim.model.scenario import Scenario
 from prunesim.policies import REGISTRY
 from prunesim.runner import run_one
@@ -260,6 +267,8 @@ def _best_unit(objective: Objective) -> list[float]:
 
 # -- the calibrated scenario file -------------------------------------------------------------
 def _fmt_value(v) -> str:
+    if isinstance(v, str):  # a TOML basic string: JSON's escapes are TOML's, and DEL must be escaped too
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
     return str(v) if isinstance(v, int) else repr(float(v))
 
 
@@ -281,7 +290,7 @@ def set_values(text: str, values: dict[str, float | int]) -> str:
                 continue
             head = re.match(r"\[\s*([^\[\]]+?)\s*\]", stripped)
             if head:
-                current = head.group(1).strip()
+                current = ".".join(part.strip().strip('"') for part in head.group(1).split("."))  # [ a . b ]
                 if current == table:
                     header_at = i
                 continue
@@ -348,9 +357,29 @@ def _num(x: float) -> str:
     return f"{x:,.4g}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
-def calibrated_text(base_text: str, cal: Calibration, command: str, targets_label: str) -> str:
-    """The scenario file's text with the fitted values and the header; checked by loading it back."""
-    body = set_values(strip_header(base_text), cal.fitted)
+def calibrated_text(base_text: str, cal: Calibration, command: str, targets_label: str,
+                    base_path: Path | None = None, out: Path | None = None) -> str:
+    """The scenario file's text with the fitted values and the header (module docstring); checked by loading it
+    back. ``base_path`` and ``out``: where the base was read and the file goes, for a relative ``extends``."""
+    source = strip_header(base_text)
+    try:
+        wanted = apply_overrides(tomllib.loads(source), cal.fitted)
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(str(base_path or "the scenario"), None, f"malformed TOML: {err}") from None
+    edits: dict = dict(cal.fitted)
+    extends = wanted.get("extends")
+    if isinstance(extends, str) and base_path is not None and out is not None and (
+            extends.endswith(".toml") or "/" in extends) and not os.path.isabs(extends):
+        moved = os.path.relpath(Path(base_path).parent / extends, Path(out).parent)
+        if moved != extends:
+            wanted["extends"] = edits["extends"] = moved
+    body = set_values(source, edits)
+    try:
+        kept = tomllib.loads(body) == wanted
+    except tomllib.TOMLDecodeError:
+        kept = False
+    if not kept:  # the base writes a parameter in a form the in-place edit does not follow
+        body = dumps(wanted)
     text = header(cal, command, targets_label) + body
     data = tomllib.loads(text)
     for name, value in cal.fitted.items():

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import tomllib
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from prunesim.errors import UserError
+from prunesim.io.scenario_files import toml_value
 
 MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small)
 
@@ -153,10 +153,7 @@ def _parse_list(raw: str, flag: str, name: str) -> list[Any]:
         item = item.strip()
         if not item:
             raise UserError(flag, name, f"{raw} has an empty item")
-        try:
-            value = tomllib.loads(f"v = {item}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = item
+        value = toml_value(item, flag, name)
         if isinstance(value, (dict, list)):
             raise UserError(flag, name, f"{item} is a table or list; grid values are single values")
         if not isinstance(value, (bool, int, float, str)):  # TOML dates and times stay text

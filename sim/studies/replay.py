@@ -151,10 +151,15 @@ def median_seed(report: ReplayReport, metrics: tuple[str, ...] = ("passes", "ban
     Distance is the sum over ``metrics`` of |value - median| / spread, spread
     being the 10..90 percentile range (1 when it is zero); ties go to the
     lowest seed. A figure drawn from this seed shows a typical run, not a
-    chosen one.
+    chosen one. A replay whose runs record other facts than ``metrics``
+    (reentrancy's) is measured on every number all its runs record.
     """
     summaries = next(iter(report.runs.values()))
-    columns = {m: metric_values(summaries, m) for m in metrics}
+    present = [m for m in metrics if all(m in s for s in summaries)]
+    if not present:
+        present = sorted(k for k in summaries[0] if k != "seed" and all(
+            isinstance(s.get(k), int | float) and not isinstance(s.get(k), bool) for s in summaries))
+    columns = {m: metric_values(summaries, m) for m in present}
     distance = np.zeros(len(summaries))
     for values in columns.values():
         finite = np.where(np.isinf(values), np.nan, values)

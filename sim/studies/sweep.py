@@ -240,7 +240,7 @@ def metric_column(name: str, taken: Iterable[str]) -> str:
 def _repair(path: Path, columns: list[str]) -> None:
     """Make runs.csv end at a line end: cut a partial last row (the run is redone), complete a bare header."""
     header = csv_line(columns).encode("utf-8")
-    data = read_bytes(path, RUNS_FILE)
+    data = read_bytes(path, RUNS_FILE, own=True)
     body, tail = complete_part(data)
     if not tail and body:
         return
@@ -526,7 +526,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         traces_dir = str(out / TRACES_DIR) if traces else None
         if sweep_path.exists() or sweep_path.is_symlink():
             try:
-                old = read_description(out)
+                old = read_description(out, own=True)
             except UserError as err:
                 raise UserError(err.where, err.key, f"{err.problem}; use a new --out directory") from None
             columns = old.pop("columns", None)
@@ -555,7 +555,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         if not runs_path.exists() and not runs_path.is_symlink():
             atomic.write_text(runs_path, csv_line(columns))
         _repair(runs_path, columns)
-        _, body, _ = read_table(runs_path, RUNS_FILE, header=columns)
+        _, body, _ = read_table(runs_path, RUNS_FILE, header=columns, own=True)
         done = {row[0] for row in body}
         planned = {s.run_id for s in plan.runs}
         stray = done - planned
@@ -643,14 +643,14 @@ def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict],
 
 def _rewrite_sorted(runs_path: Path, plan: SweepPlan) -> None:
     """A complete sweep's rows in the plan's order, each run once; a file already so is left untouched."""
-    header, body, _ = read_table(runs_path, RUNS_FILE)
+    header, body, _ = read_table(runs_path, RUNS_FILE, own=True)
     order = {s.run_id: i for i, s in enumerate(plan.runs)}
     unique = {}
     for row in body:
         unique.setdefault(row[0], row)
     rows = sorted(unique.values(), key=lambda r: order[r[0]])
     text = csv_line(header) + "".join(csv_line(r) for r in rows)
-    if read_bytes(runs_path, RUNS_FILE) != text.encode("utf-8"):
+    if read_bytes(runs_path, RUNS_FILE, own=True) != text.encode("utf-8"):
         atomic.write_text(runs_path, text)
 
 

@@ -216,7 +216,7 @@ def load_targets(name_or_path: str, scenario: Scenario | None = None) -> Targets
     """
     path = resolve(name_or_path)
     where = str(path)
-    data = read_toml(path)
+    data = read_toml(path, "targets file")
     unknown = set(data) - {"scenario", "variants", "figures", "bounds"}
     if unknown:
         raise UserError(where, sorted(unknown)[0], "unknown key (known: scenario, variants, figures, bounds)")

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 from prunesim.cli.commands._common import non_negative_int
+from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
+from prunesim.io.sweep_files import RUNS_FILE
 from prunesim.studies.aggregate import (
     MAX_RESAMPLES,
     RESAMPLES,
@@ -37,6 +39,8 @@ def register(sub) -> None:
 def main(args) -> int:
     check_resamples(args.resamples)
     table = aggregate(args.dir, resamples=args.resamples, seed=args.seed)
+    if not table:  # a sweep that has written its header and no run yet: an earlier aggregate.csv stays
+        raise UserError(str(args.dir / RUNS_FILE), None, "holds no runs yet (only its header): nothing to aggregate")
     path = write_aggregate(args.dir, table)
     if args.json:
         print(json.dumps(json_ready(table), indent=2))

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import out_arg, parse_seeds, positive_int
 from prunesim.errors import UserError
-from prunesim.io import output
-from prunesim.io.scenario_files import load, resolve_path
+from prunesim.io import inputs, output
+from prunesim.io.scenario_files import load, resolve_path, resolve_text
 from prunesim.studies.calibrate import OBJECTIVE_TEXT, Calibration, calibrate, calibrated_text, parse_params
 from prunesim.studies.targets import load_targets
 
@@ -47,6 +48,13 @@ def check_out(out: Path, force: bool) -> None:
         raise UserError("--out", str(out), "exists; give --force to replace it")
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def command_line(args) -> str:
     """The command that regenerates the file, with every choice spelled out."""
     parts = ["prunesim", "calibrate", args.scenario, "--targets", args.targets, "--params", args.params,
@@ -66,16 +74,21 @@ def shell_quote(word: str) -> str:
 
 def _escaped(ch: str) -> str:
     named = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'", "\\": "\\\\"}
+    if "\udc80" <= ch <= "\udcff":  # a byte of a file name that is not UTF-8: the same byte back
+        return f"\\x{ord(ch) - 0xdc00:02x}"
     return named.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\U{ord(ch):08x}")
 
 
 def main(args) -> int:
     seeds = parse_seeds(args.seeds)
     check_out(args.out, args.force)
-    output.check_not_input(args.out, [args.targets], "--out")  # --force replaces a result, never the figures
     base = load(args.scenario)
-    base_text = resolve_path(args.scenario).read_text(encoding="utf-8")
+    base_path = resolve_path(args.scenario)
+    base_text = inputs.read_text(base_path, "scenario file")
     targets = load_targets(args.targets, base)
+    if args.force and _same_file(args.out, base_path):  # the scenario recalibrated in place: its own result
+        inputs.release(base_path)
+    output.check_file(args.out, "--out")  # --force replaces a result, never a file read (targets, extends chain)
     params = parse_params(args.params, base, targets)
     command = command_line(args)
 
@@ -84,7 +97,8 @@ def main(args) -> int:
             print(f"calibrate: {n} candidates, objective {value:.4g}, best {best:.4g}", file=sys.stderr, flush=True)
 
     cal = calibrate(base, targets, params, seeds, args.max_evals, progress)
-    text = calibrated_text(base_text, cal, command, args.targets)
+    text = calibrated_text(base_text, cal, command, args.targets, base_path, args.out)
+    resolve_text(text, args.out)  # what it writes, run reads: checked as run would load it
     output.write_text(args.out, text, "--out")
     print(format_fit(cal))
     print(f"written: {args.out}")

@@ -12,7 +12,6 @@ from prunesim.errors import UserError
 from prunesim.io import atomic, output
 from prunesim.io.atomic import json_ready
 from prunesim.io.labels import policy_labels
-from prunesim.io.scenario_files import resolve_path
 from prunesim.policies import parse_names
 from prunesim.studies.compare import STAT_COLUMNS, check_metrics, compare, rows
 
@@ -46,9 +45,9 @@ def main(args) -> int:
     if args.out is not None:
         if output.names_folder(args.out):
             raise UserError("--out", args.out, "names a folder; give a file")
-        output.check_file(args.out, "--out")
-        output.check_not_input(args.out, [resolve_path(args.scenario)], "--out")
     scenario = api.load_scenario(args.scenario, parse_sets(args.set))
+    if args.out is not None:  # after reading the scenario (its extends chain): an output onto any of it is refused
+        output.check_file(args.out, "--out")
     print_notes(policies, scenario)
     result = compare(scenario, policies, seeds, metrics)
     if fmt == "json":

@@ -145,10 +145,11 @@ def _import_folder(args, sources, tally: Tally, bar) -> int:
 
 
 def _unique(name: str, used: set[str]) -> str:
+    """A file name no other workload of this import has, that fits a file system's 255 bytes."""
     stem = name[: -len(".workload.jsonl")]
-    candidate, n = name, 1
+    candidate, n = output.fit_name(stem, ".workload.jsonl"), 1
     while candidate in used:
         n += 1
-        candidate = f"{stem}-{n}.workload.jsonl"
+        candidate = output.fit_name(f"{stem}-{n}", ".workload.jsonl")
     used.add(candidate)
     return candidate

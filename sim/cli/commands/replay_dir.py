@@ -28,7 +28,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import format_cell
-from prunesim.io.scenario_files import load
+from prunesim.io.scenario_files import check_replay_overrides, load
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import parse_names
@@ -88,7 +88,9 @@ def main(args) -> int:
     if not args.dir.exists():
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
-    base = load(args.scenario, scenario_sets(args))
+    overrides = scenario_sets(args)
+    check_replay_overrides(overrides)
+    base = load(args.scenario, overrides)
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)

@@ -37,6 +37,8 @@ and the replayed workload can never disagree.
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,17 +108,21 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
     zero = np.zeros(width)
     x, xa, xc = 0.0, zero.copy(), 0.0  # numeric value; linear coefficients and constant
     live: set[int] = set()
-    injected: list[list] = []  # [tokens, coeffs, const, dropped_at]
+    outputs = _Outputs(len(layout.kind))  # the live tool outputs with a size, for removals
+    injected: dict[int, list[list]] = {}  # call dropped at -> [tokens, coeffs, const] of injections
     out = Assembly(np.zeros(T), np.zeros(T, bool))
     prev_api = prev_x = None
     prev_xa, prev_xc = zero, 0.0
     hidden = bool(layout.hidden.any())
     compacted = set(layout.compactions)
     level = False  # a compaction came since the last counted call: compare levels there
+    compactions = sorted(layout.compactions)
     for k in range(1, T + 1):
         level = level or k in compacted
         for i in layout.arrivals[k]:
             live.add(i)
+            if layout.kind[i] == "tool_output" and tokens[i] > 0:
+                outputs.add(i, float(tokens[i]))
             x += tokens[i]
             if linear:
                 xa = xa + phi[i]
@@ -124,17 +130,16 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
         for i in layout.drops[k]:
             if i in live:
                 live.discard(i)
+                outputs.remove(i)
                 x -= tokens[i]
                 if linear:
                     xa = xa - phi[i]
                     xc -= const[i]
-        for inj in injected:
-            if inj[3] == k:
-                x -= inj[0]
-                if linear:
-                    xa = xa - inj[1]
-                    xc -= inj[2]
-        injected = [inj for inj in injected if inj[3] != k]
+        for inj in injected.pop(k, ()):
+            x -= inj[0]
+            if linear:
+                xa = xa - inj[1]
+                xc -= inj[2]
         api = layout.prompt[k - 1]
         counted = bool(np.isfinite(api))
         anchored = False
@@ -156,21 +161,23 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
             excess = (api - ref_api) - (x - ref_x)
             if excess > threshold(growth):
                 anchored = True
-                later = [c for c in layout.compactions if c > k]
+                drop = _next_compaction(compactions, k)
                 coeffs = (xa - ref_xa) if linear else None
                 inj_const = (api - ref_api) - (xc - ref_xc) if linear else 0.0
                 # Linear form of the injected size: (api - ref_api) - (x - ref_x).
-                injected.append([excess, -coeffs if linear else None, inj_const, later[0] if later else 0])
-                out.injections.append((k, excess, later[0] if later else 0))
+                if drop:  # dropped at the next compaction; without one it stays to the end
+                    injected.setdefault(drop, []).append([excess, -coeffs if linear else None, inj_const])
+                out.injections.append((k, excess, drop))
                 x += excess
                 if linear:
                     xa = xa - coeffs
                     xc += inj_const
             elif excess < -threshold(growth):
                 anchored = True
-                chosen, removed = _oldest_outputs(layout, live, tokens, -excess)
+                chosen, removed = _oldest_outputs(outputs, tokens, -excess)
                 for i in chosen:
                     live.discard(i)
+                    outputs.remove(i)
                     x -= tokens[i]
                     if linear:
                         xa = xa - phi[i]
@@ -190,16 +197,70 @@ def assemble(layout: Layout, tokens: np.ndarray, phi: np.ndarray | None = None,
     return out
 
 
-def _oldest_outputs(layout: Layout, live: set[int], tokens: np.ndarray, need: float) -> tuple[list[int], float]:
-    """The oldest live tool outputs whose sizes add up closest to ``need`` (whole parts, oldest first)."""
+def _next_compaction(compactions: list[int], k: int) -> int:
+    """The first recorded compaction after call ``k`` (0: none)."""
+    at = bisect.bisect_right(compactions, k)
+    return compactions[at] if at < len(compactions) else 0
+
+
+def _oldest_outputs(outputs: _Outputs, tokens: np.ndarray, need: float) -> tuple[list[int], float]:
+    """The oldest live tool outputs whose sizes add up closest to ``need`` (whole parts, oldest first).
+
+    Oldest first, an output is taken unless taking it would overshoot more than
+    it closes: unless ``removed + size - need > need - removed``, that is unless
+    its size is above ``2 * (need - removed)``. :class:`_Outputs` finds the next
+    such output at once, so a removal costs the outputs it takes (and a search
+    each), never a pass over every live part: a session whose prompt counts
+    swing at every call imports in time linear in its length, up to a log.
+    """
     chosen, removed = [], 0.0
-    for i in sorted(live):
-        if removed >= need:
+    start = 0
+    while removed < need:
+        bound = 2.0 * (need - removed)
+        i = outputs.first_at_most(start, bound + 1e-9 * abs(bound) + 1e-9)  # the exact test below decides
+        if i is None:
             break
-        if layout.kind[i] != "tool_output" or tokens[i] <= 0:
-            continue
-        if removed + tokens[i] - need > need - removed:  # taking it would overshoot more than it closes
+        start = i + 1
+        if removed + tokens[i] - need > need - removed:
             continue
         chosen.append(i)
         removed += tokens[i]
     return chosen, removed
+
+
+class _Outputs:
+    """Sizes of live tool outputs by part index, in a tree of minima: the first index from ``start`` whose
+    size is at most ``bound`` is found in O(log n); adding and removing one costs as much."""
+
+    def __init__(self, n: int):
+        self.leaves = 1 << max(0, math.ceil(math.log2(max(n, 1))))
+        self.low = [math.inf] * (2 * self.leaves)
+
+    def _set(self, i: int, value: float) -> None:
+        node = i + self.leaves
+        self.low[node] = value
+        node >>= 1
+        while node:
+            self.low[node] = min(self.low[2 * node], self.low[2 * node + 1])
+            node >>= 1
+
+    def add(self, i: int, size: float) -> None:
+        self._set(i, size)
+
+    def remove(self, i: int) -> None:
+        if self.low[i + self.leaves] != math.inf:
+            self._set(i, math.inf)
+
+    def first_at_most(self, start: int, bound: float) -> int | None:
+        if start >= self.leaves:
+            return None
+        low, node = self.low, start + self.leaves
+        while low[node] > bound:  # up while the subtrees right of here hold nothing small enough
+            while node & 1:  # a right child: its parent's right part is done
+                node >>= 1
+            if node == 0:
+                return None
+            node += 1
+        while node < self.leaves:  # down to the leftmost leaf small enough
+            node = 2 * node if low[2 * node] <= bound else 2 * node + 1
+        return node - self.leaves

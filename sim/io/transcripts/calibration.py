@@ -48,7 +48,7 @@ from prunesim.errors import UserError
 from prunesim.io import inputs
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import tokens as tok
-from prunesim.io.transcripts.formats import Transcript
+from prunesim.io.transcripts.parts import Transcript
 
 KINDS = ("system", "user", "reasoning", "tool_call", "tool_output", "summary")
 MIN_PARTS = 30  # a kind needs this many parts in the fitting data to get its own parameters
@@ -111,18 +111,13 @@ def load_profiles(path: Path | None = None) -> list[Profile]:
         where = "calibrations.json (shipped)"
     else:
         where = str(path)
-        kind = inputs.special_kind(path)
-        if kind:  # a device or a pipe may never end, or never start
-            raise UserError("--calibration", where, f"not a regular file ({kind})")
         try:
-            text = Path(path).read_text("utf-8")
-        except FileNotFoundError:
-            raise UserError("--calibration", where, "no such calibration file") from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise UserError("--calibration", where, f"cannot read: {err}") from None
+            text = inputs.read_text(path, "calibration file")
+        except UserError as err:
+            raise UserError("--calibration", where, err.problem) from None
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # malformed, a number of thousands of digits, nested too deep
         raise UserError(where, None, "not a calibration file (malformed JSON)") from None
     if not isinstance(data, dict) or data.get("prunesim_calibration") != FILE_VERSION:
         raise UserError(where, "prunesim_calibration", f"not a prunesim calibration file (version {FILE_VERSION})")

@@ -44,11 +44,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError
+from prunesim.io import inputs
 from prunesim.io.transcripts import clock, images
+from prunesim.io.transcripts import fields as f
 from prunesim.io.transcripts import usage as usage_fields
-from prunesim.io.transcripts.formats import Part, Transcript
 from prunesim.io.transcripts.jsonl import read_records
 from prunesim.io.transcripts.keys import command_key, tool_key
+from prunesim.io.transcripts.parts import Part, Transcript
 
 FORMAT = "claude-code"
 RECORD_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"})
@@ -60,10 +62,9 @@ def looks_like(records: list) -> bool:
     """A Claude Code session: its first records are typed Claude Code records (a uuid on messages)."""
     if not records or not all(isinstance(r, dict) for r in records):
         return False
-    first = records[0]
-    if first.get("type") not in RECORD_TYPES:
+    if f.text(records[0], "type") not in RECORD_TYPES:
         return False
-    return any(r.get("type") in RECORD_TYPES and ("sessionId" in r or "leafUuid" in r or "messageId" in r)
+    return any(f.text(r, "type") in RECORD_TYPES and any(f.has(r, k) for k in ("sessionId", "leafUuid", "messageId"))
                for r in records)
 
 
@@ -71,21 +72,18 @@ class _Record:
     """What the importer keeps of one message record (the big UI-only fields are dropped at once)."""
 
     __slots__ = ("line", "type", "uuid", "parent", "logical_parent", "sidechain", "message", "subtype", "meta",
-                 "index", "time")
+                 "time")
 
-    def __init__(self, line: int, rec: dict, index: int):
+    def __init__(self, line: int, rec: dict, kind: str, uuid: str):
         self.line = line
-        self.index = index
-        self.type = rec["type"]
-        self.uuid = rec.get("uuid")
-        parent = rec.get("parentUuid")
-        self.parent = parent if isinstance(parent, str) else None
-        logical = rec.get("logicalParentUuid")
-        self.logical_parent = logical if isinstance(logical, str) else None
-        self.sidechain = rec.get("isSidechain") is True
-        self.message = rec.get("message")
-        self.subtype = rec.get("subtype")
-        self.time = clock.seconds(rec.get("timestamp"))
+        self.type = kind
+        self.uuid = uuid
+        self.parent = f.ident(rec, "parentUuid")
+        self.logical_parent = f.ident(rec, "logicalParentUuid")
+        self.sidechain = f.flag(rec, "isSidechain")
+        self.message = f.obj(rec, "message")
+        self.subtype = f.text(rec, "subtype")
+        self.time = clock.seconds(f.raw(rec, "timestamp"))
         self.meta = {k: rec[k] for k in ("isCompactSummary", "isVisibleInTranscriptOnly", "isApiErrorMessage",
                                          "compactMetadata", "agentId") if k in rec}
 
@@ -97,44 +95,51 @@ def parse(path: Path, sidechains: str = "separate") -> Iterator[Transcript]:
     path = Path(path)
     warnings: list[str] = []
     records = _load(path, warnings)
-    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
+    file_name = inputs.text_name(path.name)
+    stem = file_name[: -len(".jsonl")] if file_name.endswith(".jsonl") else file_name
     main = [r for r in records if not r.sidechain]
     side = [r for r in records if r.sidechain]
-    produced = 0
-    if any(r.type in MESSAGE_TYPES for r in main):
-        t = _transcript(main, path, stem, path.name, warnings)
-        produced += 1
-        yield t
-    if sidechains == "separate":
-        for n, (agent, group) in enumerate(_sidechain_groups(side), 1):
-            name = f"{stem}.agent-{agent or n}"
-            t = _transcript(group, path, name, f"{path.name}#agent-{agent or n}", [])
-            produced += 1
-            yield t
-    elif side and not produced:
+    groups = _sidechain_groups(side) if sidechains == "separate" else []
+    conversations = [(_conversation(main), stem, file_name)] if any(r.type in MESSAGE_TYPES for r in main) else []
+    for n, (agent, group) in enumerate(groups, 1):
+        conversations.append((_conversation(group), f"{stem}.agent-{agent or n}", f"{file_name}#agent-{agent or n}"))
+    # A conversation cut short before its first reply (a subagent interrupted at once) holds no model call:
+    # it is left out with a warning, and the rest of the session is imported.
+    called = []
+    for conversation in conversations:
+        if _has_call(conversation[0]):
+            called.append(conversation)
+        else:
+            warnings.append(f"{path}: {conversation[2]}: no model call (interrupted before the first reply?); "
+                            "skipped")
+    for n, (conversation, name, source) in enumerate(called):
+        yield _transcript(conversation, path, name, source, warnings if n == 0 else [])
+    if called:
+        return
+    if side and sidechains == "skip":
         raise UserError(str(path), None, "holds only subagent (sidechain) records, skipped by --sidechains skip")
-    if not produced:
-        raise UserError(str(path), None, f"{FORMAT}: no user or assistant messages in the session")
+    raise UserError(str(path), None, f"{FORMAT}: no " + ("model calls" if conversations else
+                                                        "user or assistant messages") + " in the session")
+
+
+def _has_call(conversation: list[_Record]) -> bool:
+    """Whether a conversation holds a model call: an assistant record that is not an error Claude Code wrote."""
+    return any(r.type == "assistant" and not f.flag(r.meta, "isApiErrorMessage") and
+               f.text(r.message, "model") != "<synthetic>" for r in conversation)
 
 
 def _load(path: Path, warnings: list[str]) -> list[_Record]:
     out: list[_Record] = []
     for line, rec in read_records(path, warnings):
-        kind = rec.get("type")
-        if not isinstance(kind, str):
-            raise UserError(f"{path}:{line}", "type", "missing or not a string in a Claude Code record")
+        at = f"{path}:{line}"
+        kind = f.required(rec, "type", str, at, "a Claude Code record")
         if kind not in ("user", "assistant", "system"):
             continue  # snapshots, queue operations, titles: never part of a prompt
-        if not isinstance(rec.get("uuid"), str):
-            raise UserError(f"{path}:{line}", "uuid", f"missing or not a string in a {kind} record")
+        uuid = f.required(rec, "uuid", str, at, f"a {kind} record")
         if kind in MESSAGE_TYPES:
-            message = rec.get("message")
-            if not isinstance(message, dict):
-                raise UserError(f"{path}:{line}", "message", f"missing or not an object in a {kind} record")
-            content = message.get("content")
-            if not isinstance(content, str | list):
-                raise UserError(f"{path}:{line}", "message.content", "must be a string or a list of blocks")
-        out.append(_Record(line, rec, len(out)))
+            message = f.required(rec, "message", dict, at, f"a {kind} record")
+            f.required(message, "content", (str, list), at, f"a {kind} record's message", "message.content")
+        out.append(_Record(line, rec, kind, uuid))
     return out
 
 
@@ -156,7 +161,7 @@ def _sidechain_groups(side: list[_Record]) -> list[tuple[str, list[_Record]]]:
         groups.setdefault(root, []).append(r)
     out = []
     for group in groups.values():
-        agent = next((str(r.meta["agentId"]) for r in group if isinstance(r.meta.get("agentId"), str)), "")
+        agent = next((f.text(r.meta, "agentId") for r in group if f.text(r.meta, "agentId")), "")
         if any(r.type in MESSAGE_TYPES for r in group):
             out.append((agent if agent.replace("-", "").isalnum() else "", group))
     return out
@@ -165,6 +170,7 @@ def _sidechain_groups(side: list[_Record]) -> list[tuple[str, list[_Record]]]:
 def _conversation(records: list[_Record]) -> list[_Record]:
     """The records on the path to the last leaf, plus the tool results answering calls on it, in file order."""
     by_uuid = {r.uuid: r for r in records}
+    position = {id(r): i for i, r in enumerate(records)}
     leaf = next((r for r in reversed(records) if r.type in MESSAGE_TYPES), None)
     if leaf is None:
         return []
@@ -177,11 +183,11 @@ def _conversation(records: list[_Record]) -> list[_Record]:
             break
         # A parent the file does not hold (Claude Code sometimes links to an unwritten record):
         # the conversation went on from the record written just before.
-        node = by_uuid.get(parent) or _previous(records, node)
+        node = by_uuid.get(parent) or _previous(records, position[id(node)])
     called = set()
     for r in records:
         if r.uuid in on_path and r.type == "assistant":
-            called.update(b.get("id") for b in _blocks(r) if b.get("type") == "tool_use")
+            called.update(f.ident(b, "id") for b in _blocks(r) if f.text(b, "type") == "tool_use")
     answered: set[str] = set()
     kept = []
     for r in records:
@@ -196,26 +202,25 @@ def _conversation(records: list[_Record]) -> list[_Record]:
     return kept
 
 
-def _previous(records: list[_Record], node: _Record) -> _Record | None:
-    for i in range(node.index - 1, -1, -1):
+def _previous(records: list[_Record], at: int) -> _Record | None:
+    """The message (or compaction boundary) written before ``records[at]``: in this conversation's records,
+    whatever the other conversations (subagents) wrote in between."""
+    for i in range(at - 1, -1, -1):
         if records[i].type in MESSAGE_TYPES or records[i].subtype == "compact_boundary":
             return records[i]
     return None
 
 
 def _blocks(r: _Record) -> list[dict]:
-    content = r.message.get("content") if isinstance(r.message, dict) else None
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)]
-    return []
+    return f.objects(r.message, "content")
 
 
 def _result_ids(r: _Record) -> set[str]:
-    return {b["tool_use_id"] for b in _blocks(r) if b.get("type") == "tool_result" and isinstance(
-        b.get("tool_use_id"), str)}
+    return {f.ident(b, "tool_use_id") for b in _blocks(r) if f.text(b, "type") == "tool_result"} - {None}
 
 
-def _transcript(records: list[_Record], path: Path, name: str, source: str, warnings: list[str]) -> Transcript:
+def _transcript(conversation: list[_Record], path: Path, name: str, source: str, warnings: list[str]) -> Transcript:
+    """One conversation (:func:`_conversation`) as a transcript."""
     t = Transcript(name=name, format=FORMAT, source=source)
     t.warnings.extend(warnings)
     t.parts.append(Part(0, "system", "", hidden=True))
@@ -223,17 +228,16 @@ def _transcript(records: list[_Record], path: Path, name: str, source: str, warn
     call_of: dict[str, int] = {}  # message.id -> call number
     calls: dict[str, tuple[str, str]] = {}  # tool_use id -> (key, tool name)
     where = str(path)
-    for r in _conversation(records):
+    for r in conversation:
         at = f"{where}:{r.line}"
         if r.type == "system":
             if r.subtype == "compact_boundary":
                 _compaction(t, r, turn)
             continue
         if r.type == "assistant":
-            if r.meta.get("isApiErrorMessage") or r.message.get("model") == "<synthetic>":
+            if f.flag(r.meta, "isApiErrorMessage") or f.text(r.message, "model") == "<synthetic>":
                 continue  # an error Claude Code shows the user; no API call behind it
-            mid = r.message.get("id")
-            mid = mid if isinstance(mid, str) else r.uuid
+            mid = f.ident(r.message, "id") or r.uuid
             if mid not in call_of:
                 turn += 1
                 call_of[mid] = turn
@@ -241,10 +245,10 @@ def _transcript(records: list[_Record], path: Path, name: str, source: str, warn
                     raise UserError(at, "timestamp", f"{FORMAT}: an assistant record without a valid timestamp "
                                                      "(this format times every call; the replay's clock needs it)")
                 t.call_times[turn] = r.time
-                if not t.model and isinstance(r.message.get("model"), str):
-                    t.model = r.message["model"]
+                if not t.model:
+                    t.model = f.text(r.message, "model")
             k = call_of[mid]
-            _call_usage(t, k, r.message.get("usage"), at)
+            _call_usage(t, k, f.raw(r.message, "usage"), at)
             _assistant_blocks(t, r, k, calls, at)
             continue
         _user_message(t, r, turn, calls, at)
@@ -254,10 +258,10 @@ def _transcript(records: list[_Record], path: Path, name: str, source: str, warn
 
 
 def _compaction(t: Transcript, r: _Record, turn: int) -> None:
-    meta = r.meta.get("compactMetadata") if isinstance(r.meta.get("compactMetadata"), dict) else {}
-    trigger = meta.get("trigger") if meta.get("trigger") in ("auto", "manual") else "unknown"
+    meta = f.obj(r.meta, "compactMetadata")
+    trigger = f.text(meta, "trigger") if f.text(meta, "trigger") in ("auto", "manual") else "unknown"
     event = {"event": "compaction", "turn": turn + 1, "trigger": trigger}
-    pre = usage_fields.count(meta.get("preTokens"))
+    pre = usage_fields.count(f.raw(meta, "preTokens"))
     if pre is not None:
         event["pre_tokens"] = pre
     t.events.append(event)
@@ -284,47 +288,49 @@ def _call_usage(t: Transcript, k: int, raw, at: str) -> None:
 
 
 def _assistant_blocks(t: Transcript, r: _Record, k: int, calls: dict, at: str) -> None:
-    content = r.message.get("content")
+    content = f.raw(r.message, "content")
     if isinstance(content, str):
         t.parts.append(Part(k, "reasoning", content))
         return
     for b in _blocks(r):
-        kind = b.get("type")
+        kind = f.text(b, "type")
         if kind == "text":
-            t.parts.append(Part(k, "reasoning", _str(b.get("text"))))
+            t.parts.append(Part(k, "reasoning", f.text(b, "text")))
         elif kind == "thinking":
-            t.parts.append(Part(k, "reasoning", _str(b.get("thinking")), thinking=True))
+            t.parts.append(Part(k, "reasoning", f.text(b, "thinking"), thinking=True))
         elif kind == "redacted_thinking":
             t.warnings.append(f"{at}: redacted thinking cannot be counted; skipped")
         elif kind == "tool_use":
-            name = _str(b.get("name"))
-            args = b.get("input") if isinstance(b.get("input"), dict) else {}
+            name = f.text(b, "name")
+            args = f.obj(b, "input")
             text = json.dumps(args, ensure_ascii=False)
-            command = args.get("command")
-            key = command_key(command) if name == "Bash" and isinstance(command, str) else tool_key(name, args)
-            t.parts.append(Part(k, "tool_call", text, key, name, call_id=_str(b.get("id"))))
-            if isinstance(b.get("id"), str):
-                calls[b["id"]] = (key, name)
+            command = f.ident(args, "command")
+            key = command_key(command) if name == "Bash" and command is not None else tool_key(name, args)
+            call_id = f.ident(b, "id")
+            t.parts.append(Part(k, "tool_call", text, key, name, call_id=call_id or ""))
+            if call_id is not None:
+                calls[call_id] = (key, name)
 
 
 def _user_message(t: Transcript, r: _Record, turn: int, calls: dict, at: str) -> None:
-    summary = bool(r.meta.get("isCompactSummary"))
-    if r.meta.get("isVisibleInTranscriptOnly") and not summary:
+    summary = f.flag(r.meta, "isCompactSummary")
+    if f.flag(r.meta, "isVisibleInTranscriptOnly") and not summary:
         return
-    content = r.message.get("content")
+    content = f.raw(r.message, "content")
     kind = "summary" if summary else "user"
     if isinstance(content, str):
         t.parts.append(Part(turn, kind, content))
         return
     for b in _blocks(r):
-        btype = b.get("type")
+        btype = f.text(b, "type")
         if btype == "tool_result":
-            key, name = calls.pop(b.get("tool_use_id"), ("", ""))
-            text, extra = _result_content(t, b.get("content"), at)
+            use_id = f.ident(b, "tool_use_id")
+            key, name = calls.pop(use_id, ("", ""))
+            text, extra = _result_content(t, f.raw(b, "content"), at)
             t.parts.append(Part(turn, "tool_output" if key or name else "user", text, key, name, extra_tokens=extra,
-                                call_id=_str(b.get("tool_use_id")) if key or name else ""))
+                                call_id=(use_id or "") if key or name else ""))
         elif btype == "text":
-            t.parts.append(Part(turn, kind, _str(b.get("text"))))
+            t.parts.append(Part(turn, kind, f.text(b, "text")))
         elif btype == "image":
             extra = _image(t, b, at)
             if extra:
@@ -343,21 +349,18 @@ def _result_content(t: Transcript, content, at: str) -> tuple[str, int]:
     for b in content:
         if isinstance(b, str):
             texts.append(b)
-        elif isinstance(b, dict) and b.get("type") == "text":
-            texts.append(_str(b.get("text")))
-        elif isinstance(b, dict) and b.get("type") == "image":
+        elif f.text(b, "type") == "text":
+            texts.append(f.text(b, "text"))
+        elif f.text(b, "type") == "image":
             extra += _image(t, b, at)
     return "\n".join(texts), extra
 
 
 def _image(t: Transcript, block: dict, at: str) -> int:
-    source = block.get("source") if isinstance(block.get("source"), dict) else {}
-    size = images.size_of(source.get("data")) if source.get("type") == "base64" else None
+    source = f.obj(block, "source")
+    size = images.size_of(f.text(source, "data")) if f.text(source, "type") == "base64" else None
     if size is None:
         t.warnings.append(f"{at}: an image whose size cannot be read; skipped (not counted)")
         return 0
     return images.anthropic_tokens(*size)
 
-
-def _str(value) -> str:
-    return value if isinstance(value, str) else ""

@@ -39,11 +39,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError
+from prunesim.io import inputs
 from prunesim.io.transcripts import clock, images
+from prunesim.io.transcripts import fields as f
 from prunesim.io.transcripts import usage as usage_fields
-from prunesim.io.transcripts.formats import Part, Transcript
 from prunesim.io.transcripts.jsonl import read_records
 from prunesim.io.transcripts.keys import command_key, tool_key
+from prunesim.io.transcripts.parts import Part, Transcript
 
 FORMAT = "codex"
 RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -55,11 +57,13 @@ def looks_like(records: list) -> bool:
     """A Codex rollout: typed records, each with a payload object."""
     if not records or not all(isinstance(r, dict) for r in records):
         return False
-    return all(r.get("type") in RECORD_TYPES and isinstance(r.get("payload"), dict) for r in records)
+    return all(f.text(r, "type") in RECORD_TYPES and isinstance(f.raw(r, "payload"), dict)
+               for r in records)
 
 
 def _is_output(item: dict) -> bool:
-    return item.get("type") in OUTPUT_ITEMS or (item.get("type") == "message" and item.get("role") == "assistant")
+    kind = f.text(item, "type")
+    return kind in OUTPUT_ITEMS or (kind == "message" and f.text(item, "role") == "assistant")
 
 
 def parse(path: Path) -> Iterator[Transcript]:
@@ -69,30 +73,28 @@ def parse(path: Path) -> Iterator[Transcript]:
     records = []  # (line, kind, payload): response items and token counts only
     meta: dict = {}
     for line, rec in read_records(path, warnings):
-        kind = rec.get("type")
-        payload = rec.get("payload")
+        at = f"{where}:{line}"
+        kind = f.required(rec, "type", str, at, "a Codex record")
         if kind not in RECORD_TYPES:
-            raise UserError(f"{where}:{line}", "type", f"unknown Codex record type {kind!r}")
-        if not isinstance(payload, dict):
-            raise UserError(f"{where}:{line}", "payload", "missing or not an object")
+            raise UserError(at, "type", f"unknown Codex record type {kind!r}")
+        payload = f.required(rec, "payload", dict, at, f"a Codex {kind} record")
         if kind in ("session_meta", "turn_context"):
-            model = payload.get("model")
-            if isinstance(model, str) and model:
-                meta["model"] = model
-            if kind == "session_meta" and isinstance(payload.get("id"), str):
-                meta.setdefault("id", payload["id"])
-        elif kind == "event_msg" and payload.get("type") == "token_count":
-            info = payload.get("info")
-            if isinstance(info, dict) and isinstance(info.get("last_token_usage"), dict):
-                records.append((line, "usage", {**info, "_time": clock.seconds(rec.get("timestamp"))}))
+            if f.text(payload, "model"):
+                meta["model"] = f.text(payload, "model")
+            if kind == "session_meta" and f.ident(payload, "id") is not None:
+                meta.setdefault("id", f.ident(payload, "id"))
+        elif kind == "event_msg" and f.text(payload, "type") == "token_count":
+            info = f.obj(payload, "info")
+            if f.obj(info, "last_token_usage"):
+                records.append((line, "usage", {**info, "_time": clock.seconds(f.raw(rec, "timestamp"))}))
         elif kind == "response_item":
-            if not isinstance(payload.get("type"), str):
-                raise UserError(f"{where}:{line}", "payload.type", "missing or not a string in a response item")
+            f.required(payload, "type", str, at, "a response item", "payload.type")
             records.append((line, "item", payload))
         elif kind == "compacted":
             records.append((line, "compacted", payload))
-    name = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
-    t = Transcript(name=name, format=FORMAT, source=path.name, model=meta.get("model", ""))
+    file_name = inputs.text_name(path.name)
+    name = file_name[: -len(".jsonl")] if file_name.endswith(".jsonl") else file_name
+    t = Transcript(name=name, format=FORMAT, source=file_name, model=meta.get("model", ""))
     t.warnings.extend(warnings)
     _build(t, records, where)
     if t.turns == 0:
@@ -158,14 +160,14 @@ def _size_reasoning(t: Transcript, encrypted: list[Part], where: str) -> None:
 
 def _call_usage(t: Transcript, k: int, info: dict, at: str) -> None:
     try:
-        fields = usage_fields.from_codex(info.get("last_token_usage"))
+        fields = usage_fields.from_codex(f.obj(info, "last_token_usage"))
     except usage_fields.BadUsage as err:
         raise UserError(at, None, f"{FORMAT}: {err}") from None
     if info["_time"] is None:
         raise UserError(at, "timestamp", f"{FORMAT}: a token_count record without a valid timestamp "
                                          "(this format times every call; the replay's clock needs it)")
     t.call_times.setdefault(k, info["_time"])
-    window = usage_fields.count(info.get("model_context_window"))
+    window = usage_fields.count(f.raw(info, "model_context_window"))
     if window:
         t.context_window = window
     if not fields:
@@ -179,41 +181,41 @@ def _call_usage(t: Transcript, k: int, info: dict, at: str) -> None:
 
 
 def _output(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part]) -> None:
-    kind = item.get("type")
+    kind = f.text(item, "type")
     if kind == "reasoning":  # encrypted: sized from the call's usage (_size_reasoning)
         part = Part(k, "reasoning", "", tokens=0)
         t.parts.append(part)
         encrypted.append(part)
     elif kind == "message":
-        t.parts.append(Part(k, "reasoning", _text(item.get("content"))))
+        t.parts.append(Part(k, "reasoning", _text(f.raw(item, "content"))))
     elif kind in ("function_call", "custom_tool_call", "local_shell_call"):
         name, arguments, key = _call(item)
-        call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else item.get("id")
-        t.parts.append(Part(k, "tool_call", arguments, key, name, call_id=call_id if isinstance(call_id, str) else ""))
-        if isinstance(call_id, str):
+        call_id = f.ident(item, "call_id")
+        call_id = f.ident(item, "id") if call_id is None else call_id
+        t.parts.append(Part(k, "tool_call", arguments, key, name, call_id=call_id or ""))
+        if call_id is not None:
             calls[call_id] = (key, name)
     elif kind == "web_search_call":
-        action = item.get("action")
+        action = f.raw(item, "action")
         text = json.dumps(action, sort_keys=True, ensure_ascii=False) if action is not None else ""
         t.parts.append(Part(k, "tool_call", text, tool_key("web_search", action or {}), "web_search"))
 
 
 def _call(item: dict) -> tuple[str, str, str]:
     """(tool name, arguments as written, content key) of a tool call item."""
-    if item.get("type") == "local_shell_call":
-        action = item.get("action") if isinstance(item.get("action"), dict) else {}
-        argv = action.get("command")
+    if f.text(item, "type") == "local_shell_call":
+        action = f.obj(item, "action")
         text = json.dumps(action, ensure_ascii=False)
-        return "local_shell", text, _shell_key(argv) or tool_key("local_shell", action)
-    name = item.get("name") if isinstance(item.get("name"), str) else ""
-    raw = item.get("arguments", item.get("input", ""))
+        return "local_shell", text, _shell_key(f.items(action, "command")) or tool_key("local_shell", action)
+    name = f.text(item, "name")
+    raw = f.raw(item, "arguments", f.raw(item, "input", ""))
     text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
     try:
         args = json.loads(text) if isinstance(raw, str) else raw
     except ValueError:
         args = None
-    if isinstance(args, dict) and isinstance(args.get("command"), list):
-        key = _shell_key(args["command"])
+    if f.items(args, "command"):
+        key = _shell_key(f.items(args, "command"))
         if key:
             return name, text, key
     return name, text, tool_key(name, args if isinstance(args, dict) else text)
@@ -229,17 +231,17 @@ def _shell_key(argv) -> str:
 
 
 def _input(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part], at: str) -> None:
-    kind = item.get("type")
+    kind = f.text(item, "type")
     if kind in RESULT_ITEMS:
-        call_id = item.get("call_id")
+        call_id = f.ident(item, "call_id")
         key, name = calls.pop(call_id, ("", ""))
-        output = item.get("output")
+        output = f.raw(item, "output")
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
         t.parts.append(Part(k, "tool_output" if key or name else "user", text, key, name,
                             call_id=call_id if (key or name) and isinstance(call_id, str) else ""))
     elif kind == "message":
-        role = item.get("role")
-        text, extra = _content(item.get("content"), t.warnings, at)
+        role = f.text(item, "role")
+        text, extra = _content(f.raw(item, "content"), t.warnings, at)
         t.parts.append(Part(k, "system" if role in ("system", "developer") and k == 0 else "user", text,
                             extra_tokens=extra))
         if role == "user" and k > 0:
@@ -247,7 +249,7 @@ def _input(t: Transcript, item: dict, k: int, calls: dict, encrypted: list[Part]
                 if not p.dropped_at:
                     p.dropped_at = k + 1
     else:
-        t.warnings.append(f"{at}: response item {kind!r} not imported")
+        t.warnings.append(f"{at}: response item {f.raw(item, 'type')!r} not imported")
 
 
 def _compaction(t: Transcript, payload: dict, turn: int) -> None:
@@ -255,9 +257,8 @@ def _compaction(t: Transcript, payload: dict, turn: int) -> None:
     for p in t.parts:
         if not p.hidden and not p.dropped_at:
             p.dropped_at = turn + 1
-    message = payload.get("message")
-    if isinstance(message, str):
-        t.parts.append(Part(turn, "summary", message))
+    if f.ident(payload, "message") is not None:
+        t.parts.append(Part(turn, "summary", f.text(payload, "message")))
 
 
 def _content(content, warnings: list[str], at: str) -> tuple[str, int]:
@@ -268,11 +269,11 @@ def _content(content, warnings: list[str], at: str) -> tuple[str, int]:
     for b in content if isinstance(content, list) else []:
         if not isinstance(b, dict):
             continue
-        if isinstance(b.get("text"), str):
-            texts.append(b["text"])
-        elif b.get("type") == "input_image":
-            url = b.get("image_url")
-            data = url.split(",", 1)[1] if isinstance(url, str) and url.startswith("data:") and "," in url else None
+        if f.ident(b, "text") is not None:
+            texts.append(f.text(b, "text"))
+        elif f.text(b, "type") == "input_image":
+            url = f.text(b, "image_url")
+            data = url.split(",", 1)[1] if url.startswith("data:") and "," in url else None
             size = images.size_of(data) if data else None
             if size is None:
                 warnings.append(f"{at}: an image whose size cannot be read; skipped (not counted)")

@@ -27,69 +27,30 @@ Every problem is a :class:`sim.errors.UserError` naming the file.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError, json_problem
-from prunesim.io.transcripts import clock
+from prunesim.io import inputs
+from prunesim.io.transcripts import claude_code, clock, codex
 from prunesim.io.transcripts import usage as usage_fields
 from prunesim.io.transcripts.jsonl import peek_records
 from prunesim.io.transcripts.keys import command_key, tool_key
+from prunesim.io.transcripts.parts import Part, Transcript  # noqa: F401 - part of this module's interface
 
+SESSION_PARSERS = {"claude-code": claude_code.parse, "codex": lambda path, sidechains: codex.parse(path)}
 FORMATS = ("mini-swe-agent", "swe-agent", "openhands", "openai", "claude-code", "codex")
 TOO_DEEP = "JSON nested too deeply to read"
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```", re.S)
 
 
-@dataclass(slots=True)
-class Part:
-    turn: int
-    kind: str  # system, user, reasoning, tool_call, tool_output, summary
-    text: str
-    key: str = ""
-    tool: str = ""
-    tokens: int | None = None  # a size the source records or documents: the text is not counted
-    extra_tokens: int = 0  # documented tokens beside the text (an image in a tool result)
-    dropped_at: int = 0  # the runtime removed it before model call ``dropped_at`` (0: never)
-    hidden: bool = False  # billed but never written to the file (system prompt, tools): sized from usage
-    call_id: str = ""  # a tool call and its output share it (the runtime's own id, or one the reader gives)
-    thinking: bool = False  # reasoning the model wrote as a thinking block (Anthropic's extended thinking)
-
-
-@dataclass
-class Transcript:
-    name: str
-    format: str
-    source: str
-    model: str = ""
-    parts: list[Part] = field(default_factory=list)
-    prompt_tokens: dict[int, int] = field(default_factory=dict)
-    usage: dict[int, dict] = field(default_factory=dict)  # call -> recorded usage (workload.USAGE_FIELDS)
-    kept_output: dict[int, int] = field(default_factory=dict)  # call -> output tokens that stay in the prompt
-    call_times: dict[int, float] = field(default_factory=dict)  # call -> Unix seconds, where recorded (clock.py)
-    events: list[dict] = field(default_factory=list)  # runtime events (compactions), see workload.py
-    context_window: int | None = None  # the model's window, where the runtime records it
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def turns(self) -> int:
-        return max((p.turn for p in self.parts), default=0)
-
-
 # -- reading files ------------------------------------------------------------
 def read_text(path: Path) -> str:
     where = str(path)
-    if path.is_dir():
-        raise UserError(where, None, "is a directory, not a transcript file")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(where, None, "no such file") from None
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    raw = inputs.read_bytes(path, "transcript file")
     if b"\x00" in raw[:4096]:
         raise UserError(where, None, "binary file, not a transcript")
     try:
@@ -110,7 +71,7 @@ def _load_json(text: str, where: str):
 
 
 def _first_line(path: Path) -> str:
-    with open(path, "rb") as fh:
+    with inputs.open_input(path, "transcript file") as fh:
         head = fh.read(4096)
     if b"\x00" in head:
         raise UserError(str(path), None, "binary file, not a transcript")
@@ -126,8 +87,6 @@ def is_jsonl(path: Path) -> bool:
 
 def session_format(path: Path) -> str:
     """``claude-code`` or ``codex`` when a JSON-lines file is a runtime's session log, else ""."""
-    from prunesim.io.transcripts import claude_code, codex
-
     records = peek_records(path)
     if claude_code.looks_like(records):
         return "claude-code"
@@ -144,21 +103,14 @@ def iter_transcripts(path: Path, sidechains: str = "separate") -> Iterator[Trans
     """
     path = Path(path)
     where = str(path)
-    if path.is_dir():
-        raise UserError(where, None, "is a directory, not a transcript file")
-    if not path.exists():
-        raise UserError(where, None, "no such file")
+    inputs.open_input(path, "transcript file").close()  # a folder, a device or a pipe: refused before a peek
     if is_jsonl(path):
         fmt = session_format(path)
-        if fmt == "claude-code":
-            from prunesim.io.transcripts import claude_code
-
-            yield from claude_code.parse(path, sidechains)
-            return
-        if fmt == "codex":
-            from prunesim.io.transcripts import codex
-
-            yield from codex.parse(path)
+        if fmt in SESSION_PARSERS:
+            try:
+                yield from SESSION_PARSERS[fmt](path, sidechains)
+            except RecursionError:  # a value nested deeper than Python's stack, met while keying or writing it
+                raise UserError(where, None, f"{fmt}: {TOO_DEEP}") from None
             return
         yield from _iter_jsonl(path)
         return
@@ -169,10 +121,7 @@ def iter_transcripts(path: Path, sidechains: str = "separate") -> Iterator[Trans
 def _iter_jsonl(path: Path) -> Iterator[Transcript]:
     where = str(path)
     _first_line(path)  # binary check
-    try:
-        fh = open(path, encoding="utf-8-sig")
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    fh = io.TextIOWrapper(inputs.open_input(path, "transcript file"), encoding="utf-8-sig")
     # A file still being written (an evaluation's output, one run a line) can end in a partial line: like a
     # session's, that last line is left out with a warning, on the run before it. So each run is held until
     # the next line shows it was not followed by a partial one; a bad line anywhere else is the file's error.
@@ -239,9 +188,10 @@ def parse_document(data, path: Path, line: int | None = None) -> Transcript:
         raise UserError(where, None, "unknown transcript format (expected mini-swe-agent, SWE-agent, "
                                      "OpenHands, an OpenAI-style message list, a Claude Code session "
                                      "or a Codex rollout)")
-    stem = _stem(path.name)
+    file_name = inputs.text_name(path.name)
+    stem = _stem(file_name)
     name = stem if line is None else _run_name(data, stem, line)
-    source = path.name if line is None else f"{path.name}:{line}"
+    source = file_name if line is None else f"{file_name}:{line}"
     t = Transcript(name=name, format=fmt, source=source)
     try:
         {"mini-swe-agent": _mini, "swe-agent": _swe, "openhands": _openhands, "openai": _openai}[fmt](data, t)

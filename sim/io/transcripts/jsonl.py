@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import UserError, json_problem
+from prunesim.io import inputs
 
 PEEK_BYTES = 1 << 16
 
@@ -21,9 +22,9 @@ def peek_records(path: Path, limit: int = 5) -> list:
     """The first few records of a JSON-lines file that parse (for format detection); [] if none."""
     out = []
     try:
-        with open(path, "rb") as fh:
+        with inputs.open_input(path) as fh:
             head = fh.read(PEEK_BYTES)
-    except OSError:
+    except (OSError, UserError):  # the full read says what is wrong
         return out
     if b"\x00" in head:
         return out
@@ -49,11 +50,7 @@ def first_record_type(path: Path) -> dict | None:
 def read_records(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict]]:
     """(line number, record) for every object record; a truncated last line becomes a warning."""
     where = str(path)
-    try:
-        fh = open(path, "rb")
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
-    with fh:
+    with inputs.open_input(path, "transcript file") as fh:
         head = fh.read(4096)
         if b"\x00" in head:
             raise UserError(where, None, "binary file, not a transcript")

@@ -79,6 +79,11 @@ def _dict(value) -> dict:
 
 
 def _clean(fields: dict) -> dict:
+    """The recorded fields; a count derived from several (a prompt of input plus cache reads and writes) is held
+    to the same bound as a recorded one, so that a workload import writes is one ``run --workload`` reads."""
+    for key, value in fields.items():
+        if isinstance(value, int) and value > MAX_COUNT:
+            raise BadUsage(f"usage {key} adds up to {value}: more tokens than any call reads ({MAX_COUNT:.0e})")
     return {k: v for k, v in fields.items() if v is not None}
 
 

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 from prunesim.errors import UserError, json_problem
-from prunesim.io import atomic
+from prunesim.io import atomic, inputs
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts import clock, resources
@@ -257,9 +257,9 @@ def write(path: Path, w: WorkloadData) -> None:
 def is_workload_file(path: Path) -> bool:
     """True when the file's first line is a prunesim workload header."""
     try:
-        with open(path, "rb") as fh:
+        with inputs.open_input(path) as fh:
             first = fh.readline(1 << 20)
-    except OSError:
+    except (OSError, UserError):
         return False
     return first.lstrip().startswith(b"{") and b'"prunesim_workload"' in first
 
@@ -277,14 +277,7 @@ def read(path: Path) -> WorkloadData:
     """
     path = Path(path)
     where = str(path)
-    if path.is_dir():
-        raise UserError(where, None, "is a directory, not a workload file")
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise UserError(where, None, "no such workload file") from None
-    except OSError as err:
-        raise UserError(where, None, f"cannot read: {err.strerror}") from None
+    fh = inputs.open_input(path, "workload file")  # the one reader: a device or a pipe is refused unread
     header = None
     parts: list[dict] = []
     partial = False
