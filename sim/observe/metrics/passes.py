@@ -105,17 +105,9 @@ def overhead_ratio(sum_overhead: float, sum_net: float, passes: int) -> float:
     return sum_overhead / sum_net
 
 
-def is_oscillating(
-    passes_after_trigger: int,
-    band_width: float,
-    mean_overhead: float,
-    pass_trend: float,
-    sum_overhead: float,
-    sum_net: float,
-) -> bool:
-    """The oscillation verdict of the module docstring, on a run's observable figures."""
-    return all(oscillation_clauses(passes_after_trigger, band_width, mean_overhead, pass_trend, sum_overhead,
-                                   sum_net).values())
+def is_oscillating(*clause_args, **clause_kwargs) -> bool:
+    """The oscillation verdict of the module docstring: every clause of :func:`oscillation_clauses` holds."""
+    return all(oscillation_clauses(*clause_args, **clause_kwargs).values())
 
 
 def oscillation_clauses(
