@@ -19,6 +19,7 @@ import numpy as np
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import load, replace
 from prunesim.model.scenario import Scenario
+from prunesim.observe.metrics.intervals import wilson
 from prunesim.policies import REGISTRY
 from prunesim.runner import run_one
 from prunesim.studies.compare import quantile
@@ -33,12 +34,14 @@ Figure = Target
 class FigureResult:
     figure: Target
     median: float  # the figure's statistic: the median, or for a yes/no figure the share of runs
-    p10: float
-    p90: float
+    p10: float  # for a yes/no figure: the low end of the share's Wilson 95% interval
+    p90: float  # ... and its high end
     ok: bool
+    runs: int = 0
 
     def as_dict(self) -> dict:
         f = self.figure
+        share = f.reduce == "share"
         return {
             "variant": f.variant,
             "figure": f.label,
@@ -46,9 +49,12 @@ class FigureResult:
             "published": f.published,
             "compare": f.compare,
             "accepted": [f.low, f.high] if f.judged else None,
+            "statistic": "share of runs" if share else "median",
             "median": self.median,
-            "p10": self.p10,
-            "p90": self.p90,
+            "p10": None if share else self.p10,
+            "p90": None if share else self.p90,
+            "interval": [self.p10, self.p90] if share else None,  # Wilson 95%
+            "runs": self.runs,
             "ok": self.ok,
         }
 
@@ -88,10 +94,11 @@ def evaluate(figure: Target, summaries: list[dict]) -> FigureResult:
     values = metric_values(summaries, figure.metric)
     stat = statistic(figure, values.tolist())
     if figure.reduce == "share":
-        return FigureResult(figure, stat, stat, stat, figure.accepts(stat))
+        low, high = wilson(int(np.count_nonzero(values > 0)), len(values))
+        return FigureResult(figure, stat, low, high, figure.accepts(stat), len(values))
     # The same quantiles as `prunesim compare`: defined when some values are infinite.
     p10, p90 = (quantile(values.tolist(), q) for q in (0.1, 0.9))
-    return FigureResult(figure, stat, p10, p90, figure.accepts(stat))
+    return FigureResult(figure, stat, p10, p90, figure.accepts(stat), len(values))
 
 
 # Seeds 0..99 fitted the shipped scenario (its header records the command); replays and tests judge
