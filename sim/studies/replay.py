@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from prunesim.errors import UserError
@@ -66,6 +66,7 @@ class ReplayReport:
     seeds: list[int]
     figures: list[FigureResult]
     runs: dict[str, list[dict]]  # variant label -> one summary per seed
+    counterfactuals: list = field(default_factory=list)  # counterfactuals.CounterfactualResult, same seeds
 
     @property
     def ok(self) -> bool:
@@ -79,6 +80,7 @@ class ReplayReport:
             "n_seeds": len(self.seeds),
             "all_ok": self.ok,
             "figures": [f.as_dict() for f in self.figures],
+            "counterfactuals": [c.as_dict() for c in self.counterfactuals],
         }
 
 
@@ -114,6 +116,7 @@ class FigureReplay:
     name: str
     targets_name: str
     default_seeds: range = REPLAY_SEEDS
+    with_counterfactuals: bool = False  # also run the seed's condition-of-validity variants (counterfactuals.py)
 
     def targets(self, base: Scenario | None = None) -> Targets:
         return load_targets(self.targets_name, base)
@@ -145,11 +148,17 @@ class FigureReplay:
     def run(self, seeds: list[int], base: Scenario | None = None) -> ReplayReport:
         targets, runs = self.run_variants(seeds, base)
         figures = [evaluate(f, runs[f.variant]) for f in targets.figures if f.variant in runs]
-        return ReplayReport(self.name, targets.scenario, list(seeds), figures, runs)
+        report = ReplayReport(self.name, targets.scenario, list(seeds), figures, runs)
+        if self.with_counterfactuals:
+            from prunesim.studies import counterfactuals
+
+            report.counterfactuals = counterfactuals.run(base or load(targets.scenario), seeds,
+                                                         runs.get("slack-gated"))
+        return report
 
 
 # -- seed 000: the 40-turn oscillation -------------------------------------------
-OSCILLATION = FigureReplay("oscillation", "seed-000")
+OSCILLATION = FigureReplay("oscillation", "seed-000", with_counterfactuals=True)
 
 
 def median_seed(report: ReplayReport, metrics: tuple[str, ...] = ("passes", "band_floor", "overhead_ratio")) -> int:

@@ -121,6 +121,10 @@ def format_report(report) -> str:
             f"{f.variant:13s} {f.label:44s} {f.published:>10s} {_num(r.median):>9s} {spread:>17s}  "
             f"{f.accepted_text():>15s}  {verdict}"
         )
+    if report.counterfactuals:
+        from prunesim.studies.counterfactuals import format_rows
+
+        lines += format_rows(report.counterfactuals)
     misses = [r for r in report.figures if r.figure.judged and not r.ok]
     if misses:
         lines.append(f"{len(misses)} of {sum(r.figure.judged for r in report.figures)} figures outside their range: "
