@@ -12,7 +12,7 @@ from prunesim.studies.replay import OSCILLATION
 def test_the_ablation_refits_and_judges_every_combination(tmp_path, capsys):
     out = tmp_path / "ablation.csv"
     argv = ["ablation", "oscillation", "--seeds", "0:3", "--max-evals", "3", "--blocks", "1", "--block-size", "3",
-            "--quiet", "--out", str(out)]
+            "--params", "decision.rationale_per_span", "--quiet", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert all(label in printed for label in ("neither", "early outputs", "turn unit", "early outputs + turn unit"))

@@ -62,8 +62,12 @@ def combinations() -> list[tuple[str, ...]]:
 
 def ablation(replay: FigureReplay, base: Scenario, calibration_seeds: Sequence[int], max_evals: int, blocks: int,
              block_size: int, first_seed: int,
-             progress: Callable[[str, int, float, float], None] | None = None) -> list[AblationCase]:
-    """Refit and validate ``base`` under every combination of :data:`MECHANISMS`."""
+             progress: Callable[[str, int, float, float], None] | None = None,
+             names: Sequence[str] | None = None) -> list[AblationCase]:
+    """Refit and validate ``base`` under every combination of :data:`MECHANISMS`.
+
+    ``names`` are the parameters refitted (default: every one of the targets' ``[bounds]``).
+    """
     if set(calibration_seeds) & set(range(first_seed, first_seed + blocks * block_size)):
         raise UserError("--seeds", None, "the calibration seeds overlap the validation blocks (--first-seed)")
     on = {}
@@ -73,7 +77,7 @@ def ablation(replay: FigureReplay, base: Scenario, calibration_seeds: Sequence[i
             raise UserError(base.name, param, f"the mechanism {name!r} is off in this scenario: nothing to ablate")
         on[name] = value
     targets = replay.targets(base)
-    params = parse_params(",".join(targets.bounds), base, targets)
+    params = parse_params(",".join(names or targets.bounds), base, targets)
     cases = []
     for combo in combinations():
         label = " + ".join(combo) or "neither"

@@ -24,6 +24,9 @@ def register(sub) -> None:
     p.add_argument("--blocks", type=positive_int, default=10, help="validation blocks (default 10)")
     p.add_argument("--block-size", type=positive_int, default=100, help="seeds per block (default 100)")
     p.add_argument("--first-seed", type=non_negative_int, default=1000, help="first validation seed (default 1000)")
+    p.add_argument("--params", default=None, metavar="NAME,...",
+                   help="the parameters each refit fits (default: every one of the targets' [bounds], the "
+                        "shipped fit's)")
     add_table_flags(p)
     p.set_defaults(func=main)
 
@@ -54,8 +57,9 @@ def main(args) -> int:
         if not args.quiet and (n == 1 or n % 50 == 0):
             print(f"ablation: {label}: {n} candidates, best {best:.4g}", file=sys.stderr, flush=True)
 
+    names = None if args.params is None else [n.strip() for n in args.params.split(",")]
     cases = study.ablation(replay, base, seeds, args.max_evals, args.blocks, args.block_size, args.first_seed,
-                           progress)
+                           progress, names)
     rows = study.rows(cases)
     print(format_ablation(cases, seeds, args.max_evals))
     if args.out is not None:
