@@ -44,6 +44,9 @@ def test_sobol_indices_are_zero_for_a_parameter_a_policy_never_reads(oscillation
             assert f.st["gate.lead"] == 0 and f.s1["gate.lead"] == 0
     assert by[("naive @22k", "mean_rationale_tokens")].st["decision.rationale_per_span"] > 0.5
     assert len(sensitivity.rows(result)) == 2 * len(result.figures)
+    again = sensitivity.sensitivity(OSCILLATION, oscillation, range(0, 2), 2,
+                                    ["decision.rationale_per_span", "gate.lead"])
+    assert sensitivity.rows(again) == sensitivity.rows(result)  # the bootstrap's half-widths too
 
 
 @pytest.mark.parametrize("argv, words", [
