@@ -307,6 +307,10 @@ def _read_aggregate(path: Path, meta: dict) -> list[dict]:
             row[c] = parse_cell(row[c])
             if isinstance(row[c], bool) or not isinstance(row[c], (int, float)):
                 raise UserError(str(path), f"line {n}, column {c}", "not a number")
+        for c in ("share", "share_low", "share_high"):  # a yes/no metric's share and Wilson interval, else empty
+            row[c] = None if row[c] == "" else parse_cell(row[c])
+            if row[c] is not None and (isinstance(row[c], bool) or not isinstance(row[c], (int, float))):
+                raise UserError(str(path), f"line {n}, column {c}", "not a number")
         rows.append(row)
     return rows
 

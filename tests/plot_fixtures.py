@@ -101,7 +101,7 @@ def make_sweep(tmp: Path, aggregate: bool = False, acting: bool = False) -> Path
                 for per_span in PER_SPAN:
                     agg.append({"policy": policy, "trigger": trigger, "decision.rationale_per_span": per_span,
                                 "metric": "passes", "n": 3, "median": 100 + trigger / 1000, "mean": 0,
-                                "ci_low": 90, "ci_high": 130})
+                                "ci_low": 90, "ci_high": 130, "share": "", "share_low": "", "share_high": ""})
         write_rows(path / "aggregate.csv", agg, list(agg[0]))
     return path
 

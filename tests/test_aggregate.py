@@ -87,6 +87,17 @@ def test_infinite_overhead_ratios_aggregate_to_inf(swept):
     assert 0 <= share <= 1  # booleans count as 0/1
 
 
+def test_a_yes_no_metric_gets_its_share_with_a_wilson_interval(swept):
+    from prunesim.observe.metrics.intervals import wilson
+
+    for r in aggregate(swept):
+        if r["metric"] in ("oscillating", "osc_tight_band"):
+            assert r["share"] == pytest.approx(r["mean"])
+            assert (r["share_low"], r["share_high"]) == wilson(round(r["share"] * r["n"]), r["n"])
+            assert r["share_low"] <= r["share"] <= r["share_high"]
+        elif r["metric"] == "passes":
+            assert r["share"] is None and r["share_low"] is None
+
 def test_aggregate_csv_is_deterministic_and_loads_in_pandas(swept, capsys):
     assert main(["aggregate", str(swept)]) == 0
     first = (swept / AGGREGATE_FILE).read_bytes()
@@ -94,7 +105,8 @@ def test_aggregate_csv_is_deterministic_and_loads_in_pandas(swept, capsys):
     assert (swept / AGGREGATE_FILE).read_bytes() == first
     with open(swept / AGGREGATE_FILE, newline="") as fh:
         header = next(csv.reader(fh))
-    assert header == ["policy", "decision.rationale_per_span", "metric", "n", "median", "mean", "ci_low", "ci_high"]
+    assert header == ["policy", "decision.rationale_per_span", "metric", "n", "median", "mean", "ci_low", "ci_high",
+                      "share", "share_low", "share_high"]
     assert b",inf," in first
     pd = pytest.importorskip("pandas")
     frame = pd.read_csv(swept / AGGREGATE_FILE)

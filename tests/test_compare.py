@@ -9,6 +9,7 @@ import pytest
 from prunesim.cli import main
 from prunesim.errors import UserError
 from prunesim.io import scenario_files as sc
+from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
 from prunesim.studies.compare import compare, quantile, reduce
 
@@ -27,7 +28,8 @@ def test_reduce_gives_median_and_spread_per_numeric_metric():
     out = reduce(summaries)
     assert "label" not in out
     assert out["passes"] == {"median": 2.5, "p10": 1.3, "p90": pytest.approx(3.7)}
-    assert out["oscillating"] == {"share": 0.5}  # a yes/no metric is a share of seeds, not a median
+    # A yes/no metric is a share of seeds, not a median, with its Wilson 95% interval.
+    assert out["oscillating"] == {"share": 0.5, "share_low": wilson(2, 4)[0], "share_high": wilson(2, 4)[1], "runs": 4}
     assert out["overhead_ratio"]["p90"] == math.inf
 
 

@@ -78,7 +78,7 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     monkeypatch.setitem(observe.REGISTRY, "counts", Counts)
     for name, policy, overrides in [("oscillation-40", "naive", {}), ("oscillation-40", "slack-gated", {}),
                                     ("reentrancy-60", "tombstoned", {}), ("reentrancy-60", "naive", {}),
-                                    ("oscillation-40", "observation-masking", {}),
+                                    ("oscillation-40", "observation-masking", {}), ("oscillation-40", "noop", {}),
                                     ("reentrancy-60", "tombstoned", {"tombstone.budget": 200})]:
         result = run_one(sc.load(name, overrides), policy, 0, trace="none")
         for kind, n in result.summary.get("heard", {}).items():

@@ -12,6 +12,7 @@ from plot_fixtures import make_run
 from prunesim.cli import main
 from prunesim.errors import UserError
 from prunesim.io import scenario_files as sc
+from prunesim.observe.metrics.intervals import wilson
 from prunesim.plots.io import read_run, read_sweep
 from prunesim.plots.sweep import curves, sweep_figure
 from prunesim.plots.trace import trace_figure
@@ -104,8 +105,9 @@ def test_compare_shows_yes_no_metrics_as_shares_and_only_the_metrics_asked(capsy
     assert main(["compare", "oscillation-40", "--seeds", "0:6", "--metrics", "oscillating,passes"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [ln.split()[0] for ln in lines[2:]] == ["oscillating", "passes"]
-    share = sum(run_one(oscillation, "naive", s, trace="none").summary["oscillating"] for s in range(6)) / 6
-    assert f"{share:.2f} of seeds" in lines[2]
+    yes = sum(run_one(oscillation, "naive", s, trace="none").summary["oscillating"] for s in range(6))
+    low, high = wilson(yes, 6)
+    assert f"{yes / 6:.2f} [{low:.2f}..{high:.2f}] of seeds" in lines[2]
 
 
 def test_compare_writes_csv_and_json(tmp_path, capsys):

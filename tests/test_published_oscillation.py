@@ -22,8 +22,6 @@ MODEL_MD = Path(__file__).resolve().parents[1] / "docs" / "model.md"
 
 # (variant, metric) of every figure outside its range on seeds 1000..1099, each explained in docs/model.md.
 KNOWN_DISAGREEMENTS = {
-    ("naive @22k", "mean_evicted_spans"),
-    ("naive @22k", "pass_trend"),
     ("naive @22k", "oscillating"),
     ("naive @20k", "oscillating"),
     ("slack-gated", "passes"),
@@ -84,17 +82,17 @@ def test_a_longer_rationale_costs_more(oscillation):
     assert share(longer, "net_negative_passes") > share(oscillation, "net_negative_passes")
 
 
-def test_more_slack_at_decision_time_cuts_nothing_and_loses_less(oscillation):
-    """Seed 000 at 20k: with slack no rationale is cut at the ceiling and fewer passes cost more than they free.
+def test_more_slack_at_decision_time_cuts_less_and_peaks_lower(oscillation):
+    """Seed 000 at 20k: with slack fewer rationales are cut at the ceiling and the window peaks lower.
 
-    (That no pass is net-negative in the median run holds; that the oscillation disappears is a documented
-    disagreement.)
+    (That no pass is net-negative in the median run holds at both triggers; that the oscillation disappears
+    is a documented disagreement, and so is that runs with a net-negative pass are more common at 20k.)
     """
     slack = sc.replace(oscillation, {"trigger": 20000})
-    assert median(slack, "cut_passes") == 0 < median(oscillation, "cut_passes")
-    assert median(slack, "net_negative_passes") < median(oscillation, "net_negative_passes")
-    assert share(slack, "cut_passes") < share(oscillation, "cut_passes")
-    assert median(slack, "peak_utilization") < median(oscillation, "peak_utilization")
+    assert median(slack, "cut_passes") == 0 == median(oscillation, "cut_passes")
+    assert share(slack, "cut_passes") < share(oscillation, "cut_passes") / 4
+    assert median(slack, "peak_utilization") < median(oscillation, "peak_utilization") - 1000
+    assert share(slack, "net_negative_passes") > share(oscillation, "net_negative_passes")
 
 
 def test_a_soft_budget_has_no_cut_passes(oscillation):

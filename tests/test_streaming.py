@@ -130,7 +130,8 @@ def test_the_edit_log_streams_and_verifies_after_a_long_run(tmp_path):
     # 10,000 turns write some 20,000 records, twenty times the tail the run keeps in memory: the file is
     # verified from its anchor over far more records than memory ever held, as after 100,000 turns.
     # A tombstone budget keeps the window from clogging with tombstones, so evictions go on all run long.
-    sc = scenario_mod.load("oscillation-40", {"turns": 10_000, "tombstone.budget": 2000})
+    # Three spans a turn (no turn unit), so that the records outnumber the kept tail twenty times.
+    sc = scenario_mod.load("oscillation-40", {"turns": 10_000, "tombstone.budget": 2000, "workload.turn_unit": False})
     result, _ = stream_run(sc, "slack-gated+tombstoned", 0, tmp_path / "run", trace="none")
     s = result.summary
     assert s["edit_log_verified"] is True and s["edit_log_records"] > 20 * 1024 and s["tombstone_folds"] > 100

@@ -11,7 +11,7 @@ from prunesim.model.events import PassRecord, RunEnd
 from prunesim.model.spans import Span
 from prunesim.observe import RunContext
 from prunesim.observe.metrics import summarize
-from prunesim.observe.metrics.passes import PassMetrics, is_oscillating
+from prunesim.observe.metrics.passes import PassMetrics, gap_trend, is_oscillating, oscillation_clauses
 from prunesim.observe.metrics.verdict import FIGURES, from_trace, ledger_rows
 from prunesim.observe.metrics.window import WindowMetrics
 from prunesim.observe.recorder import LEDGER_COLUMNS
@@ -104,7 +104,7 @@ def test_the_oscillating_hand_made_run_shows_the_seeds_signature():
     points, ledger, end = hand_made(**OSCILLATES)
     v = from_trace(trace_of(points), ledger, trigger=TRIGGER, budget=BUDGET, turns=TURNS, end_time=end)
     overhead = sum(p["index"] + p["rationale"] for p in ledger) / len(ledger)
-    assert 0 <= v["band_width"] < 2 * overhead and v["passes_second_half"] >= v["passes_first_half"]
+    assert 0 <= v["band_width"] < 2 * overhead and v["pass_trend"] >= 0
     points, ledger, end = hand_made(**DOES_NOT)
     quiet = from_trace(trace_of(points), ledger, trigger=TRIGGER, budget=BUDGET, turns=TURNS, end_time=end)
     assert quiet["band_width"] > 2 * overhead  # what makes it not oscillate
@@ -137,10 +137,19 @@ def test_real_runs_agree_with_the_pure_function(oscillation, policy):
 
 
 def test_the_verdict_needs_every_clause():
-    base = dict(passes_after_trigger=8, band_width=900, mean_overhead=1000, passes_first_half=4,
-                passes_second_half=4, sum_overhead=8000, sum_net=6000)
-    assert is_oscillating(**base)
-    for change in ({"passes_after_trigger": 2, "passes_first_half": 1, "passes_second_half": 1},
-                   {"band_width": 2500}, {"band_width": -1}, {"passes_second_half": 3},
-                   {"sum_net": 8000}):
+    base = dict(passes_after_trigger=8, band_width=900, mean_overhead=1000, pass_trend=0.0, sum_overhead=8000,
+                sum_net=6000)
+    assert is_oscillating(**base) and all(oscillation_clauses(**base).values())
+    for change, clause in (({"passes_after_trigger": 2}, "osc_keeps_pruning"), ({"band_width": 2500}, "osc_tight_band"),
+                           ({"band_width": -1}, "osc_tight_band"), ({"pass_trend": -0.5}, "osc_rate_holds"),
+                           ({"sum_net": 8000}, "osc_overhead_above_net")):
         assert not is_oscillating(**(base | change)), change
+        assert [k for k, v in oscillation_clauses(**(base | change)).items() if not v] == [clause]
+
+
+def test_the_gap_trend_is_the_fitted_shortening_of_the_gaps():
+    assert gap_trend([]) == gap_trend([5]) == gap_trend([5, 9]) == 0.0  # fewer than two gaps: no slope
+    assert gap_trend([1, 5, 8, 10, 11]) == 3.0  # gaps 4, 3, 2, 1: one turn shorter each, three over the run
+    assert gap_trend([1, 2, 4, 7]) == -2.0  # gaps 1, 2, 3: passes come less often
+    assert gap_trend([2, 4, 6, 8, 10]) == 0.0
+    assert gap_trend([1, 5, 6, 10]) == 0.0  # gaps 4, 1, 4: no linear trend

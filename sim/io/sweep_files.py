@@ -40,7 +40,8 @@ SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
 LOCK_FILE = ".lock"
 AGGREGATE_FILE = "aggregate.csv"
-STAT_COLUMNS = ("metric", "n", "median", "mean", "ci_low", "ci_high")  # aggregate.csv's, after policy and grid
+# aggregate.csv's, after policy and grid; share.. only for yes/no metrics (a Wilson 95% interval)
+STAT_COLUMNS = ("metric", "n", "median", "mean", "ci_low", "ci_high", "share", "share_low", "share_high")
 ID_COLUMNS = ("run_id", "scenario", "policy", "seed", "prunesim_version")
 TEXT_COLUMNS = ("run_id", "scenario", "policy", "prunesim_version")
 _RUN_ID = re.compile(r"[0-9a-f]{16}")

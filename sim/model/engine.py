@@ -217,8 +217,10 @@ class Engine(Provenance):
             delay = lat_base + lat_in * prompt + lat_out * output  # model_latency, inlined
             if not advance(delay):
                 yield timeout(delay)
-            place(plan.reasoning)
-            call_span = place(plan.tool_call)
+            call_span = None
+            if not plan.unit:  # a turn unit's reasoning and call enter with its tool output
+                place(plan.reasoning)
+                call_span = place(plan.tool_call)
             if not advance(plan.tool_latency_s):
                 yield timeout(plan.tool_latency_s)
             output_span = place(plan.tool_output)
@@ -226,7 +228,7 @@ class Engine(Provenance):
                 for arrival in plan.extra:
                     place(arrival)
             else:
-                reaction.saw(plan.tool_call, call_span)
+                reaction.saw(plan.tool_call, call_span or output_span)  # a turn unit: the call is inside
                 reaction.saw(plan.tool_output, output_span)
                 for arrival in plan.extra:
                     reaction.saw(arrival, place(arrival))
@@ -282,8 +284,9 @@ class Engine(Provenance):
         output = plan.reasoning.tokens + plan.tool_call.tokens
         self._model_call(prompt, output, False)
         yield self.env.timeout(self.model_latency(prompt, output))
-        self.place(plan.reasoning)
-        self.place(plan.tool_call)
+        if not plan.unit:
+            self.place(plan.reasoning)
+            self.place(plan.tool_call)
         yield self.env.timeout(plan.tool_latency_s)
         self.place(plan.tool_output)
         for arrival in plan.extra:

@@ -97,6 +97,13 @@ class Workload:
     # Length of a command's key in characters: 0 names commands "cmd-<turn>"; N > 0 gives each an opaque
     # key of N characters ("cmd " and hex), as real commands carry no turn number to compress.
     key_chars: int = 0
+    # Tool outputs are larger early in a run: the mean at turn t is tool_output.mean x (1 + early x
+    # exp(-(t - 1) / early_turns)) (0: every turn draws from one distribution). See docs/model.md.
+    tool_output_early: float = 0.0
+    tool_output_early_turns: float = 1.0
+    # A turn is one prunable unit: its reasoning and call enter the window inside its tool output's
+    # span, so that they are evicted, cleared or kept together (docs/model.md, "A turn is what gets evicted").
+    turn_unit: bool = False
     initial: list[InitialSpan] = field(default_factory=list)
     events: list[ScriptedEvent] = field(default_factory=list)
 
@@ -112,6 +119,12 @@ class Workload:
         # Turns until stale are drawn from a geometric distribution with this mean: at least one turn.
         at_least(self.reasoning_stale_after, 1, f"{key}.reasoning_stale_after", where, "turns")
         at_least(self.output_stale_after, 1, f"{key}.output_stale_after", where, "turns")
+        if not 0 <= self.tool_output_early <= 100:  # also refuses NaN
+            raise UserError(where, f"{key}.tool_output_early",
+                            f"must be between 0 and 100 (got {self.tool_output_early})")
+        if not 0 < self.tool_output_early_turns < 1e6:
+            raise UserError(where, f"{key}.tool_output_early_turns",
+                            f"must be above 0 turns (got {self.tool_output_early_turns})")
         for i, span in enumerate(self.initial):
             span.check(f"{key}.initial[{i}]", where)
         for i, event in enumerate(self.events):

@@ -60,13 +60,40 @@ class TurnPlan:
     rewrite_at: int | None = None
     # The provider's cache already held this many tokens of the prompt before the call (a recorded warm start).
     warm_cache: int | None = None
+    # The reasoning and the call are inside tool_output (workload.turn_unit): the engine bills and
+    # times them but does not place them.
+    unit: bool = False
 
 
-def lognormal_sizes(rng: np.random.Generator, dist: SizeDist, n: int) -> np.ndarray:
-    """``n`` integer sizes with mean ``dist.mean`` (before clipping)."""
+def lognormal_sizes(rng: np.random.Generator, dist: SizeDist, n: int, scale: np.ndarray | None = None) -> np.ndarray:
+    """``n`` integer sizes with mean ``dist.mean`` (before clipping), each times ``scale`` if given."""
     mu = np.log(dist.mean) - dist.sigma**2 / 2
     draws = rng.lognormal(mu, dist.sigma, n) if dist.sigma > 0 else np.full(n, dist.mean)
+    if scale is not None:  # the same draws, scaled: a run without an early factor keeps its sizes
+        draws = draws * scale
     return np.clip(np.rint(draws), dist.min, dist.max).astype(np.int64)
+
+
+def early_factor(p: Workload, first: int, n: int) -> np.ndarray | None:
+    """``1 + early x exp(-(t - 1) / early_turns)`` for turns ``first .. first + n - 1``; None without one."""
+    if p.tool_output_early <= 0:
+        return None
+    turns = np.arange(first, first + n, dtype=float)
+    return 1 + p.tool_output_early * np.exp(-(turns - 1) / p.tool_output_early_turns)
+
+
+def as_unit(plan: TurnPlan) -> None:
+    """Make the turn one prunable unit: its reasoning and call ride in its tool output's span.
+
+    The model still writes (and is billed and timed for) the reasoning and the
+    call before the tool runs; they enter the window with the tool's result,
+    as one span that is evicted, cleared or kept whole, and that is stale once
+    every part of it is.
+    """
+    out, r, c = plan.tool_output, plan.reasoning, plan.tool_call
+    plan.tool_output = Arrival("tool_output", r.tokens + c.tokens + out.tokens, out.key,
+                               max(r.stale_after, out.stale_after), out.pinned, out.tags, out.tool)
+    plan.unit = True
 
 
 def _event_arrival(ev: ScriptedEvent) -> Arrival:
@@ -104,7 +131,7 @@ class SyntheticToolLoop:
         p, rng = self.params, self.rng
         reasoning = lognormal_sizes(rng, p.reasoning, n)
         call = lognormal_sizes(rng, p.tool_call, n)
-        output = lognormal_sizes(rng, p.tool_output, n)
+        output = lognormal_sizes(rng, p.tool_output, n, early_factor(p, first, n))
         # Turns until stale: geometric, so most content goes stale soon and some lingers.
         r_stale = rng.geometric(1.0 / p.reasoning_stale_after, n)
         o_stale = rng.geometric(1.0 / p.output_stale_after, n)
@@ -143,6 +170,8 @@ class SyntheticToolLoop:
                         plan.tool_call = Arrival("tool_call", plan.tool_call.tokens, arrival.key, arrival.stale_after)
                 else:
                     plan.extra.append(arrival)
+            if p.turn_unit:
+                as_unit(plan)
             yield plan
 
     def __iter__(self) -> Iterator[TurnPlan]:

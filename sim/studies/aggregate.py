@@ -21,7 +21,10 @@ net) count as larger than every finite value:
   resampled medians are; they are never NaN.
 
 They are written as the string ``inf`` (``pandas.read_csv`` reads it as a float).
-Booleans (``oscillating``) count as 0/1, so their mean is a fraction of runs.
+Booleans (``oscillating``) count as 0/1, so their mean is a fraction of runs; a
+yes/no metric's row also carries that share of runs with its Wilson 95% interval
+(``share``, ``share_low``, ``share_high``; empty for numeric metrics), the
+interval every yes/no figure of prunesim gets.
 Empty (or ``nan``) cells, a metric a run did not report, are left out of that metric's n;
 a metric no run of a group reported gets no row for that group.
 """
@@ -45,6 +48,8 @@ from prunesim.io.sweep_files import (  # noqa: F401 - AGGREGATE_FILE is part of 
     read_description,
     read_runs,
 )
+from prunesim.observe.metrics import METRICS
+from prunesim.observe.metrics.intervals import wilson
 
 RESAMPLES = 2000
 MAX_RESAMPLES = 1_000_000  # far past where the interval's order statistics stop moving
@@ -53,6 +58,7 @@ CONFIDENCE = 0.95
 # Resampled indices are drawn this many at a time: memory stays bounded whatever --resamples and the
 # number of seeds (the generator's stream is the same whether drawn in one call or in blocks).
 BLOCK = 1 << 21
+YES_NO = frozenset(m.name for m in METRICS if m.unit == "bool")
 
 
 def median_ci(
@@ -180,7 +186,12 @@ def aggregate_rows(
             low, high = _ci_from_middles(x, resampled[n], confidence)
             mean = math.inf if np.isposinf(x).any() else float(np.mean(x))
             record = {"policy": key[0], **dict(zip(axes, key[1:], strict=True)), "metric": metric, "n": n}
-            record.update(median=_median(x), mean=mean, ci_low=low, ci_high=high)
+            record.update(median=_median(x), mean=mean, ci_low=low, ci_high=high, share=None, share_low=None,
+                          share_high=None)
+            if metric in YES_NO:
+                yes = int(np.count_nonzero(x))
+                record["share"] = yes / n
+                record["share_low"], record["share_high"] = wilson(yes, n)
             table.append(record)
     return table
 

@@ -5,7 +5,8 @@ random stream), so the differences are the policies'. :func:`compare` returns
 plain dicts: for each policy and each numeric metric, the median and the 10th
 and 90th percentiles over the seeds; for a yes/no metric (``oscillating``) the
 share of seeds where it holds, since a median of zeros and ones says only which
-side of one half that share is.
+side of one half that share is, with its Wilson 95% interval
+(:func:`prunesim.observe.metrics.intervals.wilson`) and the number of runs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics import METRIC_NAMES
+from prunesim.observe.metrics.intervals import wilson
 from prunesim.policies import get_policy, policy_name
 from prunesim.runner import run_one
 
@@ -58,13 +60,19 @@ def reduce(summaries: list[dict], metrics: list[str] | None = None) -> dict[str,
     for name in names:
         raw = [s.get(name) for s in summaries]
         if raw and all(isinstance(v, bool) for v in raw):
-            out[name] = {"share": sum(raw) / len(raw)}
+            out[name] = share_stats(sum(raw), len(raw))
             continue
         values = [_number(v) for v in raw]
         if any(v is None for v in values):
             continue
         out[name] = {"median": quantile(values, 0.5), "p10": quantile(values, 0.1), "p90": quantile(values, 0.9)}
     return out
+
+
+def share_stats(successes: int, runs: int) -> dict[str, float]:
+    """A yes/no figure over runs: the share where it holds, its Wilson 95% interval and the number of runs."""
+    low, high = wilson(successes, runs)
+    return {"share": successes / runs if runs else math.nan, "share_low": low, "share_high": high, "runs": runs}
 
 
 def check_metrics(names: list[str], where: str = "--metrics") -> None:
@@ -95,7 +103,7 @@ def compare(scenario: Scenario, policies: list[str], seeds: list[int], metrics: 
     return result
 
 
-STAT_COLUMNS = ("median", "p10", "p90", "share")
+STAT_COLUMNS = ("median", "p10", "p90", "share", "share_low", "share_high", "runs")
 
 
 def rows(result: dict) -> list[dict]:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import load, replace
 from prunesim.model.scenario import Scenario
+from prunesim.observe.metrics.intervals import wilson
 from prunesim.policies import REGISTRY
 from prunesim.runner import run_one
 from prunesim.studies.compare import quantile
@@ -33,12 +34,14 @@ Figure = Target
 class FigureResult:
     figure: Target
     median: float  # the figure's statistic: the median, or for a yes/no figure the share of runs
-    p10: float
-    p90: float
+    p10: float  # for a yes/no figure: the low end of the share's Wilson 95% interval
+    p90: float  # ... and its high end
     ok: bool
+    runs: int = 0
 
     def as_dict(self) -> dict:
         f = self.figure
+        share = f.reduce == "share"
         return {
             "variant": f.variant,
             "figure": f.label,
@@ -46,9 +49,12 @@ class FigureResult:
             "published": f.published,
             "compare": f.compare,
             "accepted": [f.low, f.high] if f.judged else None,
+            "statistic": "share of runs" if share else "median",
             "median": self.median,
-            "p10": self.p10,
-            "p90": self.p90,
+            "p10": None if share else self.p10,
+            "p90": None if share else self.p90,
+            "interval": [self.p10, self.p90] if share else None,  # Wilson 95%
+            "runs": self.runs,
             "ok": self.ok,
         }
 
@@ -60,6 +66,7 @@ class ReplayReport:
     seeds: list[int]
     figures: list[FigureResult]
     runs: dict[str, list[dict]]  # variant label -> one summary per seed
+    counterfactuals: list = field(default_factory=list)  # counterfactuals.CounterfactualResult, same seeds
 
     @property
     def ok(self) -> bool:
@@ -73,6 +80,7 @@ class ReplayReport:
             "n_seeds": len(self.seeds),
             "all_ok": self.ok,
             "figures": [f.as_dict() for f in self.figures],
+            "counterfactuals": [c.as_dict() for c in self.counterfactuals],
         }
 
 
@@ -88,10 +96,11 @@ def evaluate(figure: Target, summaries: list[dict]) -> FigureResult:
     values = metric_values(summaries, figure.metric)
     stat = statistic(figure, values.tolist())
     if figure.reduce == "share":
-        return FigureResult(figure, stat, stat, stat, figure.accepts(stat))
+        low, high = wilson(int(np.count_nonzero(values > 0)), len(values))
+        return FigureResult(figure, stat, low, high, figure.accepts(stat), len(values))
     # The same quantiles as `prunesim compare`: defined when some values are infinite.
     p10, p90 = (quantile(values.tolist(), q) for q in (0.1, 0.9))
-    return FigureResult(figure, stat, p10, p90, figure.accepts(stat))
+    return FigureResult(figure, stat, p10, p90, figure.accepts(stat), len(values))
 
 
 # Seeds 0..99 fitted the shipped scenario (its header records the command); replays and tests judge
@@ -107,6 +116,7 @@ class FigureReplay:
     name: str
     targets_name: str
     default_seeds: range = REPLAY_SEEDS
+    with_counterfactuals: bool = False  # also run the seed's condition-of-validity variants (counterfactuals.py)
 
     def targets(self, base: Scenario | None = None) -> Targets:
         return load_targets(self.targets_name, base)
@@ -138,11 +148,17 @@ class FigureReplay:
     def run(self, seeds: list[int], base: Scenario | None = None) -> ReplayReport:
         targets, runs = self.run_variants(seeds, base)
         figures = [evaluate(f, runs[f.variant]) for f in targets.figures if f.variant in runs]
-        return ReplayReport(self.name, targets.scenario, list(seeds), figures, runs)
+        report = ReplayReport(self.name, targets.scenario, list(seeds), figures, runs)
+        if self.with_counterfactuals:
+            from prunesim.studies import counterfactuals
+
+            report.counterfactuals = counterfactuals.run(base or load(targets.scenario), seeds,
+                                                         runs.get("slack-gated"))
+        return report
 
 
 # -- seed 000: the 40-turn oscillation -------------------------------------------
-OSCILLATION = FigureReplay("oscillation", "seed-000")
+OSCILLATION = FigureReplay("oscillation", "seed-000", with_counterfactuals=True)
 
 
 def median_seed(report: ReplayReport, metrics: tuple[str, ...] = ("passes", "band_floor", "overhead_ratio")) -> int:

@@ -38,13 +38,14 @@ from prunesim.errors import UserError
 from prunesim.io import inputs
 from prunesim.io.scenario_files import apply_overrides, from_dict, load, read_toml
 from prunesim.model.scenario import Scenario
-from prunesim.observe.metrics import METRIC_NAMES
+from prunesim.observe.metrics import METRIC_NAMES, METRICS
 from prunesim.policies import REGISTRY
 from prunesim.studies.variant import Variant
 
 TOLERANCE = 0.15
 COMPARES = ("near", "level", "above", "at_most", "yes", "no", "report")
 SHARES = ("yes", "no")  # compared as the share of runs, not the median
+YES_NO = frozenset(m.name for m in METRICS if m.unit == "bool")  # reported as a share of runs, never a median
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Target:
 
     @property
     def reduce(self) -> str:
-        return "share" if self.compare in SHARES else "median"
+        return "share" if self.compare in SHARES or self.metric in YES_NO else "median"
 
     def accepts(self, statistic: float) -> bool:
         if not self.judged:

@@ -102,7 +102,7 @@ def format_comparison(result: dict) -> str:
             if r is None:
                 row.append("-")
             elif "share" in r:
-                row.append(f"{r['share']:.2f} of seeds")
+                row.append(f"{r['share']:.2f} [{r['share_low']:.2f}..{r['share_high']:.2f}] of seeds")
             else:
                 row.append(f"{_num(r['median'])} ({_num(r['p10'])}..{_num(r['p90'])})")
         cells[m] = row
@@ -112,7 +112,7 @@ def format_comparison(result: dict) -> str:
     name_w = max(len("metric"), *(len(m) for m in metrics))
     lines = [
         f"compare {result['scenario']}: {len(seeds)} {span}; median (p10..p90) over seeds; yes/no metrics: "
-        "share of seeds where true",
+        "share of seeds where true [Wilson 95%]",
         "  ".join([f"{'metric':{name_w}s}", *(f"{h:>{w}s}" for h, w in zip(heads, widths, strict=True))]),
     ]
     for m in metrics:

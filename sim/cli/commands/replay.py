@@ -108,18 +108,23 @@ def format_report(report) -> str:
     seeds = report.seeds
     span = f"seeds {seeds[0]}..{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else "seeds"
     lines = [
-        f"replay {report.name}: scenario {report.scenario}, {len(seeds)} {span}",
+        f"replay {report.name}: scenario {report.scenario}, {len(seeds)} {span}; a yes/no figure is the share "
+        "of runs where it holds [Wilson 95% interval]",
         f"{'variant':13s} {'figure':44s} {'published':>10s} {'median':>9s} {'p10..p90':>17s}  "
         f"{'accepted':>15s}  in range",
     ]
     for r in report.figures:
         f = r.figure
-        spread = f"{_num(r.p10)}..{_num(r.p90)}" if f.reduce == "median" else "(share of seeds)"
+        spread = f"{_num(r.p10)}..{_num(r.p90)}" if f.reduce == "median" else f"[{r.p10:.2f}..{r.p90:.2f}]"
         verdict = ("yes" if r.ok else "NO") if f.judged else "-"
         lines.append(
             f"{f.variant:13s} {f.label:44s} {f.published:>10s} {_num(r.median):>9s} {spread:>17s}  "
             f"{f.accepted_text():>15s}  {verdict}"
         )
+    if report.counterfactuals:
+        from prunesim.studies.counterfactuals import format_rows
+
+        lines += format_rows(report.counterfactuals)
     misses = [r for r in report.figures if r.figure.judged and not r.ok]
     if misses:
         lines.append(f"{len(misses)} of {sum(r.figure.judged for r in report.figures)} figures outside their range: "

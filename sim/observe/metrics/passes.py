@@ -23,8 +23,22 @@ oscillates when all four hold:
 1. it keeps pruning: at least ``OSC_MIN_PASSES`` passes after the first trigger;
 2. the band is tight: ``0 <= band_width < OSC_BAND_PASSES`` times the mean pass
    overhead (index + rationale), so utilization never gets far below the trigger;
-3. the pass rate does not fall: ``passes_second_half >= passes_first_half``;
+3. the pass rate does not fall: ``pass_trend >= 0`` (below);
 4. deciding costs more than it frees: ``sum_overhead_tokens > sum_net_tokens``.
+
+*pass_trend* is how much shorter the gaps between passes become over the run:
+for the passes from the first trigger on, at turns ``p_0 < ... < p_m``, the
+gaps ``g_i = p_i - p_(i-1)`` are fitted by least squares against their order
+``i``, and the trend is minus the slope times ``m - 1``, the fitted shortening
+in turns from the first gap to the last (0 with fewer than two gaps). Positive
+when passes come more often. Under "no trend" its expectation is 0 exactly:
+shuffling a run's gaps leaves its mean at 0 by symmetry, and so does any
+renewal process (independent, identically distributed gaps) observed from a
+pass to a fixed end, because the joint density of the complete gaps is
+symmetric in them. The count it replaces (passes in the second half of the
+post-trigger turns minus the first) was not: the pass at the first trigger
+always falls at the very start of the first half, so shuffled gaps gave it a
+mean of about -0.5 (docs/model.md, "The pass trend").
 
 :func:`prunesim.observe.metrics.verdict.from_trace` computes the same verdict
 from a recorded trace and ledger; the tests check that both agree.
@@ -44,10 +58,17 @@ OSC_BAND_PASSES = 2.0
 DEFINITIONS = (
     Metric("oscillating", "bool", "The run oscillates as defined in the module docstring of "
            "sim/observe/metrics/passes.py (from utilization, pass turns and pass sizes only)."),
+    Metric("osc_keeps_pruning", "bool", f"Clause 1 of the oscillation verdict: at least {OSC_MIN_PASSES} passes "
+           "after the first trigger."),
+    Metric("osc_tight_band", "bool", f"Clause 2: 0 <= band_width < {OSC_BAND_PASSES:g} x the mean pass overhead."),
+    Metric("osc_rate_holds", "bool", "Clause 3: pass_trend >= 0 (the pass rate does not fall)."),
+    Metric("osc_overhead_above_net", "bool", "Clause 4: sum_overhead_tokens > sum_net_tokens."),
     Metric("passes", "passes", "Model-driven prune passes."),
     Metric("passes_first_half", "passes", "Passes in the first half of the post-trigger turns."),
     Metric("passes_second_half", "passes", "Passes in the second half of the post-trigger turns."),
-    Metric("pass_trend", "passes", "passes_second_half - passes_first_half; positive when pass frequency rises."),
+    Metric("pass_trend", "turns", "Fitted shortening of the gap between passes from the first gap after the first "
+           "trigger to the last (least squares over the gaps' order); positive when pass frequency rises, 0 in "
+           "expectation when gaps are exchangeable."),
     Metric("mean_pass_gap", "turns", "Mean turns between one pass and the next (0 with fewer than two passes)."),
     Metric("mean_index_tokens", "tokens", "Mean index size per pass (0 with no passes)."),
     Metric("mean_rationale_tokens", "tokens", "Mean rationale size per pass, as written (after any cut)."),
@@ -84,22 +105,61 @@ def overhead_ratio(sum_overhead: float, sum_net: float, passes: int) -> float:
     return sum_overhead / sum_net
 
 
-def is_oscillating(
+def is_oscillating(*clause_args, **clause_kwargs) -> bool:
+    """The oscillation verdict of the module docstring: every clause of :func:`oscillation_clauses` holds."""
+    return all(oscillation_clauses(*clause_args, **clause_kwargs).values())
+
+
+def oscillation_clauses(
     passes_after_trigger: int,
     band_width: float,
     mean_overhead: float,
-    passes_first_half: int,
-    passes_second_half: int,
+    pass_trend: float,
     sum_overhead: float,
     sum_net: float,
-) -> bool:
-    """The oscillation verdict of the module docstring, on a run's observable figures."""
-    return (
-        passes_after_trigger >= OSC_MIN_PASSES
-        and 0 <= band_width < OSC_BAND_PASSES * mean_overhead
-        and passes_second_half >= passes_first_half
-        and sum_overhead > sum_net
-    )
+) -> dict[str, bool]:
+    """Each clause of the verdict by name (the metrics ``osc_*``), so that a report can say which one binds."""
+    return {
+        "osc_keeps_pruning": passes_after_trigger >= OSC_MIN_PASSES,
+        "osc_tight_band": 0 <= band_width < OSC_BAND_PASSES * mean_overhead,
+        "osc_rate_holds": pass_trend >= 0,
+        "osc_overhead_above_net": sum_overhead > sum_net,
+    }
+
+
+class GapTrend:
+    """``pass_trend`` from pass turns fed in order, in O(1) state (running sums of the gaps)."""
+
+    __slots__ = ("last", "gaps", "sum_gap", "sum_order_gap")
+
+    def __init__(self) -> None:
+        self.last = -1
+        self.gaps = 0
+        self.sum_gap = self.sum_order_gap = 0
+
+    def add(self, turn: int) -> None:
+        if self.last >= 0:
+            gap = turn - self.last
+            self.sum_gap += gap
+            self.sum_order_gap += self.gaps * gap
+            self.gaps += 1
+        self.last = turn
+
+    def value(self) -> float:
+        m = self.gaps
+        if m < 2:
+            return 0.0
+        # Least squares of gap on order 0..m-1: slope = sum((i - mean_i) g_i) / sum((i - mean_i)^2).
+        slope = (self.sum_order_gap - (m - 1) / 2 * self.sum_gap) / (m * (m * m - 1) / 12)
+        return round(-slope * (m - 1), 3)
+
+
+def gap_trend(pass_turns) -> float:
+    """``pass_trend`` of passes at these turns (in order)."""
+    trend = GapTrend()
+    for turn in pass_turns:
+        trend.add(turn)
+    return trend.value()
 
 
 def half_of(turn: int, first_trigger_turn: int, turns: int) -> int | None:
@@ -117,6 +177,7 @@ class PassMetrics(Observer):
         # Counters only, so that a run of any length holds O(1) state.
         self.pass_count = 0
         self.passes_first = self.passes_second = 0  # halves of the post-trigger turns
+        self.trend = GapTrend()  # gaps between the passes from the first trigger on
         self.early_pass_turns: list[int] = []  # passes recorded before the first trigger
         self.first_pass_turn = self.last_pass_turn = -1
         self.sum_index = self.sum_rationale = self.sum_evicted = self.sum_after = 0
@@ -126,6 +187,9 @@ class PassMetrics(Observer):
         # The first trigger as the window metrics define it: the first recorded point at the trigger.
         if self.first_trigger_turn < 0 and utilization >= self.trigger:
             self.first_trigger_turn = turn
+            for early in self.early_pass_turns:  # they precede every later pass, so the order holds
+                self._count_half(early)
+            self.early_pass_turns.clear()
 
     def on_prune_pass(self, time: float, record: PassRecord) -> None:
         self.pass_count += 1
@@ -148,6 +212,8 @@ class PassMetrics(Observer):
 
     def _count_half(self, turn: int) -> None:
         half = half_of(turn, self.first_trigger_turn, self.turns)
+        if half is not None:
+            self.trend.add(turn)
         if half == 0:
             self.passes_first += 1
         elif half == 1:
@@ -157,20 +223,18 @@ class PassMetrics(Observer):
         n = self.pass_count
         overhead = self.sum_index + self.sum_rationale
         net = self.sum_evicted - overhead
-        first, second = self.passes_first, self.passes_second
-        for turn in self.early_pass_turns:
-            half = half_of(turn, self.first_trigger_turn, self.turns)
-            first += half == 0
-            second += half == 1
+        first, second = self.passes_first, self.passes_second  # early passes left here: no trigger, no half
+        trend = self.trend.value()
+        clauses = oscillation_clauses(first + second, so_far["band_width"], overhead / n if n else 0.0, trend,
+                                      overhead, net)
         gap = (self.last_pass_turn - self.first_pass_turn) / (n - 1) if n > 1 else 0.0
         return {
-            "oscillating": is_oscillating(
-                first + second, so_far["band_width"], overhead / n if n else 0.0, first, second, overhead, net
-            ),
+            "oscillating": all(clauses.values()),
+            **clauses,
             "passes": n,
             "passes_first_half": first,
             "passes_second_half": second,
-            "pass_trend": second - first,
+            "pass_trend": trend,
             "mean_pass_gap": round(gap, 3),
             "mean_index_tokens": mean(self.sum_index, n),
             "mean_rationale_tokens": mean(self.sum_rationale, n),

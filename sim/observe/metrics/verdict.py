@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .passes import half_of, is_oscillating
+from .passes import gap_trend, half_of, oscillation_clauses
 from .window import BAND_QUANTILES, QUANTILE_TOLERANCE, SHARE_DIGITS
 
 FIGURES = (
@@ -35,6 +35,10 @@ FIGURES = (
     "passes_first_half",
     "passes_second_half",
     "pass_trend",
+    "osc_keeps_pruning",
+    "osc_tight_band",
+    "osc_rate_holds",
+    "osc_overhead_above_net",
     "oscillating",
 )
 
@@ -101,13 +105,11 @@ def from_trace(
     overhead = sum(int(p["index"]) + int(p["rationale"]) for p in ledger)
     net = sum(int(p["evicted"]) for p in ledger) - overhead
     n = len(ledger)
-    out.update(
-        passes_first_half=first_half,
-        passes_second_half=second_half,
-        pass_trend=second_half - first_half,
-        oscillating=is_oscillating(first_half + second_half, out["band_width"], overhead / n if n else 0.0,
-                                   first_half, second_half, overhead, net),
-    )
+    trend = gap_trend(int(p["turn"]) for p, half in zip(ledger, halves, strict=True) if half is not None)
+    clauses = oscillation_clauses(first_half + second_half, out["band_width"], overhead / n if n else 0.0, trend,
+                                  overhead, net)
+    out.update(passes_first_half=first_half, passes_second_half=second_half, pass_trend=trend, **clauses,
+               oscillating=all(clauses.values()))
     return {name: out[name] for name in FIGURES}
 
 
