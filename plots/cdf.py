@@ -79,7 +79,8 @@ def cdf_figure(rows: list[dict], metric: str, what: str = "", noun: str = "run")
     right = max((v for r in rows if math.isfinite(v := as_float(r.get(metric)))), default=0.0)
     with style.rc():
         for policy in policies:
-            colour, _, ls = looks[policy]
+            colour, _, _ = looks[policy]
+            ls = style.linestyle(policies.index(policy))  # each line its own style: apart in grey print too
             values = np.array([as_float(r.get(metric)) for r in rows if str(r["policy"]) == policy])
             values = values[~np.isnan(values)]
             finite = np.sort(values[np.isfinite(values)])
@@ -104,7 +105,8 @@ def cdf_figure(rows: list[dict], metric: str, what: str = "", noun: str = "run")
         ax.set_xlabel(metric_label(metric, per=noun))
         ax.set_ylabel(f"share of {noun}s at or below x")
         ax.set_title(style.wrapped(f"{metric}: its distribution over {noun}s, per policy\n{what}"))
-        style.legend_outside(ax, handles, labels)
+        # Under the axes: a key of long entries beside them would take half of the plot's width.
+        style.legend_below(ax, handles, labels, ncol=1 if len(handles) <= 4 else 2)
     return fig
 
 
