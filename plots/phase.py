@@ -170,7 +170,6 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
         for (i, j), (text, colour) in texts.items():
             ax.text(j, i, text, ha="center", va="center", fontsize=size, color=colour, gid=f"cell:{i},{j}")
         scale = stat_label(metric, stat, [r[metric] for r in runs])
-        what = scale + (", Wilson 95% interval in brackets" if stat == "share" else "")
         fig.colorbar(image, ax=ax, label=scale if stat == "share" else metric_label(metric))
         ax.set_xticks(range(len(xs)), [_tick(v) for v in xs])
         ax.set_yticks(range(len(ys)), [_tick(v) for v in ys])
@@ -187,6 +186,7 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
             fig.legend([handle], [style.wrapped(note, 70)], loc="outside lower center")
         fixed = "".join(f", {p}={v}" for p, v in (fix or {}).items())
         seeds = style.seeds_text(r["seed"] for r in runs)
-        ax.set_title(style.wrapped(f"{sweep.scenario_name}, {policy}{fixed}: {what}; {seeds} per cell"
-                                   + ("" if pts else f"\n{note}")))
+        interval = "Wilson 95% interval in brackets; " if stat == "share" else ""
+        ax.set_title(style.wrapped(f"{sweep.scenario_name}, {policy}{fixed}: {scale}\n{interval}{seeds} per cell"
+                                   + ("" if pts else f"\n{note}"), int(style.TITLE_WIDTH * width / style.FIGSIZE[0])))
     return fig
