@@ -267,5 +267,6 @@ def trace_figure(runs: list[Run] | dict[str, Run], x: str = "turn", ylim: tuple[
     with style.rc():
         handles, labels = draw_traces(ax, labelled, x, ylim)
         ax.set_title(title_for(list(labelled.values()), "utilization"))
-        style.legend_below(ax, handles, labels)
+        # Two columns of long entries would be wider than the axes (the margin names the lines) and be cut.
+        style.legend_below(ax, handles, labels, ncol=1 if max(map(len, labels), default=0) > 28 else 2)
     return fig
