@@ -243,11 +243,13 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None, stat: str | No
         what = {"share": "share of runs and Wilson 95% interval", "median": "median and 95% band",
                 "mean": "mean and 95% band"}[stat]
         against = "the acting trigger" if x == ACTING_TRIGGER else x
-        # The legend names the policies: the title says what a point is, over which seeds, from which file.
-        ax.set_title(style.wrapped(f"{sweep.scenario_name}: {metric} against {against}\n"
-                                   f"{what}, {style.seeds_text(sweep.seeds)} per point; from {source}{unswept}"))
+        shown = [names.get(p, p) for p in policies if p in drawn]
+        # Three lines, each broken where it reads: what is drawn, what a point is, whose runs.
+        ax.set_title(style.wrapped(f"{sweep.scenario_name}: {metric} against {against},\n{what}\n"
+                                   f"{', '.join(shown)} ({style.seeds_text(sweep.seeds)}; from {source}){unswept}"))
         if numeric and ax.get_xlabel().endswith("(tokens)"):
             style.thousands(ax.xaxis)
-            ax.xaxis.set_major_locator(MaxNLocator(6))  # "16,000" and its neighbours apart, not touching
+            # "16,000" and its neighbours apart, not touching, at round steps
+            ax.xaxis.set_major_locator(MaxNLocator(6, steps=[1, 2, 2.5, 5, 10]))
         style.legend_outside(ax, [h for h, _ in handles], [t for _, t in handles])
     return fig
