@@ -70,8 +70,10 @@ def breakeven_figure(a: Run, b: Run):
                 never = end < 0
                 stop = last_turn * 1.08 if never or end > last_turn * 1.08 else end
                 y = float(r["pass_cost_usd"])
-                bottom.plot([start, stop], [y, y], color=c, lw=2, alpha=0.8, solid_capstyle="butt",
+                bottom.plot([start, stop], [y, y], color=c, lw=1.6, alpha=0.8, solid_capstyle="butt",
                             gid=f"pass-bar-{i}")
+                # Passes of one cost overlap along their length: a dot at each one's turn tells them apart.
+                bottom.plot([start], [y], "o", color=c, ms=3.5, mec="white", mew=0.5, gid=f"pass-start-{i}")
                 unpaid = never or stop < end
                 ends.add("unpaid" if unpaid else "paid")
                 bottom.plot([stop], [y], ">" if unpaid else "|", color=c, ms=6)
@@ -83,6 +85,8 @@ def breakeven_figure(a: Run, b: Run):
             key.append((Line2D([], [], ls="none", marker="|", color="black", ms=8), "paid back at this turn"))
         if "unpaid" in ends:
             key.append((Line2D([], [], ls="none", marker=">", color="black", ms=6), "not paid back in the run"))
+        if bars:
+            key.append((Line2D([], [], ls="none", marker="o", color="black", ms=3.5), "the pass's turn"))
         key.append((end_line, "end of the run"))
         if not bars:
             bottom.text(0.5, 0.5, "no model-driven passes in either run", ha="center", va="center",
