@@ -70,6 +70,9 @@ def oscillation_figures(run_dirs: dict[str, Path], out_dir: Path, fmt: str = "pn
             lines = (label, f"{len(turns)} passes", f"overhead ratio {_ratio(run)}", band)
             key.append((handles[i], "\n".join(t for t in lines if t)))
         bottom.axhline(0, color="black", lw=0.8)
+        if not any(run.ledger for run in runs.values()):
+            bottom.text(0.5, 0.5, "no model-driven passes in any variant", ha="center", va="center",
+                        transform=bottom.transAxes)
         bottom.set_xlabel("turn")
         bottom.set_ylabel("net per pass (tokens)")
         style.thousands(bottom.yaxis)
@@ -79,6 +82,8 @@ def oscillation_figures(run_dirs: dict[str, Path], out_dir: Path, fmt: str = "pn
         ends = [float(r["turn"]) + 1 for run in runs.values() for r in run.trace[-1:]]
         if firsts and ends:
             _share_turns(fig, top, bottom, max(0, min(firsts) - APPROACH_TURNS) - 0.5, max(ends) + 0.5)
+        else:  # no run reached its trigger: every turn, still one axis for both panels
+            _share_turns(fig, top, bottom, *top.get_xlim())
         _story_legends(fig, bottom, key, list(zip(handles[len(runs):], labels[len(runs):], strict=True)))
     style.save(fig, Path(out_dir) / f"oscillation.{fmt}", fmt)
     return {"oscillation": fig}

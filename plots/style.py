@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import StrMethodFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 from prunesim.errors import UserError  # noqa: E402
 from prunesim.io import output  # noqa: E402
 from prunesim.io.atomic import write_bytes  # noqa: E402
@@ -214,9 +214,15 @@ def label_lines(ax, lines: list[tuple[float, str, str]]) -> list:
     return texts
 
 
+def _tick_text(x: float, _pos=None) -> str:
+    x = x if x != 0 else 0.0  # no "-0"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:g}"
+
+
 def thousands(axis) -> None:
-    """Tick labels with a thousands separator (24,000), as the text of the figure writes numbers."""
-    axis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    """Tick labels with a thousands separator (24,000), as the text of the figure writes numbers; small
+    values as they are (500, 0.5), so that an axis over a narrow range does not read 0, 0, 0."""
+    axis.set_major_formatter(FuncFormatter(_tick_text))
 
 
 def legend_below(ax, handles, labels, ncol: int = 2) -> None:

@@ -135,6 +135,16 @@ def test_the_story_panels_share_their_turns(tmp_path):
         assert box.x0 >= -0.01 and box.y0 >= -0.01 and box.x1 <= width + 0.01 and box.y1 <= height + 0.01
 
 
+def test_a_story_without_passes_says_so_on_a_readable_axis(tmp_path):
+    fig = oscillation_figures({"noop": make_run(tmp_path, "n", policy="noop", seed=0)}, tmp_path / "out")["oscillation"]
+    FigureCanvasAgg(fig).draw()
+    top, bottom = fig.axes
+    assert "no model-driven passes in any variant" in [t.get_text() for t in bottom.texts]
+    ticks = [t.get_text() for t in bottom.get_yticklabels() if t.get_text()]
+    assert len(set(ticks)) == len(ticks) and "-0" not in ticks  # a narrow range does not read 0, 0, -0
+    assert top.get_xlim() == bottom.get_xlim()
+
+
 def test_reentrancy_story_figure(tmp_path):
     key = "kubectl describe pod web-0"
     dirs = {"naive": make_run(tmp_path, "n", seed=3), "recency": make_run(tmp_path, "r", policy="recency", seed=3)}
