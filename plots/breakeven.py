@@ -43,15 +43,12 @@ def cumulative(run: Run) -> tuple[np.ndarray, np.ndarray]:
 def breakeven_figure(a: Run, b: Run):
     check_comparable(a, b)
     labelled = unique_labels([a, b])
-    fig, axes = style.new_figure(2, 1, size=(9.0, 7.0))
+    fig, axes = style.new_figure(2, 1, size=style.TWO_PANELS, sharex=True)
     top, bottom = axes[0][0], axes[1][0]
     last_turn = max(max(float(r["turn"]) for r in run.calls) for run in (a, b))
     with style.rc():
-        # An escaped $: matplotlib would read a pair of them as mathtext.
-        totals = ", ".join(f"{run.policy} \\${cumulative(run)[1][-1]:.4f}" for run in (a, b))
-        top.set_title(title_for([a, b], f"cumulative cost ({totals})"))
-        top.set_xlabel("turn")
-        top.set_ylabel("cumulative cost of model calls (USD)")
+        top.set_title(title_for([a, b], "cumulative cost of model calls"))
+        top.set_ylabel("cumulative cost (USD)")
         bottom.set_xlabel("turn")
         bottom.set_ylabel("cost of the pass (USD)")
         bottom.set_title("each pass, from its turn to its break-even turn")
@@ -61,7 +58,9 @@ def breakeven_figure(a: Run, b: Run):
         for i, (label, run) in enumerate(labelled.items()):
             c = style.colour(i)
             turns, cost = cumulative(run)
-            top.step(turns, cost, where="post", color=c, label=label)[0].set_gid(f"cumulative-{i}")
+            # An escaped $: matplotlib would read a pair of them as mathtext.
+            top.step(turns, cost, where="post", color=c, label=f"{label}: \\${cost[-1]:.4f}" if len(cost) else label,
+                     ls=style.linestyle(i))[0].set_gid(f"cumulative-{i}")
             passes = [r for r in run.ledger]
             if passes:
                 at = np.searchsorted(turns, [float(r["turn"]) for r in passes], side="right") - 1
@@ -71,8 +70,10 @@ def breakeven_figure(a: Run, b: Run):
                 never = end < 0
                 stop = last_turn * 1.08 if never or end > last_turn * 1.08 else end
                 y = float(r["pass_cost_usd"])
-                bottom.plot([start, stop], [y, y], color=c, lw=2, alpha=0.8, solid_capstyle="butt",
+                bottom.plot([start, stop], [y, y], color=c, lw=1.6, alpha=0.8, solid_capstyle="butt",
                             gid=f"pass-bar-{i}")
+                # Passes of one cost overlap along their length: a dot at each one's turn tells them apart.
+                bottom.plot([start], [y], "o", color=c, ms=3.5, mec="white", mew=0.5, gid=f"pass-start-{i}")
                 unpaid = never or stop < end
                 ends.add("unpaid" if unpaid else "paid")
                 bottom.plot([stop], [y], ">" if unpaid else "|", color=c, ms=6)
@@ -84,15 +85,21 @@ def breakeven_figure(a: Run, b: Run):
             key.append((Line2D([], [], ls="none", marker="|", color="black", ms=8), "paid back at this turn"))
         if "unpaid" in ends:
             key.append((Line2D([], [], ls="none", marker=">", color="black", ms=6), "not paid back in the run"))
+        if bars:
+            key.append((Line2D([], [], ls="none", marker="o", color="black", ms=3.5), "the pass's turn"))
         key.append((end_line, "end of the run"))
         if not bars:
             bottom.text(0.5, 0.5, "no model-driven passes in either run", ha="center", va="center",
                         transform=bottom.transAxes)
-        bottom.set_xlim(0, last_turn * 1.1)
+        bottom.set_xlim(0, last_turn * 1.1)  # the axes are shared: both panels over the same turns
+        top.tick_params(labelbottom=True)
         handles, labels = top.get_legend_handles_labels()
         if any(run.ledger for run in (a, b)):  # one entry for the passes of both runs: the marker says which
             handles.append(Line2D([], [], ls="none", marker="v", color="black", ms=5))
             labels.append("prune pass (on its run's line)")
-        style.legend_outside(top, handles, labels)
-        style.legend_outside(bottom, [h for h, _ in key], [t for _, t in key])
+        # The cumulative costs rise from the lower left: their key sits in the empty upper left; the
+        # passes' key under the figure, so that neither takes the panels' width.
+        top.legend(handles, labels, loc="upper left", frameon=True, framealpha=0.9, edgecolor="none")
+        bottom.legend([h for h, _ in key], [t for _, t in key], loc="upper center", bbox_to_anchor=(0.5, -0.22),
+                      ncol=2, borderaxespad=0.0)
     return fig

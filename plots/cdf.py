@@ -72,14 +72,20 @@ def cdf_figure(rows: list[dict], metric: str, what: str = "", noun: str = "run")
     if not any(not math.isnan(as_float(r.get(metric))) for r in rows):
         raise UserError("--metric", metric, "holds no number in these rows: nothing to draw")
     names = policy_labels(policies)
-    fig, axes = style.new_figure()
+    many = len(policies) > 4  # a leaderboard's fifteen: the full text width, and room for their key below
+    fig, axes = style.new_figure(size=(style.WIDE[0] + 0.5, style.WIDE[1] + 0.16 * math.ceil(len(policies) / 2))
+                                 if many else style.FIGSIZE)
+    counts = {sum(1 for r in rows if str(r["policy"]) == p and not math.isnan(as_float(r.get(metric))))
+              for p in policies}
+    one_n = many and len(counts) == 1  # the same n for every policy: said once, in the title
     ax = axes[0][0]
     handles, labels = [], []
     looks = style.family_looks(policies)
     right = max((v for r in rows if math.isfinite(v := as_float(r.get(metric)))), default=0.0)
     with style.rc():
         for policy in policies:
-            colour, _, ls = looks[policy]
+            colour, _, _ = looks[policy]
+            ls = style.linestyle(policies.index(policy))  # each line its own style: apart in grey print too
             values = np.array([as_float(r.get(metric)) for r in rows if str(r["policy"]) == policy])
             values = values[~np.isnan(values)]
             finite = np.sort(values[np.isfinite(values)])
@@ -95,7 +101,7 @@ def cdf_figure(rows: list[dict], metric: str, what: str = "", noun: str = "run")
                 ys = np.concatenate([[0.0], ys, [ys[-1]]])
             (line,) = ax.plot(xs, ys, drawstyle="steps-post", color=colour, ls=ls, lw=1.5, gid=f"cdf:{policy}")
             q = {p: float(np.quantile(values, p, method="inverted_cdf")) for p in QUANTILES}
-            text = f"{names[policy]} (n={n}): p50 {_num(q[0.5])}, p90 {_num(q[0.9])}"
+            text = f"{names[policy]}{'' if one_n else f' (n={n})'}: p50 {_num(q[0.5])}, p90 {_num(q[0.9])}"
             if infinite:
                 text += f"; {infinite} infinite"
             handles.append(line)
@@ -103,8 +109,13 @@ def cdf_figure(rows: list[dict], metric: str, what: str = "", noun: str = "run")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel(metric_label(metric, per=noun))
         ax.set_ylabel(f"share of {noun}s at or below x")
-        ax.set_title(style.wrapped(f"{metric}: its distribution over {noun}s, per policy\n{what}"))
-        style.legend_outside(ax, handles, labels)
+        each = f" (n={counts.pop()} per policy)" if one_n else ""
+        ax.set_title(style.wrapped(f"{metric}: its distribution over {noun}s, per policy\n{what}{each}"))
+        # Under the axes: a key of long entries beside them would take half of the plot's width.
+        style.legend_below(ax, handles, labels, ncol=2 if many else 1)
+        if many:
+            for text in ax.get_legend().get_texts():
+                text.set_fontsize(style.SMALL)
     return fig
 
 

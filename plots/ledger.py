@@ -17,7 +17,7 @@ BARS = (("index", "index (read)"), ("rationale", "rationale (written)"), ("evict
 
 
 def ledger_figure(run: Run):
-    fig, axes = style.new_figure(2, 1, size=(9.0, 7.0))
+    fig, axes = style.new_figure(2, 1, size=style.TWO_PANELS)
     top, bottom = axes[0][0], axes[1][0]
     rows = run.ledger
     with style.rc():
@@ -25,7 +25,9 @@ def ledger_figure(run: Run):
         top.set_xlabel("prune pass (number, in order)")
         top.set_ylabel("tokens")
         bottom.set_xlabel("cumulative net reclamation (tokens)")
-        bottom.set_ylabel("cumulative overhead, index + rationale (tokens)")
+        bottom.set_ylabel("cumulative overhead (tokens)")
+        for axis in (top.yaxis, bottom.xaxis, bottom.yaxis):
+            style.thousands(axis)
         if not rows:
             for ax in (top, bottom):
                 ax.text(0.5, 0.5, "no model-driven passes in this run", ha="center", va="center",
@@ -38,7 +40,7 @@ def ledger_figure(run: Run):
             top.bar(n + (i - 1.5) * width, values, width, color=style.colour(i), label=text)
         top.axhline(0, color="black", lw=0.8)
         top.set_xticks(n if len(n) <= 25 else n[:: max(1, len(n) // 20)])
-        style.legend_outside(top)
+        style.legend_below(top, *top.get_legend_handles_labels(), ncol=4)  # beside the bars, it took a third
         overhead = np.cumsum([float(r["index"]) + float(r["rationale"]) for r in rows])
         net = np.cumsum([float(r["net"]) for r in rows])
         (line,) = bottom.plot(net, overhead, marker="o", ms=4, color=style.colour(4),
@@ -51,6 +53,7 @@ def ledger_figure(run: Run):
         bottom.axvline(0, color="black", lw=0.8)
         ratio = run.metrics.get("overhead_ratio")
         ratio_text = ratio if isinstance(ratio, str) else f"{float(ratio):.2f}" if ratio is not None else "?"
-        bottom.set_title(f"overhead ratio sum(index + rationale) / sum(net) = {ratio_text}")
-        style.legend_outside(bottom)
+        bottom.set_title(f"overhead (index + rationale) against net, after each pass\n"
+                         f"overhead ratio sum(index + rationale) / sum(net) = {ratio_text}")
+        bottom.legend(loc="best", frameon=True, framealpha=0.9, edgecolor="none")
     return fig

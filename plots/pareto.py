@@ -156,6 +156,26 @@ def _groups(points: dict, xr: float, yr: float) -> list[list[str]]:
     return groups
 
 
+DODGE = 5.0  # points between the error bars of policies drawn at one x
+
+
+def _dodge(points: dict, alone: list[str], xr: float) -> dict[str, float]:
+    """{policy: sideways offset in points} for policies drawn alone whose x lies within 1% of the range of
+    another's (most policies at cost_ratio 1.00): their vertical error bars side by side, not on one line.
+    Ordered by y, so that the offsets read bottom to top; the note under the plot says they are set apart."""
+    out: dict[str, float] = {}
+    left = sorted(alone, key=lambda p: points[p][0][0])
+    while left:
+        x0 = points[left[0]][0][0]
+        column = [p for p in left if abs(points[p][0][0] - x0) <= 0.01 * xr]
+        left = [p for p in left if p not in column]
+        if len(column) > 1:
+            column.sort(key=lambda p: points[p][1][0])
+            for k, p in enumerate(column):
+                out[p] = (k - (len(column) - 1) / 2) * DODGE
+    return out
+
+
 def _names_text(names: list[str], per_line: int = 3) -> str:
     lines = [", ".join(names[i:i + per_line]) for i in range(0, len(names), per_line)]
     return "\n".join(lines)
@@ -171,7 +191,7 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
     if stat not in STATS:
         raise UserError("--stat", stat, f"unknown statistic (known: {', '.join(STATS)})")
     xs, ys = board.stat_for(x, stat), board.stat_for(y, stat)
-    fig, axes = style.new_figure(size=(10.0, 6.5))
+    fig, axes = style.new_figure(size=style.WIDE)
     ax = axes[0][0]
     policies = board.policies()
     names = policy_labels(policies)
@@ -189,30 +209,38 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
     with style.rc():
         if frontier:
             hidden = _draw_frontiers(ax, board, x, y, xs, ys, look)
-        for policy, (px, py) in points.items():
-            c, _ = look[policy]
-            ax.errorbar([px[0]], [py[0]], xerr=[[px[0] - px[1]], [px[2] - px[0]]],
-                        yerr=[[py[0] - py[1]], [py[2] - py[0]]], fmt="none", ecolor=c, elinewidth=1.0,
-                        capsize=3, alpha=0.8, zorder=2)
         xr = _range([p[0] for p in points.values()])
         yr = _range([p[1] for p in points.values()])
+        groups = _groups(points, xr, yr)
+        dodge = _dodge(points, [g[0] for g in groups if len(g) == 1], xr)
+        for policy, (px, py) in points.items():
+            c, _ = look[policy]
+            shifted = transforms.offset_copy(ax.transData, fig=fig, x=dodge.get(policy, 0.0), units="points")
+            ax.errorbar([px[0]], [py[0]], xerr=[[px[0] - px[1]], [px[2] - px[0]]],
+                        yerr=[[py[0] - py[1]], [py[2] - py[0]]], fmt="none", ecolor=c, elinewidth=1.0,
+                        capsize=3, alpha=0.8, zorder=2, transform=shifted)
+            # Artists drawn with an offset are not counted by autoscaling: the intervals' corners are.
+            ax.update_datalim([(px[1], py[1]), (px[2], py[2])])
+        ax.autoscale_view()
         noun = "transcript" if board.meta.get("source") else "seed"
         table = []  # the groups' members, named in a key beside the axes
-        for group in _groups(points, xr, yr):
+        for group in groups:
             radius = 0.0 if len(group) == 1 else FAN + FAN_PER * len(group)
             for k, policy in enumerate(group):
                 c, marker = look[policy]
                 angle = math.pi / 2 - 2 * math.pi * k / len(group)  # clockwise from the top
-                where = transforms.offset_copy(ax.transData, fig=fig, x=radius * math.cos(angle),
+                where = transforms.offset_copy(ax.transData, fig=fig, x=radius * math.cos(angle) + dodge.get(policy, 0),
                                                y=radius * math.sin(angle), units="points")
                 px, py = points[policy]
-                (h,) = ax.plot([px[0]], [py[0]], marker=marker, ms=7, color=c, mec="black", mew=0.6, ls="none",
-                               transform=where, zorder=4, gid=f"point:{policy}")
+                # Not clipped: a group's circle at the edge of the data would be cut by the axes.
+                (h,) = ax.plot([px[0]], [py[0]], marker=marker, ms=6.5, color=c, mec="black", mew=0.6, ls="none",
+                               transform=where, zorder=4, gid=f"point:{policy}", clip_on=False)
                 if len(group) > 1:
                     table.append((h, f"{names[policy]}: {_value(px)}, {_value(py)}"))
             px, py = points[group[0]]
             text = names[group[0]] if len(group) == 1 else f"{len(group)} policies (key at right)"
-            ax.annotate(text, (px[0], py[0]), xytext=(radius + 6, 2), textcoords="offset points", fontsize=7.5,
+            shift = radius + 6 + dodge.get(group[0], 0.0)
+            ax.annotate(text, (px[0], py[0]), xytext=(shift, 2), textcoords="offset points", fontsize=style.SMALL,
                         va="bottom", ha="left", zorder=5, gid=f"label:{'|'.join(group)}",
                         bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "#bbbbbb", "lw": 0.5,
                               "alpha": 0.85})
@@ -220,6 +248,9 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
         if table:
             style.legend_outside(ax, [h for h, _ in table], [t for _, t in table],
                                  title=f"policies drawn around one place\n(name: {x}, {y})")
+            ax.get_legend().set_alignment("left")
+            for text in ax.get_legend().get_texts():
+                text.set_fontsize(style.SMALL)
         lo, hi = ax.get_ylim()
         if hi - lo < 1 and ys != "share":  # every point at one count (all zero, say): show a unit of the axis
             ax.set_ylim(min(lo, -0.1), max(hi, 1.0))
@@ -232,20 +263,25 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
         notes = []
         if skipped:
             notes.append(f"not drawn (no finite value): {', '.join(skipped)}")
+        if dodge:
+            notes.append(f"policies at one x are set {DODGE:g} pt apart, so that each interval shows")
         if hidden and not frontier:
             notes.append(f"{hidden} other setting(s) not drawn (--frontier draws each policy's)")
         if notes:
-            ax.text(0.0, -0.1, "; ".join(notes), transform=ax.transAxes, fontsize=7, va="top", gid="notes")
+            # Under the x label, in font sizes from the axes (not a share of their height), so they never meet.
+            ax.annotate(style.wrapped("; ".join(notes), 75), (0.0, 0.0), xycoords="axes fraction",
+                        xytext=(0, -3.4 * style.SMALL * 1.25), textcoords="offset points", fontsize=style.SMALL,
+                        va="top", gid="notes", annotation_clip=False)
         units = board.meta.get("units")
         source = Path(board.meta["source"]).name if board.meta.get("source") else _scenario_name(board.meta)
-        what = {"median": "median", "mean": f"mean per {noun}", "share": f"share of {noun}s"}
-        title = f"cost against breakage: {what[xs]} across, {what[ys]} up, 95% intervals"
+        title = f"{y} against {x}, with 95% intervals"  # the axes' labels say which statistic
         if units:
             scenario = _scenario_name(board.meta)
             where_from = (f"transcripts in {source}, scenario {scenario}" if board.meta.get("source")
                           else f"seeds of {source}")
-            title += f"\nover {units} {where_from}"
-        ax.set_title(style.wrapped(title))
+            title += f"\n{units} {where_from}"
+        # Over the whole figure (the key beside the axes takes a third of its width), wrapped to it.
+        fig.suptitle(style.wrapped(title, int(style.TITLE_WIDTH * style.WIDE[0] / style.FIGSIZE[0])))
     return fig
 
 
@@ -275,7 +311,7 @@ def _draw_frontiers(ax, board: Leaderboard, x: str, y: str, xs: str, ys: str, lo
         for threshold, _setting, px, py in pts:
             if threshold is not None:
                 ax.annotate(f"{threshold / 1000:g}k", (px, py), xytext=(3, -8), textcoords="offset points",
-                            fontsize=6, color=style.GREY, gid=f"threshold:{policy}")
+                            fontsize=style.SMALL - 1, color=style.GREY, gid=f"threshold:{policy}")
     return left_out
 
 

@@ -112,6 +112,16 @@ def boundary(sweep: Sweep, runs: list[dict], x: str, y: str, xs: list, ys: list)
     return pts, "budget - trigger = median(index + rationale): headroom equals decision overhead"
 
 
+CELL_WIDTH = 0.62  # inches per column of the heatmap
+
+
+def _tick(v) -> str:
+    """A grid value as a tick label: 20,500 with its thousands separator, 0.5 as it is, text as it is."""
+    if not isinstance(v, float):
+        return str(v)
+    return f"{v:,.0f}" if v == int(v) and abs(v) >= 1000 else f"{v:g}"
+
+
 def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = None, policy: str | None = None,
                  fix: dict[str, str] | None = None):
     sweep.check_param(x, "--x")
@@ -133,8 +143,11 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
             n[i, j] = vals.size
             if vals.size:
                 z[i, j] = float(np.mean(vals > 0)) if stat == "share" else float(np.median(vals))
-    fig, axes = style.new_figure()
+    # A cell is wide enough for its value and interval at a readable size: wider figures for more columns.
+    width = max(style.FIGSIZE[0], 2.3 + CELL_WIDTH * len(xs))
+    fig, axes = style.new_figure(size=(width, style.FIGSIZE[1] + 0.25 * max(0, len(ys) - 4)))
     ax = axes[0][0]
+    texts = {}
     with style.rc():
         finite = z[np.isfinite(z)]
         vmin, vmax = (0.0, 1.0) if stat == "share" else (
@@ -150,13 +163,16 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
                 if stat == "share" and n[i, j]:  # a share of a few runs: its Wilson 95% interval under it
                     low, high = wilson(int(round(v * n[i, j])), int(n[i, j]))
                     text += f"\n[{low:.2f}, {high:.2f}]"
-                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if light else "white",
-                        gid=f"cell:{i},{j}")
+                texts[(i, j)] = (text, "black" if light else "white")
+        longest = max((len(line) for text, _ in texts.values() for line in text.split("\n")), default=1)
+        cell = (width - 2.3) * 72 / max(1, len(xs))  # points, as wide as the axes allow
+        size = max(5.5, min(style.SMALL, cell / (0.62 * longest)))
+        for (i, j), (text, colour) in texts.items():
+            ax.text(j, i, text, ha="center", va="center", fontsize=size, color=colour, gid=f"cell:{i},{j}")
         scale = stat_label(metric, stat, [r[metric] for r in runs])
-        what = scale + (", Wilson 95% interval in brackets" if stat == "share" else "")
         fig.colorbar(image, ax=ax, label=scale if stat == "share" else metric_label(metric))
-        ax.set_xticks(range(len(xs)), [f"{v:g}" if isinstance(v, float) else v for v in xs])
-        ax.set_yticks(range(len(ys)), [f"{v:g}" if isinstance(v, float) else v for v in ys])
+        ax.set_xticks(range(len(xs)), [_tick(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [_tick(v) for v in ys])
         ax.set_xlabel(param_label(x))
         ax.set_ylabel(param_label(y))
         ax.grid(False)
@@ -166,8 +182,11 @@ def phase_figure(sweep: Sweep, x: str, y: str, metric: str, stat: str | None = N
                 "boundary")
             ax.set_xlim(-0.5, len(xs) - 0.5)
             ax.set_ylim(-0.5, len(ys) - 0.5)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), framealpha=0.85)
+            handle = ax.get_lines()[-1]
+            fig.legend([handle], [style.wrapped(note, 70)], loc="outside lower center")
         fixed = "".join(f", {p}={v}" for p, v in (fix or {}).items())
-        ax.set_title(style.wrapped(f"{sweep.scenario_name}, {policy}{fixed}: {what} "
-                                   f"({style.seeds_text(r['seed'] for r in runs)})" + ("" if pts else f"\n{note}")))
+        seeds = style.seeds_text(r["seed"] for r in runs)
+        interval = "Wilson 95% interval in brackets; " if stat == "share" else ""
+        ax.set_title(style.wrapped(f"{sweep.scenario_name}, {policy}{fixed}: {scale}\n{interval}{seeds} per cell"
+                                   + ("" if pts else f"\n{note}"), int(style.TITLE_WIDTH * width / style.FIGSIZE[0])))
     return fig

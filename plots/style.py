@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 from prunesim.errors import UserError  # noqa: E402
 from prunesim.io import output  # noqa: E402
 from prunesim.io.atomic import write_bytes  # noqa: E402
@@ -24,13 +25,27 @@ from prunesim.io.atomic import write_bytes  # noqa: E402
 # Okabe & Ito (2008), black moved last so that the first lines are coloured.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442", "#000000")
 GREY = "#777777"
-FIGSIZE = (9.0, 5.0)  # inches
-DPI = 110
+# Sized for print: a figure 5.5 in wide shrinks to a single column (3.4 in) with its smallest text
+# (8 pt) at 5 pt and its axis labels (10 pt) at 6 pt; PNG at 200 dpi is sharp at that size.
+FIGSIZE = (5.5, 3.6)  # inches: one panel
+TWO_PANELS = (5.5, 5.8)  # stories, ledger, break-even: two panels, one above the other
+WIDE = (7.0, 4.6)  # Pareto plots: the axes and a key beside them, for the full text width
+DPI = 200
+SMALL = 8  # pt: the smallest text (names of lines in the margin, labels of points, notes)
 FORMATS = ("png", "svg", "pdf")
 
 RC = {
-    "font.size": 9,
+    "font.size": 10,
     "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 8.5,
+    "legend.title_fontsize": 8.5,
+    "legend.frameon": False,  # every legend sits outside the axes: a frame would only add ink
+    "legend.handlelength": 1.8,
+    "legend.labelspacing": 0.35,
+    "figure.titlesize": 10.5,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "legend.framealpha": 0.85,
@@ -183,31 +198,53 @@ def label_lines(ax, lines: list[tuple[float, str, str]]) -> list:
     span = (high - low) or 1.0
     inside = [(y, t, c) for y, t, c in lines if low <= y <= high]
     wanted = [(y - low) / span for y, _, _ in inside]
-    placed = spread_labels(wanted, 0.055)
+    # Labels one text line apart: the line's height (SMALL pt and leading) over the axes' height in points.
+    height = ax.get_position().height * ax.figure.get_figheight() * 72
+    placed = spread_labels(wanted, 1.35 * SMALL / max(height, 1.0))
     excess = max(placed, default=0.0) - 1.0
     if excess > 0:  # spread past the top: move the stack down, no lower than the axes' foot
         placed = [max(p - excess, 0.0) for p in placed]
     texts = []
     for (_, text, c), frac, at in zip(inside, placed, wanted, strict=True):
         texts.append(ax.annotate(text, xy=(1.0, at), xycoords="axes fraction", xytext=(1.02, frac),
-                                 textcoords="axes fraction", color=c, fontsize=7.5, va="center", ha="left",
+                                 textcoords="axes fraction", color=c, fontsize=SMALL, va="center", ha="left",
                                  annotation_clip=False,
-                                 arrowprops={"arrowstyle": "-", "color": c, "lw": 0.6, "shrinkA": 0, "shrinkB": 0}))
+                                 arrowprops={"arrowstyle": "-", "color": c, "lw": 0.6, "shrinkA": 0, "shrinkB": 0,
+                                             "relpos": (0.0, 0.5)}))  # from the text's left end, not through it
     return texts
 
 
+def _tick_text(x: float, _pos=None) -> str:
+    x = x if x != 0 else 0.0  # no "-0"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:g}"
+
+
+def thousands(axis) -> None:
+    """Tick labels with a thousands separator (24,000), as the text of the figure writes numbers; small
+    values as they are (500, 0.5), so that an axis over a narrow range does not read 0, 0, 0."""
+    axis.set_major_formatter(FuncFormatter(_tick_text))
+
+
 def legend_below(ax, handles, labels, ncol: int = 2) -> None:
-    """A legend under the axes (the right margin holds the lines' labels)."""
+    """A legend under the axes and their x label (the right margin holds the lines' labels).
+
+    Its distance is in font sizes, not axes fractions, so it clears the tick
+    labels and the x label whatever the axes' height.
+    """
     if handles:
-        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.13), borderaxespad=0.0, ncol=ncol)
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), borderaxespad=3.6, ncol=ncol)
 
 
-TITLE_WIDTH = 80  # characters: a longer title line is wrapped rather than cut at the figure's edge
+TITLE_WIDTH = 62  # characters at 10 pt over a 5.5 in figure: a longer title line is wrapped, not cut
 
 
 def wrapped(title: str, width: int = TITLE_WIDTH) -> str:
-    """``title`` with each of its lines wrapped at ``width`` characters."""
-    return "\n".join(textwrap.fill(line, width) if line else line for line in title.split("\n"))
+    """``title`` with each of its lines wrapped at ``width`` characters, between words only.
+
+    Names such as ``slack-gated+tombstoned`` are never broken at their hyphen.
+    """
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False, break_long_words=False) if line else line
+                     for line in title.split("\n"))
 
 
 def seeds_text(seeds) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 from prunesim.errors import UserError
 from prunesim.io.labels import policy_labels
 from prunesim.observe.metrics import METRICS
@@ -236,14 +237,19 @@ def sweep_figure(sweep: Sweep, metric: str, x: str | None = None, stat: str | No
             ax.set_ylim(low - 0.02 * (top - low), top)  # a zero sits just above the axis, not on it
         ax.set_xlabel(param_label(x))
         ax.set_ylabel(stat_label(metric, stat, raw))
-        shown = [names.get(p, p) for p in policies if p in drawn]
         # A policy-qualified x (slack-gated:gate.lead) has no values in other policies' runs: say so.
         absent = [names.get(p, p) for p in policies if p not in drawn]
         unswept = f"; {', '.join(absent)}: not swept along {x}" if absent else ""
         what = {"share": "share of runs and Wilson 95% interval", "median": "median and 95% band",
                 "mean": "mean and 95% band"}[stat]
         against = "the acting trigger" if x == ACTING_TRIGGER else x
-        ax.set_title(style.wrapped(f"{sweep.scenario_name}: {metric} against {against}, {what}\n"
+        shown = [names.get(p, p) for p in policies if p in drawn]
+        # Three lines, each broken where it reads: what is drawn, what a point is, whose runs.
+        ax.set_title(style.wrapped(f"{sweep.scenario_name}: {metric} against {against},\n{what}\n"
                                    f"{', '.join(shown)} ({style.seeds_text(sweep.seeds)}; from {source}){unswept}"))
+        if numeric and ax.get_xlabel().endswith("(tokens)"):
+            style.thousands(ax.xaxis)
+            # "16,000" and its neighbours apart, not touching, at round steps
+            ax.xaxis.set_major_locator(MaxNLocator(6, steps=[1, 2, 2.5, 5, 10]))
         style.legend_outside(ax, [h for h, _ in handles], [t for _, t in handles])
     return fig

@@ -4,8 +4,8 @@ The y axis is scaled to the band, where the failure shows: from just below the
 lowest of the runs' band floors, triggers and utilization after their first
 trigger (all of the trace when a run never triggered) to just above the highest
 of their peaks, budgets and triggers, plus the window when it lies near. A
-window far above is named in the axis label instead of flattening the
-trace. ``ylim="full"`` draws from 0 to the window; a pair ``(low, high)`` sets
+window far above is named in the margin at the top ("window 32,000
+(above)") instead of flattening the trace. ``ylim="full"`` draws from 0 to the window; a pair ``(low, high)`` sets
 the axis by hand.
 
 Each limit (window, budget, every distinct trigger) is a horizontal line with
@@ -32,7 +32,7 @@ from prunesim.plots import style
 from prunesim.plots.io import Run
 
 XLABELS = {
-    "turn": "turn (changes within a turn spread evenly across it)",
+    "turn": "turn",  # a turn's changes are spread evenly across it (docs/plots.md says so)
     "time": "simulated time (s)",
 }
 MARKERS = {
@@ -41,7 +41,7 @@ MARKERS = {
     "nonmodel": ("P", "policy's own eviction (one per burst)"),
     "re_retrieval": ("^", "re-retrieval (tool re-run)"),
 }
-MARKER_SIZE = 5.5
+MARKER_SIZE = 4.5
 MARGIN = 0.06  # of the y range, above and below
 WINDOW_NEAR = 0.35  # the window is drawn when it is within this share of the range above the top
 
@@ -136,7 +136,7 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn", ylim: tuple[float, fl
         c = style.colour(i)
         xs, times = positions(run, x)
         ys = [float(r["utilization"]) for r in run.trace]
-        (line,) = ax.plot(xs, ys, color=c, lw=1.3, drawstyle="steps-post", label=label, zorder=3)
+        (line,) = ax.plot(xs, ys, color=c, lw=1.1, drawstyle="steps-post", label=label, zorder=3)
         line.set_gid(f"trace:{label}")
         entry, text = line, label
         if not xs:
@@ -174,7 +174,7 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn", ylim: tuple[float, fl
             if mx and kind in marks:
                 rare = kind == "re_retrieval"  # few, and the story: filled, larger
                 pts = ax.plot(mx, my, ls="none", marker=MARKERS[kind][0], ms=MARKER_SIZE + 2 * rare,
-                              mfc=c if rare else "none", mec="black" if rare else c, mew=1.1, zorder=5)[0]
+                              mfc=c if rare else "none", mec="black" if rare else c, mew=0.9, zorder=5)[0]
                 pts.set_gid(f"{kind}:{label}")
                 present.add(kind)
     for kind in MARKERS:
@@ -193,9 +193,10 @@ def draw_traces(ax, runs: dict[str, Run], x: str = "turn", ylim: tuple[float, fl
         if entered:
             left = min(entered)
             ax.set_xlim(left=left - 0.03 * (max(entered) - left or 1.0))
-    above = draw_limits(ax, runs, high)
+    draw_limits(ax, runs, high)  # a limit above the axis is named at the top of the margin
     ax.set_xlabel(XLABELS[x])
-    ax.set_ylabel("utilization (tokens)" + (f"\n{'; '.join(above)} above the plot" if above else ""))
+    ax.set_ylabel("utilization (tokens)")
+    style.thousands(ax.yaxis)
     return [h for h, _ in handles], [t for _, t in handles]
 
 
@@ -203,8 +204,8 @@ def draw_limits(ax, runs: dict[str, Run], top: float) -> list[str]:
     """A line at each distinct window, budget and trigger, its name written on it.
 
     A trigger one run alone has is in that run's colour and names the run.
-    Returns the names of the limits above ``top``, which are not drawn (the
-    axis label names them).
+    Returns the names of the limits above ``top``: they get no line, and their
+    names sit at the top of the margin, marked "(above)".
     """
     labelled = list(runs.items())
     kind = next((r.summary.get("budget_kind") for _, r in labelled if r.summary.get("budget_kind")), "")
@@ -223,6 +224,7 @@ def draw_limits(ax, runs: dict[str, Run], top: float) -> list[str]:
                     " (every run)"
             if v > top:
                 above.append(text)
+                texts.append((top, f"{text} (above)", c))
                 continue
             h = ax.axhline(v, color=c, ls=styles[key], lw=1.0, zorder=2)
             h.set_gid(f"{key}:{v:g}")
@@ -236,8 +238,11 @@ def title_for(runs: list[Run], what: str) -> str:
     scenarios = sorted({r.scenario for r in runs})
     names = policy_labels(r.policy for r in runs)
     policies = list(dict.fromkeys(names[r.policy] for r in runs))
-    return style.wrapped(f"{', '.join(scenarios)}: {what}, {' vs '.join(policies)} "
-                         f"({style.seeds_text(r.seed for r in runs)})")
+    head = f"{', '.join(scenarios)}: {what}"
+    tail = f"{' vs '.join(policies)} ({style.seeds_text(r.seed for r in runs)})"
+    if len(head) + 2 + len(tail) <= style.TITLE_WIDTH:
+        return f"{head}, {tail}"
+    return style.wrapped(f"{head}\n{tail}")  # what is shown, then who: a break between them, not in a name
 
 
 def unique_labels(runs: list[Run]) -> dict[str, Run]:
@@ -262,5 +267,6 @@ def trace_figure(runs: list[Run] | dict[str, Run], x: str = "turn", ylim: tuple[
     with style.rc():
         handles, labels = draw_traces(ax, labelled, x, ylim)
         ax.set_title(title_for(list(labelled.values()), "utilization"))
-        style.legend_below(ax, handles, labels)
+        # Two columns of long entries would be wider than the axes (the margin names the lines) and be cut.
+        style.legend_below(ax, handles, labels, ncol=1 if max(map(len, labels), default=0) > 28 else 2)
     return fig

@@ -56,10 +56,12 @@ def test_trace_draws_utilization_limits_passes_and_band(runs):
     (band,) = by_gid(ax, "band:")
     ys = band.get_paths()[0].vertices[:, 1]
     assert ys.min() == run.metrics["band_floor"] and ys.max() == 22000
-    # the limits are named on their lines, not in the legend; the window, far above, in the axis label
-    assert limit_labels(ax) == ["hard budget 24,000", "trigger 22,000"]
-    assert "window 32,000 above the plot" in ax.get_ylabel()
+    # the limits are named on their lines, not in the legend; the window, far above, at the top of the margin
+    assert limit_labels(ax) == ["window 32,000 (above)", "hard budget 24,000", "trigger 22,000"]
+    assert ax.get_ylabel() == "utilization (tokens)"
     assert not by_gid(ax, "window:")
+    heights = {t.get_text(): t.xyann[1] for t in ax.texts if t.get_gid() == "limit-label"}
+    assert heights["window 32,000 (above)"] > heights["hard budget 24,000"] > heights["trigger 22,000"]
     # the y axis shows the band: the budget, the trigger and the band floor in view, not 0..32k
     low, high = ax.get_ylim()
     assert low <= run.metrics["band_floor"] and 24000 < high < 32000
@@ -114,7 +116,7 @@ def test_trace_against_time_and_overlay_with_one_marker_per_eviction_burst(runs)
     assert "policy's own eviction (one per burst)" in labels
     assert len(labels) == 4  # two runs, two kinds of marker: no entry per limit
     # one trigger shared by both runs: one line, named once
-    assert limit_labels(ax) == ["hard budget 24,000", "trigger 22,000 (every run)"]
+    assert limit_labels(ax) == ["window 32,000 (above)", "hard budget 24,000", "trigger 22,000 (every run)"]
 
 
 def test_trace_triggers_are_told_apart_on_their_lines(tmp_path):
@@ -261,7 +263,7 @@ def test_phase_median_and_share_of_counts(tmp_path):
     fig = phase_figure(sweep, "decision.rationale_per_span", "trigger", "passes", policy="slack-gated")
     assert "median passes" in fig.axes[0].get_title()
     fig = phase_figure(sweep, "trigger", "decision.rationale_per_span", "net_negative_passes", policy="naive")
-    assert "share of runs with any net_negative_passes" in fig.axes[0].get_title()
+    assert "share of runs with any net_negative_passes" in fig.axes[0].get_title().replace("\n", " ")
     assert set(np.unique(fig.axes[0].images[0].get_array())) <= {0.0, 1.0}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from plot_fixtures import add_event, make_run, make_sweep, read_rows, write_rows
 from prunesim.cli import main
 from prunesim.plots.stories import oscillation_figures, reentrancy_figures
@@ -85,8 +86,16 @@ def test_oscillation_story_figure(tmp_path):
     top, bottom = fig.axes
     assert [ln.get_label() for ln in top.get_lines() if (ln.get_gid() or "").startswith("trace:")] == list(dirs)
     named = {t.get_text() for t in top.texts if t.get_gid() == "limit-label"}
-    assert {"trigger 22,000 (naive @22k)", "trigger 20,000 (naive @20k)", "hard budget 24,000"} == named
-    assert len(top.get_legend().get_texts()) == 3  # a run each, and the passes' marker: no entry per limit
+    assert {"trigger 22,000 (naive @22k)", "trigger 20,000 (naive @20k)", "hard budget 24,000",
+            "window 32,000 (above)"} == named
+    assert top.get_ylabel() == "utilization (tokens)"  # the window above is named in the margin, not here
+    # one key for both panels, under the figure: a column per variant (its passes, overhead ratio and band)
+    (key,) = fig.legends
+    texts = [t.get_text() for t in key.get_texts()]
+    assert [t.split("\n")[0] for t in texts] == list(dirs)
+    assert all("passes" in t and "overhead ratio" in t and "band [" in t for t in texts)
+    assert top.get_legend() is None  # nothing between the panels
+    assert [t.get_text() for t in bottom.get_legend().get_texts()] == ["model-driven prune pass\n(after)"]
     low, high = top.get_ylim()
     assert low < 20000 and 24000 < high < 32000  # the band, the triggers and the budget in view, not 0..32k
     for label, path in dirs.items():
@@ -94,6 +103,46 @@ def test_oscillation_story_figure(tmp_path):
         (bars,) = [c for c in bottom.containers if c.get_label().startswith(label + ":")]
         assert [p.get_height() for p in bars.patches] == [float(r["net"]) for r in ledger]
         assert f"{len(ledger)} passes" in bars.get_label()
+
+
+def test_the_story_panels_share_their_turns(tmp_path):
+    dirs = {"naive @22k": make_run(tmp_path, "a", seed=0),
+            "naive @20k": make_run(tmp_path, "b", seed=0, overrides={"trigger": 20000})}
+    key = "kubectl describe pod web-0"
+    for path in dirs.values():
+        rows = read_rows(path / "trace.csv")
+        for r in rows:
+            if r["key"] == "cmd-5":
+                r["key"] = key
+        write_rows(path / "trace.csv", rows, list(rows[0]))
+    for name, draw in (("oscillation", oscillation_figures), ("reentrancy", reentrancy_figures)):
+        fig = draw(dirs, tmp_path / name)[name]
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()  # lay the figure out, as saving it does: the positions below are the printed ones
+        top, bottom = fig.axes
+        assert top.get_xlim() == bottom.get_xlim()
+        assert list(top.get_xticks()) == list(bottom.get_xticks())
+        # the same left and right edges: the margin's line labels and the key do not push one panel in
+        a, b = top.get_position(), bottom.get_position()
+        assert (a.x0, a.x1) == pytest.approx((b.x0, b.x1), abs=1e-9)
+        assert a.y0 > b.y1  # one above the other
+        # the top panel's turns are labelled too, with the bottom's numbers
+        shown = [t.get_text() for t in top.get_xticklabels() if t.get_visible() and t.get_text()]
+        assert shown and shown == [t.get_text() for t in bottom.get_xticklabels() if t.get_text()]
+        # nothing drawn outside the figure: every label, legend and title lies within it
+        box = fig.get_tightbbox(canvas.get_renderer())  # inches
+        width, height = fig.get_size_inches()
+        assert box.x0 >= -0.01 and box.y0 >= -0.01 and box.x1 <= width + 0.01 and box.y1 <= height + 0.01
+
+
+def test_a_story_without_passes_says_so_on_a_readable_axis(tmp_path):
+    fig = oscillation_figures({"noop": make_run(tmp_path, "n", policy="noop", seed=0)}, tmp_path / "out")["oscillation"]
+    FigureCanvasAgg(fig).draw()
+    top, bottom = fig.axes
+    assert "no model-driven passes in any variant" in [t.get_text() for t in bottom.texts]
+    ticks = [t.get_text() for t in bottom.get_yticklabels() if t.get_text()]
+    assert len(set(ticks)) == len(ticks) and "-0" not in ticks  # a narrow range does not read 0, 0, -0
+    assert top.get_xlim() == bottom.get_xlim()
 
 
 def test_reentrancy_story_figure(tmp_path):

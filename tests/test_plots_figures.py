@@ -162,6 +162,23 @@ def test_pareto_points_are_labelled_and_coinciding_ones_stay_visible(tmp_path):
     assert key == ["noop: 1.00, 0.00", "recency: 1.00, 0.00", "naive: 1.00, 0.00"]
 
 
+def test_pareto_policies_at_one_x_are_set_apart_and_stay_in_view(tmp_path):
+    from prunesim.plots.pareto import DODGE, _dodge
+
+    points = {"a": ((1.0, 0.9, 1.1), (5.0, 1, 9)), "b": ((1.0, 1, 1), (2.0, 0, 4)),
+              "c": ((1.001, 1, 1), (9.0, 8, 10)), "far": ((1.4, 1.3, 1.5), (0.0, 0, 0))}
+    offsets = _dodge(points, ["a", "b", "c", "far"], xr=0.4)
+    assert offsets == {"b": -DODGE, "a": 0.0, "c": DODGE}  # side by side, bottom to top; "far" stays put
+    # drawn with those offsets, every point and its interval stays within the axes
+    board = read_leaderboard(make_leaderboard(tmp_path))
+    ax = pareto_figure(board).axes[0]
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    for policy in ("noop", "recency", "naive", "masking"):
+        (px, low_x, high_x) = board.point(policy, "input_ratio", board.stat_for("input_ratio"))
+        (py, low_y, high_y) = board.point(policy, "re_retrievals", board.stat_for("re_retrievals"))
+        assert x0 <= low_x <= high_x <= x1 and y0 <= low_y <= high_y <= y1
+
+
 def test_pareto_counts_are_means_with_intervals_that_are_not_degenerate(tmp_path):
     board = read_leaderboard(make_leaderboard(tmp_path))
     values = [r["re_retrievals"] for r in leaderboard_values("masking")]
