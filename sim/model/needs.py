@@ -88,6 +88,8 @@ class NeedModel:
         self.focus: set[str] = set()
         self.expired = KeySet()  # keys first seen before the horizon: seen, never to come to mind again
         self.seen = 0  # distinct keys seen
+        self._last_turn = None  # the turn of the latest first sight, while first sights come in turn order
+        self._in_order = True  # first_seen is in order of its turns: draw finds its keys at both ends
 
     def observe(self, key: str, turn: int, stale_at: int, tags=frozenset()) -> None:
         """A tool output of ``key`` arrived from the workload at ``turn``."""
@@ -98,6 +100,9 @@ class NeedModel:
                 return  # first seen long ago: it no longer comes to mind
             self.first_seen[key] = turn
             self.seen += 1
+            if self._last_turn is not None and turn < self._last_turn:
+                self._in_order = False
+            self._last_turn = turn
         self.stale_at[key] = stale_at
         if self.params.focus_tag in tags:
             self.focus.add(key)
@@ -121,16 +126,22 @@ class NeedModel:
         return gone
 
     def draw(self, turn: int) -> list[Need]:
-        """The needs of ``turn``, in order of first sight of their keys (call :meth:`expire` first)."""
+        """The needs of ``turn``, in order of first sight of their keys (call :meth:`expire` first).
+
+        Two uniforms are drawn for every key within the horizon; only a key whose first uniform is
+        below the largest chance can be a need, so only those are looked at one by one.
+        """
         p = self.params
         if not p.enabled:
             return []
-        keys = [k for k, t in self.first_seen.items() if turn - p.horizon <= t < turn]
+        keys = self._within_horizon(turn)
         if not keys:
             return []
         u = self.rng.random((len(keys), 2))
         out = []
-        for key, (u_mind, u_judge) in zip(keys, u, strict=True):
+        below = np.flatnonzero(u[:, 0] < max(p.relevant, p.focus, p.stale)).tolist()
+        for i, (u_mind, u_judge) in zip(below, u[below].tolist(), strict=True):
+            key = keys[i]
             stale = turn >= self.stale_at[key]
             mind = p.focus if key in self.focus else p.relevant
             if not stale:
@@ -141,3 +152,21 @@ class NeedModel:
             elif u_mind < mind and u_judge < p.misjudge:
                 out.append(Need(key, False, True))
         return out
+
+    def _within_horizon(self, turn: int) -> list[str]:
+        """Keys first seen from ``turn - horizon`` up to the turn before ``turn``, in order of first sight."""
+        seen, oldest = self.first_seen, turn - self.params.horizon
+        if not self._in_order:
+            return [k for k, t in seen.items() if oldest <= t < turn]
+        end = len(seen)
+        for t in reversed(seen.values()):  # the keys first seen this turn are the last ones
+            if t < turn:
+                break
+            end -= 1
+        start = 0
+        for t in seen.values():  # none before the horizon once expire ran
+            if t >= oldest:
+                break
+            start += 1
+        keys = list(seen)
+        return keys[start:end] if start or end < len(keys) else keys
