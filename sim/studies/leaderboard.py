@@ -26,7 +26,7 @@ from prunesim.io import atomic
 from prunesim.model.scenario import Scenario
 from prunesim.runner import run_one
 from prunesim.studies.aggregate import describe
-from prunesim.studies.transcript_replay import iter_sources, replay
+from prunesim.studies.transcript_replay import iter_sources, replay, replay_scenario
 
 REFERENCE = "noop"  # every ratio is against this policy on the same unit
 RUNS_FILE = "runs.csv"
@@ -91,8 +91,9 @@ def transcript_units(folder: Path, base: Scenario, policies: list[str], seed: in
             continue
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
         summaries = {}
+        scenario = replay_scenario(base, data)
         for policy in with_reference(policies):
-            result, _ = replay(data, base, policy, seed)
+            result, _ = replay(data, base, policy, seed, scenario=scenario)
             summaries[policy] = result.summary
             del result
         yield Unit(data.name, summaries, tuple(data.warnings))

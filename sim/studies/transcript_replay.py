@@ -149,9 +149,13 @@ def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
 
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
-           trace: str = "all") -> tuple[RunResult, dict]:
-    """Run the workload under ``policy``; the run and its replay metrics."""
-    scenario = replay_scenario(base, data)
+           trace: str = "all", scenario: Scenario | None = None) -> tuple[RunResult, dict]:
+    """Run the workload under ``policy``; the run and its replay metrics.
+
+    ``scenario``: ``replay_scenario(base, data)``, for a caller that replays one workload under many
+    policies and builds it once."""
+    if scenario is None:
+        scenario = replay_scenario(base, data)
     workload = wl.TranscriptWorkload(
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after
     )
