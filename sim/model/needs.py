@@ -27,6 +27,8 @@ command run again much later is still known as seen before.
 from __future__ import annotations
 
 import hashlib
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,13 +40,15 @@ class KeySet:
 
     Two different keys share a hash with probability about n^2 / 2^65 over n keys
     (below 1e-7 for a million keys); the hash is a fixed function, so a run is
-    the same in every process.
+    the same in every process. The sorted hashes are an ``array`` of unsigned
+    64-bit integers, searched with :mod:`bisect` (a third of the time numpy's
+    search of one value takes) and merged with numpy.
     """
 
     MERGE_AT = 4096
 
     def __init__(self):
-        self._sorted = np.empty(0, dtype=np.uint64)
+        self._sorted = array("Q")
         self._recent: set[int] = set()
 
     @staticmethod
@@ -55,15 +59,17 @@ class KeySet:
         self._recent.add(self._hash(key))
         if len(self._recent) >= self.MERGE_AT:
             merged = np.fromiter(self._recent, dtype=np.uint64, count=len(self._recent))
-            self._sorted = np.union1d(self._sorted, merged)
+            old = np.frombuffer(self._sorted, dtype=np.uint64) if len(self._sorted) else np.empty(0, np.uint64)
+            self._sorted = array("Q", np.union1d(old, merged).astype(np.uint64).tobytes())
             self._recent.clear()
 
     def __contains__(self, key: str) -> bool:
         h = self._hash(key)
         if h in self._recent:
             return True
-        i = int(np.searchsorted(self._sorted, np.uint64(h)))
-        return i < len(self._sorted) and int(self._sorted[i]) == h
+        hashes = self._sorted
+        i = bisect_left(hashes, h)
+        return i < len(hashes) and hashes[i] == h
 
     def __len__(self) -> int:
         return len(self._sorted) + len(self._recent)
@@ -137,11 +143,13 @@ class NeedModel:
         keys = self._within_horizon(turn)
         if not keys:
             return []
-        u = self.rng.random((len(keys), 2))
+        u = self.rng.random(2 * len(keys)).tolist()  # (mind, judge) for each key: random((n, 2)) in C order
+        top = max(p.relevant, p.focus, p.stale)
         out = []
-        below = np.flatnonzero(u[:, 0] < max(p.relevant, p.focus, p.stale)).tolist()
-        for i, (u_mind, u_judge) in zip(below, u[below].tolist(), strict=True):
-            key = keys[i]
+        for i, u_mind in enumerate(u[::2]):
+            if u_mind >= top:  # no need can come of this key
+                continue
+            key, u_judge = keys[i], u[2 * i + 1]
             stale = turn >= self.stale_at[key]
             mind = p.focus if key in self.focus else p.relevant
             if not stale:

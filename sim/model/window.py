@@ -43,7 +43,7 @@ class Window:
         self.removed_total = 0
         self._next_id = 0
         # Told of every span that enters (``entered``) or leaves (``left``) the window, if set: an index
-        # kept change by change (prunesim.model.history) instead of a walk of the window every turn.
+        # kept change by change (prunesim.model.key_index) instead of a walk of the window every turn.
         self.watcher = None
 
     # -- reading -----------------------------------------------------------
