@@ -50,8 +50,8 @@ def checked(monkeypatch):
     def note_history(self):
         index = self.key_index
         count, answers = walked(self)
-        mine = {key: (index.holds(key), index.record_of(key)) for key in answers}
-        seen.append({"index": (index.commands_traced(), mine), "walk": (count, answers),
+        mine = {key: (index.holds(key), index.record_of(key, self.in_digest)) for key in answers}
+        seen.append({"index": (index.commands_traced(self.digest_tokens() > 0), mine), "walk": (count, answers),
                      "digest": self.digest_tokens() > 0, "carried": bool(index.carried)})
         original(self)
 

@@ -40,12 +40,15 @@ def _bump(counts: dict, item, n: int) -> int:
 class KeyIndex:
     """Told of every span entering or leaving the window, of removed spans and of keys first seen.
 
-    ``owner`` holds ``evicted`` (removed spans by id), ``needs`` (its ``was_seen``), ``digest`` and
-    ``digest_tokens()``.
+    ``needs`` answers ``was_seen``; ``evicted`` is the engine's mapping of removed spans by id and
+    ``digest`` its tombstone digest: the engine sets them again when it replaces them. (The index keeps
+    no reference to the engine: a run's state goes as soon as the run does, with no cycle to collect.)
     """
 
-    def __init__(self, owner):
-        self.owner = owner
+    def __init__(self, needs, evicted: dict):
+        self.needs = needs
+        self.evicted = evicted
+        self.digest = None
         self.outputs: dict[str, int] = {}  # key -> its tool outputs in the window
         self.tombstones: dict[str, int] = {}  # key -> its tombstones in the window
         self.carried: dict[str, int] = {}  # key -> (summary, removed output of the key it carries) pairs
@@ -63,21 +66,20 @@ class KeyIndex:
         """The window holds ``key``'s output: the output itself, or a summary that carries it."""
         return key in self.outputs or key in self.carried
 
-    def record_of(self, key: str) -> str:
+    def record_of(self, key: str, in_digest) -> str:
         """What in the window records that ``key``'s content was pruned: "tombstone", "digest", "rationale"
-        or ""."""
+        or "" (``in_digest(key)``: the digest in the window names it)."""
         if key in self.tombstones:
             return "tombstone"
-        if self.owner.in_digest(key):
+        if in_digest(key):
             return "digest"
         return "rationale" if key in self.rationales else ""
 
-    def commands_traced(self) -> int:
+    def commands_traced(self, digest_in_window: bool) -> int:
         """Commands the window shows: shown keys, and the digest's commands beyond them when it is in the window."""
-        owner = self.owner
         shown = len(self.shown)
-        digest = owner.digest
-        if digest is not None and owner.digest_tokens():
+        digest = self.digest
+        if digest is not None and digest_in_window:
             if self._in_digest < 0:
                 self._in_digest = sum(1 for key in self.shown if key in digest)
             shown += digest.commands_beyond(self._in_digest)
@@ -106,7 +108,7 @@ class KeyIndex:
         arguing = kind == "prune_rationale"
         if not (tracing or carrying or arguing):
             return
-        evicted = self.owner.evicted
+        evicted = self.evicted
         for i in span.names:
             if tracing:
                 _bump(self._tracing, i, n)
@@ -144,12 +146,13 @@ class KeyIndex:
         if key in self.traced and key not in self.shown:
             self._show(key, 1)
 
-    def digest_changed(self) -> None:
+    def digest_changed(self, digest) -> None:
+        self.digest = digest
         self._in_digest = -1
 
     def _trace(self, key: str, n: int) -> None:
         count = _bump(self.traced, key, n)
-        if count == n and n > 0 and self.owner.needs.was_seen(key):  # newly traced
+        if count == n and n > 0 and self.needs.was_seen(key):  # newly traced
             self._show(key, 1)
         elif not count and key in self.shown:
             self._show(key, -1)
@@ -160,6 +163,6 @@ class KeyIndex:
             self.shown.add(key)
         else:
             self.shown.discard(key)
-        digest = self.owner.digest
+        digest = self.digest
         if self._in_digest >= 0 and digest is not None and key in digest:
             self._in_digest += n

@@ -83,7 +83,7 @@ class Provenance:
         self._digest_span = self.append(Span(w.new_id(), "tombstone_digest", digest.tokens, self.turn, pinned=True,
                                              tags=frozenset({"provenance"})))
         if self.key_index is not None:
-            self.key_index.digest_changed()
+            self.key_index.digest_changed(digest)
         if self.keeps_log:
             self.log("fold", tombstones=folded, records=folded_records, keys=digest.keys,
                      digest_tokens=self._digest_span.tokens)
@@ -116,7 +116,7 @@ class Provenance:
         self.digest: Digest | GroupedDigest | None = None
         self._digest_span: Span | None = None
         # What the window holds and records of each key, for the needs and history_gap.
-        self.key_index = KeyIndex(self) if needs is not None else None
+        self.key_index = KeyIndex(needs, self.evicted) if needs is not None else None
         self.window.watcher = self.key_index
         self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
         self._pass_id = 0
@@ -199,7 +199,7 @@ class Provenance:
 
     def note_history(self) -> None:
         """How much of what the agent did the window still shows (the metric ``history_gap``)."""
-        shown = self.key_index.commands_traced()
+        shown = self.key_index.commands_traced(self.digest_tokens() > 0)
         for h in self.bus.history:
             h(self.turn, self.needs.seen, shown)
 
@@ -214,7 +214,7 @@ class Provenance:
             key = need.key
             if key not in self.removed_turn or self.key_index.holds(key):
                 continue  # in the window, or never seen whole (cut on arrival): nothing to fetch again
-            record = self.key_index.record_of(key)
+            record = self.key_index.record_of(key, self.in_digest)
             since = self.turn - self.removed_turn.get(key, self.turn)
             if record and not need.truly:
                 self._need("dismissed", key, 0, since, record)
@@ -266,6 +266,8 @@ class Provenance:
             if self.key_index is not None:  # named by nothing in the window: it traced nothing
                 self.key_index.forgotten(span)
         self.evicted = kept
+        if self.key_index is not None:
+            self.key_index.evicted = kept
         self._forget_at = max(FORGET_AT, 2 * len(kept))
 
     def unrecorded_evictions(self) -> int:
