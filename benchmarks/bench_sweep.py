@@ -49,14 +49,18 @@ def sweep_command(out: Path, jobs: int, seeds: str) -> list[str]:
 
 def bench_sweep(repeats: int, seeds: str) -> dict:
     times: dict[int, list[float]] = {1: [], 2: []}
+    cpus: dict[int, list[float]] = {1: [], 2: []}  # user + system of the command and its workers
     outputs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(repeats):
             for jobs in (1, 2):
                 out = Path(tmp) / f"j{jobs}-{rep}"
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.perf_counter()
                 subprocess.run(sweep_command(out, jobs, seeds), cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
                 times[jobs].append(time.perf_counter() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus[jobs].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
                 outputs[jobs] = (out / "runs.csv").read_bytes()
     t1, t2 = sorted(times[1])[len(times[1]) // 2], sorted(times[2])[len(times[2]) // 2]
     runs = outputs[1].count(b"\n") - 1
@@ -67,6 +71,9 @@ def bench_sweep(repeats: int, seeds: str) -> dict:
         "t2_s": round(t2, 2),
         "all_t1_s": [round(t, 2) for t in times[1]],
         "all_t2_s": [round(t, 2) for t in times[2]],
+        "cpu_t1_s": round(sorted(cpus[1])[len(cpus[1]) // 2], 2),
+        "cpu_t2_s": round(sorted(cpus[2])[len(cpus[2]) // 2], 2),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
         "efficiency": round(t1 / (2 * t2), 3),
         "runs_per_s_jobs2": round(runs / t2, 1),
         "identical_runs_csv": outputs[1] == outputs[2],
