@@ -25,13 +25,10 @@ def plain_draw(model: NeedModel, rng, turn: int) -> list[Need]:
     for key, (u_mind, u_judge) in zip(keys, rng.random((len(keys), 2)), strict=True):
         stale = turn >= model.stale_at[key]
         mind = p.focus if key in model.focus else p.relevant
-        if not stale:
-            if u_mind < mind:
-                out.append(Need(key, True, False))
-        elif u_mind < p.stale:
-            out.append(Need(key, True, True))
-        elif u_mind < mind and u_judge < p.misjudge:
-            out.append(Need(key, False, True))
+        truly = u_mind < (p.stale if stale else mind)  # needed: fresh content that came to mind, or stale after all
+        spurious = stale and not truly and u_mind < mind and u_judge < p.misjudge  # stale, taken for relevant
+        if truly or spurious:
+            out.append(Need(key, truly, stale))
     return out
 
 
