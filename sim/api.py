@@ -22,6 +22,15 @@ if TYPE_CHECKING:
     from prunesim.runner import RunResult
 
 
+def __getattr__(name: str):
+    """``api.RunResult``, as before the simulator was imported lazily (it is, at the first use)."""
+    if name == "RunResult":
+        from prunesim.runner import RunResult
+
+        return RunResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None) -> Scenario:
     """A validated scenario from a shipped name, a path, or a Scenario plus overrides."""
     if isinstance(name_or_path, Scenario):
