@@ -7,11 +7,13 @@
 The reference sweep is ``--grid trigger=16000:23500:250`` (31 points) x naive,
 recency (and slack-gated when it is registered) x seeds 0:100 on
 oscillation-40, run as a real ``python -m prunesim sweep`` command with ``--jobs 1``
-and ``--jobs 2``; parallel efficiency is T1 / (2 T2). Goals on a 2-core machine:
+and ``--jobs 2`` (wall seconds, and CPU seconds of the command and its workers);
+parallel efficiency is T1 / (2 T2). Goals on a 2-core machine:
 under 20 s with --jobs 2, efficiency >= 85%.
 
 The long run is one run of N turns (``turns=N``, trace "none") in a fresh
-process per N, reporting turns per second and the process's peak resident
+process per N, reporting turns per second (of wall and of CPU time: on a
+shared machine the CPU figure is the steadier) and the process's peak resident
 memory (``ru_maxrss``), so flat memory shows as the same peak at 100k, 300k and
 1M turns. In the same process, a bare SimPy loop schedules the same number of
 events (two ``env.timeout`` per turn): the SimPy floor, and prunesim's event rate
@@ -49,14 +51,18 @@ def sweep_command(out: Path, jobs: int, seeds: str) -> list[str]:
 
 def bench_sweep(repeats: int, seeds: str) -> dict:
     times: dict[int, list[float]] = {1: [], 2: []}
+    cpus: dict[int, list[float]] = {1: [], 2: []}  # user + system of the command and its workers
     outputs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(repeats):
             for jobs in (1, 2):
                 out = Path(tmp) / f"j{jobs}-{rep}"
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.perf_counter()
                 subprocess.run(sweep_command(out, jobs, seeds), cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
                 times[jobs].append(time.perf_counter() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus[jobs].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
                 outputs[jobs] = (out / "runs.csv").read_bytes()
     t1, t2 = sorted(times[1])[len(times[1]) // 2], sorted(times[2])[len(times[2]) // 2]
     runs = outputs[1].count(b"\n") - 1
@@ -67,6 +73,9 @@ def bench_sweep(repeats: int, seeds: str) -> dict:
         "t2_s": round(t2, 2),
         "all_t1_s": [round(t, 2) for t in times[1]],
         "all_t2_s": [round(t, 2) for t in times[2]],
+        "cpu_t1_s": round(sorted(cpus[1])[len(cpus[1]) // 2], 2),
+        "cpu_t2_s": round(sorted(cpus[2])[len(cpus[2]) // 2], 2),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
         "efficiency": round(t1 / (2 * t2), 3),
         "runs_per_s_jobs2": round(runs / t2, 1),
         "identical_runs_csv": outputs[1] == outputs[2],
@@ -80,9 +89,9 @@ def long_run_child(turns: int, policy: str) -> dict:
     from prunesim.runner import run_one
 
     sc = scenario_mod.load("oscillation-40", {"turns": turns})
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     result = run_one(sc, policy, 0, trace="none")
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
 
     def loop(env, n):
@@ -92,19 +101,21 @@ def long_run_child(turns: int, policy: str) -> dict:
 
     env = simpy.Environment()
     env.process(loop(env, turns))
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     env.run()
-    floor = time.perf_counter() - start
+    floor, cpu_floor = time.perf_counter() - start, time.process_time() - cpu_start
     return {
         "turns": turns,
         "policy": policy,
         "seconds": round(elapsed, 3),
         "turns_per_s": round(turns / elapsed),
+        "cpu_turns_per_s": round(turns / cpu),
         "passes": result.summary["passes"],
         "peak_rss_mb": round(peak_kb / 1024, 1),
         "simpy_floor_s": round(floor, 3),
         "simpy_floor_turns_per_s": round(turns / floor),
         "ratio_to_simpy_floor": round(floor / elapsed, 3),
+        "cpu_ratio_to_simpy_floor": round(cpu_floor / cpu, 3),
     }
 
 

@@ -4,7 +4,8 @@
     python benchmarks/check_identical.py check /tmp/before.json  # on the new code
 
 Covers every registered policy, several seeds and run lengths, and the full
-trace and ledger of a few runs (as a hash).
+trace and ledger of a few runs (as a hash); the long session (needs,
+``history_gap``, both digests, bounded or not) as well as the short scenarios.
 """
 
 from __future__ import annotations
@@ -31,12 +32,19 @@ def snapshot() -> dict:
     ]
     if "reentrancy-60" in scenario_mod.shipped_scenarios():
         variants += [("reentrancy-60", {}), ("reentrancy-60", {"turns": 400}), ("reentrancy-60", {"turns": 3000})]
+    if "long-session-2000" in scenario_mod.shipped_scenarios():  # needs, history_gap, the digests
+        variants += [("long-session-2000", {"turns": 1500}),
+                     ("long-session-2000", {"turns": 1500, "tombstone.digest_max": 2000}),
+                     ("long-session-2000", {"turns": 1500, "tombstone.digest": "groups"}),
+                     ("long-session-2000", {"turns": 1500, "tombstone.digest": "groups", "tombstone.digest_max": 600}),
+                     ("long-session-2000", {"turns": 1500, "need.focus": 0.1, "tombstone.budget": 0})]
     for name, overrides in variants:
         sc = scenario_mod.load(name, overrides)
         tag = name + ":" + ",".join(f"{k}={v}" for k, v in overrides.items())
         for policy in sorted(REGISTRY):
-            for seed in range(5 if sc.turns < 3000 else 2):
-                trace = "all" if seed == 0 and sc.turns == 400 else "none"
+            for seed in range(5 if sc.turns < 1500 else 2):
+                traced = sc.turns == 400 or (name == "long-session-2000" and len(overrides) == 1)
+                trace = "all" if seed == 0 and traced else "none"
                 r = run_one(sc, policy, seed, trace=trace)
                 entry = {"summary": json_ready(r.summary)}
                 if trace == "all":

@@ -17,9 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy only names a type here: listing the policies starts without it
+    import numpy as np
     from prunesim.model.scenario import Scenario
     from prunesim.model.spans import Span
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
-import numpy as np
 from prunesim.model.spans import Span
 from prunesim.policies.base import ModelPass, WindowView
+
+if TYPE_CHECKING:  # numpy only names a type here
+    import numpy as np
 
 _tokens = attrgetter("tokens")
 

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
 from prunesim.errors import UserError
 from prunesim.model.scenario import fraction, non_negative
 from prunesim.model.spans import SUMMARY_TAG, Span
 from prunesim.policies.base import Compact
+
+if TYPE_CHECKING:  # numpy only names a type here
+    import numpy as np
 
 
 @dataclass

@@ -9,14 +9,26 @@ True
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prunesim.errors import UserError
 from prunesim.io import scenario_files as scenario_mod
-from prunesim.io.results import run_record, write_run
 from prunesim.model.scenario import Scenario
 from prunesim.policies import Policy, available, get_policy
-from prunesim.runner import RunResult, run_one
+
+# The simulator (SimPy, numpy) is imported by the functions that run it: listing scenarios and policies
+# (``prunesim list``) starts without it.
+if TYPE_CHECKING:
+    from prunesim.runner import RunResult
+
+
+def __getattr__(name: str):
+    """``api.RunResult``, as before the simulator was imported lazily (it is, at the first use)."""
+    if name == "RunResult":
+        from prunesim.runner import RunResult
+
+        return RunResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None,
@@ -54,6 +66,8 @@ def run(
         return _replay(scenario, policy, seed, overrides, workload)
     if scenario is None:
         raise UserError("api.run", None, "give a scenario or a workload")
+    from prunesim.runner import run_one
+
     return run_one(load_scenario(scenario, overrides, policy), policy, seed, trace=trace)
 
 
@@ -78,11 +92,15 @@ def _replay(scenario, policy, seed, overrides, workload) -> RunResult:
 
 def write(result: RunResult, out_dir: str | Path) -> list[Path]:
     """Write a run's files (trace, ledger, events, summary) into ``out_dir``."""
+    from prunesim.io.results import write_run
+
     return write_run(result, Path(out_dir))
 
 
 def record(result: RunResult) -> dict:
     """The run's summary record, as written to summary.json."""
+    from prunesim.io.results import run_record
+
     return run_record(result)
 
 

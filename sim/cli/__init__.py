@@ -63,16 +63,27 @@ class Parser(argparse.ArgumentParser):
         raise UserError(self.prog, None, message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; when ``argv`` starts with a command's name, of that command alone.
+
+    A command's module imports what the command uses (numpy, SciPy, matplotlib, the studies), so
+    registering only the one asked for keeps the start-up of a light command (``prunesim list``)
+    light. Anything else (``--help``, a misspelt command) gets every command, as argparse needs them.
+    """
     parser = Parser(prog="prunesim", description="Simulate LLM agents pruning their own context window.")
     parser.add_argument("--version", action="version", version=f"prunesim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        module.register(sub)
+    names = sorted(info.name for info in pkgutil.iter_modules(commands.__path__) if not info.name.startswith("_"))
+    wanted = argv[0] if argv and not argv[0].startswith("-") else None
+    # A module is named after its command ("replay_dir" for replay-dir; "import_cmd" for import, a keyword).
+    alone = [n for n in names if n.removesuffix("_cmd").replace("_", "-") == wanted]
+    for name in alone:
+        importlib.import_module(f"{commands.__name__}.{name}").register(sub)
+    if wanted not in sub.choices:
+        for name in names:
+            if name not in alone:
+                importlib.import_module(f"{commands.__name__}.{name}").register(sub)
     return parser
 
 
@@ -149,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
         with inputs.watching():  # what the command reads, no output of it may replace (prunesim.io.inputs)
             for flag in ("policy", "policies"):
                 inputs.note_policy(getattr(args, flag, None))

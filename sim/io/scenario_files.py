@@ -19,6 +19,7 @@ listed in ``[replay] pinned`` and the recording no longer sets it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import tomllib
@@ -109,8 +110,14 @@ def _coerce(value: Any, tp: Any, key: str, where: str) -> Any:
     raise TypeError(f"unsupported schema type {tp!r}")  # a bug in the schema, not user input
 
 
+@functools.cache
+def _hints(cls) -> dict:
+    """The field types of a scenario table: resolved once per class (every scenario build reads them)."""
+    return typing.get_type_hints(cls)
+
+
 def _build(cls, data: dict, prefix: str, where: str):
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
     kwargs = {}
     for name, value in data.items():

@@ -19,6 +19,7 @@ from __future__ import annotations
 from prunesim.model.digest import Digest
 from prunesim.model.editlog import EditLog, SelfEditRefused, Tombstone, content_hash
 from prunesim.model.grouped_digest import GroupedDigest
+from prunesim.model.key_index import NAMING_KINDS, KeyIndex
 from prunesim.model.needs import NeedModel
 from prunesim.model.spans import SUMMARY_TAG, Span
 from prunesim.model.workload import Arrival, TurnPlan
@@ -26,9 +27,8 @@ from prunesim.policies.base import ModelPass
 
 FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
 RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone", "tombstone_digest")  # records of edits, not content
-# Spans that record a removal in the window: a tombstone and a rationale (the edit's own record), a
-# placeholder (it stands where the span was) and a model-written summary (it carries the content).
-NAMING_KINDS = ("prune_rationale", "placeholder", "summary")
+# NAMING_KINDS: spans that record a removal in the window besides a tombstone: a rationale (the edit's own
+# record), a placeholder (it stands where the span was) and a model-written summary (it carries the content).
 
 
 def is_marker(span: Span) -> bool:
@@ -72,7 +72,9 @@ class Provenance:
             info = self.tombstones.pop(marker_id)
             self._tombstone_tokens -= self.remove(marker_id, "fold").tokens
             digest.add(info.key, info.record_seq)
-            self.evicted.pop(info.evicted_id, None)  # recorded by the digest from now on, by key
+            gone = self.evicted.pop(info.evicted_id, None)  # recorded by the digest from now on, by key
+            if gone is not None and self.key_index is not None:
+                self.key_index.forgotten(gone)
             folded_records.append(info.record_seq)
             folded += 1
         old = self._digest_span
@@ -80,6 +82,8 @@ class Provenance:
             self.remove(old.id, "fold")
         self._digest_span = self.append(Span(w.new_id(), "tombstone_digest", digest.tokens, self.turn, pinned=True,
                                              tags=frozenset({"provenance"})))
+        if self.key_index is not None:
+            self.key_index.digest_changed(digest)
         if self.keeps_log:
             self.log("fold", tombstones=folded, records=folded_records, keys=digest.keys,
                      digest_tokens=self._digest_span.tokens)
@@ -111,7 +115,9 @@ class Provenance:
         self._tombstone_tokens = 0  # tokens of the tombstones in the window
         self.digest: Digest | GroupedDigest | None = None
         self._digest_span: Span | None = None
-        self._ran_cache: dict[str, bool] = {}  # was_seen for keys the window names, cleared as keys expire
+        # What the window holds and records of each key, for the needs and history_gap.
+        self.key_index = KeyIndex(needs, self.evicted) if needs is not None else None
+        self.window.watcher = self.key_index
         self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
         self._pass_id = 0
 
@@ -160,6 +166,8 @@ class Provenance:
     def _removed(self, span: Span, event: str) -> None:
         """Bookkeeping for every span that leaves the window; under provenance, its record and tombstone."""
         self.evicted[span.id] = span
+        if self.key_index is not None:
+            self.key_index.removed(span)
         if span.kind == "tool_output" and span.key and self.needs is not None and span.key in self.content:
             self.removed_turn[span.key] = self.turn  # only needs read it, for keys that may come to mind
         if span.kind in RECORD_KINDS:
@@ -182,60 +190,16 @@ class Provenance:
                 continue
             call = plan.tool_call.tokens if arrival is plan.tool_output else 0
             stale_at = self.turn + arrival.stale_after
+            seen = self.needs.seen
             self.needs.observe(arrival.key, self.turn, stale_at, arrival.tags)
+            if self.needs.seen != seen:
+                self.key_index.seen(arrival.key)
             if arrival.key in self.needs.first_seen:  # else first seen long ago: never needed again
                 self.content[arrival.key] = (call, arrival.tokens, stale_at, arrival.tags)
 
-    def holds(self, key: str) -> bool:
-        """The window holds ``key``'s output: the output itself, or a summary that carries it."""
-        for s in self.window.spans():
-            if s.kind == "tool_output" and s.key == key:
-                return True
-            if SUMMARY_TAG in s.tags and any(
-                i in self.evicted and self.evicted[i].key == key and self.evicted[i].kind == "tool_output"
-                for i in s.names
-            ):
-                return True
-        return False
-
-    def record_of(self, key: str) -> str:
-        """What in the window records that ``key``'s content was pruned: "tombstone", "digest",
-        "rationale" or ""."""
-        rationale = False
-        for s in self.window.spans():
-            if s.kind == "tombstone" and s.key == key:
-                return "tombstone"
-            if s.kind == "prune_rationale" and any(
-                i in self.evicted and self.evicted[i].key == key for i in s.names
-            ):
-                rationale = True
-        if self.digest is not None and self.in_digest(key):
-            return "digest"
-        return "rationale" if rationale else ""
-
     def note_history(self) -> None:
         """How much of what the agent did the window still shows (the metric ``history_gap``)."""
-        traced: set[str] = set()
-        for s in self.window.spans():
-            if s.kind in ("tool_output", "tombstone", "placeholder") and s.key:
-                traced.add(s.key)
-            elif s.kind in NAMING_KINDS:
-                traced.update(self.evicted[i].key for i in s.names if i in self.evicted)
-        recent, cache = self.content, self._ran_cache
-        shown = 0
-        in_digest = 0
-        for key in traced:
-            if key in recent:
-                ran = True
-            else:
-                ran = cache.get(key)
-                if ran is None:
-                    ran = cache[key] = self.needs.was_seen(key)
-            if ran:
-                shown += 1
-                in_digest += self.digest is not None and key in self.digest
-        if self.digest is not None and self.digest_tokens():  # the digest shows the commands it names
-            shown += self.digest.commands_beyond(in_digest)
+        shown = self.key_index.commands_traced(self.digest_tokens() > 0)
         for h in self.bus.history:
             h(self.turn, self.needs.seen, shown)
 
@@ -243,20 +207,14 @@ class Provenance:
         """The agent reaches for content it saw before; pruned content with no record is fetched again."""
         if self.needs is None:
             return
-        gone = self.needs.expire(self.turn)
-        if gone:
-            cache = self._ran_cache
-            for key in gone:  # never needed again: what was kept to run it again goes
-                self.content.pop(key, None)
-                self.removed_turn.pop(key, None)
-                cache.pop(key, None)
-            if len(cache) > 4096:  # keys the window no longer names
-                cache.clear()
+        for key in self.needs.expire(self.turn):  # never needed again: what was kept to run it again goes
+            self.content.pop(key, None)
+            self.removed_turn.pop(key, None)
         for need in self.needs.draw(self.turn):
             key = need.key
-            if key not in self.removed_turn or self.holds(key):
+            if key not in self.removed_turn or self.key_index.holds(key):
                 continue  # in the window, or never seen whole (cut on arrival): nothing to fetch again
-            record = self.record_of(key)
+            record = self.key_index.record_of(key, self.in_digest)
             since = self.turn - self.removed_turn.get(key, self.turn)
             if record and not need.truly:
                 self._need("dismissed", key, 0, since, record)
@@ -302,9 +260,14 @@ class Provenance:
         for sid, span in self.evicted.items():
             if sid in keep:
                 kept[sid] = span
-            elif not is_marker(span):
+                continue
+            if not is_marker(span):
                 self._forgotten_unrecorded += 1
+            if self.key_index is not None:  # named by nothing in the window: it traced nothing
+                self.key_index.forgotten(span)
         self.evicted = kept
+        if self.key_index is not None:
+            self.key_index.evicted = kept
         self._forget_at = max(FORGET_AT, 2 * len(kept))
 
     def unrecorded_evictions(self) -> int:

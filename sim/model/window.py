@@ -42,6 +42,9 @@ class Window:
         self.appended_total = 0
         self.removed_total = 0
         self._next_id = 0
+        # Told of every span that enters (``entered``) or leaves (``left``) the window, if set: an index
+        # kept change by change (prunesim.model.key_index) instead of a walk of the window every turn.
+        self.watcher = None
 
     # -- reading -----------------------------------------------------------
     @property
@@ -101,6 +104,8 @@ class Window:
             self._list = self._unpinned_list = None
             self.utilization += kept
             self.appended_total += kept
+            if self.watcher is not None:
+                self.watcher.entered(span)
         return cut
 
     def position(self, span_id: int) -> int:
@@ -132,6 +137,8 @@ class Window:
             self._list = self._unpinned_list = None
             self.utilization += kept
             self.appended_total += kept
+            if self.watcher is not None:
+                self.watcher.entered(span)
         over = self.utilization - self.budget
         return AppendOutcome(kept, cut, over if over > 0 else 0)
 
@@ -142,6 +149,8 @@ class Window:
         self._list = self._unpinned_list = None
         self.utilization -= span.tokens
         self.removed_total += span.tokens
+        if self.watcher is not None:
+            self.watcher.left(span)
         return span
 
     def shrink(self, span_id: int, keep_tokens: int) -> int:
@@ -156,4 +165,6 @@ class Window:
             del self._spans[span_id]
             self._unpinned.pop(span_id, None)
             self._list = self._unpinned_list = None
+            if self.watcher is not None:
+                self.watcher.left(span)
         return removed

@@ -39,7 +39,7 @@ from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
 from prunesim.studies import aggregate
 from prunesim.studies.aggregate import describe
-from prunesim.studies.transcript_replay import iter_sources, replay
+from prunesim.studies.transcript_replay import iter_sources, replay, replay_scenario
 
 REFERENCE = "noop"  # every ratio is against this policy, at its documented setting, on the same unit
 RUNS_FILE = "runs.csv"
@@ -175,8 +175,11 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
         summaries = {}
         try:
+            built: dict[int, Scenario] = {}  # each setting's replay scenario, built once per transcript
             for entry in entries:
-                result, _ = replay(data, entry.scenario, entry.policy, seed)
+                if id(entry.scenario) not in built:
+                    built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
+                result, _ = replay(data, entry.scenario, entry.policy, seed, scenario=built[id(entry.scenario)])
                 summaries[entry.key] = result.summary
                 if entry.key == (REFERENCE, ""):
                     bill = recorded_bill(data, result.scenario)

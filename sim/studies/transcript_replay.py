@@ -253,14 +253,13 @@ def replay_notes(scenario: Scenario, data: wl.WorkloadData) -> list[str]:
 
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
-           trace: str = "all", **options) -> tuple[RunResult, dict]:
+           trace: str = "all", scenario: Scenario | None = None) -> tuple[RunResult, dict]:
     """Run the workload under ``policy`` on its recorded runtime; the run and its replay metrics.
 
-    ``options`` are for extensions of the replay (keyword arguments only); none is known yet.
-    """
-    if options:
-        raise TypeError(f"replay() got unknown options: {', '.join(sorted(options))}")
-    scenario = replay_scenario(base, data)
+    ``scenario``: ``replay_scenario(base, data)``, for a caller that replays one workload under many
+    policies and builds it once."""
+    if scenario is None:
+        scenario = replay_scenario(base, data)
     workload = wl.TranscriptWorkload(
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after,
         clock=scenario.replay.clock == "recorded", cache_breaks=scenario.replay.cache_breaks,
