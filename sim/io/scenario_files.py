@@ -98,7 +98,7 @@ def _coerce(value: Any, tp: Any, key: str, where: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise UserError(where, key, f"must be a number, got {_type_name(value)} {value!r}")
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):  # (an int as large as 10**400 is no float)
             raise UserError(where, key, f"must be a finite number (got {value})")
         if abs(value) > _MAX_INT:
             raise UserError(where, key, f"{value} is out of range (at most {_MAX_INT})")
@@ -408,6 +408,14 @@ def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str
     else:
         where = str(path)
     return from_dict(data, where, policy)
+
+
+def load_replay(name_or_path: str, overrides: dict[str, Any] | None = None,
+                policy: str | type | None = None) -> Scenario:
+    """:func:`load` for a replay of transcripts: every command that replays one refuses what it cannot take
+    (:func:`check_replay_overrides`) here, so that none can forget to."""
+    check_replay_overrides(overrides)
+    return load(name_or_path, overrides, policy)
 
 
 def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,

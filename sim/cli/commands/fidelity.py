@@ -21,7 +21,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
-from prunesim.io.scenario_files import load
+from prunesim.io.scenario_files import load_replay
 from prunesim.studies import cache_fidelity, replay_identity
 from prunesim.studies.fidelity import DEFAULT_FOLDS, Study, write_profiles
 from prunesim.studies.transcript_replay import TRANSCRIPT_SUFFIXES, expand
@@ -51,7 +51,7 @@ def main(args) -> int:
     if args.fit_on is not None and not args.fit_on.exists():
         raise UserError("--fit-on", str(args.fit_on), "no such file or folder")
     check_transcript_options(args)
-    base = load(args.scenario, parse_sets(args.set))
+    base = load_replay(args.scenario, parse_sets(args.set))
     if args.fit_out is not None:
         output.check_file(args.fit_out, "--fit-out")
     files = expand([args.dir])

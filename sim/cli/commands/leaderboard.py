@@ -20,7 +20,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.labels import policy_labels
-from prunesim.io.scenario_files import check_replay_overrides, load
+from prunesim.io.scenario_files import load, load_replay
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
 from prunesim.studies.grid import inert_axes, parse_axes
@@ -77,8 +77,7 @@ def main(args) -> int:
         output.check_outside(args.out, [args.dir], "--out")
         check_transcript_options(args)
         overrides = scenario_sets(args)
-        check_replay_overrides(overrides)
-        scenario = load(args.scenario or "transcript", overrides)
+        scenario = load_replay(args.scenario or "transcript", overrides)
         seeds = None
     else:
         if args.scenario is None:

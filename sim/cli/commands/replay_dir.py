@@ -28,7 +28,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import format_cell
-from prunesim.io.scenario_files import check_replay_overrides, load
+from prunesim.io.scenario_files import load_replay
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import parse_names
@@ -89,8 +89,7 @@ def main(args) -> int:
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
     overrides = scenario_sets(args)
-    check_replay_overrides(overrides)
-    base = load(args.scenario, overrides)
+    base = load_replay(args.scenario, overrides)
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)

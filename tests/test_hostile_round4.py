@@ -1,0 +1,35 @@
+"""Round four of hostile input, on the surfaces merged since round three (the recorded-runtime replay, the
+reaction loop, fidelity's replay identity, the new policy settings and workload fields): each defect found is
+one line and exit 2, never a crash report, never a silently ignored request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_capture import cli
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+HUGE = "1" + "0" * 400  # an integer no float can hold
+
+
+def _one_line_usage_error(code: int, err: str, *names: str) -> None:
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if "warning" not in line]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for name in names:
+        assert name in lines[0], err
+
+
+@pytest.mark.parametrize("key", ["clear_tool_uses.chars_per_token", "latency.tool_mean_s", "need.relevant"])
+def test_an_integer_too_large_for_a_float_in_a_float_setting_is_one_line(key):
+    code, _, err = cli("run", "oscillation-40", "--policy", "clear-tool-uses", "--set", f"{key}={HUGE}")
+    _one_line_usage_error(code, err, key, "out of range")
+
+
+def test_fidelity_refuses_set_turns_as_every_other_replay_does(tmp_path):
+    workload = tmp_path / "w.workload.jsonl"
+    assert cli("import", FIXTURES / "mini.traj.json", "--out", workload)[0] == 0
+    code, out, err = cli("fidelity", workload, "--set", "turns=3")
+    _one_line_usage_error(code, err, "--set", "turns")
+    assert out == ""
