@@ -33,3 +33,32 @@ def test_fidelity_refuses_set_turns_as_every_other_replay_does(tmp_path):
     code, out, err = cli("fidelity", workload, "--set", "turns=3")
     _one_line_usage_error(code, err, "--set", "turns")
     assert out == ""
+
+
+def _workload(tmp_path, **header) -> Path:
+    """The fixture transcript imported, with these header fields changed."""
+    import json
+
+    path = tmp_path / "w.workload.jsonl"
+    assert cli("import", FIXTURES / "mini.traj.json", "--out", path)[0] == 0
+    lines = path.read_text().splitlines()
+    head = json.loads(lines[0])
+    head.update(header)
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    return changed
+
+
+@pytest.mark.parametrize("event", [{"event": "cache_break", "turn": 999, "at_tokens": 5},
+                                   {"event": "cache_break", "turn": 0, "at_tokens": 5},
+                                   {"event": "compaction", "turn": 999}])
+def test_a_workload_event_outside_its_calls_is_refused_not_dropped(tmp_path, event):
+    path = _workload(tmp_path, events=[event])
+    code, _, err = cli("run", "--workload", path)
+    _one_line_usage_error(code, err, str(path), "events", "from 1 to the header's turns")
+
+
+def test_a_recorded_runtime_problem_names_the_file_the_user_gave(tmp_path):
+    path = _workload(tmp_path, model="no-such-model")
+    code, _, err = cli("run", "--workload", path)
+    _one_line_usage_error(code, err, f"{path} (", "no-such-model", "prices.toml")

@@ -75,12 +75,15 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
     """
     path = Path(path)
     if not transcripts_only and path.is_file() and wl.is_workload_file(path):
-        yield wl.read(path)
+        data = wl.read(path)
+        data.path = str(path)
+        yield data
         return
     get_counter(tokenizer)
     for t in formats.iter_transcripts(path, sidechains):
         data = wl.from_transcript(t, tokenizer, calibration)
         data.warnings[:0] = t.warnings
+        data.path = str(path)
         yield data
 
 
@@ -151,6 +154,9 @@ def recorded_model(data: wl.WorkloadData) -> tuple[str, bool]:
 
 
 def _where(data: wl.WorkloadData) -> str:
+    """The file the user named (a problem of the recorded runtime is one of that file), then the run in it."""
+    if data.path:
+        return f"{data.path} ({data.name})"
     source = data.header.get("source") or ""
     return data.name if not source or source == data.name else f"{source} ({data.name})"
 

@@ -75,6 +75,7 @@ class WorkloadData:
     header: dict
     parts: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # the import's, not written to the file
+    path: str = ""  # the file it was read or imported from, as the user named it (for messages; not written)
 
     @property
     def name(self) -> str:
@@ -400,10 +401,13 @@ def _check_header(rec, where: str) -> dict:
     if not isinstance(anchored, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in anchored):
         raise UserError(where, "anchored_calls", "must be a list of call numbers")
     events = rec.get("events", [])
+    # An event past the last call (or before the first) would be dropped without a word: the file is wrong.
     if not isinstance(events, list) or not all(isinstance(e, dict) and e.get("event") in EVENTS and _count(
-            e.get("turn")) and (e["event"] != "cache_break" or _count(e.get("at_tokens"))) for e in events):
-        raise UserError(where, "events", f"must be a list of events ({', '.join(EVENTS)}) with a turn "
-                                         "(and a cache_break with at_tokens)")
+            e.get("turn")) and 1 <= e["turn"] <= rec["turns"]
+            and (e["event"] != "cache_break" or _count(e.get("at_tokens"))) for e in events):
+        raise UserError(where, "events", f"must be a list of events ({', '.join(EVENTS)}) each with a turn "
+                                         f"from 1 to the header's turns ({rec['turns']}), a cache_break with "
+                                         "at_tokens")
     return rec
 
 
