@@ -62,3 +62,31 @@ def test_a_recorded_runtime_problem_names_the_file_the_user_gave(tmp_path):
     path = _workload(tmp_path, model="no-such-model")
     code, _, err = cli("run", "--workload", path)
     _one_line_usage_error(code, err, f"{path} (", "no-such-model", "prices.toml")
+
+
+LOUD = '''import warnings
+from prunesim.policies import Policy
+
+
+class Loud(Policy):
+    name = "loud"
+
+    def decide(self, view):
+        warnings.warn("first line\\nsecond line", stacklevel=1)
+        return []
+'''
+
+
+def test_a_python_warning_raised_under_a_command_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loud.py").write_text(LOUD)
+    code, _, err = cli("run", "oscillation-40", "--policy", "loud.py:Loud")
+    assert code == 0, err
+    assert err.splitlines() == ["prunesim: warning: first line"], err
+
+
+def test_sensitivity_with_few_points_prints_no_library_warning(tmp_path):
+    code, _, err = cli("sensitivity", "oscillation", "--samples", "2", "--seeds", "0:1", "--quiet",
+                       "--params", "decision.rationale_per_span", "--out", tmp_path / "s.csv")
+    assert code == 0, err
+    assert err == "", err

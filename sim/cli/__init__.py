@@ -26,6 +26,7 @@ import os
 import pkgutil
 import signal
 import sys
+import warnings
 
 from prunesim import __version__
 from prunesim.cli import commands, crash
@@ -150,12 +151,20 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout = sys.stdout
     _names_as_typed(real_stdout)
     sys.stdout = _Stdout(real_stdout)
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning
     try:
         return _main(argv)
     finally:
+        warnings.showwarning = shown
         sys.stdout = real_stdout
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A library's warning (numpy, SciPy, SALib) as one line, not its source file and the line of code."""
+    _say(f"prunesim: warning: {str(message).splitlines()[0] if str(message) else category.__name__}")
 
 
 def _main(argv: list[str] | None) -> int:

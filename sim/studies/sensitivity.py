@@ -22,6 +22,7 @@ number of clipped points is reported with the figure.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -110,7 +111,9 @@ def sensitivity(replay: FigureReplay, base: Scenario, seeds: Sequence[int], base
             zero = dict.fromkeys(spec["names"], 0.0)
             out.append(FigureSensitivity(f, zero, zero, zero, zero, int(bad.sum()), (float(y[0]), float(y[0]))))
             continue
-        res = analyze.analyze(spec, y, calc_second_order=False, seed=BOOTSTRAP_SEED)
+        with warnings.catch_warnings():  # a bootstrap resample of equal values: SALib counts it 0, as we would
+            warnings.filterwarnings("ignore", message="Constant values encountered", category=UserWarning)
+            res = analyze.analyze(spec, y, calc_second_order=False, seed=BOOTSTRAP_SEED)
         named = {key: dict(zip(spec["names"], (float(x) for x in res[key]), strict=True))
                  for key in ("S1", "S1_conf", "ST", "ST_conf")}
         out.append(FigureSensitivity(f, named["S1"], named["S1_conf"], named["ST"], named["ST_conf"], int(bad.sum()),
