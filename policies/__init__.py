@@ -62,7 +62,7 @@ ENTRY_POINT_GROUP = "prunesim.policies"
 # Loaded once per process: entry-point policies by name (a class, or the UserError that loading it gave),
 # and policies loaded from files by their spec. Loading a user's module twice would run its code twice.
 _entry_points: dict[str, type[Policy] | UserError] | None = None
-_files: dict[str, type[Policy]] = {}
+_files: dict[tuple[str, str], type[Policy]] = {}  # (spec, resolved file) -> class
 
 
 def entry_point_policies() -> dict[str, type[Policy] | UserError]:
@@ -100,13 +100,15 @@ def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
     The file is imported once per process, as a module of its own; it may
     import prunesim and anything installed.
     """
-    if spec in _files:
-        return _files[spec]
     file, _, class_name = spec.rpartition(":")
     path = Path(file)
     if not path.is_file():
         raise UserError(where, spec, f"no such file {file!r}" if not path.exists() else f"{file!r} is not a file")
     resolved = path.resolve()
+    # Known by the file it names, not by the words: the same relative spec from another folder is another file.
+    key = (spec, str(resolved))
+    if key in _files:
+        return _files[key]
     module_name = "prunesim_user_" + hashlib.sha256(str(resolved).encode()).hexdigest()[:12] + "_" + (
         "".join(c if c.isalnum() else "_" for c in path.stem))
     module = sys.modules.get(module_name)
@@ -127,7 +129,7 @@ def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
                          and v is not Policy and v.__module__ == module.__name__)
         hint = f" (policies it defines: {', '.join(defined)})" if defined else " (it defines no Policy subclass)"
         raise UserError(where, spec, f"{file} has no class {class_name!r}{hint}")
-    _files[spec] = _check_class(cls, f"{where} {spec}")
+    _files[key] = _check_class(cls, f"{where} {spec}")
     return cls
 
 
@@ -141,7 +143,7 @@ def _check_class(cls, where: str) -> type[Policy]:
 
 def _user_modules() -> dict[str, str]:
     """Modules holding policies a user supplied (files, installed plugins), each with the spec that named it."""
-    found = {cls.__module__: spec for spec, cls in _files.items()}
+    found = {cls.__module__: spec for (spec, _), cls in _files.items()}
     for name, cls in (_entry_points or {}).items():
         if isinstance(cls, type):
             package = cls.__module__.partition(".")[0]

@@ -16,16 +16,22 @@ import dataclasses
 import math
 import numbers
 import operator
+import typing
 
+import numpy as np
 from prunesim.model.engine import PolicyContractError
-from prunesim.policies.base import BoundaryEvent, Clear, Compact, Evict, ModelPass, Summarize, Truncate, Warn
+from prunesim.policies.base import Action, BoundaryEvent, ModelPass
 
-# The fields each action declares as an int, and those declared as a tuple of ints.
-_INT_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    cls: (tuple(f.name for f in dataclasses.fields(cls) if f.type == "int"),
-          tuple(f.name for f in dataclasses.fields(cls) if f.type == "tuple[int, ...]"))
-    for cls in (ModelPass, Evict, Truncate, Summarize, Clear, Compact, Warn, BoundaryEvent)
+# The fields each action declares as an int, as a tuple of ints, as a string and as a flag: of every action
+# there is (the union ``Action``), so that a new action is checked as soon as it exists.
+_FIELDS: dict[type, tuple[tuple[str, ...], ...]] = {
+    cls: tuple(tuple(f.name for f in dataclasses.fields(cls) if f.type == declared)
+               for declared in ("int", "tuple[int, ...]", "str", "bool"))
+    for cls in typing.get_args(Action)
 }
+
+# The string fields that take one of a few values (any other would be read as one of them without a word).
+_CHOICES = {(ModelPass, "placement"): ("window", "log")}
 
 
 def checked_decide(policy):
@@ -43,17 +49,27 @@ def checked_decide(policy):
 
 
 def _plain(action, cls: type, turn: int):
-    fields = _INT_FIELDS.get(type(action))
+    fields = _FIELDS.get(type(action))
     if fields is None:
         return action  # not an action: the engine says so
+    ints, tuples, texts, flags = fields
+    for name in texts:  # written out in the events' JSON details and the edit log
+        if not isinstance(getattr(action, name), str):
+            raise _refusal(action, name, getattr(action, name), "not a string", cls, turn)
+        choices = _CHOICES.get((type(action), name))
+        if choices and getattr(action, name) not in choices:
+            raise _refusal(action, name, getattr(action, name), f"not one of {', '.join(choices)}", cls, turn)
     if isinstance(action, BoundaryEvent):  # written out as a JSON detail of the gate's event
-        if not isinstance(action.reason, str):
-            raise _refusal(action, "reason", action.reason, "not a string", cls, turn)
         problem = _json_problem(action.numbers)
         if problem:
             raise _refusal(action, "numbers", action.numbers, problem, cls, turn)
-    ints, tuples = fields
     changes = {}
+    for name in flags:
+        value = getattr(action, name)
+        if type(value) is not bool:
+            if not isinstance(value, np.bool_):
+                raise _refusal(action, name, value, "not True or False", cls, turn)
+            changes[name] = bool(value)
     for name in ints:
         value = getattr(action, name)
         if type(value) is not int:

@@ -90,3 +90,55 @@ def test_sensitivity_with_few_points_prints_no_library_warning(tmp_path):
                        "--params", "decision.rationale_per_span", "--out", tmp_path / "s.csv")
     assert code == 0, err
     assert err == "", err
+
+
+ACTS = '''from prunesim.policies import Policy
+from prunesim.policies.base import *  # noqa: F403
+
+
+class Acts(Policy):
+    name = "acts"
+
+    def decide(self, view):
+        if view.turn < 3 or not view.spans:
+            return []
+        last = view.spans[-1].id
+        return [{action}]
+'''
+
+
+@pytest.mark.parametrize("action, field", [
+    ("Restore(None)", "span_ids"),  # the newest action, once left out of the contract's check
+    ("Restore(True)", "span_ids"),
+    ("Restore((-1,))", "span_ids"),
+    ("Evict((last,), reason=object())", "reason"),  # not a string: the events' JSON could not hold it
+    ("Evict((last,), reason={1, 2})", "reason"),
+    ("Evict((last,), fallback='yes')", "fallback"),
+    ("ModelPass((last,), 10, 10, (5,), 3, placement='nowhere')", "placement"),  # read as 'log' without a word
+])
+def test_a_user_policys_action_of_the_wrong_type_is_one_line_naming_the_field(tmp_path, monkeypatch, action, field):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "acts.py").write_text(ACTS.format(action=action))
+    code, _, err = cli("run", "oscillation-40", "--policy", "acts.py:Acts", "--out", tmp_path / "run")
+    _one_line_usage_error(code, err, "acts.py:Acts", f"with {field}=")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_numpy_flag_in_a_user_policys_action_is_taken_as_a_flag(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "acts.py").write_text(ACTS.format(action="Evict((last,), fallback=__import__('numpy').bool_(True))"))
+    code, _, err = cli("run", "oscillation-40", "--policy", "acts.py:Acts", "--json")
+    assert code == 0, err
+
+
+def test_one_relative_policy_spec_in_two_folders_loads_each_folders_file(tmp_path, monkeypatch):
+    """What a call does must not depend on what ran before it in the process: ``acts.py:Acts`` names the file of
+    the working folder at the call, not the one an earlier call loaded."""
+    answers = {"one": "Restore(None)", "two": "Evict((last,), reason=object())"}
+    for folder, action in answers.items():
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "acts.py").write_text(ACTS.format(action=action))
+    for folder, field in (("one", "span_ids"), ("two", "reason"), ("one", "span_ids")):
+        monkeypatch.chdir(tmp_path / folder)
+        code, _, err = cli("run", "oscillation-40", "--policy", "acts.py:Acts")
+        _one_line_usage_error(code, err, f"with {field}=")
