@@ -43,6 +43,17 @@ def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None
     return scenario_mod.load(str(name_or_path), overrides, policy)
 
 
+def _check_arguments(seed, overrides, trace) -> None:
+    """What a caller passed, as the command line checks its flags: one :class:`UserError` naming the argument."""
+    if seed is not None and (isinstance(seed, bool) or not hasattr(seed, "__index__") or seed < 0):  # numpy's too
+        raise UserError("api.run", "seed", f"must be a non-negative integer (got {seed!r})")
+    if overrides is not None and not (isinstance(overrides, dict) and all(isinstance(k, str) for k in overrides)):
+        raise UserError("api.run", "overrides", "must be a dict of dotted parameter names (strings) to values "
+                        f"(got {type(overrides).__name__})")
+    if trace not in ("all", "turns", "none"):
+        raise UserError("api.run", "trace", f"must be one of all, turns, none (got {trace!r})")
+
+
 def run(
     scenario: str | Scenario | None = None,
     policy: str | type[Policy] | None = None,
@@ -60,6 +71,7 @@ def run(
     :class:`~prunesim.io.transcripts.workload.WorkloadData`; the scenario then
     defaults to ``"transcript"`` and the summary holds the replay metrics.
     """
+    _check_arguments(seed, overrides, trace)
     if policy is not None:
         get_policy(policy)  # first: a policy from a file or a plugin may declare its own table
     if workload is not None:

@@ -142,3 +142,23 @@ def test_one_relative_policy_spec_in_two_folders_loads_each_folders_file(tmp_pat
         monkeypatch.chdir(tmp_path / folder)
         code, _, err = cli("run", "oscillation-40", "--policy", "acts.py:Acts")
         _one_line_usage_error(code, err, f"with {field}=")
+
+
+@pytest.mark.parametrize("kwargs, name", [({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"), ({"seed": "3"}, "seed"),
+                                          ({"overrides": [("turns", 3)]}, "overrides"),
+                                          ({"overrides": {1: 2}}, "overrides"), ({"trace": "bogus"}, "trace")])
+def test_api_run_names_the_argument_a_caller_got_wrong(kwargs, name):
+    from prunesim import api
+    from prunesim.errors import UserError
+
+    with pytest.raises(UserError) as caught:
+        api.run("oscillation-40", policy="noop", **kwargs)
+    assert caught.value.key == name
+
+
+def test_api_run_takes_a_numpy_seed_as_the_same_seed():
+    import numpy as np
+    from prunesim import api
+
+    assert api.run("oscillation-40", policy="naive", seed=np.int64(3), trace="none").summary == \
+        api.run("oscillation-40", policy="naive", seed=3, trace="none").summary
