@@ -162,3 +162,21 @@ def test_api_run_takes_a_numpy_seed_as_the_same_seed():
 
     assert api.run("oscillation-40", policy="naive", seed=np.int64(3), trace="none").summary == \
         api.run("oscillation-40", policy="naive", seed=3, trace="none").summary
+
+
+def test_a_400_digit_cell_in_a_sweeps_runs_csv_is_not_a_number_to_aggregate_or_plot(tmp_path):
+    import csv
+
+    sweep = tmp_path / "sweep"
+    code, _, err = cli("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive",
+                       "--seeds", "0:2", "--out", sweep)
+    assert code == 0, err
+    rows = list(csv.reader((sweep / "runs.csv").open()))
+    rows[1][rows[0].index("passes")] = HUGE
+    with (sweep / "runs.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    for argv in (["aggregate", sweep], ["plot", "sweep", sweep, "--metric", "passes", "--out", tmp_path / "s.png"]):
+        code, _, err = cli(*argv)
+        lines = [line for line in err.splitlines() if "note" not in line]
+        assert code == 2 and len(lines) == 1 and "runs.csv: line 2, column passes" in lines[0], err
+    assert not (tmp_path / "s.png").exists()

@@ -64,7 +64,7 @@ def format_cell(value) -> str:
 def parse_cell(text: str):
     """A CSV cell as written by :func:`format_cell`, back as a value.
 
-    Empty is None, ``true``/``false`` are booleans, then an int, then a float
+    Empty is None, ``true``/``false`` are booleans, then an int (one a float can hold), then a float
     (``inf`` included), else the text itself.
     """
     text = text.strip()
@@ -74,9 +74,15 @@ def parse_cell(text: str):
     if low in ("true", "false"):
         return low == "true"
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         pass
+    else:
+        try:
+            float(value)  # every reader computes with floats: 400 digits is no number any run wrote
+        except OverflowError:
+            return text
+        return value
     try:
         return float(text)
     except ValueError:
