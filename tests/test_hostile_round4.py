@@ -180,3 +180,12 @@ def test_a_400_digit_cell_in_a_sweeps_runs_csv_is_not_a_number_to_aggregate_or_p
         lines = [line for line in err.splitlines() if "note" not in line]
         assert code == 2 and len(lines) == 1 and "runs.csv: line 2, column passes" in lines[0], err
     assert not (tmp_path / "s.png").exists()
+
+
+def test_importing_a_workload_file_says_it_is_one_not_an_unknown_format(tmp_path):
+    workload = tmp_path / "w.workload.jsonl"
+    assert cli("import", FIXTURES / "mini.traj.json", "--out", workload)[0] == 0
+    code, _, err = cli("import", workload, "--out", tmp_path / "again.jsonl")
+    lines = [line for line in err.splitlines() if line.startswith("prunesim: error")]
+    assert code == 2 and len(lines) == 1 and "is a prunesim workload already" in lines[0], err
+    assert not (tmp_path / "again.jsonl").exists()

@@ -74,7 +74,10 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
     Each workload carries the import's warnings (``.warnings``) for the caller to show.
     """
     path = Path(path)
-    if not transcripts_only and path.is_file() and wl.is_workload_file(path):
+    if path.is_file() and wl.is_workload_file(path):
+        if transcripts_only:  # not "an unknown transcript format": say what the file is
+            raise UserError(str(path), None, "is a prunesim workload already, not a transcript to import "
+                            "(replay it with run --workload, replay-dir or leaderboard)")
         data = wl.read(path)
         data.path = str(path)
         yield data
