@@ -36,8 +36,11 @@ SUMMARY_MAX_TOKENS = 10**12  # the largest size a scenario accepts (prunesim.io.
 NUMBER_WORDS = ("inf", "-inf", "nan")  # how result files write what JSON cannot
 
 
-def read_csv(path: Path, columns=(), numeric=()) -> list[dict]:
-    """Rows of a result CSV as dicts; ``columns`` must be in its header, ``numeric`` ones hold finite numbers."""
+def read_csv(path: Path, columns=(), numeric=(), text=None) -> list[dict]:
+    """Rows of a result CSV as dicts; ``columns`` must be in its header, ``numeric`` ones hold finite numbers.
+
+    ``text``: when given, the only columns that may hold words; every other cell is a number, a yes/no or
+    blank (a corrupted cell is named, not read as a missing value and left out of a figure)."""
     header, body, _ = sweep_files.read_table(Path(path), Path(path).name)
     missing = [c for c in columns if c not in header]
     if missing:
@@ -53,6 +56,12 @@ def read_csv(path: Path, columns=(), numeric=()) -> list[dict]:
                 continue
             if not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise UserError(str(path), f"line {n}, column {c}", f"{cells[header.index(c)]!r} is not a number")
+        if text is not None:
+            words = [c for c, v in row.items() if isinstance(v, str) and c not in text]
+            if words:
+                shown = cells[header.index(words[0])]
+                raise UserError(str(path), f"line {n}, column {words[0]}",
+                                f"{shown[:40]!r}{'...' if len(shown) > 40 else ''} is not a number")
         rows.append(row)
     return rows
 

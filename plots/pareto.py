@@ -51,6 +51,9 @@ FAN_PER = 1.3
 DOCUMENTED = ""  # the setting column's value for a policy's documented setting
 
 
+UNIT_TEXT = ("unit", "policy", "setting")  # runs.csv's columns of words; every other holds a figure (or nothing)
+
+
 @dataclass
 class Leaderboard:
     path: Path
@@ -63,7 +66,8 @@ class Leaderboard:
     def units(self) -> list[dict]:
         """runs.csv's rows, read when a figure first needs them (a median needs only the table)."""
         if self._units is None:
-            rows = read_csv(self.units_file) if self.units_file is not None and self.units_file.is_file() else []
+            rows = (read_csv(self.units_file, text=UNIT_TEXT)
+                    if self.units_file is not None and self.units_file.is_file() else [])
             if rows and "policy" not in rows[0]:
                 raise UserError(str(self.units_file), "policy", "missing column: not a leaderboard's runs.csv")
             self._units = rows

@@ -189,3 +189,21 @@ def test_importing_a_workload_file_says_it_is_one_not_an_unknown_format(tmp_path
     lines = [line for line in err.splitlines() if line.startswith("prunesim: error")]
     assert code == 2 and len(lines) == 1 and "is a prunesim workload already" in lines[0], err
     assert not (tmp_path / "again.jsonl").exists()
+
+
+@pytest.mark.parametrize("cell", [HUGE, "abc"])
+def test_a_corrupted_cell_of_a_leaderboards_runs_csv_is_named_not_left_out_of_the_figure(tmp_path, cell):
+    import csv
+
+    board = tmp_path / "board"
+    code, _, err = cli("leaderboard", "--scenario", "oscillation-40", "--seeds", "0:3", "--policies", "noop,naive",
+                       "--out", board)
+    assert code == 0, err
+    rows = list(csv.reader((board / "runs.csv").open()))
+    rows[2][rows[0].index("cost_ratio")] = cell
+    with (board / "runs.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    for kind in (["cdf", board, "--metric", "cost_ratio"], ["pareto", board, "--stat", "mean"]):
+        code, _, err = cli("plot", *kind, "--out", tmp_path / "f.png")
+        _one_line_usage_error(code, err, "runs.csv: line 3, column cost_ratio", "is not a number")
+    assert not (tmp_path / "f.png").exists()
