@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        # The command as typed, for the result files that record what made them (prunesim report shows it).
+        args.command_line = ["prunesim", *(sys.argv[1:] if argv is None else argv)]
         code = int(args.func(args) or 0)
         sys.stdout.flush()
         return code
