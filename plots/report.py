@@ -96,6 +96,8 @@ def kind_of(path: Path) -> str:
     path = Path(path)
     if not path.exists():
         raise UserError(str(path), None, "no such file or folder")
+    if path.is_file() and path.name in ("summary.json", sweep_files.SWEEP_FILE):
+        raise UserError(str(path), None, "give the folder that holds it")
     if path.is_file():
         if path.name == LEADERBOARD_TABLE:
             return "leaderboard"
