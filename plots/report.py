@@ -289,23 +289,19 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     meta = board.meta
     section = Section("leaderboard", str(folder), f"leaderboard: {len(board.policies())} policies")
     section.inputs += [board.path, folder / LEADERBOARD_META]
-    recorded = _recorded(meta.get("command"))
-    if recorded:
-        section.commands.append(recorded)
-    else:
-        words = ["leaderboard"]
-        if meta.get("source"):
-            words += [str(meta["source"])]
-        scenario = meta.get("scenario") if isinstance(meta.get("scenario"), dict) else {}
-        if scenario.get("name"):
-            words += ["--scenario", str(scenario["name"])]
-        words += ["--policies", ",".join(meta.get("policies") or board.policies())]
-        if meta.get("seeds"):
-            words += ["--seeds", _seeds_text(meta["seeds"])]
-        for flag in ("seed", "tokenizer", "calibration", "sidechains"):
-            if meta.get(flag) is not None:
-                words += [f"--{flag}", str(meta[flag])]
-        section.commands.append(_rebuilt([*words, "--out", str(folder)], scenario or None, section))
+    words = ["leaderboard"]
+    if meta.get("source"):
+        words += [str(meta["source"])]
+    scenario = meta.get("scenario") if isinstance(meta.get("scenario"), dict) else {}
+    if scenario.get("name"):
+        words += ["--scenario", str(scenario["name"])]
+    words += ["--policies", ",".join(meta.get("policies") or board.policies())]
+    if meta.get("seeds"):
+        words += ["--seeds", _seeds_text(meta["seeds"])]
+    for flag in ("seed", "tokenizer", "calibration", "sidechains"):
+        if meta.get(flag) is not None:
+            words += [f"--{flag}", str(meta[flag])]
+    section.commands.append(_rebuilt([*words, "--out", str(folder)], scenario or None, section))
     what = f"transcripts in {meta['source']}" if meta.get("source") else "seeds"
     section.facts += [("over", f"{meta.get('units', '?')} {what}"), ("reference", str(meta.get("reference", "?"))),
                       ("prunesim version", str(meta.get("prunesim_version", "not recorded")))]

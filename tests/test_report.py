@@ -157,36 +157,42 @@ def test_disagreements_are_exactly_the_judged_figures_outside_their_range(result
     assert [tuple(d.split(": ")[:2]) for d in page.disagreements] == misses
 
 
-def test_a_rebuilt_run_command_runs_the_same_run(results, tmp_path):
-    """The run records no command; the one the page rebuilds (with --set) makes a byte-identical summary."""
-    page, _ = report([results["run"]], tmp_path / "r.html")
+def rerun(page: Page, again: Path, *extra: str) -> list[str]:
+    """Run the page's one command, rebuilt (not recorded), with its --out moved to ``again``; its words."""
     [(text, exact)] = page.commands
     assert not exact
     words = shlex.split(text)
-    assert words[:2] == ["prunesim", "run"] and "trigger=21000" in words
-    again = tmp_path / "again"
     words[words.index("--out") + 1] = str(again)
-    code, _, err = cli(*words[1:])
+    code, _, err = cli(*words[1:], *extra)
     assert code == 0, err
-    assert (again / "summary.json").read_bytes() == (results["run"] / "summary.json").read_bytes()
+    return words
+
+
+def test_a_rebuilt_run_command_runs_the_same_run(results, tmp_path):
+    """The run records no command; the one the page rebuilds (with --set) makes a byte-identical summary."""
+    page, _ = report([results["run"]], tmp_path / "r.html")
+    words = rerun(page, tmp_path / "again")
+    assert words[:2] == ["prunesim", "run"] and "trigger=21000" in words
+    assert (tmp_path / "again" / "summary.json").read_bytes() == (results["run"] / "summary.json").read_bytes()
 
 
 def test_a_rebuilt_sweep_command_runs_the_same_runs(results, tmp_path):
     page, _ = report([results["sweep"]], tmp_path / "r.html")
-    [(text, exact)] = page.commands
-    assert not exact
-    words = shlex.split(text)
-    again = tmp_path / "again"
-    words[words.index("--out") + 1] = str(again)
-    code, _, err = cli(*words[1:], "--quiet", "--jobs", "1")
-    assert code == 0, err
+    rerun(page, tmp_path / "again", "--quiet", "--jobs", "1")
     rows = lambda p: sorted((p / "runs.csv").read_text().splitlines()[1:])  # noqa: E731 - order is completion order
-    assert rows(again) == rows(results["sweep"])
+    assert rows(tmp_path / "again") == rows(results["sweep"])
+
+
+def test_a_rebuilt_leaderboard_command_makes_the_same_table(results, tmp_path):
+    page, _ = report([results["leaderboard"]], tmp_path / "r.html")
+    rerun(page, tmp_path / "again")
+    table = "leaderboard.csv"
+    assert (tmp_path / "again" / table).read_bytes() == (results["leaderboard"] / table).read_bytes()
 
 
 def test_the_scenario_hash_names_the_scenario_not_its_label(results, tmp_path):
-    """The run (trigger set to 21000) and the sweep ran different scenarios under one name: different hashes;
-    the leaderboard and the replay ran the shipped one: the same hash."""
+    """The run (trigger set to 21000) ran another scenario under the shipped one's name: another hash; the sweep
+    (its base scenario), the leaderboard and the replay ran the shipped one: the same hash."""
     from prunesim.io.scenario_files import load
     from prunesim.plots.report import scenario_hash
 
@@ -263,3 +269,4 @@ def test_an_unwritable_place_is_refused_before_anything_is_read(results, tmp_pat
     blocker.write_text("x")
     err = _refused([results["run"]], blocker / "r.html")
     assert str(blocker) in err
+
