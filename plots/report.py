@@ -148,9 +148,13 @@ def _set_flags(scenario: dict) -> tuple[list[str], list[str]]:
         if isinstance(value, (list, dict)):
             other.append(key)
         else:
-            text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            flags += ["--set", f"{key}={text}"]
+            flags += ["--set", f"{key}={_value_text(value)}"]
     return flags, other
+
+
+def _value_text(value) -> str:
+    """A value as --set and --grid take it."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _scenario_facts(section: Section, scenario: dict | None, where: str) -> None:
@@ -167,6 +171,10 @@ def _scenario_facts(section: Section, scenario: dict | None, where: str) -> None
 def _rebuilt(words: list[str], scenario: dict | None, section: Section) -> Command:
     """A command rebuilt from what a result records; lists that --set cannot give are named in a note."""
     flags, other = _set_flags(scenario) if isinstance(scenario, dict) else ([], [])
+    name = scenario.get("name") if isinstance(scenario, dict) else None
+    if name is not None and name not in scenario_files.shipped_scenarios():
+        section.notes.append(f"{name} is not a shipped scenario: give the command the scenario file it was "
+                             "loaded from (the result files record the whole scenario)")
     if other:
         section.notes.append("the recorded scenario also differs from the shipped one in "
                              f"{', '.join(other)}, which --set cannot give: use the recorded scenario")
@@ -249,10 +257,13 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     section.inputs += [path / sweep_files.SWEEP_FILE, path / sweep_files.RUNS_FILE, path / sweep_files.AGGREGATE_FILE]
     words = ["sweep", sweep.scenario_name]
     for axis, values in sweep.grid.items():
-        words += ["--grid", f"{axis}={','.join(str(v) for v in values)}"]
+        words += ["--grid", f"{axis}={','.join(_value_text(v) for v in values)}"]
     words += ["--policies", ",".join(sweep.policies), "--seeds", _seeds_text(meta.get("seeds", sweep.seeds))]
     for key, value in (meta.get("overrides") or {}).items():
-        words += ["--set", f"{key}={value}"]
+        words += ["--set", f"{key}={_value_text(value)}"]
+    if sweep.scenario_name not in scenario_files.shipped_scenarios():
+        section.notes.append(f"{sweep.scenario_name} is not a shipped scenario: give the command the scenario file "
+                             "it was loaded from (sweep.json records the whole scenario)")
     section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(path)]), exact=False))
     section.facts += [("grid", "; ".join(f"{a} = {', '.join(map(str, v))}" for a, v in sweep.grid.items())),
                       ("policies", ", ".join(sweep.policies)),
@@ -270,10 +281,11 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     rows = []
     for metric in chosen:
         sweep.check_metric(metric)
+        lines, source = curves(sweep, metric, x)
         figures.add(section, metric, sweep_figure(sweep, metric, x),
                     f"{path / sweep_files.RUNS_FILE}: column {metric} by policy and {x}; "
-                    f"the figure's numbers come from {curves(sweep, metric, x)[1]}")
-        for (policy, others), by_x in curves(sweep, metric, x)[0].items():
+                    f"the figure's numbers come from {source}")
+        for (policy, others), by_x in lines.items():
             for xv, (median, low, high, n) in sorted(by_x.items(), key=lambda kv: str(kv[0])):
                 rows.append([metric, policy, ", ".join(f"{a}={v}" for a, v in others), _number(xv), n,
                              median, low, high])
@@ -453,9 +465,12 @@ def _sort_key(v) -> str:
 def write(paths: list[Path], out: Path, version: str, metrics: list[str] | None = None) -> Path:
     """Build the page from ``paths`` and write it to ``out`` atomically; refuses to replace an input."""
     output.check_file(out, "--out")
+    given = [Path(p) for p in paths]
+    # Before anything is read: the files given and those at the top of the folders given ...
+    output.check_not_input(out, [f for p in given for f in (p.iterdir() if p.is_dir() else [p]) if f.is_file()],
+                           "--out")
     sections = build(paths, metrics)
-    inputs = [p for s in sections for p in s.inputs if p.exists()]
-    inputs += [f for p in map(Path, paths) if p.is_dir() for f in p.iterdir() if f.is_file()]
-    output.check_not_input(out, inputs, "--out")
+    # ... and, once they are known, the files the sections read below them (a replay's runs).
+    output.check_not_input(out, [p for s in sections for p in s.inputs if p.exists()], "--out")
     output.write_text(out, render(sections, version), "--out")
     return out

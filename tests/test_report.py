@@ -177,7 +177,7 @@ def test_a_rebuilt_run_command_runs_the_same_run(results, tmp_path):
 
 
 def test_a_rebuilt_sweep_command_runs_the_same_runs(results, tmp_path):
-    page, _ = report([results["sweep"]], tmp_path / "r.html")
+    page, _ = report([results["sweep"]], tmp_path / "r.html", "--metric", "passes")
     rerun(page, tmp_path / "again", "--quiet", "--jobs", "1")
     rows = lambda p: sorted((p / "runs.csv").read_text().splitlines()[1:])  # noqa: E731 - order is completion order
     assert rows(tmp_path / "again") == rows(results["sweep"])
@@ -197,7 +197,8 @@ def test_the_scenario_hash_names_the_scenario_not_its_label(results, tmp_path):
     from prunesim.plots.report import scenario_hash
 
     shipped = scenario_hash(load("oscillation-40").to_dict())
-    _, html = report([results[k] for k in ("run", "sweep", "leaderboard", "replay")], tmp_path / "r.html")
+    _, html = report([results[k] for k in ("run", "sweep", "leaderboard", "replay")], tmp_path / "r.html",
+                     "--metric", "passes")
     assert html.count(f"hash {shipped}") == 3
     run_hash = scenario_hash(json.loads((results["run"] / "scenario.json").read_text()))
     assert run_hash != shipped and html.count(f"hash {run_hash}") == 1
@@ -211,9 +212,9 @@ def test_each_figure_says_which_file_its_data_is_in(results, tmp_path):
 
 
 def test_the_same_results_make_the_same_bytes(results, tmp_path):
-    paths = [results[k] for k in ("run", "sweep", "story")]
-    _, first = report(paths, tmp_path / "a.html")
-    _, second = report(paths, tmp_path / "b.html")
+    paths = [results[k] for k in ("run", "sweep", "leaderboard")]
+    _, first = report(paths, tmp_path / "a.html", "--metric", "passes")
+    _, second = report(paths, tmp_path / "b.html", "--metric", "passes")
     assert first == second
 
 
@@ -254,6 +255,8 @@ def test_the_report_never_replaces_an_input_or_a_folder(results, tmp_path):
     for target in (results["run"] / "summary.json", results["sweep"] / "runs.csv", results["replay"]):
         assert "is an input of this command" in _refused([results["run"], results["sweep"], results["replay"]],
                                                          target)
+    story = results["story"] / "runs" / "naive-22k" / "trace.csv"  # read only once the replay's runs are known
+    assert "is an input of this command" in _refused([results["story"], "--metric", "passes"], story)
     assert "is a folder" in _refused([results["run"]], results["run"])
 
 
@@ -270,3 +273,19 @@ def test_an_unwritable_place_is_refused_before_anything_is_read(results, tmp_pat
     err = _refused([results["run"]], blocker / "r.html")
     assert str(blocker) in err
 
+
+
+def test_names_from_the_files_are_text_never_markup(results, tmp_path):
+    """A policy or scenario name in a result file is shown as text, in the page and inside the figures' SVG."""
+    import shutil
+
+    evil = tmp_path / "evil"
+    shutil.copytree(results["run"], evil)
+    summary = json.loads((evil / "summary.json").read_text())
+    summary["policy"] = "--></g></svg><script>alert(1)</script><!--"
+    summary["scenario"] = "<b>bold</b>"
+    (evil / "summary.json").write_text(json.dumps(summary))
+    page, html = report([evil], tmp_path / "r.html")
+    assert "<script>alert" not in html and "<b>bold" not in html
+    assert page.title.startswith("prunesim report: run: <b>bold</b> under --></g>")  # the parser unescapes it
+    assert page.svgs_in_figures == 2
