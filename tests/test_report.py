@@ -289,3 +289,16 @@ def test_names_from_the_files_are_text_never_markup(results, tmp_path):
     assert "<script>alert" not in html and "<b>bold" not in html
     assert page.title.startswith("prunesim report: run: <b>bold</b> under --></g>")  # the parser unescapes it
     assert page.svgs_in_figures == 2
+
+
+def test_a_page_sent_to_standard_output_is_all_that_is_printed(results, tmp_path, capfd):
+    code, stdout, err = cli("report", results["leaderboard"], "--out", "/dev/stdout")
+    assert code == 0, err
+    printed = capfd.readouterr().out + stdout
+    assert printed.startswith("<!DOCTYPE html>") and printed.rstrip().endswith("</html>")
+
+
+def test_an_out_that_names_a_folder_is_refused(results, tmp_path):
+    code, stdout, err = cli("report", results["run"], "--out", f"{tmp_path / 'new'}/")
+    assert (code, stdout) == (2, "") and "names a folder" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "new").exists()

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from prunesim import __version__
 from prunesim.cli.commands._common import out_arg
+from prunesim.errors import UserError
+from prunesim.io import output
 
 
 def register(sub) -> None:
@@ -30,6 +32,9 @@ def register(sub) -> None:
 def main(args) -> int:
     from prunesim.plots import report
 
+    if output.names_folder(args.out):
+        raise UserError("--out", args.out, "names a folder; give the name of the HTML file to write")
     out = report.write(args.results, Path(args.out), __version__, metrics=args.metric)
-    print(out)
+    if output.kind_of(out) != "stream":  # a page sent to a pipe or /dev/stdout is the whole output
+        print(out)
     return 0
