@@ -141,7 +141,7 @@ def test_commands_read_the_transcripts_where_a_reader_has_them():
     for doc in DOCS:
         for command in commands(doc):
             bare = re.search(r"(?<![\w/$.{-])traces/", command)
-            assert not bare, f"{doc.name}: reads traces/, which a checkout lacks (write \"$PRUNESIM_TRACES\"): {command}"
+            assert not bare, f"{doc.name}: reads traces/, which a checkout lacks (use $PRUNESIM_TRACES): {command}"
 
 
 def test_every_command_that_is_not_run_is_still_in_the_docs():
@@ -172,7 +172,8 @@ def test_every_command_in_the_document_runs(doc, tmp_path):
                 install_like_pip(site, tmp_path / local.group(1))
                 continue
             if "PRUNESIM_TRACES" in command and not TRACES.is_dir():
-                pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts in traces/")
+                pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts: "
+                            "set PRUNESIM_TRACES to their folder")
             script.append(command)
         if not script:
             continue
