@@ -42,10 +42,10 @@ from pathlib import Path
 
 import pytest
 from plugin_fixtures import install_like_pip
+from shared_traces import HOW, TRACES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-TRACES = Path(os.environ.get("PRUNESIM_TRACES") or ROOT.parent / "shared" / "traces")
 LINKED = ("examples", "tests", "scenarios")
 
 NOT_RUN = {
@@ -172,8 +172,7 @@ def test_every_command_in_the_document_runs(doc, tmp_path):
                 install_like_pip(site, tmp_path / local.group(1))
                 continue
             if "PRUNESIM_TRACES" in command and not TRACES.is_dir():
-                pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts: "
-                            "set PRUNESIM_TRACES to their folder")
+                pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts: {HOW}")
             script.append(command)
         if not script:
             continue

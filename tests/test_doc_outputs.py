@@ -11,7 +11,7 @@ a line ``...`` stands for lines left out. The transcripts' folder is printed
 as ``../shared/traces``, where a reader's checkout finds it.
 
 Only commands that take a few seconds are marked; the others' quotes are
-rerun by hand (docs/architecture.md, "Tests").
+rerun by hand (docs/testing.md, "Quoted outputs stay true").
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_doc_commands import DOCS, ROOT, TRACES, commands
+from shared_traces import HOW, TRACES
+from test_doc_commands import DOCS, ROOT, commands
 
 MARKER = re.compile(r"^<!-- output of: (.+?) -->\n```text\n(.*?)^```", flags=re.S | re.M)
 ELIDED = re.compile(r"^\s*\.\.\.\s*$")
@@ -75,7 +76,7 @@ def test_missing_lines_finds_a_changed_or_reordered_line():
                          ids=[f"{d.name}:{c[:60]}" for d, c, _ in marked()])
 def test_quoted_output_is_what_the_command_prints(doc, command, quoted, tmp_path):
     if "PRUNESIM_TRACES" in command and not TRACES.is_dir():
-        pytest.skip(f"{doc.name}: needs the sample transcripts; set PRUNESIM_TRACES to their folder")
+        pytest.skip(f"{doc.name}: needs the real transcripts: {HOW}")
     for name in ("examples", "scenarios"):
         shutil.copytree(ROOT / name, tmp_path / name)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
