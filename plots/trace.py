@@ -229,8 +229,8 @@ def draw_limits(ax, runs: dict[str, Run], top: float) -> list[str]:
             h = ax.axhline(v, color=c, ls=styles[key], lw=1.0, zorder=2)
             h.set_gid(f"{key}:{v:g}")
             texts.append((v, text, c))
-    for t in style.label_lines(ax, texts):
-        t.set_gid("limit-label")
+    for i, t in enumerate(style.label_lines(ax, texts)):
+        t.set_gid(f"limit-label:{i}")  # one id each: an SVG (prunesim report) must not repeat an id
     return above
 
 

@@ -1,6 +1,8 @@
-"""Shared fixtures: scenarios and small runs."""
+"""Shared fixtures: scenarios and small runs; how the tests are shared among pytest-xdist's workers."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from prunesim.io import scenario_files as scenario_mod
@@ -30,3 +32,23 @@ def pytest_configure(config):
 def _crash_reports_in_a_temporary_folder(tmp_path_factory, monkeypatch):
     """Crash reports written by tests go to a scratch folder, never the user's state folder."""
     monkeypatch.setenv("PRUNESIM_CRASH_DIR", str(tmp_path_factory.getbasetemp() / "crash-reports"))
+
+
+# -- pytest-xdist: which worker runs what (addopts: -n auto --dist loadfile) ------------
+# A file's tests go to one worker, so that its module fixtures (a sweep, a replay over many seeds) are made once;
+# the files named here are long, independent commands each (every document's examples) and are spread out.
+SPREAD_FILES = {"test_doc_commands.py"}
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, called only where it is installed
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None  # another --dist asked for: xdist's own
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesExceptSpread(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return nodeid if Path(file).name in SPREAD_FILES else file
+
+    return FilesExceptSpread(config, log)

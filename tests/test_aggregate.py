@@ -108,7 +108,7 @@ def test_aggregate_csv_is_deterministic_and_loads_in_pandas(swept, capsys):
     assert header == ["policy", "decision.rationale_per_span", "metric", "n", "median", "mean", "ci_low", "ci_high",
                       "share", "share_low", "share_high"]
     assert b",inf," in first
-    pd = pytest.importorskip("pandas")
+    pd = pytest.importorskip("pandas", reason="needs pandas: pip install '.[test]'")
     frame = pd.read_csv(swept / AGGREGATE_FILE)
     assert frame["median"].dtype == float and np.isinf(frame["median"]).any()
 

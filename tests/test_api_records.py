@@ -42,7 +42,7 @@ def test_events_are_named_records_with_their_detail_parsed(gated, tmp_path):
 
 
 def test_to_pandas_gives_data_frames_with_the_records_fields(gated):
-    pandas = pytest.importorskip("pandas")
+    pandas = pytest.importorskip("pandas", reason="needs pandas: pip install '.[test]'")
     ledger = gated.ledger.to_pandas()
     assert list(ledger.columns) == list(LedgerRow._fields) and len(ledger) == len(gated.ledger)
     assert ledger["net"].sum() == gated.summary["sum_net_tokens"]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from plot_fixtures import make_run, read_rows, write_rows
 from prunesim.cli import main
 from prunesim.observe.recorder import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, LEDGER_COLUMNS
 from prunesim.plots.io import read_run
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +76,10 @@ def test_an_older_run_without_cost_files_gets_one_line(runs, tmp_path, capsys):
     assert main(["plot", "breakeven", str(runs[0]), str(old), "--out", str(tmp_path / "b.png")]) == 2
     err = capsys.readouterr().err.strip()
     assert "calls.csv" in err and err.count("\n") == 0 and not (tmp_path / "b.png").exists()
+
+
+def test_default_name_of_a_file_policy_figure_is_a_file_beside_the_run(runs, tmp_path):
+    policy = f"{ROOT / 'examples' / 'policies' / 'keep_last_outputs.py'}:KeepLastOutputs"
+    mine = make_run(tmp_path, "mine", policy)
+    assert main(["plot", "breakeven", str(mine), str(runs[0])]) == 0
+    assert [p.name for p in mine.glob("breakeven-*")] == ["breakeven-KeepLastOutputs-naive.png"]

@@ -1,7 +1,6 @@
 """Cache and cost fidelity against recorded bills: readers, fitting, out-of-sample judgement, the command."""
 
 import json
-import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -9,8 +8,8 @@ import pytest
 from prunesim.cli import main
 from prunesim.io import prices
 from prunesim.studies import cache_fidelity as cf
+from shared_traces import TRACES, needs
 
-TRACES = Path(os.environ.get("PRUNESIM_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
 G = 2048  # gemini-3-pro-preview's granularity and minimum in prices.toml
 GEMINI = prices.load()["gemini-3-pro-preview"]
 
@@ -190,7 +189,7 @@ def test_fidelity_bad_fit_on_is_one_line(tmp_path, capsys, args, text):
 
 
 # -- the real recorded bills (skipped without the traces) ------------------------------------------
-@pytest.mark.skipif(not (TRACES / "mini-swe-agent-dev").is_dir(), reason="traces/mini-swe-agent-dev not present")
+@needs("mini-swe-agent-dev")
 def test_dev_folder_leave_one_out():
     rep = cf.report(TRACES / "mini-swe-agent-dev")
     assert rep["runs"] == 42 and not rep["skipped"] and not rep["failed"]
@@ -202,7 +201,7 @@ def test_dev_folder_leave_one_out():
     assert GEMINI["reuse"] == pytest.approx(fitted["reuse"], abs=5e-4)
 
 
-@pytest.mark.skipif(not (TRACES / "claude-code-dev").is_dir(), reason="traces/claude-code-dev not present")
+@needs("claude-code-dev")
 def test_claude_code_calls_split_into_what_they_were_billed():
     runs, failed = cf.collect(TRACES / "claude-code-dev")
     assert not failed and len(runs) == 23 and sum(len(r.calls) for r in runs) == 1816

@@ -296,7 +296,8 @@ def test_long_texts_are_encoded_in_chunks_that_cover_them_exactly():
     assert all(q.startswith(" ") or p.endswith("\n") for p, q in zip(pieces[:-3], pieces[1:-2], strict=True))
 
 
-@pytest.mark.skipif(not tokens.bpe_available(), reason="bpe-openai not installed")
+@pytest.mark.skipif(not tokens.bpe_available(),
+                    reason="needs bpe-openai: pip install '.[tokens]' (the test extra has it)")
 def test_exact_counts_never_raise_on_long_inputs_and_stay_exact_below_the_limit():
     count = tokens.get_counter("o200k_base")
     assert count("a " * 600_000) > 0  # 1.2 million characters: the encoder alone refuses it

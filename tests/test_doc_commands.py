@@ -5,9 +5,11 @@ on the next; ``#`` lines are comments). Each block runs as one bash script
 (``set -e``, so a variable set in a block reaches its later lines), the blocks
 of a document in order, as a reader runs them from a checkout: in a fresh
 working folder holding copies of the checkout's ``examples/`` and
-``scenarios/`` (a command may write there), a link to its ``tests/`` and, as
-``traces/``, a link to the shared sample transcripts (from the first command
-that needs them on, a document's commands are skipped when they are absent).
+``scenarios/`` (a command may write there) and a link to its ``tests/``. A
+command reads the shared sample transcripts as ``"${PRUNESIM_TRACES:-../shared/traces}/..."``,
+as a reader runs it from a checkout; the test sets ``PRUNESIM_TRACES`` to the
+folder it found (from the first command that needs them on, a document's
+commands are skipped when they are absent).
 ``prunesim`` and ``python`` are the ones of the interpreter running the tests.
 A test checks that no command hides in a block of another kind; a usage
 synopsis (``[--flag]``, ``A|B``, a PLACEHOLDER) belongs in a ```text block.
@@ -40,10 +42,10 @@ from pathlib import Path
 
 import pytest
 from plugin_fixtures import install_like_pip
+from shared_traces import HOW, TRACES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-TRACES = Path(os.environ.get("PRUNESIM_TRACES") or ROOT.parent / "shared" / "traces")
 LINKED = ("examples", "tests", "scenarios")
 
 NOT_RUN = {
@@ -135,6 +137,13 @@ def test_sh_blocks_hold_commands_not_synopses():
                     f"{doc.name}: a synopsis in a ```sh block (put it in a ```text block): {command}")
 
 
+def test_commands_read_the_transcripts_where_a_reader_has_them():
+    for doc in DOCS:
+        for command in commands(doc):
+            bare = re.search(r"(?<![\w/$.{-])traces/", command)
+            assert not bare, f"{doc.name}: reads traces/, which a checkout lacks (use $PRUNESIM_TRACES): {command}"
+
+
 def test_every_command_that_is_not_run_is_still_in_the_docs():
     every = [c for d in DOCS for c in commands(d)]
     for pattern in NOT_RUN:
@@ -148,12 +157,10 @@ def test_every_command_in_the_document_runs(doc, tmp_path):
     for name in ("examples", "scenarios"):
         shutil.copytree(ROOT / name, tmp_path / name)
     (tmp_path / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
-    if TRACES.is_dir():
-        (tmp_path / "traces").symlink_to(TRACES, target_is_directory=True)
     site = tmp_path / ".site"
     site.mkdir()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(site)}
+           "PYTHONPATH": str(site), "PRUNESIM_TRACES": str(TRACES)}
     ran = 0
     for block in sh_blocks(doc):
         script = []
@@ -164,8 +171,8 @@ def test_every_command_in_the_document_runs(doc, tmp_path):
             if local:
                 install_like_pip(site, tmp_path / local.group(1))
                 continue
-            if "traces/" in command and not TRACES.is_dir():
-                pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts in traces/")
+            if "PRUNESIM_TRACES" in command and not TRACES.is_dir():
+                pytest.skip(f"{doc.name}: from {command!r} on, the commands need the sample transcripts: {HOW}")
             script.append(command)
         if not script:
             continue

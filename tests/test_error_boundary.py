@@ -74,7 +74,7 @@ def test_user_errors_are_2_and_an_unnamed_os_error_is_one_line(monkeypatch, caps
     assert main(["list"]) == EXIT_ENVIRONMENT
 
 
-@pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this platform")
+@pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full (Linux): a disk that is always full")
 @pytest.mark.parametrize("argv", [["list"], ["metrics"], ["metrics", "--markdown"],
                                   ["run", "oscillation-40", "--json"], ["compare", "oscillation-40", "--seeds", "0:2"]])
 def test_stdout_on_a_full_disk_is_exit_1_and_one_line(argv):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import tracemalloc
@@ -16,13 +15,11 @@ from prunesim.io.transcripts import tokens
 from prunesim.io.transcripts import workload as wl
 from prunesim.studies import fidelity
 from prunesim.studies import transcript_replay as replay
+from shared_traces import needs, traces_dir
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-def traces_dir() -> Path:
-    env = os.environ.get("PRUNESIM_TRACES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def test_errors_leave_out_anchored_calls():
@@ -190,21 +187,23 @@ def cross_validated(folder: Path, tokenizer: str = tokens.DEFAULT) -> dict:
     return rep["cross_validated"]
 
 
-@pytest.mark.skipif(not DEV.is_dir(), reason="shared/traces/mini-swe-agent-dev not present")
+@needs("mini-swe-agent-dev")
 def test_mini_swe_agent_fidelity_meets_its_goal_on_unseen_runs():
     rep = cross_validated(DEV)
     assert rep["transcripts"] == 42
     assert rep["median_error"] <= 0.025 and rep["p90_error"] <= 0.05, rep
 
 
-@pytest.mark.skipif(not SESSIONS.is_dir(), reason="shared/traces/claude-code-dev not present")
+@needs("claude-code-dev")
 def test_claude_code_fidelity_meets_its_goal_on_unseen_sessions():
     rep = cross_validated(SESSIONS)
     assert rep["transcripts"] == 23
     assert rep["median_error"] <= 0.05 and rep["p90_error"] <= 0.10, rep
 
 
-@pytest.mark.skipif(not DEV.is_dir() or not tokens.bpe_available(), reason="dev runs or bpe-openai missing")
+@needs("mini-swe-agent-dev")
+@pytest.mark.skipif(not tokens.bpe_available(),
+                    reason="needs bpe-openai: pip install '.[tokens]' (the test extra has it)")
 def test_exact_bpe_fidelity_meets_the_goal_on_unseen_runs():
     rep = cross_validated(DEV, "o200k_base")
     assert rep["median_error"] <= 0.025 and rep["p90_error"] <= 0.05, rep

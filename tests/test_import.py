@@ -15,15 +15,13 @@ from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import count_pieces
 from prunesim.studies import transcript_replay as replay
+from shared_traces import needs, traces_dir
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOOD = sorted(p for p in FIXTURES.iterdir() if p.is_file())
 BAD = sorted((FIXTURES / "bad").iterdir())
 
 
-def traces_dir() -> Path:
-    env = os.environ.get("PRUNESIM_TRACES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def one(path: Path) -> wl.WorkloadData:
@@ -212,14 +210,14 @@ def test_replay_dir_rejects_an_unknown_policy(capsys):
 SAMPLES = {"psf__requests-1766": (25, 3), "django__django-14007": (32, 6), "django__django-15957": (49, 9)}
 
 
-@pytest.mark.skipif(not (traces_dir() / "mini-swe-agent").is_dir(), reason="shared/traces samples not present")
+@needs("mini-swe-agent")
 def test_sample_turns_and_repeats_match_the_readme():
     for path in sorted((traces_dir() / "mini-swe-agent").glob("*.traj.json")):
         data = one(path)
         assert (data.turns, data.header["repeats"]) == SAMPLES[data.name]
 
 
-@pytest.mark.skipif(not traces_dir().is_dir(), reason="shared/traces samples not present")
+@needs()
 def test_every_sample_imports():
     found = list(replay.iter_sources([traces_dir()]))
     assert not [d for _, d in found if isinstance(d, Exception)]

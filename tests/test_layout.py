@@ -129,6 +129,15 @@ def test_pyproject_installs_every_package_folder():
     assert set(config["packages"]) == packages
 
 
+def test_package_data_ships_every_template():
+    """prunesim report's template lives in plots/templates/: an install without it could not write a page."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    templates = sorted(p.relative_to(FOLDERS["prunesim.plots"]) for p in (ROOT / "plots" / "templates").iterdir())
+    assert templates
+    for path in templates:
+        assert any(path.match(pattern) for pattern in data.get("prunesim.plots", [])), f"{path} is not package data"
+
+
 def test_every_package_says_what_it_is_for():
     for name, path in modules().items():
         if path.name == "__init__.py":

@@ -16,7 +16,7 @@ CASES = [
 @pytest.mark.parametrize("name, overrides", CASES)
 def test_forgetting_unreferenced_spans_leaves_every_figure_unchanged(monkeypatch, name, overrides):
     if name not in scenario_mod.shipped_scenarios():
-        pytest.skip(f"{name} is not shipped")
+        pytest.skip(f"needs the shipped scenario {name} (scenarios/{name}.toml): restore it from the repository")
     sc = scenario_mod.load(name, overrides)
     for policy in sorted(REGISTRY):
         monkeypatch.setattr(provenance, "FORGET_AT", 10**9)  # never forget

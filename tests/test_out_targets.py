@@ -100,7 +100,8 @@ def unwritable_places(tmp_path: Path) -> list[Path]:
     return places
 
 
-@pytest.mark.skipif(IS_ROOT and not HAS_PROC, reason="as root, only /proc gives an unwritable place")
+@pytest.mark.skipif(IS_ROOT and not HAS_PROC,
+                    reason="needs /proc, or a user other than root: as root only /proc gives an unwritable place")
 @pytest.mark.parametrize("name, template, kind, made", COMMANDS, ids=IDS)
 def test_out_in_an_unwritable_place_is_one_line_exit_2(name, template, kind, made, inputs, tmp_path):
     for place in unwritable_places(tmp_path):
@@ -116,7 +117,7 @@ def test_out_in_an_unwritable_place_is_one_line_exit_2(name, template, kind, mad
         assert list((tmp_path / "read-only").iterdir()) == []
 
 
-@pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this platform")
+@pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full (Linux): a disk that is always full")
 @pytest.mark.parametrize("name, template, kind, made", COMMANDS, ids=IDS)
 def test_out_on_dev_full_is_one_line_and_leaves_the_device(name, template, kind, made, inputs):
     before = os.stat("/dev/full")

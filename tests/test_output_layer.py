@@ -126,7 +126,7 @@ def test_a_path_under_a_file_is_one_user_error(tmp_path):
         output.write_text(tmp_path / "afile" / "sub" / "x.csv", "x")
 
 
-@pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this platform")
+@pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full (Linux): a disk that is always full")
 def test_a_full_disk_is_a_resource_error():
     with pytest.raises(ResourceError, match="/dev/full: No space left on device"):
         output.write_text("/dev/full", "x" * 10000)
@@ -193,7 +193,8 @@ def test_a_link_to_a_folder_is_written_into(tmp_path):
     assert (real / "summary.json").read_text() == "{}" and (tmp_path / "link").is_symlink()
 
 
-@pytest.mark.skipif(IS_ROOT, reason="root writes into read-only folders")
+@pytest.mark.skipif(IS_ROOT,
+                    reason="needs a user other than root (root writes into read-only folders)")
 def test_a_read_only_folder_is_one_user_error(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()

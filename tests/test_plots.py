@@ -38,7 +38,7 @@ def legend_labels(ax):
 
 
 def limit_labels(ax):
-    return [t.get_text() for t in ax.texts if t.get_gid() == "limit-label"]
+    return [t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("limit-label:")]
 
 
 def test_trace_draws_utilization_limits_passes_and_band(runs):
@@ -60,7 +60,7 @@ def test_trace_draws_utilization_limits_passes_and_band(runs):
     assert limit_labels(ax) == ["window 32,000 (above)", "hard budget 24,000", "trigger 22,000"]
     assert ax.get_ylabel() == "utilization (tokens)"
     assert not by_gid(ax, "window:")
-    heights = {t.get_text(): t.xyann[1] for t in ax.texts if t.get_gid() == "limit-label"}
+    heights = {t.get_text(): t.xyann[1] for t in ax.texts if (t.get_gid() or "").startswith("limit-label:")}
     assert heights["window 32,000 (above)"] > heights["hard budget 24,000"] > heights["trigger 22,000"]
     # the y axis shows the band: the budget, the trigger and the band floor in view, not 0..32k
     low, high = ax.get_ylim()

@@ -85,7 +85,7 @@ def test_oscillation_story_figure(tmp_path):
     assert (tmp_path / "out" / "oscillation.png").is_file()
     top, bottom = fig.axes
     assert [ln.get_label() for ln in top.get_lines() if (ln.get_gid() or "").startswith("trace:")] == list(dirs)
-    named = {t.get_text() for t in top.texts if t.get_gid() == "limit-label"}
+    named = {t.get_text() for t in top.texts if (t.get_gid() or "").startswith("limit-label:")}
     assert {"trigger 22,000 (naive @22k)", "trigger 20,000 (naive @20k)", "hard budget 24,000",
             "window 32,000 (above)"} == named
     assert top.get_ylabel() == "utilization (tokens)"  # the window above is named in the margin, not here

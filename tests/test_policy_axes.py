@@ -143,7 +143,7 @@ def test_trace_is_scaled_to_the_data_with_the_budget_drawn(tmp_path):
     ax = trace_figure([run]).axes[0]
     low, top = ax.get_ylim()
     assert 24000 < top < 26000 and low > 0
-    labels = [t.get_text() for t in ax.texts if t.get_gid() == "limit-label"]
+    labels = [t.get_text() for t in ax.texts if (t.get_gid() or "").startswith("limit-label:")]
     assert "window 128,000 (above)" in labels and "hard budget 24,000" in labels  # named in the margin
     assert ax.get_ylabel() == "utilization (tokens)"
     assert [ln for ln in ax.get_lines() if ln.get_gid() == "budget:24000"]

@@ -2,9 +2,7 @@
 
 import dataclasses
 import json
-import os
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from prunesim.cli import main
@@ -12,8 +10,8 @@ from prunesim.errors import UserError
 from prunesim.io import prices
 from prunesim.io import scenario_files as sc
 from prunesim.model.scenario import Pricing
+from shared_traces import TRACES, needs
 
-TRACES = Path(os.environ.get("PRUNESIM_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
 DEV = TRACES / "mini-swe-agent-dev"
 
 GOOD = """
@@ -143,7 +141,7 @@ def test_the_command_line_reports_a_bad_model_in_one_line(capsys, tmp_path):
 
 
 # -- the recorded bills ------------------------------------------------------------------------
-@pytest.mark.skipif(not DEV.is_dir(), reason="traces/mini-swe-agent-dev not present")
+@needs("mini-swe-agent-dev")
 def test_every_recorded_call_cost_in_the_dev_runs_is_reproduced_exactly():
     e = prices.load()["gemini-3-pro-preview"]
     rate = {k: Decimal(repr(e[k])) for k in ("input", "cache_read", "output")}

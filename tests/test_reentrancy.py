@@ -55,7 +55,7 @@ def test_naive_pattern_in_most_runs(report):
 @pytest.mark.parametrize("label", ["tombstoned", "slack-gated+tombstoned"])
 def test_tombstoned_guarantees_over_100_seeds(report, label):
     if label not in report.runs:
-        pytest.skip(f"{label} needs a planner that is not registered yet")
+        pytest.skip(f"{label} needs a planner that is not registered: add it to REGISTRY in policies/__init__.py")
     a = report.aggregate(label)
     assert a["runs"] == 100
     assert a["pattern_runs"] == 0 and a["key_rerun_runs"] == 0

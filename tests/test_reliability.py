@@ -161,7 +161,7 @@ def test_1_a_figure_through_a_link(run_dir, tmp_path):
     assert link.is_symlink() and target.read_bytes().startswith(b"\x89PNG")
 
 
-@pytest.mark.skipif(not HAS_DEV_FULL, reason="no /dev/full on this platform")
+@pytest.mark.skipif(not HAS_DEV_FULL, reason="needs /dev/full (Linux): a disk that is always full")
 def test_1_dev_full_is_written_to_never_replaced(tmp_path):
     before = os.stat("/dev/full")
     code, _, err = cli("replay-dir", FIXTURES, "--policies", "noop", "--out", "/dev/full")
@@ -245,7 +245,8 @@ def _set(doc, path, value):
 
 
 # -- 3. exact tokenizers crash on long text ----------------------------------------
-needs_bpe = pytest.mark.skipif(not tokens.bpe_available(), reason="bpe-openai (the tokens extra) not installed")
+needs_bpe = pytest.mark.skipif(not tokens.bpe_available(),
+                               reason="needs bpe-openai: pip install '.[tokens]' (the test extra has it)")
 
 
 @needs_bpe
@@ -1012,7 +1013,8 @@ def test_19_a_scenario_path_that_is_no_regular_file_is_refused_before_reading(tm
         assert err.splitlines() == [f"prunesim: error: {base}: {problem}"], err
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads any file")
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="needs a user other than root (root reads any file)")
 def test_19_an_unreadable_base_says_permission_denied(tmp_path):
     base = tmp_path / "base.toml"
     base.write_text("turns = 5\n")
@@ -1121,7 +1123,7 @@ def _batch_that_blocks_or_waits(scenario, policy, items, traces_dir):
     return []
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked pool is what the monkeypatched batch reaches")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (Linux, macOS): the forked pool is what is tested")
 def test_21_a_sweep_stopped_mid_batch_ends_its_workers_instead_of_waiting(tmp_path, monkeypatch):
     from prunesim.studies import sweep as sweep_mod
 

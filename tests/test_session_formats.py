@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,13 @@ from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import count_pieces
 from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.studies import transcript_replay as replay
+from shared_traces import needs, traces_dir
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CLAUDE = FIXTURES / "claude-code"
 CODEX = FIXTURES / "codex"
 
 
-def traces_dir() -> Path:
-    env = os.environ.get("PRUNESIM_TRACES")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def raw(path: Path, **kw) -> list[wl.WorkloadData]:
@@ -265,7 +262,7 @@ def test_bad_sidechains_flag_is_one_line(capsys):
 SESSIONS = traces_dir() / "claude-code-dev"
 
 
-@pytest.mark.skipif(not SESSIONS.is_dir(), reason="shared/traces/claude-code-dev not present")
+@needs("claude-code-dev")
 def test_real_claude_sessions_count_every_api_call_once():
     runs = [t for path in sorted(SESSIONS.glob("*.jsonl")) for t in formats.iter_transcripts(path)]
     assert len(runs) == 23

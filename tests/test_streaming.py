@@ -170,7 +170,8 @@ MEMORY_BOUND_KB = 100 * 1024  # the interpreter, numpy and SimPy take about 45 M
 GROWTH_BOUND_KB = 6 * 1024
 
 
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+@pytest.mark.skipif(not Path("/proc/self/status").exists(),
+                    reason="needs /proc (Linux): reads peak memory from /proc/self/status")
 def test_memory_stays_flat_and_within_a_fixed_bound_under_every_policy(tmp_path):
     """Each policy in a fresh process, two at a time; peak resident memory (VmHWM) under the bound, and
     a run ten times as long adds no more than GROWTH_BOUND_KB to it."""

@@ -170,7 +170,7 @@ def test_the_command_line_sweeps_and_resumes(tmp_path, capsys):
 
 
 def test_pandas_reads_runs_csv_as_it_is(tmp_path):
-    pd = pytest.importorskip("pandas")
+    pd = pytest.importorskip("pandas", reason="needs pandas: pip install '.[test]'")
     run_sweep("oscillation-40", {"decision.rationale_per_span": [120.0, 3000.0]}, ["naive"], range(3), tmp_path / "s")
     frame = pd.read_csv(tmp_path / "s" / RUNS_FILE)
     assert len(frame) == 6 and frame["run_id"].is_unique

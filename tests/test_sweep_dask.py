@@ -3,7 +3,7 @@
 import pytest
 from prunesim.studies.sweep import RUNS_FILE, execute, plan_sweep, read_runs
 
-pytest.importorskip("distributed", reason="the dask extra is not installed")
+pytest.importorskip("distributed", reason="needs dask.distributed: pip install '.[dask]' (the test extra has it)")
 
 
 def test_dask_rows_are_identical_to_the_local_executors(tmp_path):

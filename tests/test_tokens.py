@@ -39,7 +39,8 @@ def test_unknown_tokenizer_on_the_command_line(tmp_path, capsys):
     assert capsys.readouterr().err.count("\n") == 1
 
 
-@pytest.mark.skipif(not tokens.bpe_available(), reason="bpe-openai (the tokens extra) not installed")
+@pytest.mark.skipif(not tokens.bpe_available(),
+                    reason="needs bpe-openai: pip install '.[tokens]' (the test extra has it)")
 def test_bpe_counts_are_exact_and_offline():
     count = tokens.get_counter("o200k_base")
     assert count("") == 0

@@ -152,7 +152,8 @@ def test_composition_without_its_planner_is_a_user_error(reentrancy, monkeypatch
         GatedTombstonedPolicy(reentrancy, streams(0)["policy"])
 
 
-needs_gated = pytest.mark.skipif("slack-gated" not in policies.REGISTRY, reason="slack-gated is not registered yet")
+needs_gated = pytest.mark.skipif("slack-gated" not in policies.REGISTRY,
+                                 reason="needs slack-gated in REGISTRY (policies/__init__.py)")
 
 
 @needs_gated

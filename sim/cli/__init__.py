@@ -170,6 +170,8 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 def _main(argv: list[str] | None) -> int:
     try:
         args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+        # The command as typed, for the result files that record what made them (prunesim report shows it).
+        args.command_line = ["prunesim", *(sys.argv[1:] if argv is None else argv)]
         with inputs.watching():  # what the command reads, no output of it may replace (prunesim.io.inputs)
             for flag in ("policy", "policies"):
                 inputs.note_policy(getattr(args, flag, None))

@@ -6,6 +6,12 @@ whole, that path squeezes a plot or a table column. Shown, it is shortened to
 read the same (two files defining one class name, or a class named like a
 registered policy); and kept whole only when even that is ambiguous. Every
 other name (a registered policy, a preset ``family:preset``) is shown as given.
+
+A table column of a fixed width shows other names (transcripts, units) through
+:func:`fitted_names`: a name too long for the column keeps its head and its
+tail around ``...``, since names of one folder often share a long head (a
+runtime's session files all start with the project's path) and differ only at
+the end.
 """
 
 from __future__ import annotations
@@ -41,3 +47,26 @@ def policy_labels(names: Iterable[str]) -> dict[str, str]:
 def policy_label(name: str) -> str:
     """One policy's label on its own (``ClassName`` for a file's policy)."""
     return policy_labels([name])[name]
+
+
+def _elided(name: str, width: int) -> str:
+    """``name`` in ``width`` characters: its head, ``...``, and the longer tail where names differ."""
+    if len(name) <= width:
+        return name
+    head = (width - 3) // 4
+    return f"{name[:head]}...{name[len(name) - (width - 3 - head):]}"
+
+
+def fitted_names(names: Iterable[str], width: int) -> dict[str, str]:
+    """{name: shown} with every shown name at most ``width`` long and the shown names distinct.
+
+    A name that fits is shown whole; a longer one is elided in its middle, and
+    kept whole (wider than the column) where eliding would make it read like
+    another name.
+    """
+    names = list(dict.fromkeys(str(n) for n in names))
+    shown = {n: _elided(n, width) for n in names}
+    counts: dict[str, int] = {}
+    for label in shown.values():
+        counts[label] = counts.get(label, 0) + 1
+    return {n: (label if counts[label] == 1 else n) for n, label in shown.items()}

@@ -49,6 +49,7 @@ from types import SimpleNamespace
 import numpy as np
 from prunesim.errors import ResourceError, UserError
 from prunesim.io import inputs, prices
+from prunesim.io.labels import fitted_names
 from prunesim.io.transcripts import usage
 from prunesim.io.transcripts import workload as wl
 from prunesim.model.scenario import Pricing
@@ -517,8 +518,9 @@ def format_report(rep: dict) -> str:
         lines.append(f"  fitted {model}: {f['cache']} cache, granularity {f['granularity']}, min {f['min_tokens']}, "
                      f"reuse {f['reuse']:.4f}; baseline cached = {f['baseline_factor']:.4f} x previous prompt "
                      f"({f['runs']} run(s))")
+    shown = fitted_names([r["transcript"] for r in rep["per_run"]], 48)  # distinct, not cut alike
     for r in rep["per_run"]:
-        lines.append(f"  {r['transcript'][:48]:48s} {r['calls']:4d} calls  cached {r['recorded_cached']:>10,} "
+        lines.append(f"  {shown[r['transcript']]:48s} {r['calls']:4d} calls  cached {r['recorded_cached']:>10,} "
                      f"pred {r['predicted_cached']:>10,} ({pct(r['cache_error'])})  cost ${r['recorded_cost']:.4f} "
                      f"pred ${r['predicted_cost']:.4f} ({pct(r['cost_error'])})")
     for line in rep["skipped"]:

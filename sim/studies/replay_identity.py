@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from prunesim.errors import ResourceError, UserError
 from prunesim.io import prices
+from prunesim.io.labels import fitted_names
 from prunesim.io.scenario_files import replace
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
@@ -279,8 +280,9 @@ def format_report(rep: dict) -> str:
     pct = cf._pct
     lines = [f"replay identity (noop and the runtime's recorded removals, through transcript_replay.replay; "
              f"calibration and reuse fitted on the other of {rep['folds']} folds): {rep['runs']} run(s)"]
+    shown = fitted_names([r["transcript"] for r in rep["per_run"]], 44)  # distinct, not cut alike
     for r in rep["per_run"]:
-        lines.append(f"  {r['transcript'][:44]:44s} {r['calls']:4d} calls  prompt {_sp(r['prompt_error'])}  "
+        lines.append(f"  {shown[r['transcript']]:44s} {r['calls']:4d} calls  prompt {_sp(r['prompt_error'])}  "
                      f"cached {_sp(r['cached_error'])}  ${r['replay_cost']:.4f} against ${r['recorded_cost']:.4f} "
                      f"({_sp(r['cost_error'])}; cache model {pct(r['cache_model_cost_error'])})  {r['validation']}"
                      + ("" if r["clock"] == "recorded" else ", no recorded clock"))

@@ -21,6 +21,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
+from prunesim.io.labels import fitted_names
 from prunesim.io.scenario_files import load_replay
 from prunesim.studies import cache_fidelity, replay_identity
 from prunesim.studies.fidelity import DEFAULT_FOLDS, Study, write_profiles
@@ -112,8 +113,9 @@ def format_report(rep: dict) -> str:
     lines = [f"fidelity ({rep['tokenizer']} tokens, calibration {rep['calibration']}): {rep['transcripts']} "
              f"transcript(s) with API prompt counts, {rep['skipped']} without, {rep['failed']} file(s) failed; "
              f"{rep['anchored_calls']} of {rep['calls'] + rep['anchored_calls']} counted calls anchored"]
+    shown = fitted_names([r["transcript"] for r in rep["per_transcript"]], 48)  # distinct, not cut alike
     for r in rep["per_transcript"]:
-        lines.append(f"  {r['transcript'][:48]:48s} {r['calls']:4d} calls  error {_pct(r['error']):>7s} "
+        lines.append(f"  {shown[r['transcript']]:48s} {r['calls']:4d} calls  error {_pct(r['error']):>7s} "
                      f"cross-validated, {_pct(r['error_as_imported']):>7s} as imported")
     for g in rep["profiles"]:
         cv, imp = g["cross_validated"], g["as_imported"]

@@ -19,7 +19,7 @@ from prunesim.cli.commands._common import (
 )
 from prunesim.errors import UserError
 from prunesim.io import output
-from prunesim.io.labels import policy_labels
+from prunesim.io.labels import fitted_names, policy_labels
 from prunesim.io.scenario_files import load, load_replay
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
@@ -194,10 +194,11 @@ def format_bills(rows: list[dict]) -> str:
         return ""
     lines = [f"\nnoop's dollars beside the recorded bills ({len(mine)} transcript(s)):"]
     total = recorded = 0.0
+    shown = fitted_names([r["unit"] for r in mine], 56)  # distinct, not cut alike
     for r in mine:
         bill = r["recorded_cost_usd"]
         ratio = "" if bill is None else f" ({r['cost_vs_recorded']:.3f} of it)"
-        lines.append(f"  {r['unit'][:56]:56s} ${r['cost_usd']:9.4f}  recorded "
+        lines.append(f"  {shown[r['unit']]:56s} ${r['cost_usd']:9.4f}  recorded "
                      + ("(no usage recorded)" if bill is None else f"${bill:9.4f}{ratio}"))
         total += r["cost_usd"]
         recorded += bill or 0.0

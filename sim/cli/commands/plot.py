@@ -157,11 +157,16 @@ def main_ledger(args) -> int:
 
 
 def main_breakeven(args) -> int:
+    import re
+
+    from prunesim.io.labels import policy_labels
     from prunesim.plots.breakeven import breakeven_figure
     from prunesim.plots.io import read_run
 
     a, b = (read_run(p, need=("ledger", "calls")) for p in args.runs)
-    target = _target(args, args.runs[0], f"breakeven-{a.policy}-{b.policy}")
+    names = policy_labels([a.policy, b.policy])  # a file's policy by its class, not a path with slashes
+    stem = "-".join(re.sub(r"[^\w.+-]", "_", names[p]) for p in (a.policy, b.policy))
+    target = _target(args, args.runs[0], f"breakeven-{stem}")
     return _write(breakeven_figure(a, b), target)
 
 

@@ -6,10 +6,11 @@ import json
 import re
 from pathlib import Path
 
+from prunesim import __version__
 from prunesim.cli.commands._common import non_negative_int, out_arg, parse_seeds
 from prunesim.errors import UserError
 from prunesim.io import output
-from prunesim.io.atomic import json_ready
+from prunesim.io.atomic import dumps_json, json_ready
 from prunesim.io.results import write_run
 from prunesim.io.scenario_files import load, replace
 from prunesim.policies import REGISTRY
@@ -34,6 +35,9 @@ def register(sub) -> None:
                    help="the seed of the plotted runs: a number, or 'median' for the run nearest the medians "
                         "over --seeds (default: the scenario's seed)")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="format of the --plot figure")
+    p.add_argument("--out", type=out_arg, metavar="FILE",
+                   help="also write the report, the command, the scenario and the seeds to FILE as JSON, for "
+                        "prunesim report (--plot DIR writes the same to DIR/replay.json)")
     p.set_defaults(func=main)
 
 
@@ -49,11 +53,16 @@ def main(args) -> int:
         if args.name not in FIGURES:
             raise UserError("--plot", args.name, "this replay has no story figure")
         output.check_folder(args.plot, "--plot")
+    if args.out is not None:
+        output.check_file(args.out, "--out")
     report = replay.run(seeds)
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
     else:
         print(getattr(replay, "format_report", format_report)(report))
+    record = result_record(args, replay, report, seeds)
+    if args.out is not None:
+        write_json(Path(args.out), record, "--out")
     if args.plot is not None:
         if args.plot_seed == "median":
             seed = median_seed(report)
@@ -64,10 +73,40 @@ def main(args) -> int:
         with output.folder(args.plot, "--plot") as staging:  # the runs and the figure, all or none
             run_dirs = write_variant_runs(replay, staging / "runs", seed)
             figures = getattr(stories, FIGURES[args.name])(run_dirs, staging, fmt=args.format)
+            runs = {label: path.relative_to(staging).as_posix() for label, path in run_dirs.items()}
+            write_json(staging / RESULT_FILE, {**record, "plot_seed": seed, "runs": runs})
         print(f"plotted seed: {seed}")
         for name in figures:
             print(f"figure: {args.plot / f'{name}.{args.format}'}")
     return 0
+
+
+RESULT_FILE = "replay.json"  # what --plot DIR writes beside its figures; prunesim report reads it
+
+
+def result_record(args, replay, report, seeds: list[int]) -> dict:
+    """What the replay ran and found, as the JSON result file prunesim report reads."""
+    base = load(replay.scenario)
+    record = {
+        "kind": "replay",
+        "format": 1,
+        "command": getattr(args, "command_line", None),
+        "prunesim_version": __version__,
+        "scenario": base.to_dict(),
+        "seeds": list(seeds),
+        "variants": [{"label": v.label, "policy": v.policy, "overrides": dict(v.overrides or {})}
+                     for v in getattr(replay, "variants", ())],
+        "report": json_ready(report.as_dict()),
+    }
+    figures = getattr(report, "figures", None)
+    if figures and hasattr(figures[0], "figure"):  # a replay judged on published figures: how each is judged
+        record["judging"] = [{"judged": r.figure.judged, "accepted": r.figure.accepted_text(),
+                              "statistic": r.figure.reduce} for r in figures]
+    return record
+
+
+def write_json(path: Path, record: dict, flag: str | None = None) -> None:
+    output.write_text(path, dumps_json(record), flag)
 
 
 def _plot_dir(text: str) -> Path:
