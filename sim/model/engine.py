@@ -86,6 +86,7 @@ class Engine(Provenance):
         # The hot kinds' handler tuples, held directly: a call site tests one attribute.
         self._on_appended = bus.span_appended
         self._on_removed = bus.span_removed
+        self._on_removed_all = bus.spans_removed
         self._on_truncation = bus.truncation
         self.window = Window(scenario.window, scenario.budget, scenario.hard)
         self.env = Clock()
@@ -168,6 +169,29 @@ class Engine(Provenance):
                 h(now, turn, cause, span, freed, util, added, removed)
         self._removed(span, cause)
         return span
+
+    def remove_each(self, span_ids, cause: str) -> list[Span]:
+        """Take the named spans that are in the window out of it, as one change; the spans removed, in order.
+
+        Observers hear one ``spans_removed`` for the whole change. When taking a span out writes to the
+        window or the log itself (a tombstone, an edit-log record: a provenance-keeping run), each span is
+        published as it goes instead, so that what observers hear keeps the order it happened in.
+        """
+        w = self.window
+        if self.keeps_log or self._pass_tombstones:
+            return [self.remove(span_id, cause) for span_id in span_ids if span_id in w]
+        gone, removals, bookkeep = [], [], self._removed
+        for span_id in span_ids:
+            if span_id in w:
+                span = w.remove(span_id)
+                gone.append(span)
+                removals.append((cause, span, span.tokens, w.utilization, w.appended_total, w.removed_total))
+                bookkeep(span, cause)
+        if removals and self._on_removed_all:
+            now, turn = self.env.now, self.turn
+            for h in self._on_removed_all:
+                h(now, turn, removals)
+        return gone
 
     # -- model calls -----------------------------------------------------------
     def model_latency(self, input_tokens: int, output_tokens: int) -> float:
@@ -454,13 +478,9 @@ class Engine(Provenance):
             self._truncated("rationale_cut", "prune_rationale", p.rationale_tokens, rationale, False, written)
         peak = w.utilization
         self._pass_started(p, chosen, index_kept, rationale)
-        evicted = spans = stale = 0
-        for span_id in chosen:
-            if span_id in w:
-                span = self.remove(span_id, "evict")
-                evicted += span.tokens
-                spans += 1
-                stale += span.is_stale(self.turn)
+        gone = self.remove_each(chosen, "evict")
+        turn = self.turn
+        evicted, spans, stale = sum(s.tokens for s in gone), len(gone), sum(turn >= s.stale_at for s in gone)
         if getattr(p, "prune_own_rationale", False) and in_window and rationale and note.id in w:
             # A reentrant plan: its own justification was one of its candidates.
             evicted += self.remove(note.id, "evict").tokens
@@ -497,11 +517,7 @@ class Engine(Provenance):
         return f"{'fallback' if action.fallback else 'nonmodel'}_{action.reason}"
 
     def evict(self, action: Evict) -> None:
-        freed = 0
-        cause = self.non_model_cause(action)
-        for span_id in action.span_ids:
-            if span_id in self.window:
-                freed += self.remove(span_id, cause).tokens
+        freed = sum(s.tokens for s in self.remove_each(action.span_ids, self.non_model_cause(action)))
         self._non_model(action, len(action.span_ids), freed)
 
     def truncate(self, action: Truncate) -> None:
@@ -517,11 +533,7 @@ class Engine(Provenance):
         self._non_model(action, 1, freed)
 
     def summarize(self, action: Summarize) -> None:
-        freed = 0
-        cause = self.non_model_cause(action)
-        for span_id in action.span_ids:
-            if span_id in self.window:
-                freed += self.remove(span_id, cause).tokens
+        freed = sum(s.tokens for s in self.remove_each(action.span_ids, self.non_model_cause(action)))
         summary = Span(self.window.new_id(), "summary", action.summary_tokens, self.turn, stale_at=self.turn + 1)
         self.append(summary)
         self._non_model(action, len(action.span_ids), freed - summary.tokens)
