@@ -206,10 +206,17 @@ class Engine(Provenance):
                 self.forget_unreferenced()
 
     def consult(self, decide=None):
-        """Ask the policy what to do with the window as it is, and do it."""
+        """Ask the policy what to do with the window as it is; what doing it takes, to ``yield from``.
+
+        Most turns the policy answers nothing: then nothing is to be done, and no generator is made for it.
+        """
         actions = (decide or self.policy.decide)(self.view())
         if not isinstance(actions, (list, tuple)):
             actions = self.as_actions(actions)
+        return self.act(actions) if actions else ()
+
+    def act(self, actions):
+        """Apply the policy's actions in order (a concurrent runtime's model-driven pass runs as its own process)."""
         for action in actions:
             if isinstance(action, ModelPass) and self.concurrent:
                 self.check_contract(action)
