@@ -143,3 +143,44 @@ def test_an_unrecorded_run_keeps_nothing_and_has_the_same_summary():
     assert quiet.summary == full.summary
     assert quiet.ledger == [] and quiet.events == [] and not quiet.recorder.trace["seq"]
     assert full.ledger and full.events and full.recorder.trace["seq"]
+
+
+class Removals(Observer):
+    """Hears single removals only: the base class hands it each removal of a change."""
+
+    def __init__(self, run=None):
+        self.rows: list[tuple] = []
+        self.changes = 0
+
+    def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total):
+        self.rows.append((time, turn, cause, span.id, -freed, utilization, appended_total, removed_total))
+
+    def summary(self, so_far):
+        return {}
+
+
+class Changes(Removals):
+    """Hears whole changes as well, and counts them before the base class hands their removals on."""
+
+    def on_spans_removed(self, time, turn, removals):
+        self.changes += 1
+        super().on_spans_removed(time, turn, removals)
+
+
+def test_a_change_of_several_removals_reaches_an_observer_of_single_removals_one_by_one():
+    """A pass's evictions are published as one change; an observer that overrides only ``on_span_removed``
+    still hears every removal, in order and with the figures the trace records for it."""
+    single, changes = Removals(), Changes()
+    result = run_one(sc.load("oscillation-40", {"turns": 400}), "naive", 0, trace="all", observers=[single, changes])
+    t = result.recorder.trace
+    columns = ("time_s", "turn", "event", "span_id", "delta", "utilization", "appended_total", "removed_total")
+    traced = [row for row in zip(*(t[c] for c in columns), strict=True) if row[2] in ("evict", "forced_drop")]
+    assert len(traced) > 100 and single.rows == traced and changes.rows == traced
+    assert changes.changes < len(traced)  # passes evicted several spans in one change
+
+
+def test_muting_single_removals_mutes_the_changes_made_of_them():
+    muted = Removals()
+    muted.muted = frozenset({"span_removed"})
+    bus = Bus([Removals(), muted, Changes()])
+    assert len(bus.spans_removed) == 2 and len(bus.span_removed) == 2

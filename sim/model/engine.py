@@ -86,6 +86,7 @@ class Engine(Provenance):
         # The hot kinds' handler tuples, held directly: a call site tests one attribute.
         self._on_appended = bus.span_appended
         self._on_removed = bus.span_removed
+        self._on_removed_all = bus.spans_removed
         self._on_truncation = bus.truncation
         self.window = Window(scenario.window, scenario.budget, scenario.hard)
         self.env = Clock()
@@ -132,42 +133,52 @@ class Engine(Provenance):
 
     # -- window changes ----------------------------------------------------------
     def place(self, arrival: Arrival) -> Span:
-        w = self.window
-        w._next_id += 1  # Window.new_id, inlined: this runs for every arrival
-        turn = self.turn
-        # Positional (id, kind, tokens, turn, key, stale_at, pinned, tags, pass_id, names, tool, call): the
-        # cheapest call, for every arrival.
-        span = Span(w._next_id, arrival.kind, arrival.tokens, turn, arrival.key, turn + arrival.stale_after,
-                    arrival.pinned, arrival.tags, -1, (), arrival.tool, arrival.call)
-        return self.append(span)
+        """An arrival enters the window as a new span of this turn."""
+        return self.append(Span(self.window.new_id(), arrival.kind, arrival.tokens, self.turn, key=arrival.key,
+                                stale_at=self.turn + arrival.stale_after, pinned=arrival.pinned, tags=arrival.tags,
+                                tool=arrival.tool, call=arrival.call))
 
     def append(self, span: Span, index: int | None = None) -> Span:
         """Place ``span`` at the end of the window, or at ``index`` in window order."""
-        # The publishing is written out here (not through _appended/_truncated): every arrival passes by.
         w = self.window
         wanted = span.tokens
         cut = w.add(span) if index is None else w.insert(span, index).cut
-        kept = span.tokens
-        if kept and self._on_appended:
-            now, turn, util, added, removed = self.env.now, self.turn, w.utilization, w.appended_total, w.removed_total
-            for h in self._on_appended:
-                h(now, turn, span, kept, util, added, removed)
+        if span.tokens and self._on_appended:
+            self._appended(span, span.tokens)
         if cut and self._on_truncation:
-            now, turn, constraint = self.env.now, self.turn, span.is_constraint
-            for h in self._on_truncation:
-                h(now, turn, "forced_truncation", span.kind, wanted, kept, constraint, -1)
+            self._truncated("forced_truncation", span.kind, wanted, span.tokens, span.is_constraint)
         return span
 
     def remove(self, span_id: int, cause: str) -> Span:
         w = self.window
         span = w.remove(span_id)
-        if self._on_removed:  # _removed_tokens, written out: every eviction passes by
-            now, turn, freed, util, added, removed = (self.env.now, self.turn, span.tokens, w.utilization,
-                                                      w.appended_total, w.removed_total)
-            for h in self._on_removed:
-                h(now, turn, cause, span, freed, util, added, removed)
+        if self._on_removed:
+            self._removed_tokens(cause, span, span.tokens)
         self._removed(span, cause)
         return span
+
+    def remove_each(self, span_ids, cause: str) -> list[Span]:
+        """Take the named spans that are in the window out of it, as one change; the spans removed, in order.
+
+        Observers hear one ``spans_removed`` for the whole change. When taking a span out writes to the
+        window or the log itself (a tombstone, an edit-log record: a provenance-keeping run), each span is
+        published as it goes instead, so that what observers hear keeps the order it happened in.
+        """
+        w = self.window
+        if self.keeps_log or self._pass_tombstones:
+            return [self.remove(span_id, cause) for span_id in span_ids if span_id in w]
+        gone, removals, bookkeep = [], [], self._removed
+        for span_id in span_ids:
+            if span_id in w:
+                span = w.remove(span_id)
+                gone.append(span)
+                removals.append((cause, span, span.tokens, w.utilization, w.appended_total, w.removed_total))
+                bookkeep(span, cause)
+        if removals and self._on_removed_all:
+            now, turn = self.env.now, self.turn
+            for h in self._on_removed_all:
+                h(now, turn, removals)
+        return gone
 
     # -- model calls -----------------------------------------------------------
     def model_latency(self, input_tokens: int, output_tokens: int) -> float:
@@ -176,81 +187,36 @@ class Engine(Provenance):
 
     # -- the agent -------------------------------------------------------------
     def agent(self):
-        bus = self.bus
+        """The agent's process: the initial spans, then turn after turn, the policy consulted at the end of each."""
         for arrival in self.workload.initial():
             self.place(arrival)
-        env = self.env
-        timeout, advance = env.timeout, env.advance
-        window = self.window
-        place = self.place
-        lat_base, lat_in, lat_out = self._lat
-        decide = self.policy.decide
-        needs = self.needs
-        on_turn_reached, on_turn_end, on_history = bus.turn_reached, bus.turn_end, bus.history
-        on_model_call = bus.model_call
-        reaction = self.reaction
+        bus, window = self.bus, self.window
         for plan in self.workload:
             self.turn = turn = plan.turn
-            # The turn (take_turn, inlined: one generator fewer per turn): a model call, then the tool.
-            if plan.drop_tags:
-                self.runtime_drop(plan.drop_tags)
-            for arrival in plan.before_call:
-                place(arrival)
-            if plan.rewrite_at is not None:
-                for h in bus.runtime_rewrite:
-                    h(env.now, turn, plan.rewrite_at)
-            if plan.warm_cache is not None:
-                for h in bus.cache_warmed:
-                    h(env.now, turn, plan.warm_cache)
-            if plan.drop_tags and self.policy.edits_every_call and not self.deciding:
-                yield from self.consult()  # the runtime's drop moved what the policy's edits stand on
-            if plan.call_at_s is not None and plan.call_at_s > env.now:  # a recorded pause
-                yield timeout(plan.call_at_s - env.now)
-            if reaction is not None:
-                due = reaction.due(plan, turn, self.holds_span)
-                if due:
-                    yield from self.refetch(due)
-            prompt = window.utilization
-            output = plan.reasoning.tokens + plan.tool_call.tokens
-            for h in on_model_call:
-                h(env.now, turn, prompt, output, False)
-            delay = lat_base + lat_in * prompt + lat_out * output  # model_latency, inlined
-            if not advance(delay):
-                yield timeout(delay)
-            call_span = None
-            if not plan.unit:  # a turn unit's reasoning and call enter with its tool output
-                place(plan.reasoning)
-                call_span = place(plan.tool_call)
-            if not advance(plan.tool_latency_s):
-                yield timeout(plan.tool_latency_s)
-            output_span = place(plan.tool_output)
-            if reaction is None:
-                for arrival in plan.extra:
-                    place(arrival)
-            else:
-                reaction.saw(plan.tool_call, call_span or output_span)  # a turn unit: the call is inside
-                reaction.saw(plan.tool_output, output_span)
-                for arrival in plan.extra:
-                    reaction.saw(arrival, place(arrival))
-            if needs is not None:
-                self._saw(plan)
-                yield from self.meet_needs()
-            for h in on_turn_reached:
+            yield from self.take_turn(plan)
+            for h in bus.turn_reached:
                 h(turn, window.utilization)
             if not self.deciding:  # one model-driven pass at a time
-                yield from self.consult(decide)
-            if needs is not None and on_history:
+                yield from self.consult()
+            if self.needs is not None and bus.history:
                 self.note_history()
-            for h in on_turn_end:
-                h(env.now, turn, window.utilization, window.appended_total, window.removed_total)
+            for h in bus.turn_end:
+                h(self.env.now, turn, window.utilization, window.appended_total, window.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
 
     def consult(self, decide=None):
-        """Ask the policy what to do with the window as it is, and do it."""
+        """Ask the policy what to do with the window as it is; what doing it takes, to ``yield from``.
+
+        Most turns the policy answers nothing: then nothing is to be done, and no generator is made for it.
+        """
         actions = (decide or self.policy.decide)(self.view())
         if not isinstance(actions, (list, tuple)):
             actions = self.as_actions(actions)
+        return self.act(actions) if actions else ()
+
+    def act(self, actions):
+        """Apply the policy's actions in order (a concurrent runtime's model-driven pass runs as its own process)."""
         for action in actions:
             if isinstance(action, ModelPass) and self.concurrent:
                 self.check_contract(action)
@@ -265,34 +231,51 @@ class Engine(Provenance):
         self.deciding = False
 
     def take_turn(self, plan: TurnPlan):
-        """One turn's arrivals (what :meth:`agent` does inline, for callers that drive turns themselves)."""
+        """One turn's arrivals (docs/model.md): what the replayed runtime drops and puts back, the model call that
+        writes the reasoning and the tool call, the tool's run, and its output."""
+        env, bus, reaction = self.env, self.bus, self.reaction
         if plan.drop_tags:
             self.runtime_drop(plan.drop_tags)
         for arrival in plan.before_call:
             self.place(arrival)
         if plan.rewrite_at is not None:
-            for h in self.bus.runtime_rewrite:
-                h(self.env.now, self.turn, plan.rewrite_at)
+            for h in bus.runtime_rewrite:
+                h(env.now, self.turn, plan.rewrite_at)
         if plan.warm_cache is not None:
-            for h in self.bus.cache_warmed:
-                h(self.env.now, self.turn, plan.warm_cache)
+            for h in bus.cache_warmed:
+                h(env.now, self.turn, plan.warm_cache)
         if plan.drop_tags and self.policy.edits_every_call and not self.deciding:
             yield from self.consult()  # the runtime's drop moved what the policy's edits stand on
-        if plan.call_at_s is not None and plan.call_at_s > self.env.now:
-            yield self.env.timeout(plan.call_at_s - self.env.now)
+        if plan.call_at_s is not None and plan.call_at_s > env.now:  # a recorded pause
+            yield env.timeout(plan.call_at_s - env.now)
+        if reaction is not None:
+            due = reaction.due(plan, self.turn, self.holds_span)
+            if due:
+                yield from self.refetch(due)
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens
         self._model_call(prompt, output, False)
-        yield self.env.timeout(self.model_latency(prompt, output))
-        if not plan.unit:
+        delay = self.model_latency(prompt, output)
+        if not env.advance(delay):  # the clock's shortcut; else a SimPy timeout
+            yield env.timeout(delay)
+        call_span = None
+        if not plan.unit:  # a turn unit's reasoning and call enter with its tool output
             self.place(plan.reasoning)
-            self.place(plan.tool_call)
-        yield self.env.timeout(plan.tool_latency_s)
-        self.place(plan.tool_output)
-        for arrival in plan.extra:
-            self.place(arrival)
-        self._saw(plan)
-        yield from self.meet_needs()
+            call_span = self.place(plan.tool_call)
+        if not env.advance(plan.tool_latency_s):
+            yield env.timeout(plan.tool_latency_s)
+        output_span = self.place(plan.tool_output)
+        if reaction is None:
+            for arrival in plan.extra:
+                self.place(arrival)
+        else:
+            reaction.saw(plan.tool_call, call_span or output_span)  # a turn unit: the call is inside
+            reaction.saw(plan.tool_output, output_span)
+            for arrival in plan.extra:
+                reaction.saw(arrival, self.place(arrival))
+        if self.needs is not None:
+            self._saw(plan)
+            yield from self.meet_needs()
 
     def runtime_drop(self, tags: frozenset[str]) -> None:
         """Spans the replayed runtime removed on its own (a recorded compaction) leave the window.
@@ -454,13 +437,9 @@ class Engine(Provenance):
             self._truncated("rationale_cut", "prune_rationale", p.rationale_tokens, rationale, False, written)
         peak = w.utilization
         self._pass_started(p, chosen, index_kept, rationale)
-        evicted = spans = stale = 0
-        for span_id in chosen:
-            if span_id in w:
-                span = self.remove(span_id, "evict")
-                evicted += span.tokens
-                spans += 1
-                stale += span.is_stale(self.turn)
+        gone = self.remove_each(chosen, "evict")
+        turn = self.turn
+        evicted, spans, stale = sum(s.tokens for s in gone), len(gone), sum(turn >= s.stale_at for s in gone)
         if getattr(p, "prune_own_rationale", False) and in_window and rationale and note.id in w:
             # A reentrant plan: its own justification was one of its candidates.
             evicted += self.remove(note.id, "evict").tokens
@@ -497,11 +476,7 @@ class Engine(Provenance):
         return f"{'fallback' if action.fallback else 'nonmodel'}_{action.reason}"
 
     def evict(self, action: Evict) -> None:
-        freed = 0
-        cause = self.non_model_cause(action)
-        for span_id in action.span_ids:
-            if span_id in self.window:
-                freed += self.remove(span_id, cause).tokens
+        freed = sum(s.tokens for s in self.remove_each(action.span_ids, self.non_model_cause(action)))
         self._non_model(action, len(action.span_ids), freed)
 
     def truncate(self, action: Truncate) -> None:
@@ -517,11 +492,7 @@ class Engine(Provenance):
         self._non_model(action, 1, freed)
 
     def summarize(self, action: Summarize) -> None:
-        freed = 0
-        cause = self.non_model_cause(action)
-        for span_id in action.span_ids:
-            if span_id in self.window:
-                freed += self.remove(span_id, cause).tokens
+        freed = sum(s.tokens for s in self.remove_each(action.span_ids, self.non_model_cause(action)))
         summary = Span(self.window.new_id(), "summary", action.summary_tokens, self.turn, stale_at=self.turn + 1)
         self.append(summary)
         self._non_model(action, len(action.span_ids), freed - summary.tokens)

@@ -109,6 +109,16 @@ class Observer:
         span was cut down and stays; ``freed`` is 0 for ``summary_dropped`` of content an earlier summary
         carried (the span left the window before; its content is lost now)."""
 
+    def on_spans_removed(self, time: float, turn: int, removals: list) -> None:
+        """Several spans left the window at once, as one change (a pass's evictions, a non-model eviction, a
+        replayed runtime's drop): ``removals`` holds one ``(cause, span, freed, utilization, appended_total,
+        removed_total)`` per span, in the order they left, each as :meth:`on_span_removed` would hear it.
+
+        This base method hands each to :meth:`on_span_removed`, so an observer that overrides only that one
+        hears every removal; one that folds a whole change at once overrides this instead (or as well)."""
+        for cause, span, freed, utilization, appended_total, removed_total in removals:
+            self.on_span_removed(time, turn, cause, span, freed, utilization, appended_total, removed_total)
+
     def on_model_call(self, time: float, turn: int, prompt_tokens: int, output_tokens: int,
                       decision: bool, pass_id: int = 0) -> None:
         """A model call was billed: the agent's turn call, or a call that decides what to prune
@@ -196,10 +206,19 @@ class Bus:
             if not isinstance(obs, Observer):
                 raise TypeError(f"{obs!r} is not an Observer")
         for kind in KINDS:
-            method = "on_" + kind
-            base = getattr(Observer, method)
-            handlers = tuple(
-                getattr(obs, method) for obs in self.observers
-                if getattr(type(obs), method, base) is not base and kind not in obs.muted
-            )
-            setattr(self, kind, handlers)
+            setattr(self, kind, tuple(getattr(obs, "on_" + kind) for obs in self.observers
+                                      if _hears(obs, kind) or (kind in _FANNED_OUT and _hears(obs, _FANNED_OUT[kind]))))
+
+
+# A kind the base class hands on, change by change, to the kind it is made of: an observer that overrides only
+# the per-change method is bound for the whole change too (through the base class's fan-out).
+_FANNED_OUT = {"spans_removed": "span_removed"}
+
+
+def _hears(obs: Observer, kind: str) -> bool:
+    """The observer's class overrides ``on_<kind>`` and the instance has not muted it (nor, for a whole change,
+    the per-change kind it is made of)."""
+    method = "on_" + kind
+    if kind in obs.muted or _FANNED_OUT.get(kind) in obs.muted:
+        return False
+    return getattr(type(obs), method, None) is not getattr(Observer, method)

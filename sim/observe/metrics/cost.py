@@ -137,6 +137,14 @@ class CostMetrics(Observer):
         self._pending.append((span.id, cause, freed, self._pass))
         self._total -= freed
 
+    def on_spans_removed(self, time, turn, removals) -> None:
+        """The removals of one change, kept for the next call like any other (see :meth:`on_span_removed`)."""
+        pass_id = self._pass
+        pending = self._pending
+        for cause, span, freed, _, _, _ in removals:
+            pending.append((span.id, cause, freed, pass_id))
+            self._total -= freed
+
     def _apply_removals(self) -> None:
         """Take the removals since the last call out of the window, in order, and tell the cache where they were."""
         ids, tokens = self._ids, self._tokens

@@ -86,6 +86,30 @@ class EvictionMetrics(Observer):
         self.evicted_tokens = self.needed_tokens = 0
         self._policy_cause: dict[str, bool] = {}  # is_policy_cause, once per cause (a handful per run)
 
+    def on_spans_removed(self, time, turn, removals) -> None:
+        """The removals of one change (one cause), folded into the counters."""
+        if self.cut or not self._is_policy(removals[0][0]):  # a span cut down earlier: span by span
+            for cause, span, freed, utilization, appended_total, removed_total in removals:
+                self.on_span_removed(time, turn, cause, span, freed, utilization, appended_total, removed_total)
+            return
+        needed_spans = needed_tokens = evicted = 0
+        for _, span, freed, _, _, _ in removals:
+            evicted += freed
+            if turn < span.stale_at:
+                needed_tokens += freed
+                needed_spans += 1
+        self.evicted_tokens += evicted
+        self.needed_tokens += needed_tokens
+        self.evicted_spans += len(removals)
+        self.needed_spans += needed_spans
+        self.last_removed = removals[-1][1]
+
+    def _is_policy(self, cause: str) -> bool:
+        policy = self._policy_cause.get(cause)
+        if policy is None:
+            policy = self._policy_cause[cause] = is_policy_cause(cause)
+        return policy
+
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         policy = self._policy_cause.get(cause)
         if policy is None:

@@ -147,6 +147,22 @@ class WindowMetrics(Observer):
         if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
             self.lost_constraints += 1
 
+    def on_spans_removed(self, time, turn, removals) -> None:
+        """The removals of one change, folded: they come at one time, so the time since the last point goes to
+        its level and each level passed through holds none (it is still a level the band has seen)."""
+        if self.first_trigger_turn >= 0:
+            held = self.held
+            held[self.level] = held.get(self.level, 0.0) + (time - self.since)
+            for _, _, _, utilization, _, _ in removals[:-1]:
+                held.setdefault(utilization, 0.0)
+            utilization = removals[-1][3]  # utilization only falls within a removal: the last is the lowest
+            self.since, self.level = time, utilization
+            if utilization < self.band_floor:
+                self.band_floor = utilization
+        for cause, span, _, _, _, _ in removals:
+            if span.is_constraint and cause != "summarized":
+                self.lost_constraints += 1
+
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
         self.forced_truncations += 1
         self.truncated_tokens += wanted - kept
