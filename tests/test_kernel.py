@@ -6,10 +6,13 @@ import dataclasses
 
 import numpy as np
 import pytest
+from prunesim.cli import main
 from prunesim.errors import UserError
-from prunesim.kernel.choice import AUTO_MIN_TURNS, kernel_gap, pick, summary
+from prunesim.io.scenario_files import load, replace
+from prunesim.kernel.choice import AUTO_MIN_TURNS, EngineChoice, kernel_gap, pick, summary
 from prunesim.kernel.differential import differences, random_scenario, summary_bytes
 from prunesim.model.scenario import NeedParams, Scenario
+from prunesim.studies.replay import get_replay
 
 pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
 
@@ -34,7 +37,6 @@ def test_the_random_scenarios_exercise_what_the_kernel_claims():
 
 
 def test_shipped_oscillation_scenario_byte_identical():
-    from prunesim.io.scenario_files import load
     scenario = load("oscillation-40")
     for seed in range(20):
         for policy in ("noop", "naive"):
@@ -56,3 +58,30 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
     assert pick("auto", [(plain, "naive")], AUTO_MIN_TURNS - 1) == "simpy"  # too little work to pay for loading
     with pytest.raises(UserError, match="unknown engine"):
         pick("fast", [(plain, "naive")], 1)
+
+
+def test_engine_kernel_on_a_study_it_does_not_cover_is_one_line_and_exit_2(capsys):
+    assert main(["replay", "oscillation", "--seeds", "0:3", "--engine", "kernel"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.strip().count("\n") == 0 and "--engine: the kernel does not cover policy 'slack-gated'" in out.err
+
+
+def test_engine_auto_says_which_engine_ran_and_changes_nothing(capsys):
+    assert main(["replay", "oscillation", "--seeds", "0:4", "--json"]) == 0
+    simpy = capsys.readouterr().out
+    assert main(["replay", "oscillation", "--seeds", "0:4", "--json", "--engine", "auto"]) == 0
+    auto = capsys.readouterr()
+    assert auto.out == simpy
+    assert "replay: engine: simpy for naive @22k: too few turns to pay" in auto.err
+
+
+def test_a_study_on_the_kernel_gives_the_simpy_summaries():
+    """The oscillation replay with its naive variants on the kernel (auto, given enough work): the same runs."""
+    replay = get_replay("oscillation")
+    base = load(replay.scenario)
+    work = {v.label: (replace(base, v.overrides) if v.overrides else base, v.policy) for v in replay.variants}
+    choice = EngineChoice("auto", work, 10 * AUTO_MIN_TURNS)
+    assert "kernel" in choice.chosen.values() and "simpy" in choice.chosen.values()
+    seeds = list(range(6))
+    assert replay.run_variants(seeds, engine=choice)[1] == replay.run_variants(seeds)[1]

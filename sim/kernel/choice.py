@@ -61,3 +61,44 @@ def summary(scenario: Scenario, policy, seed: int, engine: str) -> dict:
         return run_summary(scenario, policy, seed)
     from prunesim.runner import run_one
     return run_one(scenario, policy, seed, trace="none").summary
+
+
+class EngineChoice:
+    """The engine of each variant of a study, chosen once before any run and checked on every scenario it runs.
+
+    ``work`` maps a variant's label to its (scenario, policy); ``turns`` is the study's whole work in turns
+    (runs x turns), what ``auto`` weighs against loading the compiled loop. A candidate scenario that leaves
+    what the kernel covers (a fitted need rate, say) runs on SimPy under ``auto`` and is refused under
+    ``kernel``.
+    """
+
+    def __init__(self, requested: str = "simpy", work: dict | None = None, turns: int = 0, flag: str = "--engine"):
+        self.requested = requested
+        self.flag = flag
+        self.chosen = {label: pick(requested, [pair], turns, flag) for label, pair in (work or {}).items()}
+        self.gaps = {label: kernel_gap(*pair) for label, pair in (work or {}).items()}
+        if requested not in ENGINES:  # no variant to choose for: the name is still checked
+            pick(requested, [], turns, flag)
+
+    def summaries(self, label: str, scenario: Scenario, policy, seeds: Sequence[int]) -> list[dict]:
+        """One summary per seed of ``policy`` on ``scenario``, on the engine chosen for ``label``."""
+        engine = self.chosen.get(label, "simpy")
+        if engine == "kernel":
+            gap = kernel_gap(scenario, policy)
+            if gap and self.requested == "kernel":
+                raise UserError(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
+                                "simpy or auto")
+            engine = "simpy" if gap else engine
+        return [summary(scenario, policy, seed, engine) for seed in seeds]
+
+    def describe(self) -> str:
+        """One line: which engine runs which variant, and why a variant stays on SimPy."""
+        on = {e: [label for label, chosen in self.chosen.items() if chosen == e] for e in ("kernel", "simpy")}
+        parts = []
+        if on["kernel"]:
+            parts.append(f"kernel for {', '.join(on['kernel'])}")
+        if on["simpy"]:
+            why = [f"{label}: {self.gaps[label]}" if self.gaps[label] else f"{label}: too few turns to pay"
+                   for label in on["simpy"]]
+            parts.append(f"simpy for {'; '.join(why)}" if self.requested != "simpy" else "simpy")
+        return "engine: " + ("; ".join(parts) or "simpy")

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from prunesim.cli.commands._common import non_negative_int, out_arg, parse_seeds
+from prunesim.cli.commands._common import add_engine, engine_choice, non_negative_int, out_arg, parse_seeds
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -34,6 +34,7 @@ def register(sub) -> None:
                    help="the seed of the plotted runs: a number, or 'median' for the run nearest the medians "
                         "over --seeds (default: the scenario's seed)")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="format of the --plot figure")
+    add_engine(p)
     p.set_defaults(func=main)
 
 
@@ -49,7 +50,13 @@ def main(args) -> int:
         if args.name not in FIGURES:
             raise UserError("--plot", args.name, "this replay has no story figure")
         output.check_folder(args.plot, "--plot")
-    report = replay.run(seeds)
+    engine = None
+    if hasattr(replay, "run_variants"):  # a replay of published figures: its variants can go to the kernel
+        engine = engine_choice(args, "replay", load(replay.scenario), replay.variants, len(seeds))
+    elif args.engine == "kernel":
+        raise UserError("--engine", None, f"the kernel does not cover the {args.name} replay: use --engine simpy "
+                        "or auto")
+    report = replay.run(seeds, engine=engine) if engine is not None else replay.run(seeds)
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
     else:
