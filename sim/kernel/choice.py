@@ -17,8 +17,10 @@ from prunesim.model.scenario import Scenario
 
 ENGINES = ("simpy", "kernel", "auto")
 KERNEL_POLICIES = ("noop", "naive")
-# Turns (runs x turns) below which auto keeps SimPy: loading the compiled loop costs more than it saves.
-AUTO_MIN_TURNS = 200_000
+# Turns (runs x turns) below which auto keeps SimPy. The kernel saves 0 to 25% of a naive run's CPU
+# (benchmarks/bench_kernel.py) and its first use in a fresh install compiles for about 20 s (cached after):
+# only a study of millions of turns (a calibration: candidates x seeds x turns) wins that back.
+AUTO_MIN_TURNS = 2_000_000
 
 
 def kernel_gap(scenario: Scenario, policy) -> str:
