@@ -17,10 +17,10 @@ from prunesim.studies.replay import get_replay
 pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
 
 
-@pytest.mark.parametrize("policy", ["noop", "naive"])
+@pytest.mark.parametrize("policy", ["noop", "naive", "recency"])
 @pytest.mark.parametrize("draw", range(12))
 def test_random_scenarios_give_the_engines_summary_byte_for_byte(policy, draw):
-    rng = np.random.default_rng([draw, policy == "naive"])
+    rng = np.random.default_rng([draw, len(policy)])
     scenario = random_scenario(rng)
     for seed in rng.integers(0, 2**32, 3).tolist():
         simpy, kernel = summary(scenario, policy, seed, "simpy"), summary(scenario, policy, seed, "kernel")
@@ -34,12 +34,14 @@ def test_the_random_scenarios_exercise_what_the_kernel_claims():
     assert sum(r["passes"] for r in runs) > 100
     assert any(r["cut_passes"] for r in runs)
     assert any(r["forced_truncations"] for r in runs) and any(not r["forced_truncations"] for r in runs)
+    rng = np.random.default_rng(7)
+    assert sum(summary(random_scenario(rng), "recency", seed, "kernel")["non_model_evictions"] for seed in range(12))
 
 
 def test_shipped_oscillation_scenario_byte_identical():
     scenario = load("oscillation-40")
     for seed in range(20):
-        for policy in ("noop", "naive"):
+        for policy in ("noop", "naive", "recency"):
             assert summary_bytes(summary(scenario, policy, seed, "kernel")) == \
                 summary_bytes(summary(scenario, policy, seed, "simpy"))
 
@@ -49,7 +51,7 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
     assert kernel_gap(plain, "naive") == ""
     needs = dataclasses.replace(plain, need=NeedParams(relevant=0.1))
     concurrent = dataclasses.replace(plain, decision=dataclasses.replace(plain.decision, concurrent=True))
-    for scenario, policy in ((plain, "recency"), (plain, "slack-gated"), (needs, "naive"), (concurrent, "naive")):
+    for scenario, policy in ((plain, "tombstoned"), (plain, "slack-gated"), (needs, "naive"), (concurrent, "naive")):
         assert kernel_gap(scenario, policy)
         assert pick("auto", [(scenario, policy)], 10 * AUTO_MIN_TURNS) == "simpy"
         with pytest.raises(UserError, match="--engine: the kernel does not cover"):

@@ -1,6 +1,6 @@
 """Which engine runs a study's runs: the SimPy engine (the reference) or the compiled kernel.
 
-The kernel covers synthetic runs of the built-in ``noop`` and ``naive`` policies
+The kernel covers synthetic runs of the built-in ``noop``, ``naive`` and ``recency`` policies
 under every workload field (sizes, staleness, repeats, keys, scripted events,
 ``tool_output_early``, ``turn_unit``), both budget kinds and every decision
 field but ``concurrent``. Anything else (another policy, needs, a concurrent
@@ -16,7 +16,7 @@ from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
 
 ENGINES = ("simpy", "kernel", "auto")
-KERNEL_POLICIES = ("noop", "naive")
+KERNEL_POLICIES = ("noop", "naive", "recency")
 # Turns (runs x turns) below which auto keeps SimPy. The kernel saves 0 to 25% of a naive run's CPU
 # (benchmarks/bench_kernel.py) and its first use in a fresh install compiles for about 20 s (cached after):
 # only a study of millions of turns (a calibration: candidates x seeds x turns) wins that back.

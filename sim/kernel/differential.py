@@ -3,7 +3,7 @@
 :func:`random_scenario` draws scenarios across what the kernel claims to cover
 (both budget kinds, full and roomy windows, repeats and long keys, scripted
 events, an early-output factor, turn units, reentrant and reclaim-target
-passes); the differential test and ``benchmarks/bench_kernel.py`` run both
+passes, recency's low-water gap); the differential test and ``benchmarks/bench_kernel.py`` run both
 engines on them.
 """
 
@@ -14,6 +14,7 @@ import json
 
 import numpy as np
 from prunesim.model.scenario import Decision, InitialSpan, Scenario, ScriptedEvent, SizeDist, Workload
+from prunesim.policies.recency import RecencyParams
 
 
 def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
@@ -58,7 +59,8 @@ def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
     latency = dataclasses.replace(Scenario().latency, tool_mean_s=float(rng.choice([0.0, rng.uniform(0.1, 3)])))
     sc = Scenario(name="random", turns=turns, window=window, budget=budget,
                   budget_kind=str(rng.choice(["hard", "soft"])), trigger=trigger, workload=workload,
-                  decision=decision, latency=latency)
+                  decision=decision, latency=latency,
+                  tables={"recency": RecencyParams(low_water_gap=int(rng.integers(0, budget // 2)))})
     sc.check("random scenario")
     return sc
 

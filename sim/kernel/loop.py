@@ -1,4 +1,4 @@
-"""The compiled turn loop: noop and naive on a synthetic workload, as a record of what happened.
+"""The compiled turn loop: noop, naive and recency on a synthetic workload, as a record of what happened.
 
 It does what :class:`prunesim.model.engine.Engine` does for these policies, in the
 same order and with the same arithmetic (window, hard ceiling, prune pass,
@@ -14,10 +14,12 @@ import numba
 import numpy as np
 
 # Event codes (column 0 of an event row).
-APPEND, TRUNC, REMOVE, CALL, REACHED, TURN_END, PASS = range(7)
+APPEND, TRUNC, REMOVE, CALL, REACHED, TURN_END, PASS, NON_MODEL = range(8)
+# The policies (the first argument of simulate).
+NOOP, NAIVE, RECENCY = range(3)
 # Causes: of a truncation (column 2) and of a removal (column 2).
 FORCED_TRUNCATION, FORCED_DROP, RATIONALE_CUT = range(3)
-EVICT, DROP = range(2)
+EVICT, DROP, NONMODEL_RECENCY = range(3)
 COLUMNS = 11  # code, turn, a, b, c, d, e, f, utilization, appended total, removed total
 PASS_COLUMNS = 17  # PassRecord's fields, time_s as 0 (the event's time holds it)
 
@@ -67,6 +69,17 @@ def _add(sp, order, n_order, sid, tokens, ceiling, util, added):
 
 
 @numba.njit(cache=True)
+def _compact(sp, order, n_order):
+    """Drop the ids of spans no longer in the window from the window order; returns its new length."""
+    m = 0
+    for q in range(n_order):
+        if sp[order[q], 11]:
+            order[m] = order[q]
+            m += 1
+    return m
+
+
+@numba.njit(cache=True)
 def _take(span, util, removed):
     """Window.remove: the span (its table row) leaves; returns (utilization, removed total)."""
     span[11] = 0
@@ -75,8 +88,8 @@ def _take(span, util, removed):
 
 
 @numba.njit(cache=True)
-def simulate(naive, rng, arrivals, n_init, turn_first, model_output, tool_s, ceiling, budget, trigger, lat,
-             dec, select_max, protect_recent, reentrant, prune_kinds):
+def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ceiling, budget, trigger, lat,
+             dec, select_max, protect_recent, reentrant, prune_kinds, low_water_gap):
     """Run the turns; returns (events, times, spans, names, passes, end time).
 
     ``arrivals``: one row per span the workload places, initial ones first, then each turn's in order:
@@ -84,7 +97,7 @@ def simulate(naive, rng, arrivals, n_init, turn_first, model_output, tool_s, cei
     call, step 1 after the tool. Turn ``t``'s rows start at ``turn_first[t - 1]``. ``dec`` holds the
     decision's floats: index_base, index_per_candidate, rationale_base, rationale_per_span,
     rationale_sigma, select_mean, reclaim_target, selection_quality. ``prune_kinds``: the kind codes
-    of the prune index and rationale.
+    of the prune index and rationale. ``low_water_gap``: recency frees down to ``trigger`` minus it.
     """
     k_index, k_rationale = prune_kinds[0], prune_kinds[1]
     n_rows = arrivals.shape[0]
@@ -141,14 +154,33 @@ def simulate(naive, rng, arrivals, n_init, turn_first, model_output, tool_s, cei
             now = now + tool_s[t - 1]
         # The turn's arrivals are in: the policy is consulted.
         ev, times, n = _log(ev, times, n, REACHED, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
-        if naive and util >= trigger:
-            # Compact the window order (drop removed ids), then the candidates in window order.
-            m = 0
+        if policy == RECENCY and util >= trigger:
+            # RecencyPolicy.decide: the oldest offerable spans of turns before the protected ones, until
+            # utilization would be down to trigger - low_water_gap; then Engine.evict.
+            n_order = _compact(sp, order, n_order)
+            need = util - (trigger - low_water_gap)
+            last = turn - protect_recent
+            chosen = np.empty(n_order, dtype=np.int64)
+            nc = 0
             for q in range(n_order):
-                if sp[order[q], 11]:
-                    order[m] = order[q]
-                    m += 1
-            n_order = m
+                if need <= 0:
+                    break
+                s = sp[order[q]]
+                if s[11] and s[7] and s[2] <= last:
+                    chosen[nc] = order[q]
+                    nc += 1
+                    need -= s[1]
+            if nc:
+                freed = 0
+                for q in range(nc):
+                    s = sp[chosen[q]]
+                    util, removed = _take(s, util, removed)
+                    freed += s[1]
+                    ev, times, n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY, chosen[q], s[1], 0, 0, 0, now,
+                                        util, added, removed)
+                ev, times, n = _log(ev, times, n, NON_MODEL, turn, nc, freed, 0, 0, 0, 0, now, util, added, removed)
+        if policy == NAIVE and util >= trigger:
+            n_order = _compact(sp, order, n_order)  # then the candidates, in window order
             cutoff = turn - protect_recent
             cand = np.empty(n_order, dtype=np.int64)
             nc = 0

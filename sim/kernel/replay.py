@@ -9,6 +9,8 @@ arguments in the same order. The observers then summarize as after any run.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from prunesim.kernel import loop
 from prunesim.model.editlog import EditLog
@@ -24,7 +26,8 @@ from prunesim.runner import EDIT_LOG_TAIL, streams
 
 KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
 TRUNCATION_CAUSES = ("forced_truncation", "forced_drop", "rationale_cut")
-REMOVAL_CAUSES = ("evict", "forced_drop")
+REMOVAL_CAUSES = ("evict", "forced_drop", "nonmodel_recency")
+POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY}
 _EMPTY = frozenset()
 
 
@@ -74,9 +77,10 @@ def simulate(scenario: Scenario, name: str, rngs: dict):
     kinds = np.array([KIND_CODE["prune_index"], KIND_CODE["prune_rationale"]], dtype=np.int64)
     ceiling = scenario.budget if scenario.hard else scenario.window
     latency = np.array([lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s])
-    record = loop.simulate(name == "naive", rngs["policy"], *workload, ceiling, scenario.budget, scenario.trigger,
-                           latency, dec, d.select_max, d.protect_recent_turns, d.reentrant and name == "naive",
-                           kinds)
+    low_water = scenario.recency.low_water_gap if name == "recency" else 0
+    record = loop.simulate(POLICY_CODE[name], rngs["policy"], *workload, ceiling, scenario.budget,
+                           scenario.trigger, latency, dec, d.select_max, d.protect_recent_turns,
+                           d.reentrant and name == "naive", kinds, low_water)
     return record, sources
 
 
@@ -84,6 +88,9 @@ def run_summary(scenario: Scenario, policy: str, seed: int | None = None) -> dic
     """The summary :func:`prunesim.runner.run_one` gives for ``trace="none"``, computed by the kernel."""
     cls = get_policy(policy)
     name = policy_name(policy)
+    missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
+    if missing:  # as run_one: a policy's own tables take their defaults when the scenario has none
+        scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
     seed = scenario.seed if seed is None else seed
     rngs = streams(seed)
     policy_obj = cls(scenario, rngs["policy"])
@@ -152,6 +159,9 @@ def _replay(bus: Bus, ev, times, table, names, passes, sources):
         elif code == loop.TURN_END:
             for h in on_end:
                 h(now, turn, util, added, removed)
+        elif code == loop.NON_MODEL:
+            for h in bus.non_model_eviction:
+                h(now, turn, "evict", "recency", a, b, False)
         elif code == loop.PASS:
             p = passes[a]
             p[2] = now
