@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import add_engine, engine_choice, non_negative_int, out_arg, parse_seeds
@@ -56,6 +57,8 @@ def main(args) -> int:
     elif args.engine == "kernel":
         raise UserError("--engine", None, f"the kernel does not cover the {args.name} replay: use --engine simpy "
                         "or auto")
+    elif args.engine == "auto":
+        print(f"replay: engine: simpy (the kernel does not cover the {args.name} replay)", file=sys.stderr)
     report = replay.run(seeds, engine=engine) if engine is not None else replay.run(seeds)
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
