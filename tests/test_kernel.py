@@ -12,12 +12,13 @@ from prunesim.io.scenario_files import load, replace
 from prunesim.kernel.choice import AUTO_MIN_TURNS, EngineChoice, kernel_gap, pick, summary
 from prunesim.kernel.differential import differences, random_scenario, summary_bytes
 from prunesim.model.scenario import NeedParams, Scenario
+from prunesim.policies.slack_gated import Gate
 from prunesim.studies.replay import get_replay
 
 pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
 
 
-@pytest.mark.parametrize("policy", ["noop", "naive", "recency"])
+@pytest.mark.parametrize("policy", ["noop", "naive", "recency", "slack-gated"])
 @pytest.mark.parametrize("draw", range(12))
 def test_random_scenarios_give_the_engines_summary_byte_for_byte(policy, draw):
     rng = np.random.default_rng([draw, len(policy)])
@@ -36,12 +37,16 @@ def test_the_random_scenarios_exercise_what_the_kernel_claims():
     assert any(r["forced_truncations"] for r in runs) and any(not r["forced_truncations"] for r in runs)
     rng = np.random.default_rng(7)
     assert sum(summary(random_scenario(rng), "recency", seed, "kernel")["non_model_evictions"] for seed in range(12))
+    rng = np.random.default_rng(7)
+    gated = [summary(random_scenario(rng), "slack-gated", seed, "kernel") for seed in range(20)]
+    for figure in ("gate_runs", "fallback_evictions", "refusals_decision_in_band", "refusals_insufficient_net"):
+        assert any(r[figure] for r in gated), figure
 
 
 def test_shipped_oscillation_scenario_byte_identical():
     scenario = load("oscillation-40")
     for seed in range(20):
-        for policy in ("noop", "naive", "recency"):
+        for policy in ("noop", "naive", "recency", "slack-gated"):
             assert summary_bytes(summary(scenario, policy, seed, "kernel")) == \
                 summary_bytes(summary(scenario, policy, seed, "simpy"))
 
@@ -51,7 +56,9 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
     assert kernel_gap(plain, "naive") == ""
     needs = dataclasses.replace(plain, need=NeedParams(relevant=0.1))
     concurrent = dataclasses.replace(plain, decision=dataclasses.replace(plain.decision, concurrent=True))
-    for scenario, policy in ((plain, "tombstoned"), (plain, "slack-gated"), (needs, "naive"), (concurrent, "naive")):
+    truncating = dataclasses.replace(plain, tables={"gate": Gate(fallback="truncate")})
+    for scenario, policy in ((plain, "tombstoned"), (truncating, "slack-gated"), (needs, "naive"),
+                             (concurrent, "naive")):
         assert kernel_gap(scenario, policy)
         assert pick("auto", [(scenario, policy)], 10 * AUTO_MIN_TURNS) == "simpy"
         with pytest.raises(UserError, match="--engine: the kernel does not cover"):
@@ -63,10 +70,11 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
 
 
 def test_engine_kernel_on_a_study_it_does_not_cover_is_one_line_and_exit_2(capsys):
-    assert main(["replay", "oscillation", "--seeds", "0:3", "--engine", "kernel"]) == 2
+    assert main(["replay", "reentrancy", "--seeds", "0:3", "--engine", "kernel"]) == 2
     out = capsys.readouterr()
     assert out.out == ""
-    assert out.err.strip().count("\n") == 0 and "--engine: the kernel does not cover policy 'slack-gated'" in out.err
+    assert out.err.strip().count("\n") == 0 and "--engine: the kernel does not cover the reentrancy replay" in out.err
+
 
 
 def test_engine_auto_says_which_engine_ran_and_changes_nothing(capsys):
@@ -79,11 +87,11 @@ def test_engine_auto_says_which_engine_ran_and_changes_nothing(capsys):
 
 
 def test_a_study_on_the_kernel_gives_the_simpy_summaries():
-    """The oscillation replay with its naive variants on the kernel (auto, given enough work): the same runs."""
+    """The oscillation replay with its variants on the kernel (auto, given enough work): the same runs."""
     replay = get_replay("oscillation")
     base = load(replay.scenario)
     work = {v.label: (replace(base, v.overrides) if v.overrides else base, v.policy) for v in replay.variants}
     choice = EngineChoice("auto", work, 10 * AUTO_MIN_TURNS)
-    assert "kernel" in choice.chosen.values() and "simpy" in choice.chosen.values()
+    assert set(choice.chosen.values()) == {"kernel"}
     seeds = list(range(6))
     assert replay.run_variants(seeds, engine=choice)[1] == replay.run_variants(seeds)[1]

@@ -1,7 +1,7 @@
 """Which engine runs a study's runs: the SimPy engine (the reference) or the compiled kernel.
 
-The kernel covers synthetic runs of the built-in ``noop``, ``naive`` and ``recency`` policies
-under every workload field (sizes, staleness, repeats, keys, scripted events,
+The kernel covers synthetic runs of the built-in ``noop``, ``naive``, ``recency``
+and ``slack-gated`` (its ``recency`` fallback) policies under every workload field (sizes, staleness, repeats, keys, scripted events,
 ``tool_output_early``, ``turn_unit``), both budget kinds and every decision
 field but ``concurrent``. Anything else (another policy, needs, a concurrent
 pass, a user's policy, observers, traces, transcripts) runs on the SimPy
@@ -16,7 +16,7 @@ from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
 
 ENGINES = ("simpy", "kernel", "auto")
-KERNEL_POLICIES = ("noop", "naive", "recency")
+KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
 # Turns (runs x turns) below which auto keeps SimPy. The kernel saves 0 to 25% of a naive run's CPU
 # (benchmarks/bench_kernel.py) and its first use in a fresh install compiles for about 20 s (cached after):
 # only a study of millions of turns (a calibration: candidates x seeds x turns) wins that back.
@@ -27,6 +27,10 @@ def kernel_gap(scenario: Scenario, policy) -> str:
     """Why the kernel cannot run ``policy`` on ``scenario`` ("" when it can)."""
     if not isinstance(policy, str) or policy not in KERNEL_POLICIES:
         return f"policy {policy!r} (the kernel runs {', '.join(KERNEL_POLICIES)})"
+    if policy == "slack-gated":
+        gate = scenario.tables.get("gate")
+        if gate is not None and gate.fallback != "recency":
+            return f"gate.fallback = {gate.fallback!r} (the kernel runs the recency fallback)"
     if scenario.need.enabled:
         return "[need] (the agent's needs)"
     if scenario.decision.concurrent:

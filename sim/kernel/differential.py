@@ -3,7 +3,8 @@
 :func:`random_scenario` draws scenarios across what the kernel claims to cover
 (both budget kinds, full and roomy windows, repeats and long keys, scripted
 events, an early-output factor, turn units, reentrant and reclaim-target
-passes, recency's low-water gap); the differential test and ``benchmarks/bench_kernel.py`` run both
+passes, recency's low-water gap, slack-gated's gate with its recency
+fallback); the differential test and ``benchmarks/bench_kernel.py`` run both
 engines on them.
 """
 
@@ -15,6 +16,7 @@ import json
 import numpy as np
 from prunesim.model.scenario import Decision, InitialSpan, Scenario, ScriptedEvent, SizeDist, Workload
 from prunesim.policies.recency import RecencyParams
+from prunesim.policies.slack_gated import Gate
 
 
 def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
@@ -60,7 +62,10 @@ def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
     sc = Scenario(name="random", turns=turns, window=window, budget=budget,
                   budget_kind=str(rng.choice(["hard", "soft"])), trigger=trigger, workload=workload,
                   decision=decision, latency=latency,
-                  tables={"recency": RecencyParams(low_water_gap=int(rng.integers(0, budget // 2)))})
+                  tables={"recency": RecencyParams(low_water_gap=int(rng.integers(0, budget // 2))),
+                          "gate": Gate(lead=int(rng.integers(trigger - budget, trigger // 2 + 1)),
+                                       margin_factor=float(rng.uniform(0, 3)),
+                                       low_water_gap=int(rng.integers(0, budget // 2)))})
     sc.check("random scenario")
     return sc
 

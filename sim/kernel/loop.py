@@ -1,4 +1,4 @@
-"""The compiled turn loop: noop, naive and recency on a synthetic workload, as a record of what happened.
+"""The compiled turn loop: noop, naive, recency, slack-gated on a synthetic workload, as a record of what happened.
 
 It does what :class:`prunesim.model.engine.Engine` does for these policies, in the
 same order and with the same arithmetic (window, hard ceiling, prune pass,
@@ -14,12 +14,12 @@ import numba
 import numpy as np
 
 # Event codes (column 0 of an event row).
-APPEND, TRUNC, REMOVE, CALL, REACHED, TURN_END, PASS, NON_MODEL = range(8)
+APPEND, TRUNC, REMOVE, CALL, REACHED, TURN_END, PASS, NON_MODEL, GATE = range(9)
 # The policies (the first argument of simulate).
-NOOP, NAIVE, RECENCY = range(3)
+NOOP, NAIVE, RECENCY, SLACK_GATED = range(4)
 # Causes: of a truncation (column 2) and of a removal (column 2).
 FORCED_TRUNCATION, FORCED_DROP, RATIONALE_CUT = range(3)
-EVICT, DROP, NONMODEL_RECENCY = range(3)
+EVICT, DROP, NONMODEL_RECENCY, FALLBACK_RECENCY = range(4)
 COLUMNS = 11  # code, turn, a, b, c, d, e, f, utilization, appended total, removed total
 PASS_COLUMNS = 17  # PassRecord's fields, time_s as 0 (the event's time holds it)
 
@@ -89,7 +89,7 @@ def _take(span, util, removed):
 
 @numba.njit(cache=True)
 def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ceiling, budget, trigger, lat,
-             dec, select_max, protect_recent, reentrant, prune_kinds, low_water_gap):
+             dec, select_max, protect_recent, reentrant, prune_kinds, low_water_gap, gate):
     """Run the turns; returns (events, times, spans, names, passes, end time).
 
     ``arrivals``: one row per span the workload places, initial ones first, then each turn's in order:
@@ -98,7 +98,9 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     decision's floats: index_base, index_per_candidate, rationale_base, rationale_per_span,
     rationale_sigma, select_mean, reclaim_target, selection_quality. ``prune_kinds``: the kind codes
     of the prune index and rationale. ``low_water_gap``: recency frees down to ``trigger`` minus it.
+    ``gate``: slack-gated's (trigger - lead, its low-water mark, margin_factor); its fallback is recency's.
     """
+    gate_at, gate_low_water, margin_factor = np.int64(gate[0]), np.int64(gate[1]), gate[2]
     k_index, k_rationale = prune_kinds[0], prune_kinds[1]
     n_rows = arrivals.shape[0]
     turns = model_output.shape[0]
@@ -154,32 +156,14 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             now = now + tool_s[t - 1]
         # The turn's arrivals are in: the policy is consulted.
         ev, times, n = _log(ev, times, n, REACHED, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
+        evicting = False  # an oldest-first non-model eviction down to `target` (recency, or the gate's fallback)
+        target = 0
+        fallback = 0
+        run_pass = False
         if policy == RECENCY and util >= trigger:
-            # RecencyPolicy.decide: the oldest offerable spans of turns before the protected ones, until
-            # utilization would be down to trigger - low_water_gap; then Engine.evict.
-            n_order = _compact(sp, order, n_order)
-            need = util - (trigger - low_water_gap)
-            last = turn - protect_recent
-            chosen = np.empty(n_order, dtype=np.int64)
-            nc = 0
-            for q in range(n_order):
-                if need <= 0:
-                    break
-                s = sp[order[q]]
-                if s[11] and s[7] and s[2] <= last:
-                    chosen[nc] = order[q]
-                    nc += 1
-                    need -= s[1]
-            if nc:
-                freed = 0
-                for q in range(nc):
-                    s = sp[chosen[q]]
-                    util, removed = _take(s, util, removed)
-                    freed += s[1]
-                    ev, times, n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY, chosen[q], s[1], 0, 0, 0, now,
-                                        util, added, removed)
-                ev, times, n = _log(ev, times, n, NON_MODEL, turn, nc, freed, 0, 0, 0, 0, now, util, added, removed)
-        if policy == NAIVE and util >= trigger:
+            evicting = True
+            target = trigger - low_water_gap
+        if (policy == NAIVE and util >= trigger) or (policy == SLACK_GATED and util >= gate_at):
             n_order = _compact(sp, order, n_order)  # then the candidates, in window order
             cutoff = turn - protect_recent
             cand = np.empty(n_order, dtype=np.int64)
@@ -229,6 +213,57 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             rationale_base = np.int64(dec[2])
             rationale_tokens = rationale_base + per_span.sum()
             overhead = index_tokens + rationale_tokens
+            if policy == SLACK_GATED:  # evaluate_boundary, then the pass or the fallback
+                selected_tokens = 0
+                for q in range(ns):
+                    selected_tokens += sp[selected[q], 1]
+                headroom = budget - util
+                margin = margin_factor * rationale_tokens
+                if headroom < 0:
+                    reason = 1
+                elif headroom < overhead:
+                    reason = 2
+                elif selected_tokens - overhead <= margin:
+                    reason = 3
+                else:
+                    reason = 0
+                ev, times, n = _log(ev, times, n, GATE, turn, reason, index_tokens, rationale_tokens, nc, ns,
+                                    selected_tokens, now, util, added, removed)
+                if reason == 0:
+                    run_pass = True
+                else:
+                    evicting = True
+                    target = gate_low_water
+                    fallback = 1
+            else:
+                run_pass = True
+        if evicting:
+            # RecencyPolicy.decide (or fallback_actions): the oldest offerable spans of turns before the
+            # protected ones, until utilization would be down to the target; then Engine.evict.
+            n_order = _compact(sp, order, n_order)
+            need = util - target
+            last = turn - protect_recent
+            chosen = np.empty(n_order, dtype=np.int64)
+            nc = 0
+            for q in range(n_order):
+                if need <= 0:
+                    break
+                s = sp[order[q]]
+                if s[11] and s[7] and s[2] <= last:
+                    chosen[nc] = order[q]
+                    nc += 1
+                    need -= s[1]
+            if nc:
+                freed = 0
+                for q in range(nc):
+                    s = sp[chosen[q]]
+                    util, removed = _take(s, util, removed)
+                    freed += s[1]
+                    ev, times, n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, chosen[q], s[1], 0, 0,
+                                        0, now, util, added, removed)
+                ev, times, n = _log(ev, times, n, NON_MODEL, turn, nc, freed, fallback, 0, 0, 0, now, util, added,
+                                    removed)
+        if run_pass:
             # -- the pass (Engine.model_pass) --
             n_pass += 1
             before = util

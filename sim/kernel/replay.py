@@ -22,12 +22,13 @@ from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe import RunContext, build_observers
 from prunesim.observe.metrics import summarize
 from prunesim.policies import get_policy, policy_name
+from prunesim.policies.boundary import REASONS
 from prunesim.runner import EDIT_LOG_TAIL, streams
 
 KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
 TRUNCATION_CAUSES = ("forced_truncation", "forced_drop", "rationale_cut")
-REMOVAL_CAUSES = ("evict", "forced_drop", "nonmodel_recency")
-POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY}
+REMOVAL_CAUSES = ("evict", "forced_drop", "nonmodel_recency", "fallback_recency")
+POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY, "slack-gated": loop.SLACK_GATED}
 _EMPTY = frozenset()
 
 
@@ -80,8 +81,17 @@ def simulate(scenario: Scenario, name: str, rngs: dict):
     low_water = scenario.recency.low_water_gap if name == "recency" else 0
     record = loop.simulate(POLICY_CODE[name], rngs["policy"], *workload, ceiling, scenario.budget,
                            scenario.trigger, latency, dec, d.select_max, d.protect_recent_turns,
-                           d.reentrant and name == "naive", kinds, low_water)
+                           d.reentrant and name == "naive", kinds, low_water, gate_numbers(scenario, name))
     return record, sources
+
+
+def gate_numbers(scenario: Scenario, name: str) -> np.ndarray:
+    """slack-gated's gate: where it acts (trigger - lead), its low-water mark and its margin factor."""
+    if name != "slack-gated":
+        return np.zeros(3)
+    gate = scenario.gate
+    acts_at = scenario.trigger - gate.lead
+    return np.array([acts_at, acts_at - gate.low_water_gap, gate.margin_factor], dtype=np.float64)
 
 
 def run_summary(scenario: Scenario, policy: str, seed: int | None = None) -> dict:
@@ -96,8 +106,9 @@ def run_summary(scenario: Scenario, policy: str, seed: int | None = None) -> dic
     policy_obj = cls(scenario, rngs["policy"])
     observers = build_observers(RunContext(scenario, name, seed, policy_obj.acting_trigger(), "none"))
     (ev, times, table, names, passes, now), sources = simulate(scenario, name, rngs)
+    gate = _gate_numbers(scenario) if name == "slack-gated" else None
     end_spans = _replay(Bus(observers), ev.tolist(), times.tolist(), table.tolist(), names.tolist(),
-                        passes.tolist(), sources)
+                        passes.tolist(), sources, gate)
     in_window, gone = end_spans
     named = set()
     for s in in_window:
@@ -120,7 +131,24 @@ def run_summary(scenario: Scenario, policy: str, seed: int | None = None) -> dic
     return summarize(observers)
 
 
-def _replay(bus: Bus, ev, times, table, names, passes, sources):
+def _gate_numbers(scenario: Scenario):
+    """A function of a GATE row giving the numbers SlackGatedPolicy.decide publishes, in its order."""
+    acts_at, budget, gate = scenario.trigger - scenario.gate.lead, scenario.budget, scenario.gate
+
+    def numbers(util: int, index: int, rationale: int, candidates: int, selected: int, selected_tokens: int,
+                run: bool) -> dict:
+        overhead = index + rationale
+        out = {"utilization": util, "trigger": acts_at, "headroom": budget - util, "overhead": overhead,
+               "reclaimable": selected_tokens - overhead, "margin": gate.margin_factor * rationale, "index": index,
+               "rationale": rationale, "candidates": candidates, "selected": selected,
+               "selected_tokens": selected_tokens}
+        if not run:
+            out["fallback"] = gate.fallback
+        return out
+    return numbers
+
+
+def _replay(bus: Bus, ev, times, table, names, passes, sources, gate=None):
     """Call the observers' handlers row by row; returns (spans in the window, spans removed)."""
     window: dict[int, Span] = {}
     gone: list[Span] = []
@@ -161,7 +189,11 @@ def _replay(bus: Bus, ev, times, table, names, passes, sources):
                 h(now, turn, util, added, removed)
         elif code == loop.NON_MODEL:
             for h in bus.non_model_eviction:
-                h(now, turn, "evict", "recency", a, b, False)
+                h(now, turn, "evict", "recency", a, b, bool(c))
+        elif code == loop.GATE:
+            numbers = gate(util, b, c, d, e, f, a == 0)
+            for h in bus.gate_decision:
+                h(now, turn, REASONS[a], numbers)
         elif code == loop.PASS:
             p = passes[a]
             p[2] = now
