@@ -1,9 +1,9 @@
 """Which engine runs a study's runs: the SimPy engine (the reference) or the compiled kernel.
 
 The kernel covers synthetic runs of the built-in ``noop``, ``naive``, ``recency``
-and ``slack-gated`` (its ``recency`` fallback) policies under every workload field (sizes, staleness, repeats, keys, scripted events,
-``tool_output_early``, ``turn_unit``), both budget kinds and every decision
-field but ``concurrent``. Anything else (another policy, needs, a concurrent
+and ``slack-gated`` (its ``recency`` fallback) policies under every workload
+field (sizes, staleness, repeats, keys, scripted events, ``tool_output_early``,
+``turn_unit``), both budget kinds and every decision field but ``concurrent``. Anything else (another policy, needs, a concurrent
 pass, a user's policy, observers, traces, transcripts) runs on the SimPy
 engine: ``auto`` never approximates, and ``--engine kernel`` refuses it.
 """
