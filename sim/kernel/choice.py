@@ -3,9 +3,10 @@
 The kernel covers synthetic runs of the built-in ``noop``, ``naive``, ``recency``
 and ``slack-gated`` (its ``recency`` fallback) policies under every workload
 field (sizes, staleness, repeats, keys, scripted events, ``tool_output_early``,
-``turn_unit``), both budget kinds and every decision field but ``concurrent``. Anything else (another policy, needs, a concurrent
-pass, a user's policy, observers, traces, transcripts) runs on the SimPy
-engine: ``auto`` never approximates, and ``--engine kernel`` refuses it.
+``turn_unit``), both budget kinds and every decision field but ``concurrent``.
+Anything else (another policy, needs, a concurrent pass, another gate fallback,
+a user's policy, observers, traces, transcripts) runs on the SimPy engine:
+``auto`` never approximates, and ``--engine kernel`` refuses it.
 """
 
 from __future__ import annotations
