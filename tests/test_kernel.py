@@ -84,6 +84,10 @@ def test_engine_auto_says_which_engine_ran_and_changes_nothing(capsys):
     auto = capsys.readouterr()
     assert auto.out == simpy
     assert "replay: engine: simpy for naive @22k: too few turns to pay" in auto.err
+    assert main(["replay", "oscillation", "--seeds", "0:4", "--json", "--engine", "kernel"]) == 0
+    kernel = capsys.readouterr()
+    assert kernel.out == simpy
+    assert "replay: engine: kernel for naive @22k, naive @20k, slack-gated" in kernel.err
 
 
 def test_a_study_on_the_kernel_gives_the_simpy_summaries():
