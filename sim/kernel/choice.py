@@ -39,7 +39,7 @@ def kernel_gap(scenario: Scenario, policy) -> str:
     try:
         import numba  # noqa: F401  (an optional extra)
     except ImportError:
-        return "numba, which is not installed (pip install 'prunesim[kernel]')"
+        return "this install: numba is not installed (pip install 'prunesim[kernel]')"
     return ""
 
 
