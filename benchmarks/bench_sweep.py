@@ -82,6 +82,13 @@ def bench_sweep(repeats: int, seeds: str) -> dict:
     }
 
 
+def bare_loop(env, n: int):
+    """The bare SimPy loop every rate is measured against: two timeouts a turn, nothing else."""
+    for _ in range(n):
+        yield env.timeout(1.0)
+        yield env.timeout(1.0)
+
+
 def long_run_child(turns: int, policy: str) -> dict:
     """In a fresh process: one prunesim run of ``turns`` turns, then the bare SimPy loop."""
     import simpy
@@ -94,13 +101,8 @@ def long_run_child(turns: int, policy: str) -> dict:
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
 
-    def loop(env, n):
-        for _ in range(n):
-            yield env.timeout(1.0)
-            yield env.timeout(1.0)
-
     env = simpy.Environment()
-    env.process(loop(env, turns))
+    env.process(bare_loop(env, turns))
     start, cpu_start = time.perf_counter(), time.process_time()
     env.run()
     floor, cpu_floor = time.perf_counter() - start, time.process_time() - cpu_start

@@ -23,11 +23,14 @@ ALLOWED = {
     "prunesim.policies": ("prunesim.errors", "prunesim.model", "prunesim.policies"),
     "prunesim.observe": ("prunesim.errors", "prunesim.model", "prunesim.observe"),
     "prunesim.runner": ("prunesim", "prunesim.model", "prunesim.observe", "prunesim.policies"),
+    # The compiled kernel builds a run as run_one does and hands its record to the observers.
+    "prunesim.kernel": ("prunesim", "prunesim.errors", "prunesim.model", "prunesim.observe", "prunesim.policies",
+                        "prunesim.runner", "prunesim.kernel"),
     "prunesim.io": ("prunesim", "prunesim.errors", "prunesim.model", "prunesim.observe", "prunesim.policies",
                     "prunesim.runner", "prunesim.io"),
     "prunesim.plots": ("prunesim.errors", "prunesim.io", "prunesim.observe.metrics", "prunesim.plots"),
     "prunesim.studies": ("prunesim", "prunesim.errors", "prunesim.model", "prunesim.observe", "prunesim.policies",
-                         "prunesim.runner", "prunesim.io", "prunesim.studies"),
+                         "prunesim.runner", "prunesim.kernel", "prunesim.io", "prunesim.studies"),
 }
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import replace
+from prunesim.kernel.choice import EngineChoice
 from prunesim.model.scenario import Scenario
 from prunesim.studies.calibrate import Calibration, calibrate, parse_params
 from prunesim.studies.replay import FigureReplay
@@ -63,10 +64,11 @@ def combinations() -> list[tuple[str, ...]]:
 def ablation(replay: FigureReplay, base: Scenario, calibration_seeds: Sequence[int], max_evals: int, blocks: int,
              block_size: int, first_seed: int,
              progress: Callable[[str, int, float, float], None] | None = None,
-             names: Sequence[str] | None = None) -> list[AblationCase]:
+             names: Sequence[str] | None = None, engine: EngineChoice | None = None) -> list[AblationCase]:
     """Refit and validate ``base`` under every combination of :data:`MECHANISMS`.
 
-    ``names`` are the parameters refitted (default: every one of the targets' ``[bounds]``).
+    ``names`` are the parameters refitted (default: every one of the targets' ``[bounds]``); ``engine`` runs
+    each variant (default: SimPy).
     """
     if set(calibration_seeds) & set(range(first_seed, first_seed + blocks * block_size)):
         raise UserError("--seeds", None, "the calibration seeds overlap the validation blocks (--first-seed)")
@@ -84,9 +86,10 @@ def ablation(replay: FigureReplay, base: Scenario, calibration_seeds: Sequence[i
         overrides = {param: (on[name] if name in combo else off) for name, (param, off) in MECHANISMS.items()}
         scenario = replace(base, overrides)
         report = None if progress is None else (lambda n, obj, best, _l=label: progress(_l, n, obj, best))
-        cal = calibrate(scenario, replay.targets(scenario), params, calibration_seeds, max_evals, report)
+        cal = calibrate(scenario, replay.targets(scenario), params, calibration_seeds, max_evals, report, engine)
         fitted = replace(scenario, cal.fitted)
-        cases.append(AblationCase(combo, cal, validate(replay, blocks, block_size, first_seed, base=fitted)))
+        cases.append(AblationCase(combo, cal, validate(replay, blocks, block_size, first_seed, base=fitted,
+                                                                 engine=engine)))
     return cases
 
 

@@ -56,9 +56,9 @@ import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError, visible
 from prunesim.io.scenario_files import apply_overrides, dumps, from_dict
+from prunesim.kernel.choice import EngineChoice
 from prunesim.model.scenario import Scenario
 from prunesim.policies import REGISTRY
-from prunesim.runner import run_one
 from prunesim.studies.targets import Target, Targets, check_bounds, statistic
 
 EXCESS_CAP = 100.0  # one figure at infinity (a ratio with no net) must not hide all the others
@@ -170,8 +170,9 @@ class Objective:
     """The objective of the module docstring, with every candidate's figures remembered."""
 
     def __init__(self, base: Scenario, targets: Targets, params: list[Param], seeds: Sequence[int],
-                 progress: Callable[[int, float, float], None] | None = None):
+                 progress: Callable[[int, float, float], None] | None = None, engine: EngineChoice | None = None):
         self.base = base.to_dict()
+        self.engine = engine or EngineChoice()
         self.targets = targets
         self.params = params
         self.seeds = list(seeds)
@@ -197,7 +198,7 @@ class Objective:
             for v in self.variants:
                 data = apply_overrides(apply_overrides(self.base, values), v.overrides)
                 sc = from_dict(data, f"candidate {values}")
-                runs[v.label] = [run_one(sc, v.policy, s, trace="none").summary for s in self.seeds]
+                runs[v.label] = self.engine.summaries(v.label, sc, v.policy, self.seeds)
         except UserError:
             self.memo[key] = (INFEASIBLE, {})
             return self.memo[key]
@@ -220,11 +221,13 @@ class Objective:
 
 
 def calibrate(base: Scenario, targets: Targets, params: list[Param], seeds: Sequence[int], max_evals: int = 400,
-              progress: Callable[[int, float, float], None] | None = None) -> Calibration:
-    """Fit ``params`` to the judged figures of ``targets``; see the module docstring."""
+              progress: Callable[[int, float, float], None] | None = None,
+              engine: EngineChoice | None = None) -> Calibration:
+    """Fit ``params`` to the judged figures of ``targets``; see the module docstring. ``engine``: which engine
+    runs each variant (default: SimPy)."""
     from scipy.optimize import differential_evolution, minimize
 
-    objective = Objective(base, targets, params, seeds, progress)
+    objective = Objective(base, targets, params, seeds, progress, engine)
     if not objective.fitted:
         raise UserError(targets.path, "figures", "no figure to fit (every figure is compare = \"report\" "
                         "or fit = false)")

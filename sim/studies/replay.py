@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import load, replace
+from prunesim.kernel.choice import EngineChoice
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.policies import REGISTRY
-from prunesim.runner import run_one
 from prunesim.studies.compare import quantile
 from prunesim.studies.targets import Target, Targets, load_targets, statistic
 from prunesim.studies.variant import Variant
@@ -133,8 +133,11 @@ class FigureReplay:
     def figures(self) -> tuple[Target, ...]:
         return self.targets().figures
 
-    def run_variants(self, seeds: list[int], base: Scenario | None = None) -> tuple[Targets, dict[str, list[dict]]]:
-        """One summary per seed under each variant (skipping variants whose policy this build lacks)."""
+    def run_variants(self, seeds: list[int], base: Scenario | None = None,
+                     engine: EngineChoice | None = None) -> tuple[Targets, dict[str, list[dict]]]:
+        """One summary per seed under each variant (skipping variants whose policy this build lacks), each on
+        the engine ``engine`` chose for it (default: SimPy)."""
+        engine = engine or EngineChoice()
         targets = self.targets(base)
         sc = base or load(targets.scenario)
         runs: dict[str, list[dict]] = {}
@@ -142,11 +145,11 @@ class FigureReplay:
             if v.policy not in REGISTRY:
                 continue  # a variant whose policy this build lacks is skipped, with its figures
             variant_sc = replace(sc, v.overrides) if v.overrides else sc
-            runs[v.label] = [run_one(variant_sc, v.policy, s, trace="none").summary for s in seeds]
+            runs[v.label] = engine.summaries(v.label, variant_sc, v.policy, seeds)
         return targets, runs
 
-    def run(self, seeds: list[int], base: Scenario | None = None) -> ReplayReport:
-        targets, runs = self.run_variants(seeds, base)
+    def run(self, seeds: list[int], base: Scenario | None = None, engine: EngineChoice | None = None) -> ReplayReport:
+        targets, runs = self.run_variants(seeds, base, engine)
         figures = [evaluate(f, runs[f.variant]) for f in targets.figures if f.variant in runs]
         report = ReplayReport(self.name, targets.scenario, list(seeds), figures, runs)
         if self.with_counterfactuals:

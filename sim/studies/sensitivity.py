@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import apply_overrides, from_dict
+from prunesim.kernel.choice import EngineChoice
 from prunesim.model.scenario import Scenario
-from prunesim.runner import run_one
 from prunesim.studies.calibrate import Param, parse_params
 from prunesim.studies.replay import FigureReplay
 from prunesim.studies.targets import Target, statistic
@@ -74,8 +74,10 @@ def check_base_samples(n: int) -> None:
 
 def sensitivity(replay: FigureReplay, base: Scenario, seeds: Sequence[int], base_samples: int,
                 names: Sequence[str] | None = None,
-                progress: Callable[[int, int], None] | None = None) -> Sensitivity:
-    """Sobol indices of every judged figure of ``replay`` over the bounds of its fitted parameters."""
+                progress: Callable[[int, int], None] | None = None, engine: EngineChoice | None = None) -> Sensitivity:
+    """Sobol indices of every judged figure of ``replay`` over the bounds of its fitted parameters (each
+    variant run on the engine ``engine`` chose for it; default SimPy)."""
+    engine = engine or EngineChoice()
     try:
         from SALib.analyze import sobol as analyze
         from SALib.sample import sobol as sample
@@ -95,7 +97,7 @@ def sensitivity(replay: FigureReplay, base: Scenario, seeds: Sequence[int], base
         runs = {}
         for v in variants:
             sc = from_dict(apply_overrides(apply_overrides(data, values), v.overrides), f"sample {values}")
-            runs[v.label] = [run_one(sc, v.policy, s, trace="none").summary for s in seeds]
+            runs[v.label] = engine.summaries(v.label, sc, v.policy, seeds)
         for j, f in enumerate(figures):
             stats[i, j] = statistic(f, [r[f.metric] for r in runs[f.variant]])
         if progress is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from prunesim.kernel.choice import EngineChoice
 from prunesim.model.scenario import Scenario
 from prunesim.studies.replay import FigureReplay, evaluate
 from prunesim.studies.targets import Target
@@ -69,17 +70,18 @@ class Validation:
 
 
 def validate(replay: FigureReplay, blocks: int, block_size: int, first_seed: int,
-             allowed_misses: int | None = None, base: Scenario | None = None) -> Validation:
+             allowed_misses: int | None = None, base: Scenario | None = None,
+             engine: EngineChoice | None = None) -> Validation:
     """Run ``replay`` on each block; ``allowed_misses`` defaults to a tenth of the blocks (rounded down).
 
-    ``base`` replaces the replay's shipped scenario (an ablation judges refitted ones).
+    ``base`` replaces the replay's shipped scenario (an ablation judges refitted ones); ``engine`` runs them.
     """
     allowed = blocks // 10 if allowed_misses is None else allowed_misses
     seed_blocks = [list(range(first_seed + i * block_size, first_seed + (i + 1) * block_size)) for i in range(blocks)]
     per_block = []
     scenario = ""
     for seeds in seed_blocks:
-        targets, runs = replay.run_variants(seeds, base)
+        targets, runs = replay.run_variants(seeds, base, engine)
         scenario = targets.scenario
         per_block.append({f: evaluate(f, runs[f.variant]) for f in targets.figures if f.variant in runs})
     figures = [

@@ -8,8 +8,9 @@ import sys
 
 from prunesim.cli import crash
 from prunesim.errors import ResourceError, UserError
-from prunesim.io.scenario_files import parse_set
-from prunesim.policies import user_policy_fault
+from prunesim.io.scenario_files import parse_set, replace
+from prunesim.kernel.choice import ENGINES, EngineChoice
+from prunesim.policies import REGISTRY, user_policy_fault
 
 # Seeds in one command: a million runs of the smallest shipped scenario already take hours; a range of
 # billions is a typo that would otherwise end in "out of memory" after filling it.
@@ -303,3 +304,23 @@ def print_notes(policies: list[str], scenario, tools: frozenset[str] | None = No
     for name in policies:
         for note in get_policy(name).notes(scenario, tools):
             print(f"prunesim: warning: {note}", file=sys.stderr)
+
+
+def add_engine(parser: argparse.ArgumentParser) -> None:
+    """--engine simpy|kernel|auto, for the study commands."""
+    parser.add_argument("--engine", choices=ENGINES, default="simpy",
+                        help="simpy (the reference, default); kernel: the compiled loop (the prunesim[kernel] "
+                             "extra; synthetic noop and naive runs only, anything else refused); auto: the kernel "
+                             "for the variants it covers when the work pays for loading it, SimPy for the rest. "
+                             "The summaries are the same byte for byte")
+
+
+def engine_choice(args, command: str, base, variants, runs: int) -> EngineChoice:
+    """The engine of each of ``variants`` on ``base`` for ``runs`` runs each, chosen before any run; which
+    engine runs which variant is said on stderr (unless --engine is left at simpy)."""
+    work = {v.label: (replace(base, v.overrides) if v.overrides else base, v.policy) for v in variants
+            if v.policy in REGISTRY}
+    choice = EngineChoice(args.engine, work, runs * base.turns)
+    if args.engine != "simpy":
+        print(f"{command}: {choice.describe()}", file=sys.stderr, flush=True)
+    return choice

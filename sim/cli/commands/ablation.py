@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import non_negative_int, parse_seeds, positive_int
+from prunesim.cli.commands._common import add_engine, engine_choice, non_negative_int, parse_seeds, positive_int
 from prunesim.cli.commands.calibrate import _out_file, check_out
 from prunesim.errors import UserError
 from prunesim.io import atomic, output
@@ -32,10 +32,11 @@ def register(sub) -> None:
 
 
 def add_table_flags(p) -> None:
-    """--out, --force and --quiet, as the ablation and the sensitivity study take them."""
+    """--out, --force, --quiet and --engine, as the ablation and the sensitivity study take them."""
     p.add_argument("--out", type=_out_file, default=None, help="also write the tidy table to this CSV file")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_engine(p)
 
 
 def figure_replay(args, command: str) -> FigureReplay:
@@ -58,8 +59,10 @@ def main(args) -> int:
             print(f"ablation: {label}: {n} candidates, best {best:.4g}", file=sys.stderr, flush=True)
 
     names = None if args.params is None else [n.strip() for n in args.params.split(",")]
+    runs = len(study.combinations()) * (args.max_evals * len(seeds) + args.blocks * args.block_size)
+    engine = engine_choice(args, "ablation", base, replay.variants, runs)
     cases = study.ablation(replay, base, seeds, args.max_evals, args.blocks, args.block_size, args.first_seed,
-                           progress, names)
+                           progress, names, engine)
     rows = study.rows(cases)
     print(format_ablation(cases, seeds, args.max_evals))
     if args.out is not None:

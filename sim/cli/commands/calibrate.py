@@ -9,7 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import out_arg, parse_seeds, positive_int
+from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, parse_seeds, positive_int
 from prunesim.errors import UserError
 from prunesim.io import inputs, output
 from prunesim.io.scenario_files import load, resolve_path, resolve_text
@@ -31,6 +31,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, type=_out_file, help="the calibrated scenario file to write")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_engine(p)
     p.set_defaults(func=main)
 
 
@@ -96,7 +97,8 @@ def main(args) -> int:
         if not args.quiet and (n == 1 or n % 10 == 0):
             print(f"calibrate: {n} candidates, objective {value:.4g}, best {best:.4g}", file=sys.stderr, flush=True)
 
-    cal = calibrate(base, targets, params, seeds, args.max_evals, progress)
+    engine = engine_choice(args, "calibrate", base, targets.variants, args.max_evals * len(seeds))
+    cal = calibrate(base, targets, params, seeds, args.max_evals, progress, engine)
     text = calibrated_text(base_text, cal, command, args.targets, base_path, args.out)
     resolve_text(text, args.out)  # what it writes, run reads: checked as run would load it
     output.write_text(args.out, text, "--out")

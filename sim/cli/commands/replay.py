@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from prunesim import __version__
-from prunesim.cli.commands._common import non_negative_int, out_arg, parse_seeds
+from prunesim.cli.commands._common import add_engine, engine_choice, non_negative_int, out_arg, parse_seeds
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import dumps_json, json_ready
@@ -38,6 +39,7 @@ def register(sub) -> None:
     p.add_argument("--out", type=out_arg, metavar="FILE",
                    help="also write the report, the command, the scenario and the seeds to FILE as JSON, for "
                         "prunesim report (--plot DIR writes the same to DIR/replay.json)")
+    add_engine(p)
     p.set_defaults(func=main)
 
 
@@ -55,7 +57,15 @@ def main(args) -> int:
         output.check_folder(args.plot, "--plot")
     if args.out is not None:
         output.check_file(args.out, "--out")
-    report = replay.run(seeds)
+    engine = None
+    if hasattr(replay, "run_variants"):  # a replay of published figures: its variants can go to the kernel
+        engine = engine_choice(args, "replay", load(replay.scenario), replay.variants, len(seeds))
+    elif args.engine == "kernel":
+        raise UserError("--engine", None, f"the kernel does not cover the {args.name} replay: use --engine simpy "
+                        "or auto")
+    elif args.engine == "auto":
+        print(f"replay: engine: simpy (the kernel does not cover the {args.name} replay)", file=sys.stderr)
+    report = replay.run(seeds, engine=engine) if engine is not None else replay.run(seeds)
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from prunesim.cli.commands._common import parse_seeds, positive_int
+from prunesim.cli.commands._common import engine_choice, parse_seeds, positive_int
 from prunesim.cli.commands.ablation import add_table_flags, figure_replay, write_rows
 from prunesim.io.scenario_files import load
 from prunesim.studies import sensitivity as study
@@ -33,7 +33,10 @@ def main(args) -> int:
         if not args.quiet and (done == total or done % 50 == 0):
             print(f"sensitivity: {done}/{total} points", file=sys.stderr, flush=True)
 
-    result = study.sensitivity(replay, load(replay.scenario), seeds, args.samples, names, progress)
+    base = load(replay.scenario)
+    points = args.samples * (len(names or replay.targets(base).bounds) + 2)
+    engine = engine_choice(args, "sensitivity", base, replay.variants, points * len(seeds))
+    result = study.sensitivity(replay, base, seeds, args.samples, names, progress, engine)
     print(format_sensitivity(result))
     if args.out is not None:
         write_rows(args.out, study.COLUMNS, study.rows(result))

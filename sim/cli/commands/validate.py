@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import math
 
-from prunesim.cli.commands._common import MAX_SEEDS, non_negative_int, positive_int
+from prunesim.cli.commands._common import MAX_SEEDS, add_engine, engine_choice, non_negative_int, positive_int
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
+from prunesim.io.scenario_files import load
 from prunesim.studies.replay import REPLAYS, FigureReplay, get_replay
 from prunesim.studies.validate import Validation, validate
 
@@ -22,6 +23,7 @@ def register(sub) -> None:
     p.add_argument("--first-seed", type=non_negative_int, default=1000,
                    help="first seed of the first block (default 1000; the shipped scenario was fitted on 0..99)")
     p.add_argument("--json", action="store_true", help="print the validation as JSON")
+    add_engine(p)
     p.set_defaults(func=main)
 
 
@@ -34,7 +36,8 @@ def main(args) -> int:
     if args.blocks * args.block_size > MAX_SEEDS:  # each block holds its seeds: refuse before running any
         raise UserError("--blocks", None, f"{args.blocks:,} blocks of {args.block_size:,} seeds (--block-size) are "
                         f"{args.blocks * args.block_size:,} seeds; at most {MAX_SEEDS:,} in one command")
-    result = validate(replay, args.blocks, args.block_size, args.first_seed)
+    engine = engine_choice(args, "validate", load(replay.scenario), replay.variants, args.blocks * args.block_size)
+    result = validate(replay, args.blocks, args.block_size, args.first_seed, engine=engine)
     if args.json:
         print(json.dumps(json_ready(result.as_dict()), indent=2, sort_keys=True))
     else:

@@ -1,0 +1,122 @@
+"""The compiled kernel beside the SimPy engine: byte-identical summaries, and its rate against a bare SimPy loop.
+
+For each policy the kernel covers, ``--runs`` random scenarios (prunesim.kernel.differential.random_scenario,
+one seed each) run on both engines; every summary must be the same bytes. CPU time of each engine is taken
+over the same runs (the kernel's loading and compiling done first, and reported apart), and in the same
+process a bare SimPy loop of two timeouts a turn runs as many turns: the ratio is turns per CPU second of
+the kernel over the bare loop's turns per CPU second (the goal is >= 0.5).
+
+    python benchmarks/bench_kernel.py --runs 1000 [--turns 60] [--calibrate SEEDS] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_sweep's bare loop
+
+
+def bare_loop_cpu(turns: int) -> float:
+    """CPU seconds of a SimPy process that yields two timeouts per turn for ``turns`` turns."""
+    import simpy
+    from bench_sweep import bare_loop
+
+    env = simpy.Environment()
+    env.process(bare_loop(env, turns))
+    start = time.process_time()
+    env.run()
+    return time.process_time() - start
+
+
+def bench(policy: str, runs: int, turns: int) -> dict:
+    from prunesim.kernel.choice import summary
+    from prunesim.kernel.differential import differences, random_scenario, summary_bytes
+
+    rng = np.random.default_rng([2026, runs, turns, len(policy)])
+    cases = [(random_scenario(rng, turns), int(rng.integers(0, 2**32))) for _ in range(runs)]
+    start = time.process_time()
+    summary(cases[0][0], policy, cases[0][1], "kernel")  # load (or compile) the loop once
+    load_s = time.process_time() - start
+    out = {}
+    for engine in ("simpy", "kernel"):
+        start = time.process_time()
+        out[engine] = [summary(sc, policy, seed, engine) for sc, seed in cases]
+        out[engine + "_cpu_s"] = time.process_time() - start
+    mismatched = [(i, differences(a, b)[:3]) for i, (a, b) in enumerate(zip(out["simpy"], out["kernel"], strict=True))
+                  if summary_bytes(a) != summary_bytes(b)]
+    total = sum(sc.turns for sc, _ in cases)
+    bare = bare_loop_cpu(total)
+    return {
+        "policy": policy, "runs": runs, "turns": total, "identical": not mismatched,
+        "mismatched": mismatched[:5], "kernel_load_cpu_s": round(load_s, 2),
+        "simpy_cpu_s": round(out["simpy_cpu_s"], 2), "kernel_cpu_s": round(out["kernel_cpu_s"], 2),
+        "kernel_speedup": round(out["simpy_cpu_s"] / out["kernel_cpu_s"], 2),
+        "kernel_turns_per_cpu_s": round(total / out["kernel_cpu_s"]),
+        "bare_simpy_turns_per_cpu_s": round(total / bare),
+        "kernel_ratio_to_bare_simpy": round(bare / out["kernel_cpu_s"], 3),
+        "passes": sum(s["passes"] for s in out["kernel"]),
+    }
+
+
+def bench_calibrate(seeds: int, max_evals: int) -> dict:
+    """A short `prunesim calibrate oscillation-40` (two of its parameters), SimPy only against the kernel for the
+    naive variants (slack-gated stays on SimPy): the same fit, and the CPU of each."""
+    from prunesim.io.scenario_files import load, replace
+    from prunesim.kernel.choice import EngineChoice
+    from prunesim.studies.calibrate import calibrate, parse_params
+    from prunesim.studies.targets import load_targets
+
+    base = load("oscillation-40")
+    targets = load_targets("seed-000", base)
+    params = parse_params("workload.tool_output.mean,decision.index_per_candidate", base, targets)
+    work = {v.label: (replace(base, v.overrides) if v.overrides else base, v.policy) for v in targets.variants}
+    fits, cpu = {}, {}
+    for name, engine in (("simpy", None), ("auto", EngineChoice("auto", work, 10**12))):
+        start = time.process_time()
+        fits[name] = calibrate(base, targets, params, list(range(seeds)), max_evals, None, engine)
+        cpu[name] = round(time.process_time() - start, 2)
+    a, b = fits["simpy"], fits["auto"]
+    same = a.fitted == b.fitted and a.objective == b.objective and repr(a.figures) == repr(b.figures)
+    return {"candidates": a.evaluations, "seeds": seeds, "identical_fit": same, "simpy_cpu_s": cpu["simpy"],
+            "kernel_cpu_s": cpu["auto"], "engines": EngineChoice("auto", work, 10**12).describe()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=1000, help="random scenarios per policy (default 1000)")
+    ap.add_argument("--turns", type=int, default=60, help="turns per run (default 60)")
+    ap.add_argument("--calibrate", type=int, default=0, metavar="SEEDS",
+                    help="also a short calibration of oscillation-40 on this many seeds, on both engines")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    from prunesim.kernel.choice import KERNEL_POLICIES
+    rows = [bench(policy, args.runs, args.turns) for policy in KERNEL_POLICIES]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['policy']:6s} {r['runs']} runs, {r['turns']:,} turns, {r['passes']:,} passes: "
+                  f"identical {r['identical']}; CPU simpy {r['simpy_cpu_s']} s, kernel {r['kernel_cpu_s']} s "
+                  f"(x{r['kernel_speedup']}; loading {r['kernel_load_cpu_s']} s); kernel "
+                  f"{r['kernel_turns_per_cpu_s']:,} turns/s = {r['kernel_ratio_to_bare_simpy']} of a bare SimPy "
+                  f"loop ({r['bare_simpy_turns_per_cpu_s']:,} turns/s of two timeouts)")
+    ok = all(r["identical"] for r in rows)
+    if args.calibrate:
+        cal = bench_calibrate(args.calibrate, 10)
+        print(json.dumps(cal) if args.json else
+              f"calibrate oscillation-40, 2 parameters, {cal['candidates']} candidates x {cal['seeds']} seeds: "
+              f"identical fit {cal['identical_fit']}; CPU simpy {cal['simpy_cpu_s']} s, with the kernel "
+              f"{cal['kernel_cpu_s']} s ({cal['engines']})")
+        ok = ok and cal["identical_fit"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Which engine runs a study's runs: the SimPy engine (the reference) or the compiled kernel.
+
+The kernel covers synthetic runs of the built-in ``noop``, ``naive``, ``recency``
+and ``slack-gated`` (its ``recency`` fallback) policies under every workload
+field (sizes, staleness, repeats, keys, scripted events, ``tool_output_early``,
+``turn_unit``), both budget kinds and every decision field but ``concurrent``.
+Anything else (another policy, needs, a concurrent pass, another gate fallback,
+a user's policy, observers, traces, transcripts) runs on the SimPy engine:
+``auto`` never approximates, and ``--engine kernel`` refuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prunesim.errors import UserError
+from prunesim.model.scenario import Scenario
+
+ENGINES = ("simpy", "kernel", "auto")
+KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
+# Turns (runs x turns) below which auto keeps SimPy. The kernel saves 0 to 25% of a naive run's CPU
+# (benchmarks/bench_kernel.py) and its first use in a fresh install compiles for about 20 s (cached after):
+# only a study of millions of turns (a calibration: candidates x seeds x turns) wins that back.
+AUTO_MIN_TURNS = 2_000_000
+
+
+def kernel_gap(scenario: Scenario, policy) -> str:
+    """Why the kernel cannot run ``policy`` on ``scenario`` ("" when it can)."""
+    if not isinstance(policy, str) or policy not in KERNEL_POLICIES:
+        return f"policy {policy!r} (the kernel runs {', '.join(KERNEL_POLICIES)})"
+    if policy == "slack-gated":
+        gate = scenario.tables.get("gate")
+        if gate is not None and gate.fallback != "recency":
+            return f"gate.fallback = {gate.fallback!r} (the kernel runs the recency fallback)"
+    if scenario.need.enabled:
+        return "[need] (the agent's needs)"
+    if scenario.decision.concurrent:
+        return "decision.concurrent"
+    try:
+        import numba  # noqa: F401  (an optional extra)
+    except ImportError:
+        return "this install: numba is not installed (pip install 'prunesim[kernel]')"
+    return ""
+
+
+def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag: str = "--engine") -> str:
+    """The engine for runs of ``work`` ((scenario, policy) pairs) adding up to ``turns`` turns.
+
+    ``kernel`` raises a :class:`~prunesim.errors.UserError` naming what the kernel does not cover;
+    ``auto`` gives ``kernel`` only when it covers all of ``work`` and there are enough turns.
+    """
+    if engine not in ENGINES:
+        raise UserError(flag, None, f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    if engine == "simpy":
+        return "simpy"
+    gaps = [gap for gap in (kernel_gap(sc, p) for sc, p in work) if gap]
+    if engine == "kernel":
+        if gaps:
+            raise UserError(flag, None, f"the kernel does not cover {gaps[0]}: use --engine simpy or auto")
+        return "kernel"
+    return "kernel" if not gaps and turns >= AUTO_MIN_TURNS else "simpy"
+
+
+def summary(scenario: Scenario, policy, seed: int, engine: str) -> dict:
+    """One run's summary (``trace="none"``) on ``engine`` (``simpy`` or ``kernel``, as :func:`pick` chose)."""
+    if engine == "kernel":
+        from prunesim.kernel.replay import run_summary
+        return run_summary(scenario, policy, seed)
+    from prunesim.runner import run_one
+    return run_one(scenario, policy, seed, trace="none").summary
+
+
+class EngineChoice:
+    """The engine of each variant of a study, chosen once before any run and checked on every scenario it runs.
+
+    ``work`` maps a variant's label to its (scenario, policy); ``turns`` is the study's whole work in turns
+    (runs x turns), what ``auto`` weighs against loading the compiled loop. A candidate scenario that leaves
+    what the kernel covers (a fitted need rate, say) runs on SimPy under ``auto`` and is refused under
+    ``kernel``.
+    """
+
+    def __init__(self, requested: str = "simpy", work: dict | None = None, turns: int = 0, flag: str = "--engine"):
+        self.requested = requested
+        self.flag = flag
+        self.chosen = {label: pick(requested, [pair], turns, flag) for label, pair in (work or {}).items()}
+        self.gaps = {label: kernel_gap(*pair) for label, pair in (work or {}).items()}
+        if requested not in ENGINES:  # no variant to choose for: the name is still checked
+            pick(requested, [], turns, flag)
+
+    def summaries(self, label: str, scenario: Scenario, policy, seeds: Sequence[int]) -> list[dict]:
+        """One summary per seed of ``policy`` on ``scenario``, on the engine chosen for ``label``."""
+        engine = self.chosen.get(label, "simpy")
+        if engine == "kernel":
+            gap = kernel_gap(scenario, policy)
+            if gap and self.requested == "kernel":
+                raise UserError(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
+                                "simpy or auto")
+            engine = "simpy" if gap else engine
+        return [summary(scenario, policy, seed, engine) for seed in seeds]
+
+    def describe(self) -> str:
+        """One line: which engine runs which variant, and why a variant stays on SimPy."""
+        on = {e: [label for label, chosen in self.chosen.items() if chosen == e] for e in ("kernel", "simpy")}
+        parts = []
+        if on["kernel"]:
+            parts.append(f"kernel for {', '.join(on['kernel'])}")
+        if on["simpy"]:
+            why = [f"{label}: {self.gaps[label]}" if self.gaps[label] else f"{label}: too few turns to pay"
+                   for label in on["simpy"]]
+            parts.append(f"simpy for {'; '.join(why)}" if self.requested != "simpy" else "simpy")
+        return "engine: " + ("; ".join(parts) or "simpy")

@@ -1,0 +1,365 @@
+"""The compiled turn loop: noop, naive, recency, slack-gated on a synthetic workload, as a record of what happened.
+
+It does what :class:`prunesim.model.engine.Engine` does for these policies, in the
+same order and with the same arithmetic (window, hard ceiling, prune pass,
+clock), and draws the policy's numbers from the policy's own generator in the
+same order (numba's ``Generator`` reproduces numpy's draws bit for bit). It
+computes no metric: it writes one row per published event, and
+:mod:`prunesim.kernel.replay` hands those rows to the run's observers.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# Event codes (column 0 of an event row).
+APPEND, TRUNC, REMOVE, CALL, REACHED, TURN_END, PASS, NON_MODEL, GATE = range(9)
+# The policies (the first argument of simulate).
+NOOP, NAIVE, RECENCY, SLACK_GATED = range(4)
+# Causes: of a truncation (column 2) and of a removal (column 2).
+FORCED_TRUNCATION, FORCED_DROP, RATIONALE_CUT = range(3)
+EVICT, DROP, NONMODEL_RECENCY, FALLBACK_RECENCY = range(4)
+COLUMNS = 11  # code, turn, a, b, c, d, e, f, utilization, appended total, removed total
+PASS_COLUMNS = 17  # PassRecord's fields, time_s as 0 (the event's time holds it)
+
+
+@numba.njit(cache=True)
+def _log(ev, times, n, code, turn, a, b, c, d, e, f, now, util, added, removed):
+    if n >= ev.shape[0]:  # grow by doubling
+        bigger = np.zeros((ev.shape[0] * 2, COLUMNS), dtype=np.int64)
+        bigger[:n] = ev[:n]
+        ev = bigger
+        t2 = np.zeros(ev.shape[0], dtype=np.float64)
+        t2[:n] = times[:n]
+        times = t2
+    row = ev[n]
+    row[0] = code
+    row[1] = turn
+    row[2] = a
+    row[3] = b
+    row[4] = c
+    row[5] = d
+    row[6] = e
+    row[7] = f
+    row[8] = util
+    row[9] = added
+    row[10] = removed
+    times[n] = now
+    return ev, times, n + 1
+
+
+@numba.njit(cache=True)
+def _add(sp, order, n_order, sid, tokens, ceiling, util, added):
+    """Window.add: place span ``sid`` at the end, cut to the ceiling; returns (kept, cut, n_order, util, added)."""
+    room = ceiling - util
+    cut = tokens - room if room > 0 else tokens
+    if cut > 0:
+        tokens -= cut
+    else:
+        cut = 0
+    sp[sid, 1] = tokens
+    if tokens > 0:
+        sp[sid, 11] = 1
+        order[n_order] = sid
+        n_order += 1
+        util += tokens
+        added += tokens
+    return tokens, cut, n_order, util, added
+
+
+@numba.njit(cache=True)
+def _compact(sp, order, n_order):
+    """Drop the ids of spans no longer in the window from the window order; returns its new length."""
+    m = 0
+    for q in range(n_order):
+        if sp[order[q], 11]:
+            order[m] = order[q]
+            m += 1
+    return m
+
+
+@numba.njit(cache=True)
+def _take(span, util, removed):
+    """Window.remove: the span (its table row) leaves; returns (utilization, removed total)."""
+    span[11] = 0
+    span[12] = 1
+    return util - span[1], removed + span[1]
+
+
+@numba.njit(cache=True)
+def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ceiling, budget, trigger, lat,
+             dec, select_max, protect_recent, reentrant, prune_kinds, low_water_gap, gate):
+    """Run the turns; returns (events, times, spans, names, passes, end time).
+
+    ``arrivals``: one row per span the workload places, initial ones first, then each turn's in order:
+    (turn, step, kind, tokens, stale_at, pinned, offerable, constraint); step 0 enters after the model
+    call, step 1 after the tool. Turn ``t``'s rows start at ``turn_first[t - 1]``. ``dec`` holds the
+    decision's floats: index_base, index_per_candidate, rationale_base, rationale_per_span,
+    rationale_sigma, select_mean, reclaim_target, selection_quality. ``prune_kinds``: the kind codes
+    of the prune index and rationale. ``low_water_gap``: recency frees down to ``trigger`` minus it.
+    ``gate``: slack-gated's (trigger - lead, its low-water mark, margin_factor); its fallback is recency's.
+    """
+    gate_at, gate_low_water, margin_factor = np.int64(gate[0]), np.int64(gate[1]), gate[2]
+    k_index, k_rationale = prune_kinds[0], prune_kinds[1]
+    n_rows = arrivals.shape[0]
+    turns = model_output.shape[0]
+    cap = n_rows + 2 * turns + 8
+    # Span table, by id (ids start at 1): kind, tokens, turn, stale_at, pinned, pass_id, source (arrival
+    # row, -1 for a pass's own spans), offerable, constraint, names start, names count, in window, removed.
+    sp = np.zeros((cap, 13), dtype=np.int64)
+    names = np.zeros(16 + 8 * turns, dtype=np.int64)
+    n_names = 0
+    order = np.zeros(cap, dtype=np.int64)  # ids in window order (removed ones compacted away lazily)
+    n_order = 0
+    passes = np.zeros((turns + 1, PASS_COLUMNS), dtype=np.int64)
+    n_pass = 0
+    ev = np.zeros((16 * turns + 64, COLUMNS), dtype=np.int64)
+    times = np.zeros(ev.shape[0], dtype=np.float64)
+    n = 0
+    now = 0.0
+    util = 0
+    added = 0
+    removed = 0
+    next_id = 0
+    lat_base, lat_in, lat_out = lat[0], lat[1], lat[2]
+    for t in range(turns + 1):  # t == 0: the initial arrivals; then turn t
+        turn = t
+        if t == 0:
+            lo, hi = 0, n_init
+        else:
+            lo, hi = turn_first[t - 1], turn_first[t] if t < turns else n_rows
+            prompt = util
+            output = model_output[t - 1]
+            ev, times, n = _log(ev, times, n, CALL, turn, prompt, output, 0, 0, 0, 0, now, util, added, removed)
+            now = now + (lat_base + lat_in * prompt + lat_out * output)
+        tool_done = t == 0
+        for i in range(lo, hi):
+            a = arrivals[i]
+            if a[1] == 1 and not tool_done:
+                now = now + tool_s[t - 1]
+                tool_done = True
+            next_id += 1
+            sid = next_id
+            row = sp[sid]
+            row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8] = (a[2], turn, a[4], a[5], -1, i, a[6],
+                                                                              a[7])
+            kept, cut, n_order, util, added = _add(sp, order, n_order, sid, a[3], ceiling, util, added)
+            if kept > 0:
+                ev, times, n = _log(ev, times, n, APPEND, turn, sid, kept, 0, 0, 0, 0, now, util, added, removed)
+            if cut:
+                ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, a[2], kept + cut, kept, a[7], -1,
+                                    now, util, added, removed)
+        if t == 0:
+            continue
+        if not tool_done:  # a turn whose tool output is none of its rows cannot happen: every turn has one
+            now = now + tool_s[t - 1]
+        # The turn's arrivals are in: the policy is consulted.
+        ev, times, n = _log(ev, times, n, REACHED, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
+        evicting = False  # an oldest-first non-model eviction down to `target` (recency, or the gate's fallback)
+        target = 0
+        fallback = 0
+        run_pass = False
+        if policy == RECENCY and util >= trigger:
+            evicting = True
+            target = trigger - low_water_gap
+        if (policy == NAIVE and util >= trigger) or (policy == SLACK_GATED and util >= gate_at):
+            n_order = _compact(sp, order, n_order)  # then the candidates, in window order
+            cutoff = turn - protect_recent
+            cand = np.empty(n_order, dtype=np.int64)
+            nc = 0
+            for q in range(n_order):
+                s = sp[order[q]]
+                artifact = s[0] == k_index or s[0] == k_rationale
+                if s[7] and s[4] == 0 and (s[2] <= cutoff or artifact):
+                    cand[nc] = order[q]
+                    nc += 1
+            index_tokens = np.int64(round(dec[0] + dec[1] * nc))
+            draws = rng.random(nc)
+            judged = np.empty(nc, dtype=np.int64)
+            nj = 0
+            for q in range(nc):
+                s = sp[cand[q]]
+                if (draws[q] < dec[7]) == (turn >= s[3]):
+                    judged[nj] = cand[q]
+                    nj += 1
+            judged = judged[:nj]
+            keys = np.empty(nj, dtype=np.int64)
+            for q in range(nj):
+                keys[q] = -sp[judged[q], 1]
+            judged = judged[np.argsort(keys, kind="mergesort")]  # largest first, ties to the oldest
+            if dec[6] > 0:
+                total = 0
+                ns = 0
+                for q in range(nj):
+                    if total >= dec[6] or ns >= select_max:
+                        break
+                    total += sp[judged[q], 1]
+                    ns += 1
+            else:
+                extra_max = max(0, select_max - 1)
+                p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (dec[5] - 1) / extra_max))
+                want = 1 + rng.binomial(extra_max, p) if extra_max else 1
+                ns = min(want, nj)
+            selected = judged[:ns]
+            per_span = np.empty(ns, dtype=np.int64)
+            if ns:
+                noise = rng.lognormal(0.0, dec[4], ns)
+                for q in range(ns):
+                    per_span[q] = max(1, np.int64(round(dec[3] * noise[q])))
+            own = False
+            if reentrant:
+                own = rng.random() < dec[7]
+            rationale_base = np.int64(dec[2])
+            rationale_tokens = rationale_base + per_span.sum()
+            overhead = index_tokens + rationale_tokens
+            if policy == SLACK_GATED:  # evaluate_boundary, then the pass or the fallback
+                selected_tokens = 0
+                for q in range(ns):
+                    selected_tokens += sp[selected[q], 1]
+                headroom = budget - util
+                margin = margin_factor * rationale_tokens
+                if headroom < 0:
+                    reason = 1
+                elif headroom < overhead:
+                    reason = 2
+                elif selected_tokens - overhead <= margin:
+                    reason = 3
+                else:
+                    reason = 0
+                ev, times, n = _log(ev, times, n, GATE, turn, reason, index_tokens, rationale_tokens, nc, ns,
+                                    selected_tokens, now, util, added, removed)
+                if reason == 0:
+                    run_pass = True
+                else:
+                    evicting = True
+                    target = gate_low_water
+                    fallback = 1
+            else:
+                run_pass = True
+        if evicting:
+            # RecencyPolicy.decide (or fallback_actions): the oldest offerable spans of turns before the
+            # protected ones, until utilization would be down to the target; then Engine.evict.
+            n_order = _compact(sp, order, n_order)
+            need = util - target
+            last = turn - protect_recent
+            chosen = np.empty(n_order, dtype=np.int64)
+            nc = 0
+            for q in range(n_order):
+                if need <= 0:
+                    break
+                s = sp[order[q]]
+                if s[11] and s[7] and s[2] <= last:
+                    chosen[nc] = order[q]
+                    nc += 1
+                    need -= s[1]
+            if nc:
+                freed = 0
+                for q in range(nc):
+                    s = sp[chosen[q]]
+                    util, removed = _take(s, util, removed)
+                    freed += s[1]
+                    ev, times, n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, chosen[q], s[1], 0, 0,
+                                        0, now, util, added, removed)
+                ev, times, n = _log(ev, times, n, NON_MODEL, turn, nc, freed, fallback, 0, 0, 0, now, util, added,
+                                    removed)
+        if run_pass:
+            # -- the pass (Engine.model_pass) --
+            n_pass += 1
+            before = util
+            if util + index_tokens > ceiling:  # make room: the oldest unpinned spans, the selected excluded
+                for q in range(n_order):
+                    if util + index_tokens <= ceiling:
+                        break
+                    sid = order[q]
+                    s = sp[sid]
+                    if not s[11] or s[4]:
+                        continue
+                    excluded = False
+                    for r in range(ns):
+                        if selected[r] == sid:
+                            excluded = True
+                    if excluded:
+                        continue
+                    util, removed = _take(s, util, removed)
+                    ev, times, n = _log(ev, times, n, REMOVE, turn, DROP, sid, s[1], 0, 0, 0, now, util, added,
+                                        removed)
+                    ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_DROP, s[0], s[1], 0, 0, -1, now, util,
+                                        added, removed)
+            next_id += 1
+            sid = next_id
+            s = sp[sid]
+            s[0], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = k_index, turn, turn, 0, n_pass, -1, 1, 0
+            tokens, cut, n_order, util, added = _add(sp, order, n_order, sid, index_tokens, ceiling, util, added)
+            if tokens > 0:
+                ev, times, n = _log(ev, times, n, APPEND, turn, sid, tokens, 0, 0, 0, 0, now, util, added, removed)
+            if cut:
+                ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, k_index, tokens + cut, tokens, 0,
+                                    -1, now, util, added, removed)
+            index_kept = tokens
+            prompt = before + index_kept
+            now = now + (lat_base + lat_in * prompt + lat_out * rationale_tokens)
+            room = max(0, ceiling - util)
+            written = 0
+            rationale = min(rationale_base, room)
+            for q in range(ns):
+                if rationale + per_span[q] > room:
+                    break
+                rationale += per_span[q]
+                written += 1
+            was_cut = rationale < rationale_tokens
+            ev, times, n = _log(ev, times, n, CALL, turn, prompt, rationale, 1, n_pass, 0, 0, now, util, added,
+                                removed)
+            note = 0
+            if rationale:
+                next_id += 1
+                note = next_id
+                s = sp[note]
+                s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = (k_rationale, rationale, turn, turn + 1, 0,
+                                                                        n_pass, -1, 1, 0)
+                s[9] = n_names
+                s[10] = written
+                if n_names + written > names.shape[0]:
+                    bigger = np.zeros(2 * names.shape[0] + written, dtype=np.int64)
+                    bigger[:n_names] = names[:n_names]
+                    names = bigger
+                for q in range(written):
+                    names[n_names + q] = selected[q]
+                n_names += written
+                s[11] = 1
+                order[n_order] = note
+                n_order += 1
+                util += rationale
+                added += rationale
+                ev, times, n = _log(ev, times, n, APPEND, turn, note, rationale, 0, 0, 0, 0, now, util, added,
+                                    removed)
+            if was_cut:
+                ev, times, n = _log(ev, times, n, TRUNC, turn, RATIONALE_CUT, k_rationale, rationale_tokens,
+                                    rationale, 0, written, now, util, added, removed)
+            peak = util
+            evicted = 0
+            spans = 0
+            stale = 0
+            victims = selected[:written].copy()
+            if own and rationale and sp[note, 11]:  # a reentrant plan: its own justification was a candidate
+                victims = np.append(victims, note)
+            for q in range(victims.shape[0]):
+                sid = victims[q]
+                s = sp[sid]
+                if s[11]:
+                    util, removed = _take(s, util, removed)
+                    ev, times, n = _log(ev, times, n, REMOVE, turn, EVICT, sid, s[1], 0, 0, 0, now, util, added,
+                                        removed)
+                    evicted += s[1]
+                    spans += 1
+                    stale += 1 if sid == note else int(turn >= s[3])  # the engine counts its own rationale as stale
+            net = evicted - index_kept - rationale
+            in_band = budget - before < overhead
+            pr = passes[n_pass - 1]
+            pr[0], pr[1], pr[2], pr[3], pr[4], pr[5], pr[6], pr[7], pr[8] = (n_pass, turn, 0, before, peak, util,
+                                                                            budget - before, nc, ns)
+            pr[9], pr[10], pr[11], pr[12], pr[13], pr[14], pr[15], pr[16] = (spans, index_kept, rationale, evicted,
+                                                                             net, was_cut, stale, in_band)
+            ev, times, n = _log(ev, times, n, PASS, turn, n_pass - 1, 0, 0, 0, 0, 0, now, util, added, removed)
+        ev, times, n = _log(ev, times, n, TURN_END, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
+    return ev[:n], times[:n], sp[:next_id + 1], names[:n_names], passes[:n_pass], now

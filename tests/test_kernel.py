@@ -1,0 +1,101 @@
+"""The compiled kernel against the SimPy engine: the same summary, byte for byte, or no kernel at all."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from prunesim.cli import main
+from prunesim.errors import UserError
+from prunesim.io.scenario_files import load, replace
+from prunesim.kernel.choice import AUTO_MIN_TURNS, EngineChoice, kernel_gap, pick, summary
+from prunesim.kernel.differential import differences, random_scenario, summary_bytes
+from prunesim.model.scenario import NeedParams, Scenario
+from prunesim.policies.slack_gated import Gate
+from prunesim.studies.replay import get_replay
+
+pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
+
+
+@pytest.mark.parametrize("policy", ["noop", "naive", "recency", "slack-gated"])
+@pytest.mark.parametrize("draw", range(12))
+def test_random_scenarios_give_the_engines_summary_byte_for_byte(policy, draw):
+    rng = np.random.default_rng([draw, len(policy)])
+    scenario = random_scenario(rng)
+    for seed in rng.integers(0, 2**32, 3).tolist():
+        simpy, kernel = summary(scenario, policy, seed, "simpy"), summary(scenario, policy, seed, "kernel")
+        assert summary_bytes(kernel) == summary_bytes(simpy), differences(simpy, kernel)
+
+
+def test_the_random_scenarios_exercise_what_the_kernel_claims():
+    """Not a vacuous comparison: the drawn runs prune, cut rationales and hit the ceiling."""
+    rng = np.random.default_rng(7)
+    runs = [summary(random_scenario(rng), "naive", seed, "kernel") for seed in range(12)]
+    assert sum(r["passes"] for r in runs) > 100
+    assert any(r["cut_passes"] for r in runs)
+    assert any(r["forced_truncations"] for r in runs) and any(not r["forced_truncations"] for r in runs)
+    rng = np.random.default_rng(7)
+    assert sum(summary(random_scenario(rng), "recency", seed, "kernel")["non_model_evictions"] for seed in range(12))
+    rng = np.random.default_rng(7)
+    gated = [summary(random_scenario(rng), "slack-gated", seed, "kernel") for seed in range(20)]
+    for figure in ("gate_runs", "fallback_evictions", "refusals_decision_in_band", "refusals_insufficient_net"):
+        assert any(r[figure] for r in gated), figure
+
+
+def test_shipped_oscillation_scenario_byte_identical():
+    scenario = load("oscillation-40")
+    for seed in range(20):
+        for policy in ("noop", "naive", "recency", "slack-gated"):
+            assert summary_bytes(summary(scenario, policy, seed, "kernel")) == \
+                summary_bytes(summary(scenario, policy, seed, "simpy"))
+
+
+def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
+    plain = Scenario()
+    assert kernel_gap(plain, "naive") == ""
+    needs = dataclasses.replace(plain, need=NeedParams(relevant=0.1))
+    concurrent = dataclasses.replace(plain, decision=dataclasses.replace(plain.decision, concurrent=True))
+    truncating = dataclasses.replace(plain, tables={"gate": Gate(fallback="truncate")})
+    for scenario, policy in ((plain, "tombstoned"), (truncating, "slack-gated"), (needs, "naive"),
+                             (concurrent, "naive")):
+        assert kernel_gap(scenario, policy)
+        assert pick("auto", [(scenario, policy)], 10 * AUTO_MIN_TURNS) == "simpy"
+        with pytest.raises(UserError, match="--engine: the kernel does not cover"):
+            pick("kernel", [(scenario, policy)], 1)
+    assert pick("auto", [(plain, "naive")], 10 * AUTO_MIN_TURNS) == "kernel"
+    assert pick("auto", [(plain, "naive")], AUTO_MIN_TURNS - 1) == "simpy"  # too little work to pay for loading
+    with pytest.raises(UserError, match="unknown engine"):
+        pick("fast", [(plain, "naive")], 1)
+
+
+def test_engine_kernel_on_a_study_it_does_not_cover_is_one_line_and_exit_2(capsys):
+    assert main(["replay", "reentrancy", "--seeds", "0:3", "--engine", "kernel"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.strip().count("\n") == 0 and "--engine: the kernel does not cover the reentrancy replay" in out.err
+
+
+
+def test_engine_auto_says_which_engine_ran_and_changes_nothing(capsys):
+    assert main(["replay", "oscillation", "--seeds", "0:4", "--json"]) == 0
+    simpy = capsys.readouterr().out
+    assert main(["replay", "oscillation", "--seeds", "0:4", "--json", "--engine", "auto"]) == 0
+    auto = capsys.readouterr()
+    assert auto.out == simpy
+    assert "replay: engine: simpy for naive @22k: too few turns to pay" in auto.err
+    assert main(["replay", "oscillation", "--seeds", "0:4", "--json", "--engine", "kernel"]) == 0
+    kernel = capsys.readouterr()
+    assert kernel.out == simpy
+    assert "replay: engine: kernel for naive @22k, naive @20k, slack-gated" in kernel.err
+
+
+def test_a_study_on_the_kernel_gives_the_simpy_summaries():
+    """The oscillation replay with its variants on the kernel (auto, given enough work): the same runs."""
+    replay = get_replay("oscillation")
+    base = load(replay.scenario)
+    work = {v.label: (replace(base, v.overrides) if v.overrides else base, v.policy) for v in replay.variants}
+    choice = EngineChoice("auto", work, 10 * AUTO_MIN_TURNS)
+    assert set(choice.chosen.values()) == {"kernel"}
+    seeds = list(range(6))
+    assert replay.run_variants(seeds, engine=choice)[1] == replay.run_variants(seeds)[1]
