@@ -52,6 +52,20 @@ def test_eviction_in_the_middle_rewrites_from_that_span_on_explicit():
     assert (s.invalidated, s.source) == (500, "pass 1")
 
 
+def test_a_warmed_entry_is_read_by_the_next_call_beyond_the_lookback():
+    # The recorded call read the entry warm() puts there, so a mark stood at it, however far back it lies.
+    cache = explicit(lookback=2)
+    cache.call(0, 1000, 10)
+    cache.edit(offset=400, span_index=2, freed=0, source="runtime")
+    cache.warm(400, 2, 5)
+    assert split(cache.call(10, 1100, 11)) == (400, 700, 0)
+    # Without the warm entry the mark at the end of the prompt finds nothing within 2 spans.
+    cold = explicit(lookback=2)
+    cold.call(0, 1000, 10)
+    cold.edit(offset=400, span_index=2, freed=0, source="runtime")
+    assert split(cold.call(10, 1100, 11)) == (0, 1100, 0)
+
+
 def test_eviction_in_the_middle_implicit_keeps_the_blocks_before_it():
     cache = implicit(granularity=100, min_tokens=100)
     cache.call(0, 1250, 3)  # A=450, B=300, C=500

@@ -55,6 +55,19 @@ def test_the_cache_starts_as_warm_as_the_recording_and_breaks_where_it_broke():
     assert off == cold
 
 
+def test_a_cache_break_reads_what_the_recording_read_however_many_spans_lie_past_it():
+    # Turn 2 brings 30 small parts, more spans than an explicit mark searches back (lookback): the entry the
+    # recorded call 3 read, 9,000 tokens in, is still read, since the runtime's mark stood there.
+    data = recording([0.0, 10.0, 20.0], events=[{"event": "cache_break", "turn": 3, "at_tokens": 9000}])
+    data.parts[2:3] = [{"type": "part", "turn": 2, "kind": "tool_output", "tokens": 100, "key": f"cat g{i}"}
+                       for i in range(30)]
+    data.header["parts"] = len(data.parts)
+    assert 0 < sc.load("transcript").pricing.lookback < 30
+    calls = billed(data)
+    assert calls[1][1:] == (6000, 3000)  # call 2 reads call 1's prompt and writes turn 1's output
+    assert calls[2][1:] == (9000, 3000)  # call 3 reads up to the break and writes the 30 parts again
+
+
 def test_a_cache_break_is_a_read_short_of_the_previous_prompt_within_the_ttl():
     usage = [{"prompt_tokens": 10000, "cache_read_tokens": 0, "cache_write_tokens": 10000},
              {"prompt_tokens": 12000, "cache_read_tokens": 10000, "cache_write_tokens": 2000},

@@ -79,6 +79,8 @@ class PromptCache:
         self.entries: list[_Entry] = []
         self._cleanup_at = 64
         self.system: tuple[int, int] | None = None  # (tokens, spans) before the first call
+        # (tokens, spans) of an entry the recorded runtime read at the next call (:meth:`warm`): its mark stood there.
+        self._warmed: tuple[int, int] | None = None
         self._calls = 0
         # What the previous call left cached, and what edits have removed from it since.
         self._extent = 0
@@ -136,10 +138,18 @@ class PromptCache:
                     e.length, e.spans = offset, span_index  # the blocks before the edit still match
         if self.system is not None and self.system[0] > offset:
             self.system = None
+        if self._warmed is not None and self._warmed[0] > offset:
+            self._warmed = None
 
     def warm(self, length: int, spans: int, time: float) -> None:
-        """An entry of the prompt's first ``length`` tokens (``spans`` spans), written before ``time``, live now."""
+        """An entry of the prompt's first ``length`` tokens (``spans`` spans), written before ``time``, live now.
+
+        The recorded call read it, so the runtime had a mark there: the next
+        call finds it however many spans lie beyond (``lookback`` limits how
+        far back a mark searches, and this entry is one a mark stood at).
+        """
         self._store(self._floor(length), spans, time + self.ttl)
+        self._warmed = (self._floor(length), spans)
 
     # -- a model call --------------------------------------------------------------
     def call(self, time: float, prompt: int, spans: int, stable: int | None = None,
@@ -187,6 +197,7 @@ class PromptCache:
         system = self.system if self.breakpoints >= 2 and self.system is not None and self.system[0] < prompt \
             else None
         held = (stable, stable_spans) if self.breakpoints >= 3 and stable is not None and stable < prompt else None
+        warmed, self._warmed = self._warmed, None
         entries = self.entries
         found = None
         for e in reversed(entries):  # longest first; every entry is a prefix of the window
@@ -196,7 +207,8 @@ class PromptCache:
                 found = e
                 break
             if (system is not None and system[0] >= e.length and system[1] - e.spans <= lookback) or (
-                    held is not None and held[0] >= e.length and held[1] - e.spans <= lookback):
+                    held is not None and held[0] >= e.length and held[1] - e.spans <= lookback) or (
+                    warmed is not None and warmed[0] == e.length):
                 found = e
                 break
         expiry = time + self.ttl
