@@ -195,6 +195,10 @@ class Observer:
 
 
 KINDS = tuple(name[3:] for name in vars(Observer) if name.startswith("on_"))
+# Each kind's handler name, one string object for the process: a name built anew for every getattr of every run
+# would be a new key each time in CPython's type attribute cache, which holds its names, and a folder of replays
+# would see its memory grow run by run until that cache is full.
+METHOD = {kind: "on_" + kind for kind in KINDS}
 
 
 class Bus:
@@ -206,7 +210,7 @@ class Bus:
             if not isinstance(obs, Observer):
                 raise TypeError(f"{obs!r} is not an Observer")
         for kind in KINDS:
-            setattr(self, kind, tuple(getattr(obs, "on_" + kind) for obs in self.observers
+            setattr(self, kind, tuple(getattr(obs, METHOD[kind]) for obs in self.observers
                                       if _hears(obs, kind) or (kind in _FANNED_OUT and _hears(obs, _FANNED_OUT[kind]))))
 
 
@@ -218,7 +222,7 @@ _FANNED_OUT = {"spans_removed": "span_removed"}
 def _hears(obs: Observer, kind: str) -> bool:
     """The observer's class overrides ``on_<kind>`` and the instance has not muted it (nor, for a whole change,
     the per-change kind it is made of)."""
-    method = "on_" + kind
+    method = METHOD[kind]
     if kind in obs.muted or _FANNED_OUT.get(kind) in obs.muted:
         return False
     return getattr(type(obs), method, None) is not getattr(Observer, method)
