@@ -159,3 +159,41 @@ def test_a_recorded_window_no_prompt_could_fit_is_refused(tmp_path, capsys, wind
     assert main(["run", "--workload", str(tmp_path / "w.jsonl"), "--policy", "noop"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a window the runtime could have had" in err
+
+
+def compacted(hidden: bool) -> wl.WorkloadData:
+    """A 6,000-token system prompt (the runtime's hidden one, or one written in the file), a 1,000-token task,
+    two 3,000-token outputs, then a compaction before call 3 that keeps only the system prompt and a summary."""
+    system = {"type": "part", "turn": 0, "kind": "system", "tokens": 6000}
+    if hidden:
+        system |= {"hidden": True, "sized_by": "usage"}
+    parts = [system, {"type": "part", "turn": 0, "kind": "user", "tokens": 1000, "dropped_at": 3}]
+    parts += [{"type": "part", "turn": t, "kind": "tool_output", "tokens": 3000, "key": f"cat f{t}", "dropped_at": 3}
+              for t in (1, 2)]
+    parts.append({"type": "part", "turn": 2, "kind": "user", "tokens": 800})  # the summary, placed after the removal
+    header = {"type": "header", "prunesim_workload": 2, "name": "c", "format": "claude-code", "tokenizer": "pieces",
+              "model": "claude-opus-4-5", "turns": 3, "parts": len(parts), "call_times": [0.0, 10.0, 20.0],
+              "events": [{"event": "compaction", "turn": 3, "trigger": "manual"}]}
+    return wl.WorkloadData(header, parts)
+
+
+def test_after_a_compaction_the_call_reads_the_hidden_system_prompt_from_the_cache():
+    # The runtime's mark stands after its system prompt and tools, which a compaction keeps: the first call after
+    # one reads them (the recorded Claude Code sessions read about 22k there), and writes only the summary.
+    calls = billed(compacted(hidden=True))
+    assert calls[0][1:] == (0, 7000) and calls[1][1:] == (7000, 3000)
+    assert calls[2][1:] == (6000, 800)
+    # A system prompt the workload does not mark as the runtime's: the mark is the end of the first prompt, which
+    # the compaction cut, so nothing is read.
+    assert billed(compacted(hidden=False))[2][1:] == (0, 6800)
+
+
+def test_a_recorded_read_inside_the_system_prompt_moves_its_mark_there():
+    # The recorded call 2 read only 5,000 tokens, inside the 6,000-token hidden part: the runtime's mark stands
+    # there (the recorded sessions read the same length after each break and after each compaction), so the call
+    # after the compaction reads 5,000, not the whole part.
+    data = compacted(hidden=True)
+    data.header["events"].append({"event": "cache_break", "turn": 2, "at_tokens": 5000})
+    calls = billed(data)
+    assert calls[1][1:] == (5000, 5000)
+    assert calls[2][1:] == (5000, 1800)

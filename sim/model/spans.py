@@ -37,6 +37,10 @@ THINKING = "thinking"
 # A placeholder is tagged with the kind of span it replaced ("replaced:tool_output"); a summary a model
 # wrote is tagged so that the next compaction judges the content it carries again.
 PLACEHOLDER_OF = "replaced:"
+
+# The runtime's system prompt and tool definitions (a transcript's hidden system part): the runtime keeps a
+# cache breakpoint at their end, which outlives a compaction of everything after them.
+SYSTEM_PROMPT = "system_prompt"
 SUMMARY_TAG = "compaction"
 
 

@@ -18,8 +18,10 @@ Two behaviours (``Pricing.cache``):
 
 * ``explicit`` (Anthropic): the runtime marks breakpoints; an entry is stored at
   each mark and must match *whole*: an edit before it kills it. The simulated
-  runtime marks the end of the prompt, the end of what was in the window before
-  the first call (the system prompt and task) when ``breakpoints >= 2``, and,
+  runtime marks the end of the prompt, the end of the system prompt when
+  ``breakpoints >= 2`` (:meth:`mark_system`: where a workload says where it
+  ends, as a transcript's hidden system prompt and tools do, else the end of
+  what was in the window before the first call: the system prompt and task), and,
   when a pass reads an index from outside the window, the end of the window part
   when ``breakpoints >= 3``. A mark finds an entry at most ``lookback`` spans
   before it (0: no limit). Prompts or entries shorter than ``min_tokens`` are
@@ -78,7 +80,8 @@ class PromptCache:
         # Entries sorted by length (each is a prefix of the current prompt, so also by span count).
         self.entries: list[_Entry] = []
         self._cleanup_at = 64
-        self.system: tuple[int, int] | None = None  # (tokens, spans) before the first call
+        self.system: tuple[int, int] | None = None  # (tokens, spans) of the system prompt's mark
+        self._system_end: int | None = None  # where the workload said the system prompt ends (mark_system)
         # (tokens, spans) of an entry the recorded runtime read at the next call (:meth:`warm`): its mark stood there.
         self._warmed: tuple[int, int] | None = None
         self._calls = 0
@@ -141,6 +144,18 @@ class PromptCache:
         if self._warmed is not None and self._warmed[0] > offset:
             self._warmed = None
 
+    def mark_system(self, tokens: int, spans: int) -> None:
+        """The system prompt ends after the prompt's first ``tokens`` tokens (``spans`` spans): the mark stands there.
+
+        Claude Code keeps its system prompt and tools cached across a
+        compaction (the first call after one reads them), so a mark at the end
+        of the whole first prompt, which the compaction cuts, would lose them.
+        A recorded read that ends inside the system prompt (:meth:`warm`) shows
+        where the runtime's mark really stands, and moves it there.
+        """
+        self.system = (tokens, spans)
+        self._system_end = tokens
+
     def warm(self, length: int, spans: int, time: float) -> None:
         """An entry of the prompt's first ``length`` tokens (``spans`` spans), written before ``time``, live now.
 
@@ -150,6 +165,8 @@ class PromptCache:
         """
         self._store(self._floor(length), spans, time + self.ttl)
         self._warmed = (self._floor(length), spans)
+        if self._calls and self._system_end is not None and self.min_tokens <= length <= self._system_end:
+            self.system = (self._floor(length), spans)  # the recorded call read up to the system prompt's mark
 
     # -- a model call --------------------------------------------------------------
     def call(self, time: float, prompt: int, spans: int, stable: int | None = None,
@@ -165,7 +182,7 @@ class PromptCache:
              stable_spans: int = 0) -> tuple:
         """:meth:`call` as a plain tuple, for the cost observer's every call (a named tuple costs more to build)."""
         self._calls += 1
-        if self._calls == 1:
+        if self._calls == 1 and self._system_end is None:
             self.system = (stable, stable_spans) if stable is not None else (prompt, spans)
         behaviour = self.behaviour
         if behaviour == "none":

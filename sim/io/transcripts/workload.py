@@ -54,7 +54,7 @@ from prunesim.io.transcripts import clock, resources
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
-from prunesim.model.spans import RUNTIME_DROP, THINKING
+from prunesim.model.spans import RUNTIME_DROP, SYSTEM_PROMPT, THINKING
 from prunesim.model.workload import Arrival, TurnPlan
 
 VERSION = 2
@@ -481,6 +481,8 @@ class TranscriptWorkload:
         fetches, uses = (tuple(p.get("fetches", ())), tuple(p.get("uses", ()))) if p["kind"] == "tool_call" else touches
         if p.get("thinking"):
             tags |= {THINKING}
+        if p.get("hidden") and p["turn"] == 0 and p["kind"] == "system":
+            tags |= {SYSTEM_PROMPT}
         return Arrival(p["kind"], p["tokens"], p.get("key", ""), 1_000_000_000 if pinned else stale, pinned, tags,
                        tool=p.get("tool") or tool, fetches=fetches, uses=uses, call=p.get("call", 0))
 

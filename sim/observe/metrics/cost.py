@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from prunesim.model.events import Observer
+from prunesim.model.spans import SYSTEM_PROMPT
 from prunesim.observe.cache import PromptCache
 
 from .definition import Metric
@@ -130,6 +131,8 @@ class CostMetrics(Observer):
         self._ids.append(span.id)
         self._tokens.append(kept)
         self._total += kept
+        if span.tags and SYSTEM_PROMPT in span.tags and not self.call_count:
+            self.cache.mark_system(self._total, len(self._ids))  # the runtime's breakpoint after its system prompt
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         # Removals come in bursts (a pass's evictions, a hard ceiling's drops) and matter only to the next
