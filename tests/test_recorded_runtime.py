@@ -190,10 +190,19 @@ def test_after_a_compaction_the_call_reads_the_hidden_system_prompt_from_the_cac
 
 def test_a_recorded_read_inside_the_system_prompt_moves_its_mark_there():
     # The recorded call 2 read only 5,000 tokens, inside the 6,000-token hidden part: the runtime's mark stands
-    # there (the recorded sessions read the same length after each break and after each compaction), so the call
-    # after the compaction reads 5,000, not the whole part.
+    # there (8 of the 9 recorded Claude Code compactions are followed by a read of the same length as one after a
+    # cache break of that session), so every call refreshes it, and the call after the compaction, 390 s after
+    # call 2 (more than the 5-minute TTL), still reads 5,000 tokens, not the whole part.
     data = compacted(hidden=True)
-    data.header["events"].append({"event": "cache_break", "turn": 2, "at_tokens": 5000})
+    for p in data.parts:
+        if p.get("dropped_at"):
+            p["dropped_at"] = 4
+    data.parts.insert(4, {"type": "part", "turn": 3, "kind": "tool_output", "tokens": 3000, "key": "cat f3",
+                          "dropped_at": 4})
+    data.parts[-1]["turn"] = 3  # the summary
+    data.header |= {"turns": 4, "parts": len(data.parts), "call_times": [0.0, 10.0, 200.0, 400.0],
+                    "events": [{"event": "compaction", "turn": 4, "trigger": "manual"},
+                               {"event": "cache_break", "turn": 2, "at_tokens": 5000}]}
     calls = billed(data)
     assert calls[1][1:] == (5000, 5000)
-    assert calls[2][1:] == (5000, 1800)
+    assert calls[3][1:] == (5000, 1800)
