@@ -190,7 +190,7 @@ def test_after_a_compaction_the_call_reads_the_hidden_system_prompt_from_the_cac
 
 def test_a_recorded_read_inside_the_system_prompt_moves_its_mark_there():
     # The recorded call 2 read only 5,000 tokens, inside the 6,000-token hidden part: the runtime's mark stands
-    # there (8 of the 9 recorded Claude Code compactions are followed by a read of the same length as one after a
+    # there (7 of the 9 recorded Claude Code compactions are followed by a read of the same length as one after a
     # cache break of that session), so every call refreshes it, and the call after the compaction, 390 s after
     # call 2 (more than the 5-minute TTL), still reads 5,000 tokens, not the whole part.
     data = compacted(hidden=True)
