@@ -82,21 +82,25 @@ def load(folder: Path, price) -> list[dict]:
     return out
 
 
-def readable(d: dict, step: float = BLOCK, lag: int = 1, minimum: float = BLOCK) -> np.ndarray:
+def readable(d: dict, step: float = BLOCK, lag=1, minimum: float = BLOCK) -> np.ndarray:
     """Per call, the prefix it shares with the prompt ``lag`` calls back, floored to whole steps; 0 below the minimum.
 
-    A prompt shorter than the one before changed its last message (the cost
-    observer cuts the cache where that message starts): from then on it shares
-    with earlier prompts only what came before that message.
+    ``lag`` is one number or one per call (0: nothing to read). A prompt
+    shorter than the one before changed its last message (the cost observer
+    cuts the cache where that message starts): from then on it shares with
+    earlier prompts only what came before that message.
     """
     p = d["prompt"]
     n = len(p)
     before = np.concatenate([[0.0], p[:-1]])
     twice = np.concatenate([[0.0, 0.0], p[:-2]])[:n]
     kept = np.where(p >= before, p, np.minimum(twice, p))  # what of prompt k earlier prompts can share
+    lags = np.broadcast_to(np.asarray(lag, int), (n,))
     shared = np.zeros(n)
-    for k in range(lag, n):
-        shared[k] = min(p[k - lag], kept[k - lag + 1:k + 1].min())
+    for k in range(n):
+        j = lags[k]
+        if 0 < j <= k:
+            shared[k] = min(p[k - j], kept[k - j + 1:k + 1].min())
     x = np.floor(shared / step) * step
     return np.where(x >= minimum, x, 0.0)
 
@@ -227,6 +231,16 @@ def lagged(d: dict, servers: float, step: float, minimum: float) -> np.ndarray:
     return out
 
 
+def same_provider(d: dict) -> np.ndarray:
+    """Per call, how many calls back the latest call served by the same upstream provider came (0: none)."""
+    last: dict[str, int] = {}
+    out = np.zeros(len(d["served"]), int)
+    for k, name in enumerate(d["served"]):
+        out[k] = k - last[name] if name in last else 0
+        last[name] = k
+    return out
+
+
 def ratio(train: list[dict], basis) -> float:
     return sum(d["cached"].sum() for d in train) / sum(basis(d).sum() for d in train)
 
@@ -277,6 +291,9 @@ MECHANISMS = {
     "an older entry: routed among n caches, n and a hit share fitted": (
         fit_lag, lambda d, f: f[1] * lagged(d, f[0], BLOCK, BLOCK)),
     "a miss probability by call number (one reuse per bin)": (call_rates, by_call),
+    "a cache per upstream provider, as each bill names it, one reuse": (
+        lambda tr: ratio(tr, lambda d: readable(d, lag=same_provider(d))),
+        lambda d, r: r * readable(d, lag=same_provider(d))),
 }
 
 
@@ -292,6 +309,29 @@ def judged(data: list[dict], folds: int, price) -> dict[str, np.ndarray]:
                     errs[i] = errors(d, np.round(predict(d, params)), price)
         out[name] = np.array(errs)
     return out
+
+
+def worst_runs(data: list[dict], t: dict, folds: int, shown: int = 3) -> None:
+    """The runs whose cached tokens the null over-predicts most, and the wall-clock windows their misses fell in."""
+    fit, predict = next(iter(MECHANISMS.values()))
+    over = np.zeros(len(data))
+    for fold in range(folds):
+        reuse = fit([d for i, d in enumerate(data) if i % folds != fold])
+        for i, d in enumerate(data):
+            if i % folds == fold:
+                over[i] = np.round(predict(d, reuse)).sum() / d["cached"].sum() - 1
+    window = ((t["time"] - t["time"].min()) // 300).astype(int)
+    rate = np.bincount(window, weights=t["miss"]) / np.maximum(np.bincount(window), 1)
+    cells = []
+    for i in np.argsort(-over)[:shown]:
+        mine = window[(t["run"] == i) & t["miss"]]
+        where = ", ".join(f"{np.sum(mine == w)} in window {w} (all runs: {100 * rate[w]:.1f}% missed)"
+                          for w in np.unique(mine))
+        cells.append(f"{data[i]['name']} cached {100 * over[i]:+.1f}%: misses {where}")
+    print(f"   the runs the null over-predicts most (5-minute windows of the wall clock, which spans "
+          f"{(t['time'].max() - t['time'].min()) / 60:.0f} minutes):")
+    for cell in cells:
+        print(f"     {cell}")
 
 
 def figures(e: np.ndarray) -> str:
@@ -374,6 +414,7 @@ def main() -> int:
     misses(t, rng)
     older(t)
     null = mechanisms(data, args.folds, price)
+    worst_runs(data, t, args.folds)
     floor(data, null, price, rng)
     return 0
 
