@@ -12,9 +12,10 @@ the boundary finds it live even when the last recorded call lies more than the
 
 Per compaction: the Claude Code version, when the command and the last
 recorded call came (seconds before the boundary), when the first call after it
-came and what it read; the session's *system prefix* (the read its cache breaks
-within the TTL stop at most often, below its first prompt: the runtime's mark
-after the system prompt and tools) and its *long-pause read* (what its calls
+came and what it read; the session's *system prefix* (``Run.system_prefix``:
+the read its cache breaks within the TTL stop at most often, short of its first
+prompt: the runtime's mark after the system prompt and tools) and its
+*long-pause read* (what its calls
 after pauses longer than the TTL read most often, compactions aside). The
 verdict: a first call within the TTL of the last recorded call cannot tell
 (the entry is live either way), nor can one past the TTL of the summarizer's
@@ -69,21 +70,12 @@ def compactions(path: Path) -> list[dict]:
     return out
 
 
-def most_common(values: list[int]) -> int | None:
-    if not values:
-        return None
-    counts = Counter(values)
-    return max(counts, key=lambda v: (counts[v], v))
-
-
-def session_reads(run: cf.Run) -> tuple[int | None, int | None]:
-    """The session's system prefix and long-pause read (module docstring)."""
-    calls = run.calls
-    _, breaks = run.recorded_events()
-    system = most_common([read for read in breaks.values() if 0 < read < calls[0].prompt])
-    paused = [c.cached for prev, c in zip(calls, calls[1:], strict=False)
-              if not c.reset and c.time_s - prev.time_s > TTL_S and c.cached > 0]
-    return system, most_common(paused)
+def long_pause_read(run: cf.Run) -> int | None:
+    """What the session's calls after pauses longer than the TTL read most often (the longest of equals),
+    compactions aside; None when none read anything."""
+    reads = Counter(c.cached for prev, c in zip(run.calls, run.calls[1:], strict=False)
+                    if not c.reset and c.time_s - prev.time_s > TTL_S and c.cached > 0)
+    return max(reads, key=lambda read: (reads[read], read)) if reads else None
 
 
 def main() -> int:
@@ -106,7 +98,7 @@ def main() -> int:
         found = compactions(path)
         if not found:
             continue
-        system, long_pause = session_reads(run)
+        system, long_pause = run.system_prefix(), long_pause_read(run)
         resets = [k for k, c in enumerate(run.calls) if c.reset]
         print(f"{run.name[-12:]}: system prefix {system}, long-pause read {long_pause}")
         for event, k in zip(found, resets, strict=True):

@@ -130,6 +130,45 @@ def test_claude_code_sessions_ttl_and_compaction_are_predicted_exactly(tmp_path)
     assert rep["per_run"][0]["cost_source"] == "recorded tokens at list prices"
 
 
+def write_claude_reads(path: Path, prompts, reads, times, compact_before):
+    """A session billed with the given reads (the rest written), a compaction before call ``compact_before``."""
+    lines = []
+    for k, (p, read, t) in enumerate(zip(prompts, reads, times, strict=True)):
+        if k == compact_before:
+            lines.append({"type": "system", "subtype": "compact_boundary", "timestamp": stamp(t - 1)})
+        usage = {"input_tokens": 0, "cache_read_input_tokens": read, "cache_creation_input_tokens": p - read,
+                 "output_tokens": 50}
+        lines.append({"type": "assistant", "timestamp": stamp(t), "isSidechain": False,
+                      "message": {"id": f"msg_{k}", "model": "claude-opus-4-5-20251101", "usage": usage}})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+@pytest.mark.parametrize("pause, after", [(100, 6_000), (400, 0)])
+def test_a_compaction_keeps_the_system_prefix_a_cache_break_showed(tmp_path, pause, after):
+    # Call 3 reads only 6,000 of the previous 12,000 tokens within the TTL: the runtime changed its prompt
+    # after its system part, whose mark stands there. The compaction before call 5 keeps that part: call 5
+    # reads it while it is live (100 s after call 4), and nothing once it expired (400 s).
+    prompts = [10_000, 12_000, 14_000, 16_000, 9_000, 10_000]
+    reads = [0, 10_000, 6_000, 14_000, after, 9_000]
+    times = [0, 10, 20, 30, 30 + pause, 40 + pause]
+    path = tmp_path / "s__1.jsonl"
+    write_claude_reads(path, prompts, reads, times, compact_before=4)
+    run = next(cf.read_runs(path))
+    assert run.calls[4].reset and run.system_prefix() == 6_000
+    rows = cf.predict(run, prices.pricing("claude-opus-4-5"))
+    assert list(rows[:, 6]) == reads
+    bare = cf.predict(run, prices.pricing("claude-opus-4-5"), recorded=False)  # no recorded breaks: no mark
+    assert bare[4, 6] == 0
+
+
+def test_without_a_break_inside_the_first_prompt_there_is_no_system_prefix(tmp_path):
+    path = tmp_path / "s__2.jsonl"
+    write_claude_reads(path, [10_000, 12_000, 8_000], [0, 10_000, 0], [0, 10, 20], compact_before=2)
+    run = next(cf.read_runs(path))
+    assert run.system_prefix() is None and list(cf.predict(run, prices.pricing("claude-opus-4-5"))[:, 6]) == [
+        0, 10_000, 0]
+
+
 def test_codex_rollouts_count_a_repeated_token_event_once(tmp_path):
     folder = tmp_path / "codex"
     folder.mkdir()

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,7 +54,7 @@ from prunesim.io.labels import fitted_names
 from prunesim.io.transcripts import usage
 from prunesim.io.transcripts import workload as wl
 from prunesim.model.scenario import Pricing
-from prunesim.model.spans import Span
+from prunesim.model.spans import SYSTEM_PROMPT, Span
 from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
 from prunesim.studies.transcript_replay import expand
 
@@ -91,6 +92,15 @@ class Run:
         compacted = {k for k, c in enumerate(self.calls, 1) if c.reset}
         warm = self.calls[0].cached if self.calls else 0
         return warm, wl.break_points(usage, [c.time_s for c in self.calls], compacted)
+
+    def system_prefix(self) -> int | None:
+        """Where the runtime's mark after its system prompt stands, as the recorded cache breaks show it: the
+        read they stop at most often (the longest of equals) short of the first prompt; None when none does."""
+        if not self.calls:
+            return None
+        _, breaks = self.recorded_events()
+        reads = Counter(read for read in breaks.values() if 0 < read < self.calls[0].prompt)
+        return max(reads, key=lambda read: (reads[read], read)) if reads else None
 
     @property
     def cost_recorded(self) -> bool:
@@ -297,7 +307,11 @@ def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
 
     With ``recorded`` the cache starts as warm as the first call found it and
     breaks where the recording shows the runtime broke it (Run.recorded_events),
-    as a replay does.
+    as a replay does; and where those breaks show where the system prompt's
+    mark stands (Run.system_prefix), the first prompt's system part is a span
+    of its own that a compaction keeps, as the replay keeps a transcript's
+    hidden system part: the first call after a compaction reads it while it is
+    live.
     """
     observer = CostMetrics(SimpleNamespace(scenario=SimpleNamespace(pricing=pricing), trace="all"))
     spans: list[Span] = []
@@ -316,16 +330,25 @@ def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
             if last.tokens == 0:
                 spans.pop()
 
+    def append(tokens: int, time: float, turn: int, tags: frozenset = frozenset()) -> None:
+        nonlocal held, next_id
+        span = Span(next_id, "user", tokens, turn, tags=tags)
+        next_id += 1
+        observer.on_span_appended(time, turn, span, span.tokens, 0, 0, 0)
+        spans.append(span)
+        held += tokens
+
     warm, breaks = run.recorded_events() if recorded else (0, {})
+    system = run.system_prefix() if recorded else None
+    kept = 0  # tokens a compaction keeps: the system part
     for turn, call in enumerate(run.calls, 1):
         if call.reset:
-            drop_from_end(held)
+            drop_from_end(held - kept)
+        if turn == 1 and system is not None:
+            append(system, call.time_s, turn, frozenset({SYSTEM_PROMPT}))  # the cost observer marks its end
+            kept = system
         if call.prompt > held:
-            span = Span(next_id, "user", call.prompt - held, turn)
-            next_id += 1
-            observer.on_span_appended(call.time_s, turn, span, span.tokens, 0, 0, 0)
-            spans.append(span)
-            held = call.prompt
+            append(call.prompt - held, call.time_s, turn)
         elif call.prompt < held:
             drop_from_end(held - call.prompt)
         if turn == 1 and warm:
