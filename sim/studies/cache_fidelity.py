@@ -17,8 +17,9 @@ Transcripts that record the provider's usage per call are read here directly
 Each run's calls drive the same cost observer a simulation uses
 (:class:`prunesim.observe.metrics.cost.CostMetrics`): between calls the prompt
 grows by the recorded difference (one span per call), shrinks when the
-recorded prompt shrinks, and restarts at a compaction; the recorded times are
-the simulated times, so TTLs apply. The recorded prompt and output token counts
+recorded prompt shrinks, and restarts at a compaction (after the system part,
+where the recorded cache breaks show its mark: :meth:`Run.system_prefix`); the
+recorded times are the simulated times, so TTLs apply. The recorded prompt and output token counts
 are used as they are, so the errors below come from the cache model alone.
 
 One parameter is fitted per model on the fitting runs: an implicit cache's
