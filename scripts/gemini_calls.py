@@ -13,8 +13,9 @@ what ``cache_fidelity.predict`` computes.
 1. Steps: cached tokens per block of a hit (the number of blocks is the count
    over 2,048, rounded), and how many hits read more blocks than the previous
    prompt holds at 2,048 reported tokens a block.
-2. Misses by what a simulation sees (call number, readable prefix, pause) and
-   by what it does not (a change of upstream provider, the wall clock), with
+2. Misses by what a simulation sees (call number, readable prefix, tokens added
+   since the previous call, pause; a prompt that shrank is in no bin of the
+   tokens added) and by what it does not (a change of upstream provider, the wall clock), with
    Wilson 95% intervals; the wall clock and the spread of misses over runs are
    tested against misses drawn independently at the rate of their call number
    (2,000 draws, fixed seed).
@@ -53,6 +54,7 @@ BLOCK = 2048  # the shipped granularity and minimum
 CALL_BINS = (2, 6, 11, 21)  # call numbers where a bin starts: 2-5, 6-10, 11-20, 21+
 READABLE_BINS = (0, 4096, 8192, 16384)
 PAUSE_BINS = (0, 3, 6, 12, 30)  # seconds
+ADDED_BINS = (0, 500, 1000, 3000)  # tokens the prompt added to the previous one
 LAGS = (1.0, 1.1, 1.25, 1.5, 2.0, 3.0)  # servers to route among: the grid the lag mixture is fitted on
 
 
@@ -131,8 +133,8 @@ def label(edges, i: int, unit: str = "", whole: bool = False) -> str:
 # -- 1-3: what the bills show -------------------------------------------------------------
 def calls_table(data: list[dict]) -> dict:
     """One row per call that can read: the observables and the outcome."""
-    cols = {k: [] for k in ("run", "call", "readable", "pause", "switch", "miss", "time", "blocks", "prev_blocks",
-                            "lag")}
+    cols = {k: [] for k in ("run", "call", "readable", "added", "pause", "switch", "miss", "time", "blocks",
+                            "prev_blocks", "lag")}
     for i, d in enumerate(data):
         p, c = d["prompt"], d["cached"]
         for k in range(1, len(p)):
@@ -145,6 +147,7 @@ def calls_table(data: list[dict]) -> dict:
                 back = [j for j in range(k - 1, -1, -1) if p[j] // BLOCK == blocks]
                 lag = k - back[0] if back else -1
             for key, v in (("run", i), ("call", k + 1), ("readable", min(p[k - 1], p[k]) // BLOCK * BLOCK),
+                           ("added", p[k] - p[k - 1]),
                            ("pause", d["time"][k] - d["time"][k - 1]),
                            ("switch", d["served"][k] != d["served"][k - 1]), ("miss", c[k] == 0),
                            ("time", d["time"][k]), ("blocks", blocks), ("prev_blocks", prev_blocks), ("lag", lag)):
@@ -174,6 +177,9 @@ def misses(t: dict, rng) -> None:
     print(f"2. misses: {share(m, n)} of the calls that can read")
     for name, values, edges, unit in (("call number", t["call"], CALL_BINS, ""),
                                       ("readable prefix", t["readable"], READABLE_BINS, " tokens"),
+                                      ("tokens added since the previous call", t["added"], ADDED_BINS, ""),
+                                      ("tokens added, from call 11 on", np.where(t["call"] >= 11, t["added"], -1),
+                                       ADDED_BINS, ""),
                                       ("pause", t["pause"], PAUSE_BINS, " s")):
         b = bin_of(values, edges)
         whole = edges is CALL_BINS
@@ -263,23 +269,33 @@ def fit_lag(train: list[dict]) -> tuple[float, float]:
     return best[1], best[2]
 
 
-def call_rates(train: list[dict]) -> np.ndarray:
-    """Per call-number bin, recorded over readable tokens (a miss probability and a hit share in one)."""
-    out = []
-    for i in range(len(CALL_BINS)):
-        rec = read = 0.0
-        for d in train:
-            b = bin_of(np.arange(1, len(d["prompt"]) + 1), CALL_BINS)
-            r = readable(d)
-            rec += d["cached"][b == i].sum()
-            read += r[b == i].sum()
-        out.append(rec / read if read else 1.0)
-    return np.array(out)
+def call_bin(d: dict) -> np.ndarray:
+    return bin_of(np.arange(1, len(d["prompt"]) + 1), CALL_BINS)
 
 
-def by_call(d: dict, rates: np.ndarray) -> np.ndarray:
-    b = bin_of(np.arange(1, len(d["prompt"]) + 1), CALL_BINS)
-    return np.where(b >= 0, rates[np.maximum(b, 0)], 0.0) * readable(d)
+def added(d: dict) -> np.ndarray:
+    """Per call, the tokens its prompt added to the previous one (the first call: its whole prompt)."""
+    return np.diff(d["prompt"], prepend=0.0)
+
+
+def added_bin(d: dict) -> np.ndarray:
+    return bin_of(added(d), ADDED_BINS)
+
+
+def bin_rates(binning, count: int):
+    """A fit of one reuse per bin: recorded over readable tokens of the fitting calls in each bin."""
+    def fit(train: list[dict]) -> np.ndarray:
+        out = []
+        for i in range(count):
+            rec = sum(d["cached"][binning(d) == i].sum() for d in train)
+            read = sum(readable(d)[binning(d) == i].sum() for d in train)
+            out.append(rec / read if read else 1.0)
+        return np.array(out)
+    return fit
+
+
+def by_bin(binning):
+    return lambda d, rates: np.where(binning(d) >= 0, rates[np.maximum(binning(d), 0)], 0.0) * readable(d)
 
 
 MECHANISMS = {
@@ -290,7 +306,10 @@ MECHANISMS = {
         lambda d, f: f[1] * readable(d, f[0], 1, f[0])),
     "an older entry: routed among n caches, n and a hit share fitted": (
         fit_lag, lambda d, f: f[1] * lagged(d, f[0], BLOCK, BLOCK)),
-    "a miss probability by call number (one reuse per bin)": (call_rates, by_call),
+    "a miss probability by call number (one reuse per bin)": (
+        bin_rates(call_bin, len(CALL_BINS)), by_bin(call_bin)),
+    "a miss probability by the tokens added since the previous call (one reuse per bin)": (
+        bin_rates(added_bin, len(ADDED_BINS)), by_bin(added_bin)),
     "a cache per upstream provider, as each bill names it, one reuse": (
         lambda tr: ratio(tr, lambda d: readable(d, lag=same_provider(d))),
         lambda d, r: r * readable(d, lag=same_provider(d))),
