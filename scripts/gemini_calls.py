@@ -180,6 +180,8 @@ def misses(t: dict, rng) -> None:
                                       ("tokens added since the previous call", t["added"], ADDED_BINS, ""),
                                       ("tokens added, from call 11 on", np.where(t["call"] >= 11, t["added"], -1),
                                        ADDED_BINS, ""),
+                                      ("tokens added, provider unchanged", np.where(~t["switch"], t["added"], -1),
+                                       ADDED_BINS, ""),
                                       ("pause", t["pause"], PAUSE_BINS, " s")):
         b = bin_of(values, edges)
         whole = edges is CALL_BINS
