@@ -25,7 +25,8 @@ what ``cache_fidelity.predict`` computes.
    ``--folds`` folds by sorted name (the i-th run to fold ``i % folds``, as
    ``prunesim fidelity`` splits them), every parameter fitted on the other
    folds. Per run: cost and cached-token errors, and a sign test of each run's
-   cost error against the null's.
+   cost error against the null's. One row more is not a prediction: each call
+   billed at the share the other runs read in the same 5 minutes.
 5. The floor: how well the best expectation can do when outcomes are random.
    Each call's outcome (recorded over readable tokens) is redrawn from the
    calls of the same call-number bin in all runs, the expectation is that bin's
@@ -361,8 +362,29 @@ def figures(e: np.ndarray) -> str:
             f"cached {np.median(e[:, 0]):.2f}% / {np.percentile(e[:, 0], 90):.2f}%")
 
 
+def concurrent(data: list[dict], price, width: float = 300.0) -> np.ndarray:
+    """Each run judged with, per call, the other runs' recorded over readable tokens in the same window of the
+    wall clock (the shipped reuse where they had nothing to read). Not a prediction: those bills are as recent
+    as the call's own; it asks whether the provider's state at the time, as they show it, explains the misses."""
+    start = min(d["time"].min() for d in data)
+    windows = [((d["time"] - start) // width).astype(int) for d in data]
+    reads = [readable(d) for d in data]
+    size = max(int(w.max()) for w in windows) + 1
+    pairs = list(zip(data, windows, reads, strict=True))
+    recorded = np.array([np.bincount(w, weights=d["cached"], minlength=size) for d, w, _ in pairs])
+    readable_sum = np.array([np.bincount(w, weights=r, minlength=size) for _, w, r in pairs])
+    out = []
+    for i, d in enumerate(data):
+        rec, read = recorded.sum(0) - recorded[i], readable_sum.sum(0) - readable_sum[i]
+        share_of = np.where(read > 0, rec / np.where(read > 0, read, 1), price.reuse)
+        out.append(errors(d, np.round(share_of[windows[i]] * reads[i]), price))
+    return np.array(out)
+
+
 def mechanisms(data: list[dict], folds: int, price) -> np.ndarray:
     results = judged(data, folds, price)
+    results["not a prediction: the other runs' bills in the same 5 minutes of the wall clock"] = concurrent(
+        data, price)
     null = next(iter(results.values()))
     print(f"4. out of sample ({folds} folds by sorted name), per run median / p90:")
     for name, e in results.items():
