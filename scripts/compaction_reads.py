@@ -100,7 +100,9 @@ def main() -> int:
             continue
         system, long_pause = run.system_prefix(), long_pause_read(run)
         resets = [k for k, c in enumerate(run.calls) if c.reset]
-        print(f"{run.name[-12:]}: system prefix {system}, long-pause read {long_pause}")
+        at = [k for k, read in sorted(run.recorded_events()[1].items()) if read == system]
+        print(f"{run.name[-12:]}: system prefix {system} (read at the cache breaks of call(s) "
+              f"{', '.join(map(str, at))}), long-pause read {long_pause}")
         for event, k in zip(found, resets, strict=True):
             first, last = run.calls[k], run.calls[k - 1]
             pause = first.time_s - last.time_s
