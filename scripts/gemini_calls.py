@@ -15,10 +15,10 @@ what ``cache_fidelity.predict`` computes.
    prompt holds at 2,048 reported tokens a block.
 2. Misses by what a simulation sees (call number, readable prefix, tokens added
    since the previous call, pause; a prompt that shrank is in no bin of the
-   tokens added) and by what it does not (a change of upstream provider, the wall clock), with
-   Wilson 95% intervals; the wall clock and the spread of misses over runs are
-   tested against misses drawn independently at the rate of their call number
-   (2,000 draws, fixed seed).
+   tokens added) and by what it does not (a change of upstream provider, the
+   wall clock), with Wilson 95% intervals; the wall clock and the spread of
+   misses over runs are tested against misses drawn independently at the rate
+   of their call number (2,000 draws, fixed seed).
 3. Older entries: hits that read fewer blocks than the previous prompt holds,
    and how far back the last prompt with that many blocks was.
 4. Mechanisms judged out of sample against the null: the runs split into
