@@ -1,0 +1,123 @@
+"""Anchored sizes: part sizes that make the no-op replay send each prompt the API counted.
+
+The calibrated sizes (:mod:`.calibration`) are estimates, a few percent off a
+call's recorded prompt count. Where a transcript records those counts, the
+parts that entered the prompt between two counted calls share what the
+recorded count says they weighed: call ``k``'s *step* holds the parts that
+arrived since the last counted call and are still in the prompt, and its
+residual (what the count asks for, less what the parts hold) is spread over
+them in proportion to their calibrated sizes. A policy that removes a part
+then removes its anchored size, and a replay under no policy (with the
+runtime's recorded removals) sends exactly the recorded prompts.
+
+The target of a step is the recorded *growth* since the last counted call, on
+top of the prompt the replay held there (``delta``), except at the first
+counted call and at the first counted call after a recorded compaction, where
+it is the recorded *level*: everything counted before is gone. So a step that
+cannot be anchored leaves its error in place for the calls after it (carried
+on, as the calibrated sizes carry theirs), never pushed onto the next step.
+
+A step falls back to the calibrated sizes, counted in ``fallbacks``, when no
+part arrived to carry the residual, or when anchoring would scale the step's
+parts by less than ``1 / MAX_SCALE`` or more than ``MAX_SCALE`` (a negative
+size among them): the recorded count then moved for a reason the parts do not
+hold (the runtime changed its hidden system part, dropped or added content
+unseen below the reconciliation's threshold, :mod:`.assemble`), and a size
+that far from the text would make a policy's removal of that part free
+content it never held. Parts whose size the source recorded (output tokens,
+images) keep it while a step also holds estimated parts: the error is the
+estimate's. Content the reconciliation inferred (the hidden system part,
+injected parts) keeps the size it was inferred at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from prunesim.io.transcripts.assemble import Assembly, Layout
+
+MAX_SCALE = 4.0  # beyond this factor a residual is content the parts do not hold, not their sizes' error
+
+
+@dataclass
+class Anchoring:
+    """Per part its anchored size; per call whether its step was anchored, and the calls that fell back."""
+
+    sizes: np.ndarray
+    steps: int = 0  # counted calls whose prompt the anchored sizes reproduce
+    fallbacks: list[int] = field(default_factory=list)  # counted calls left at the calibrated sizes
+
+
+def anchor(layout: Layout, tokens: np.ndarray, out: Assembly, fixed: np.ndarray,
+           dropped: np.ndarray) -> Anchoring:
+    """Anchored sizes of a transcript's parts (module docstring).
+
+    ``tokens``: the calibrated sizes; ``out``: their assembly (the hidden
+    system part, injections); ``fixed``: parts whose size the source recorded;
+    ``dropped``: each part's ``dropped_at`` with the reconciliation's removals.
+    """
+    T = layout.turns
+    sizes = np.asarray(tokens, float).copy()
+    result = Anchoring(sizes)
+    leaving: list[list[int]] = [[] for _ in range(T + 2)]
+    for i, d in enumerate(dropped):
+        if d and not layout.hidden[i]:
+            leaving[min(int(d), T + 1)].append(i)
+    arriving_inferred = np.zeros(T + 2)  # injected content: (call it arrives at) -> tokens
+    leaving_inferred = np.zeros(T + 2)
+    for k, tokens_in, drop in out.injections:
+        arriving_inferred[k] += tokens_in
+        if drop:
+            leaving_inferred[min(drop, T + 1)] += tokens_in
+    compacted = set(layout.compactions)
+    live: set[int] = set()
+    step: list[int] = []  # parts arrived since the last counted call
+    x = float(out.hidden_tokens)  # the hidden system part arrives with turn 0
+    ref = None  # (our prompt, the API's) at the last counted call; None: compare levels
+    for k in range(1, T + 1):
+        if k in compacted:
+            ref = None
+        for i in layout.arrivals[k]:
+            live.add(i)
+            step.append(i)
+            x += sizes[i]
+        for i in leaving[k]:
+            if i in live:
+                live.discard(i)
+                x -= sizes[i]
+        x += arriving_inferred[k] - leaving_inferred[k]
+        api = layout.prompt[k - 1]
+        if not np.isfinite(api):
+            continue
+        target = float(api) if ref is None else ref[0] + (float(api) - ref[1])
+        residual = round(target - x)
+        held = [i for i in step if i in live and sizes[i] > 0]
+        if residual == 0 or _spread(sizes, [i for i in held if not fixed[i]] or held, residual):
+            x = target
+            result.steps += 1
+        else:
+            result.fallbacks.append(k)
+        step = []
+        ref = (x, float(api))
+    return result
+
+
+def _spread(sizes: np.ndarray, parts: list[int], residual: int) -> bool:
+    """Add ``residual`` tokens to ``parts`` in proportion to their sizes, whole tokens (largest remainders);
+    False, and nothing changed, when the parts would be scaled beyond ``MAX_SCALE`` either way."""
+    if not parts:
+        return False
+    old = sizes[parts]
+    total = float(old.sum())
+    new_total = total + residual
+    if total <= 0 or not (total / MAX_SCALE <= new_total <= total * MAX_SCALE):
+        return False
+    exact = old * (new_total / total)
+    whole = np.floor(exact)
+    short = int(round(new_total - whole.sum()))
+    if short > 0:
+        whole[np.argsort(-(exact - whole), kind="stable")[:short]] += 1
+    sizes[parts] = whole
+    return True
