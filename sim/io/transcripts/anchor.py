@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from prunesim.io.transcripts.assemble import Assembly, Layout
 
 MAX_SCALE = 4.0  # beyond this factor a residual is content the parts do not hold, not their sizes' error

@@ -32,9 +32,10 @@ counted from text came from (``usage``: a recorded prompt count, see
 :mod:`.assemble`; ``recorded``: recorded output tokens; ``image``: an image's
 documented size). ``tokens`` is the part's anchored size where the
 transcript records prompt counts (:mod:`.anchor`), and ``calibrated`` its
-calibrated size where the two differ (:func:`sized_as` picks one). ``call`` pairs a tool call with its output: the same number
-on both, numbered in the order of the calls (the runtime's own ids, such as
-``tool_use_id``, are not written). ``thinking: true`` marks reasoning written as
+calibrated size where the two differ (:func:`sized_as` picks one). ``call``
+pairs a tool call with its output: the same number on both, numbered in the
+order of the calls (the runtime's own ids, such as ``tool_use_id``, are not
+written). ``thinking: true`` marks reasoning written as
 a thinking block (Claude Code). Events: ``compaction`` (recorded by the runtime; ``turn`` is
 the call it came before), ``injected`` and ``removed`` (inferred from the
 prompt counts, :mod:`.assemble`), ``cache_break`` (:func:`cache_breaks`: the
@@ -53,10 +54,9 @@ from pathlib import Path
 import numpy as np
 from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic, inputs
-from prunesim.io.transcripts import anchor
+from prunesim.io.transcripts import anchor, clock, resources
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
-from prunesim.io.transcripts import clock, resources
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
