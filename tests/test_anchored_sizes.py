@@ -25,7 +25,7 @@ def _record(uuid: str, parent: str | None, kind: str, message: dict, second: int
             "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": message}
 
 
-def session(path: Path, prompts: list[int] | None) -> Path:
+def session(path: Path, prompts: list[int] | None, reads: dict[int, int] | None = None) -> Path:
     """A session of CALLS calls, each a note and a ``cat`` whose output is a file of ``12 * k`` lines."""
     records, parent = [], None
     records.append(_record("u-0", None, "user", {"role": "user", "content": "Read the modules one by one."}, 0))
@@ -34,7 +34,9 @@ def session(path: Path, prompts: list[int] | None) -> Path:
         usage = {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
                  "output_tokens": 1}
         if prompts:
-            usage["cache_read_input_tokens"] = prompts[k - 1] - usage["input_tokens"]
+            read = (reads or {}).get(k, prompts[k - 1] - usage["input_tokens"])
+            usage["cache_read_input_tokens"] = read
+            usage["cache_creation_input_tokens"] = prompts[k - 1] - usage["input_tokens"] - read
         blocks = [{"type": "text", "text": f"Now module {k}, to see how it counts."},
                   {"type": "tool_use", "id": f"tu-{k}", "name": "Bash", "input": {"command": f"cat mod{k}.py"}}]
         for b, block in enumerate(blocks):
@@ -54,7 +56,7 @@ def session(path: Path, prompts: list[int] | None) -> Path:
     return path
 
 
-def recorded_session(tmp_path: Path) -> tuple[wl.WorkloadData, list[int]]:
+def recorded_session(tmp_path: Path, reads: dict[int, int] | None = None) -> tuple[wl.WorkloadData, list[int]]:
     """The session with prompt counts 20% above what its parts weigh calibrated, but call DROP_AT's 300 below
     the call before it."""
     (bare,) = iter_workloads(session(tmp_path / "bare.jsonl", None))
@@ -64,7 +66,7 @@ def recorded_session(tmp_path: Path) -> tuple[wl.WorkloadData, list[int]]:
     for k in range(2, CALLS + 1):
         grown = round(1.2 * (visible[k - 1] - visible[k - 2]))
         prompts.append(prompts[-1] - 300 if k == DROP_AT else prompts[-1] + grown)
-    (data,) = iter_workloads(session(tmp_path / "anchor-test.jsonl", prompts))
+    (data,) = iter_workloads(session(tmp_path / "anchor-test.jsonl", prompts, reads))
     return data, prompts
 
 
@@ -90,6 +92,20 @@ def test_anchored_sizes_reproduce_every_recorded_prompt_but_the_one_that_falls_b
     # The size model is still there: calibrated sizes reproduce nothing exactly.
     calibrated = wl.context_before_calls(wl.sized_as(data, "calibrated"))
     assert calibrated[1] != prompts[1]
+
+
+def test_a_shrink_whose_cache_read_stops_inside_the_hidden_part_cuts_the_hidden_part(tmp_path):
+    data, prompts = recorded_session(tmp_path, reads={DROP_AT: 1000})  # the prompt changed 1,000 tokens in
+    assert data.header["anchor_fallbacks"] == []
+    assert wl.context_before_calls(data) == prompts  # every recorded prompt, the shrink included
+    hidden = [p for p in data.parts if p.get("hidden")]
+    kept, cut = hidden
+    assert cut["dropped_at"] == DROP_AT and kept["tokens"] + cut["tokens"] == kept["calibrated"] == HIDDEN
+    assert kept["tokens"] >= 1000  # what the call still read stays
+    assert {"event": "removed", "turn": DROP_AT, "tokens": cut["tokens"], "parts": 0, "hidden": True} in \
+        data.header["events"]
+    # The calibrated sizes keep the hidden part whole: the size model knows nothing of the cut.
+    assert [p["tokens"] for p in wl.sized_as(data, "calibrated").parts if p.get("hidden")] == [HIDDEN, 0]
 
 
 def test_the_noop_replay_sends_the_recorded_prompts_and_bills_the_recorded_outputs(tmp_path):

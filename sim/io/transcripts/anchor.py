@@ -33,6 +33,15 @@ content it never held. Parts whose size the source recorded (output tokens,
 images) keep it while a step also holds estimated parts: the error is the
 estimate's. Content the reconciliation inferred (the hidden system part,
 injected parts) keeps the size it was inferred at.
+
+One shortfall has evidence of where it happened: where the prompt shrinks by
+more than the step can carry and the call's read from an explicit cache
+stopped inside the hidden system part, the runtime changed that part (Claude
+Code rewrites the session's part of its system prompt now and then; in
+``…local-api__3a429544`` call 16 reads the same 19,512 tokens as call 1, of a
+26,706-token hidden part, and the prompt shrinks by 7,447 tokens with no
+compaction). The hidden part then loses, at that call, what the parts cannot
+carry (at most what lies past the read): ``hidden_cuts``.
 """
 
 from __future__ import annotations
@@ -52,15 +61,18 @@ class Anchoring:
     sizes: np.ndarray
     steps: int = 0  # counted calls whose step was anchored (to the recorded level, or its growth)
     fallbacks: list[int] = field(default_factory=list)  # counted calls left at the calibrated sizes
+    hidden_cuts: list[tuple[int, int]] = field(default_factory=list)  # (call, tokens) the hidden part lost there
 
 
 def anchor(layout: Layout, tokens: np.ndarray, out: Assembly, fixed: np.ndarray,
-           dropped: np.ndarray) -> Anchoring:
+           dropped: np.ndarray, reads: np.ndarray | None = None) -> Anchoring:
     """Anchored sizes of a transcript's parts (module docstring).
 
     ``tokens``: the calibrated sizes; ``out``: their assembly (the hidden
     system part, injections); ``fixed``: parts whose size the source recorded;
-    ``dropped``: each part's ``dropped_at`` with the reconciliation's removals.
+    ``dropped``: each part's ``dropped_at`` with the reconciliation's removals;
+    ``reads``: per call, the tokens it read from an explicit cache (nan where
+    unknown or the cache is implicit), the evidence for a cut of the hidden part.
     """
     T = layout.turns
     sizes = np.asarray(tokens, float).copy()
@@ -79,6 +91,7 @@ def anchor(layout: Layout, tokens: np.ndarray, out: Assembly, fixed: np.ndarray,
     live: set[int] = set()
     step: list[int] = []  # parts arrived since the last counted call
     x = float(out.hidden_tokens)  # the hidden system part arrives with turn 0
+    hidden_left = x
     ref = None  # (our prompt, the API's) at the last counted call; None: compare levels
     for k in range(1, T + 1):
         if k in compacted:
@@ -107,10 +120,26 @@ def anchor(layout: Layout, tokens: np.ndarray, out: Assembly, fixed: np.ndarray,
                 result.steps += 1
                 break
         else:
-            result.fallbacks.append(k)
+            cut = _hidden_cut(round(float(api) - x), hidden_left, reads[k - 1] if reads is not None else np.nan)
+            if cut:
+                hidden_left -= cut
+                x -= cut
+                result.hidden_cuts.append((k, cut))
+                result.steps += 1
+            else:
+                result.fallbacks.append(k)
         step = []
         ref = (x, float(api))
     return result
+
+
+def _hidden_cut(residual: int, hidden: float, read: float) -> int:
+    """Tokens the hidden system part lost before this call, when the evidence says so (else 0): the prompt
+    shrank by ``-residual`` more than the parts can carry, and the call's read from an explicit cache stopped
+    inside the hidden part, so the prompt changed there, and that part holds what was lost after the read."""
+    if residual >= 0 or not np.isfinite(read) or read >= hidden or -residual > hidden - read:
+        return 0
+    return -residual
 
 
 def _spread(sizes: np.ndarray, parts: list[int], residual: int) -> bool:

@@ -123,7 +123,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
     for k, chosen_parts, _ in out.removals:
         for i in chosen_parts:
             dropped[i] = k if not dropped[i] else min(dropped[i], k)
-    anchored = anchor.anchor(s.layout, sizes, out, ~np.isnan(s.fixed), dropped)
+    anchored = anchor.anchor(s.layout, sizes, out, ~np.isnan(s.fixed), dropped, explicit_reads(t))
     recorded_outputs = {i for i in range(len(t.parts)) if not math.isnan(s.fixed[i]) and t.parts[i].tokens is None}
     keyed: list[tuple[tuple[int, int], dict]] = []
     need_state = resources.NeedState()
@@ -131,9 +131,15 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
     for i, p in enumerate(t.parts):
         rec = {"type": "part", "turn": p.turn, "kind": p.kind}
         if p.hidden:
-            rec["tokens"] = int(round(out.hidden_tokens))
+            rec["tokens"] = int(round(out.hidden_tokens)) - sum(cut for _, cut in anchored.hidden_cuts)
             rec["hidden"] = True
             rec["sized_by"] = "usage"
+            for n, (k, cut) in enumerate(anchored.hidden_cuts, 1):  # what the runtime cut from it, unseen
+                keyed.append(((p.turn, i + n / (len(anchored.hidden_cuts) + 1)), {
+                    "type": "part", "turn": p.turn, "kind": p.kind, "tokens": cut, "calibrated": 0, "hidden": True,
+                    "sized_by": "usage", "dropped_at": k}))
+            if anchored.hidden_cuts:
+                rec["calibrated"] = int(round(out.hidden_tokens))
         else:
             rec["tokens"] = int(anchored.sizes[i])
             if anchored.sizes[i] != sizes[i]:
@@ -170,6 +176,8 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         events.append({"event": "injected", "turn": k, "tokens": int(round(tokens))})
     for k, chosen_parts, tokens in out.removals:
         events.append({"event": "removed", "turn": k, "tokens": int(round(tokens)), "parts": len(chosen_parts)})
+    for k, cut in anchored.hidden_cuts:  # the runtime changed its hidden system part (anchor.py)
+        events.append({"event": "removed", "turn": k, "tokens": cut, "parts": 0, "hidden": True})
     events.extend(cache_breaks(t))
     events.sort(key=lambda e: (e["turn"], EVENTS.index(e["event"])))
     parts = [rec for _, rec in sorted(keyed, key=lambda kr: kr[0])]
@@ -205,6 +213,16 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         data.warnings.append(f"{t.source}: no recorded prompt counts, so the system prompt and tool definitions "
                              "(never written to the file) are not counted")
     return data
+
+
+def explicit_reads(t: Transcript) -> np.ndarray:
+    """Per call, the tokens it read from an explicit cache (its usage records cache writes), nan elsewhere."""
+    reads = np.full(t.turns, np.nan)
+    for k in range(1, t.turns + 1):
+        u = t.usage.get(k) or {}
+        if "cache_write_tokens" in u and u.get("cache_read_tokens") is not None:
+            reads[k - 1] = u["cache_read_tokens"]
+    return reads
 
 
 def recorded_output_counts(t: Transcript, sizes: np.ndarray) -> list[int | None] | None:
