@@ -307,8 +307,8 @@ def format_report(rep: dict) -> str:
     pct = cf._pct
     lines = [f"replay identity (noop and the runtime's recorded removals, through transcript_replay.replay; "
              f"calibration and reuse fitted on the other of {rep['folds']} folds): {rep['runs']} run(s); "
-             f"anchored sizes carry the steps of {rep['anchored_steps']:,} counted call(s), {rep['anchor_fallbacks']:,} "
-             f"fell back to the calibrated sizes; {rep['estimated_outputs']:,} call(s) record no final output count "
+             f"anchored sizes carry the steps of {rep['anchored_steps']:,} counted call(s), "
+             f"{rep['anchor_fallbacks']:,} fell back to the calibrated sizes; {rep['estimated_outputs']:,} call(s) record no final output count "
              "(billed, on both sides, at what they wrote)"]
     shown = fitted_names([r["transcript"] for r in rep["per_run"]], 44)  # distinct, not cut alike
     for r in rep["per_run"]:
