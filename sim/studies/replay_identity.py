@@ -308,8 +308,8 @@ def format_report(rep: dict) -> str:
     lines = [f"replay identity (noop and the runtime's recorded removals, through transcript_replay.replay; "
              f"calibration and reuse fitted on the other of {rep['folds']} folds): {rep['runs']} run(s); "
              f"anchored sizes carry the steps of {rep['anchored_steps']:,} counted call(s), "
-             f"{rep['anchor_fallbacks']:,} fell back to the calibrated sizes; {rep['estimated_outputs']:,} call(s) record no final output count "
-             "(billed, on both sides, at what they wrote)"]
+             f"{rep['anchor_fallbacks']:,} fell back to the calibrated sizes; {rep['estimated_outputs']:,} call(s) "
+             "record no final output count (billed, on both sides, at what they wrote)"]
     shown = fitted_names([r["transcript"] for r in rep["per_run"]], 44)  # distinct, not cut alike
     for r in rep["per_run"]:
         lines.append(f"  {shown[r['transcript']]:44s} {r['calls']:4d} calls  prompt {_sp(r['replay_prompt_error'])}"
