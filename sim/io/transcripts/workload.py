@@ -7,7 +7,7 @@ A workload file is one header record, then one record per message part::
      "prompt_tokens": [p1, ..., pN],        # API prompt tokens per model call, null when unknown
      "usage": [{...}, ..., null],           # per call: the recorded usage (usage.FIELDS), or null
      "anchored_calls": [1, ...],            # calls whose own count sized hidden content
-     "anchored_steps": 27,                  # counted calls whose prompt the parts' sizes reproduce (anchor.py)
+     "anchored_steps": 27,                  # counted calls whose step the anchored sizes carry (anchor.py)
      "anchor_fallbacks": [16],              # counted calls whose step kept the calibrated sizes
      "outputs": [119, null, ...],           # per call, its recorded output count, null where none or partial
      "context_window": 272000,              # the model's window, where the runtime records it
@@ -38,7 +38,8 @@ order of the calls (the runtime's own ids, such as ``tool_use_id``, are not
 written). ``thinking: true`` marks reasoning written as
 a thinking block (Claude Code). Events: ``compaction`` (recorded by the runtime; ``turn`` is
 the call it came before), ``injected`` and ``removed`` (inferred from the
-prompt counts, :mod:`.assemble`), ``cache_break`` (:func:`cache_breaks`: the
+prompt counts, :mod:`.assemble`; a ``removed`` with ``hidden`` is a cut of the
+hidden system part, :mod:`.anchor`), ``cache_break`` (:func:`cache_breaks`: the
 call read only ``at_tokens`` from an explicit cache that held more). Records carry no transcript text, only
 sizes and keys. Version 1 files (without the new fields) are still read.
 """
@@ -230,8 +231,8 @@ def recorded_output_counts(t: Transcript, sizes: np.ndarray) -> list[int | None]
 
     Claude Code writes a record per content block as the answer streams in,
     each with the usage known then: where no record came after the final
-    count, the file holds the stream's opening count (1 to 10 tokens; 552 of
-    the 1,815 calls of the dev sessions). A count below ``PARTIAL_OUTPUT`` of
+    count, the file holds the stream's opening count (1 to 10 tokens; 585 of
+    the 1,815 calls of the dev sessions, with the shipped calibration). A count below ``PARTIAL_OUTPUT`` of
     what the call's own reasoning and tool calls weigh (calibrated) is such a
     count: no final count is that far below what the call visibly wrote.
     """
