@@ -10,7 +10,13 @@ removals (Claude Code's and Codex's compactions, the reasoning an API drops)
 applied where they happened. Per run it compares the replay's prompt tokens,
 cached tokens and dollars with the recorded usage and bill (the recorded
 ``cost`` when every call records one, else the recorded token counts at list
-prices: :func:`cache_fidelity.reference_cost`).
+prices: :func:`cache_fidelity.reference_cost`). Each run is replayed twice:
+with the anchored sizes (``replay_*``: what ``replay-dir`` and ``leaderboard``
+run, parts sized to the recorded prompt counts and recorded output counts
+billed, :mod:`prunesim.io.transcripts.anchor`) and with the calibrated sizes
+alone (``calibrated_*``: the size model's contribution). A call whose recorded
+output count is partial (:func:`workload.recorded_output_counts`) counts, in
+the bill and in both replays, what it wrote at the fold's calibrated sizes.
 
 Two things are fitted: the token calibration (:mod:`calibration`) and an
 implicit cache's ``reuse`` (:mod:`cache_fidelity`). Both are fitted on the
@@ -212,7 +218,8 @@ class Study(TemporaryStore):
             pricing = replay_scenario(self.base, data).pricing
             fit = cf.Fit(e.model, pricing, 0.0, 0)
             validation = "shipped"
-        recorded = e.run
+        # The fold's own sizes estimate the outputs of calls whose recorded count is partial, on both sides.
+        recorded = recorded_run(data, e.model) or e.run
         bill = cf.reference_cost(recorded, fit.pricing)
         cache_model = cf.evaluate(recorded, fit)
         prompt = float(sum(c.prompt for c in recorded.calls))
