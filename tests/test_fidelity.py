@@ -27,7 +27,7 @@ def test_errors_leave_out_anchored_calls():
     c = fidelity.calls_of(data)
     assert c.anchored == 1 and len(c.api) == 3  # call 1 sized the hidden system part: not a prediction
     assert c.api == [1308.0, 1351.0, 965.0]
-    context = wl.context_before_calls(data)
+    context = wl.context_before_calls(wl.sized_as(data, "calibrated"))  # fidelity judges the size model
     assert c.ours == [float(x) for x in context[1:]]
     assert c.error == pytest.approx(sum(abs(x - p) / p for x, p in zip(c.ours, c.api, strict=True)) / 3)
 
@@ -35,7 +35,7 @@ def test_errors_leave_out_anchored_calls():
 def test_context_before_each_call_includes_the_initial_parts():
     (data,) = replay.iter_workloads(FIXTURES / "mini.traj.json")
     c = fidelity.calls_of(data)
-    initial = sum(p["tokens"] for p in data.parts if p["turn"] == 0)
+    initial = sum(p.get("calibrated", p["tokens"]) for p in data.parts if p["turn"] == 0)
     assert c.ours[0] == initial > 0
     assert c.api == [60, 110, 130, 190, 200, 215]
     assert c.ours == sorted(c.ours)  # nothing dropped: the window only grows

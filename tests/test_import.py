@@ -71,7 +71,7 @@ def test_workload_parts_carry_tokens_and_keys_not_text():
     text = wl.dumps(data)
     assert "count(n)" not in text  # no transcript text in a workload
     first = data.parts[0]
-    assert first["kind"] == "system" and first["tokens"] == count_pieces(
+    assert first["kind"] == "system" and first.get("calibrated", first["tokens"]) == count_pieces(
         "You are a helpful assistant that runs one bash command per turn.")
     assert all("key" in p for p in data.parts if p["kind"] == "tool_output")
     assert data.header["calibration"] == "none"

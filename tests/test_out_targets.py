@@ -42,7 +42,7 @@ COMMANDS = [
     ("run", ["run", "oscillation-40", "--set", "turns=30", "--out", "{out}"], "folder", "summary.json"),
     ("sweep", ["sweep", "oscillation-40", "--seeds", "0:2", "--set", "turns=30", "--jobs", "1", "--quiet",
                "--out", "{out}"], "folder", "runs.csv"),
-    ("import to a file", ["import", "{mini}", "--out", "{out}"], "file", b'{"anchored_calls"'),
+    ("import to a file", ["import", "{mini}", "--out", "{out}"], "file", b'{"anchor_fallbacks"'),
     ("import to a folder", ["import", "{tr}", "--out", "{out}"], "folder", "mini.workload.jsonl"),
     ("replay-dir", ["replay-dir", "{tr}", "--policies", "noop", "--out", "{out}"], "file", b"transcript,"),
     ("replay --plot", ["replay", "oscillation", "--seeds", "0:2", "--plot", "{out}"], "folder", "oscillation.png"),

@@ -92,13 +92,22 @@ def test_claude_workload_sizes_the_hidden_system_part_from_the_first_call():
     assert h["prompt_tokens"] == [1210, 1308, 1351, 965]
     assert h["usage"][0]["cache_read_tokens"] == 1000 and h["usage"][1]["cache_write_1h_tokens"] == 30
     assert h["anchored_calls"] == [1]
-    assert h["events"] == [{"event": "compaction", "turn": 4, "trigger": "auto", "pre_tokens": 1375}]
-    hidden = data.parts[0]
+    assert h["events"][0] == {"event": "compaction", "turn": 4, "trigger": "auto", "pre_tokens": 1375}
     task = "Count the lines of count.py and show the tests."
+    calibrated = wl.sized_as(data, "calibrated")
+    hidden = calibrated.parts[0]
     assert hidden == {"type": "part", "turn": 0, "kind": "system", "tokens": 1210 - count_pieces(task),
-                      "hidden": True, "sized_by": "usage"}
-    assert data.parts[1]["tokens"] == count_pieces(task) and data.parts[1]["dropped_at"] == 4
-    assert wl.context_before_calls(data)[0] == 1210  # the anchored call is exact by construction
+                      "calibrated": 1210 - count_pieces(task), "hidden": True, "sized_by": "usage"}
+    assert calibrated.parts[2]["tokens"] == count_pieces(task) and calibrated.parts[2]["dropped_at"] == 4
+    assert wl.context_before_calls(calibrated)[0] == 1210  # the anchored call is exact by construction
+    # After the compaction call 4 counts 965 tokens, less than the hidden part, and reads 900 from the cache:
+    # the runtime changed its hidden part, which the anchored sizes cut there (anchor.py).
+    cut = data.parts[1]
+    assert cut["hidden"] and cut["dropped_at"] == 4 and data.parts[0]["tokens"] + cut["tokens"] == hidden["tokens"]
+    assert h["events"][1] == {"event": "removed", "turn": 4, "tokens": cut["tokens"], "parts": 0, "hidden": True}
+    context = wl.context_before_calls(data)
+    assert context[0] == 1210 and context[3] == 965  # raw counts: call 2 cannot be anchored within 4x, 3 carries it
+    assert h["anchor_fallbacks"] == [2]
 
 
 def test_usage_and_events_survive_the_workload_file(tmp_path):

@@ -253,7 +253,7 @@ class Engine(Provenance):
             if due:
                 yield from self.refetch(due)
         prompt = self.window.utilization
-        output = plan.reasoning.tokens + plan.tool_call.tokens
+        output = plan.reasoning.tokens + plan.tool_call.tokens if plan.output_tokens is None else plan.output_tokens
         self._model_call(prompt, output, False)
         delay = self.model_latency(prompt, output)
         if not env.advance(delay):  # the clock's shortcut; else a SimPy timeout

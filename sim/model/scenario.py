@@ -323,13 +323,17 @@ class ReplayParams:
     a file extending another sets. With ``clock = "recorded"`` model calls
     come at their recorded times where the format records them; with
     ``cache_breaks`` the runtime's recorded cache breaks (a call that read
-    less from an explicit cache than it held) are replayed.
+    less from an explicit cache than it held) are replayed. ``sizes``: the
+    parts' ``anchored`` sizes, which reproduce the recorded prompt counts, with
+    the recorded output counts billed, or the ``calibrated`` size model's
+    alone (docs/transcripts.md).
     """
 
     recorded: bool = False  # the shipped transcript scenarios set it; a synthetic scenario is replayed as given
     trigger_of_budget: float = 0.75
     clock: Literal["recorded", "latency"] = "recorded"
     cache_breaks: bool = True
+    sizes: Literal["anchored", "calibrated"] = "anchored"
     pinned: list[str] = field(default_factory=list)
 
     def check(self, key: str, where: str) -> None:

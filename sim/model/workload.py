@@ -60,6 +60,9 @@ class TurnPlan:
     rewrite_at: int | None = None
     # The provider's cache already held this many tokens of the prompt before the call (a recorded warm start).
     warm_cache: int | None = None
+    # The output tokens the model call bills, where the workload knows them (a replay's recorded count);
+    # None: what the reasoning and the tool call weigh.
+    output_tokens: int | None = None
     # The reasoning and the call are inside tool_output (workload.turn_unit): the engine bills and
     # times them but does not place them.
     unit: bool = False

@@ -76,7 +76,7 @@ def calls_of(data: wl.WorkloadData) -> Calls | None:
     """Our context against the API's count before each call of a workload; None without counts."""
     prompt = data.header.get("prompt_tokens") or []
     anchored = set(data.header.get("anchored_calls") or [])
-    context = wl.context_before_calls(data)
+    context = wl.context_before_calls(wl.sized_as(data, "calibrated"))  # the size model's, not the anchored sizes
     ours, api = [], []
     for k, p in enumerate(prompt, 1):
         if isinstance(p, int) and p > 0 and k not in anchored:
@@ -206,7 +206,7 @@ class Study(TemporaryStore):
     def _compactions(self, data: wl.WorkloadData) -> None:
         self.reactions.append(reaction.collect(data))
         prompt = data.header.get("prompt_tokens") or []
-        context = wl.context_before_calls(data)
+        context = wl.context_before_calls(wl.sized_as(data, "calibrated"))
         for e in data.header.get("events") or []:
             if e.get("event") != "compaction":
                 continue

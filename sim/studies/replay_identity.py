@@ -10,7 +10,13 @@ removals (Claude Code's and Codex's compactions, the reasoning an API drops)
 applied where they happened. Per run it compares the replay's prompt tokens,
 cached tokens and dollars with the recorded usage and bill (the recorded
 ``cost`` when every call records one, else the recorded token counts at list
-prices: :func:`cache_fidelity.reference_cost`).
+prices: :func:`cache_fidelity.reference_cost`). Each run is replayed twice:
+with the anchored sizes (``replay_*``: what ``replay-dir`` and ``leaderboard``
+run, parts sized to the recorded prompt counts and recorded output counts
+billed, :mod:`prunesim.io.transcripts.anchor`) and with the calibrated sizes
+alone (``calibrated_*``: the size model's contribution). A call whose recorded
+output count is partial (:func:`workload.recorded_output_counts`) counts, in
+the bill and in both replays, what it wrote at the fold's calibrated sizes.
 
 Two things are fitted: the token calibration (:mod:`calibration`) and an
 implicit cache's ``reuse`` (:mod:`cache_fidelity`). Both are fitted on the
@@ -58,8 +64,9 @@ def recorded_run(data: wl.WorkloadData, model: str) -> cf.Run | None:
         return None
     times = data.header.get("call_times") or [None] * data.turns
     resets = {e["turn"] for e in data.header.get("events") or () if e.get("event") == "compaction"}
+    outputs = wl.billed_outputs(data)  # the recorded count, or what the call wrote where the file's is partial
     calls = [cf.Call(time_s=float(times[k - 1] or 0.0), prompt=u["prompt_tokens"], cached=u["cache_read_tokens"],
-                     output=u.get("output_tokens", 0), written=u.get("cache_write_tokens", 0),
+                     output=outputs[k - 1], written=u.get("cache_write_tokens", 0),
                      written_1h=u.get("cache_write_1h_tokens", 0), cost=u.get("cost_usd"), reset=k in resets and k > 1)
              for k, u in enumerate(usage, 1)]
     return cf.Run(data.name, data.header["format"], model, calls)
@@ -142,7 +149,7 @@ class Study(TemporaryStore):
                     else None
                 fits, reuse = donors._cache_fits(train), donors._replay_reuse(train, fitted)
                 for e in sorted(members, key=lambda e: e.name):
-                    rows.append(self._judge(e, fitted, fits.get(e.model), "fitted on --fit-on", reuse.get(e.model)))
+                    rows.append(self._judge(e, fitted, fits.get(e.model), "fitted on --fit-on", reuse))
             return summarize(rows, self.skipped, self.folds)
         for group, members in sorted(groups.items()):
             members = sorted(members, key=lambda e: e.name)
@@ -159,8 +166,7 @@ class Study(TemporaryStore):
                 fits = self._cache_fits(train)
                 reuse = self._replay_reuse(train, fitted)
                 for e in test:
-                    rows.append(self._judge(e, fitted, fits.get(e.model), f"fold {fold + 1} of {k}",
-                                            reuse.get(e.model)))
+                    rows.append(self._judge(e, fitted, fits.get(e.model), f"fold {fold + 1} of {k}", reuse))
         return summarize(rows, self.skipped, self.folds)
 
     def _calibration(self, train: list[_Entry], group: str) -> cal.Calibration | None:
@@ -177,23 +183,24 @@ class Study(TemporaryStore):
             fits[model] = cf.fit(runs, list(range(len(runs))), cf.Predictions(runs, prices.pricing(model)), model)
         return fits
 
-    def _replay_reuse(self, train: list[_Entry], fitted: cal.Calibration | None) -> dict[str, float]:
-        """Per model with an implicit cache, the replay's own ``reuse``: recorded cached tokens over what the
-        replays of the training runs could read (with ``reuse = 1``), summed over them, as the cache study fits it
-        on recorded prompts. An explicit cache hits whenever a live entry matches: nothing is fitted."""
+    def _replay_reuse(self, train: list[_Entry], fitted: cal.Calibration | None) -> dict[tuple[str, str], float]:
+        """Per (sizes, model) with an implicit cache, the replay's own ``reuse``: recorded cached tokens over what
+        the replays of the training runs could read (with ``reuse = 1``), summed over them, as the cache study
+        fits it on recorded prompts. An explicit cache hits whenever a live entry matches: nothing is fitted."""
         out = {}
         for model in sorted({e.model for e in train}):
             if prices.pricing(model).cache != "implicit":
                 continue
-            readable = recorded = 0.0
-            for e in train:
-                if e.model == model:
-                    calls = np.asarray(replay(self._workload(e, fitted), _with_reuse(self.base, model, 1.0),
-                                              "noop")[0].calls, float)
-                    readable += calls[:, _READ].sum()
-                    recorded += sum(c.cached for c in e.run.calls)
-            if readable > 0:
-                out[model] = round(min(1.0, recorded / readable), 6)
+            for sizes in wl.SIZES:
+                readable = recorded = 0.0
+                for e in train:
+                    if e.model == model:
+                        calls = np.asarray(replay(self._workload(e, fitted), _with_reuse(self.base, model, 1.0, sizes),
+                                                  "noop")[0].calls, float)
+                        readable += calls[:, _READ].sum()
+                        recorded += sum(c.cached for c in e.run.calls)
+                if readable > 0:
+                    out[sizes, model] = round(min(1.0, recorded / readable), 6)
         return out
 
     def _workload(self, e: _Entry, fitted: cal.Calibration | None) -> wl.WorkloadData:
@@ -203,39 +210,55 @@ class Study(TemporaryStore):
         return wl.build(t, self.tokenizer, chosen, s, sizes, asm.assemble(s.layout, sizes))
 
     def _judge(self, e: _Entry, fitted: cal.Calibration | None, fit: cf.Fit | None, validation: str,
-               reuse: float | None = None) -> dict:
+               reuse: dict | None = None) -> dict:
+        """One run's row: the replay with anchored sizes (``replay_*``, the path replay-dir and leaderboard
+        take) and with the calibrated sizes alone (``calibrated_*``), against the recorded usage."""
         data = self._workload(e, fitted)
         if fit is None:
             pricing = replay_scenario(self.base, data).pricing
             fit = cf.Fit(e.model, pricing, 0.0, 0)
             validation = "shipped"
-        reuse = fit.pricing.reuse if reuse is None else reuse
-        result, _ = replay(data, _with_reuse(self.base, e.model, reuse), "noop")
-        calls = np.asarray(result.calls, float)
-        recorded = e.run
+        # The fold's own sizes estimate the outputs of calls whose recorded count is partial, on both sides.
+        recorded = recorded_run(data, e.model) or e.run
         bill = cf.reference_cost(recorded, fit.pricing)
         cache_model = cf.evaluate(recorded, fit)
         prompt = float(sum(c.prompt for c in recorded.calls))
         cached = float(sum(c.cached for c in recorded.calls))
-        return {
+        outputs = data.header.get("outputs") or []
+        row = {
             "transcript": e.name, "format": recorded.format, "model": e.model, "validation": validation,
-            "calls": len(recorded.calls), "reuse": round(reuse, 4), "cache_model_reuse": round(fit.pricing.reuse, 4),
-            "recorded_prompt": int(prompt), "replay_prompt": int(calls[:, _PROMPT].sum()),
-            "recorded_cached": int(cached), "replay_cached": int(calls[:, _READ].sum()),
-            "recorded_cost": round(bill, 6), "replay_cost": round(float(result.summary["cost_usd"]), 6),
-            "prompt_error": _signed(calls[:, _PROMPT].sum(), prompt),
-            "cached_error": _signed(calls[:, _READ].sum(), cached),
-            "cost_error": _signed(result.summary["cost_usd"], bill),
+            "calls": len(recorded.calls), "cache_model_reuse": round(fit.pricing.reuse, 4),
+            "recorded_prompt": int(prompt), "recorded_cached": int(cached), "recorded_cost": round(bill, 6),
+            "estimated_outputs": sum(n is None for n in outputs) if outputs else len(recorded.calls),
+            "anchored_steps": data.header.get("anchored_steps", 0),
+            "anchor_fallbacks": list(data.header.get("anchor_fallbacks") or ()),
             "cache_model_cost_error": cache_model["cost_error"],
-            "forced_truncations": result.summary["forced_truncations"],
             "clock": "recorded" if data.header.get("call_times") else "latency model",
         }
+        for sizes, prefix in zip(wl.SIZES, _PREFIXES, strict=True):
+            r = (reuse or {}).get((sizes, e.model), fit.pricing.reuse)
+            result, _ = replay(data, _with_reuse(self.base, e.model, r, sizes), "noop")
+            calls = np.asarray(result.calls, float)
+            row.update({
+                f"{prefix}reuse": round(r, 4),
+                f"{prefix}prompt": int(calls[:, _PROMPT].sum()), f"{prefix}cached": int(calls[:, _READ].sum()),
+                f"{prefix}cost": round(float(result.summary["cost_usd"]), 6),
+                f"{prefix}prompt_error": _signed(calls[:, _PROMPT].sum(), prompt),
+                f"{prefix}cached_error": _signed(calls[:, _READ].sum(), cached),
+                f"{prefix}cost_error": _signed(result.summary["cost_usd"], bill),
+                f"{prefix}forced_truncations": result.summary["forced_truncations"],
+            })
+        return row
 
 
-def _with_reuse(base: Scenario, model: str, reuse: float) -> Scenario:
-    if "pricing" in base.replay.pinned and base.pricing.model == model and base.pricing.reuse == reuse:
+_PREFIXES = ("replay_", "calibrated_")  # the row's figures for each of wl.SIZES
+
+
+def _with_reuse(base: Scenario, model: str, reuse: float, sizes: str = "anchored") -> Scenario:
+    if ("pricing" in base.replay.pinned and base.pricing.model == model and base.pricing.reuse == reuse
+            and base.replay.sizes == sizes):
         return base
-    return replace(base, {"pricing.model": model, "pricing.reuse": reuse}, pin=True)
+    return replace(base, {"pricing.model": model, "pricing.reuse": reuse, "replay.sizes": sizes}, pin=True)
 
 
 def _signed(ours: float, recorded: float) -> float | None:
@@ -260,7 +283,17 @@ def summarize(rows: list[dict], skipped: list[str], folds: int) -> dict:
 
 
 def _figures(rows: list[dict]) -> dict:
-    cost, model = _q([r["cost_error"] for r in rows]), _q([r["cache_model_cost_error"] for r in rows])
+    """The anchored replay's figures, with the calibrated replay's under ``calibrated``."""
+    out = _mode_figures(rows, _PREFIXES[0])
+    out["calibrated"] = _mode_figures(rows, _PREFIXES[1])
+    out["estimated_outputs"] = sum(r["estimated_outputs"] for r in rows)
+    out["anchored_steps"] = sum(r["anchored_steps"] for r in rows)
+    out["anchor_fallbacks"] = sum(len(r["anchor_fallbacks"]) for r in rows)
+    return out
+
+
+def _mode_figures(rows: list[dict], prefix: str) -> dict:
+    cost, model = _q([r[f"{prefix}cost_error"] for r in rows]), _q([r["cache_model_cost_error"] for r in rows])
     excess = {k: (round(cost[k] - model[k], 6) if cost[k] is not None and model[k] is not None else None)
               for k in ("median", "p90")}
     met = None
@@ -268,10 +301,11 @@ def _figures(rows: list[dict]) -> dict:
         met = bool(cost["median"] <= GOALS["median"] and cost["p90"] <= GOALS["p90"]
                    and max(excess.values()) <= GOALS["excess"])
     return {"runs": len(rows), "cross_validated": sum(r["validation"] != "shipped" for r in rows),
-            "prompt": _q([r["prompt_error"] for r in rows]), "cached": _q([r["cached_error"] for r in rows]),
+            "prompt": _q([r[f"{prefix}prompt_error"] for r in rows]),
+            "cached": _q([r[f"{prefix}cached_error"] for r in rows]),
             "cost": cost, "cache_model_cost": model, "excess": excess, "goals_met": met,
             "recorded_cost": round(sum(r["recorded_cost"] for r in rows), 4),
-            "replay_cost": round(sum(r["replay_cost"] for r in rows), 4)}
+            "replay_cost": round(sum(r[f"{prefix}cost"] for r in rows), 4)}
 
 
 def format_report(rep: dict) -> str:
@@ -279,25 +313,31 @@ def format_report(rep: dict) -> str:
         return "replay identity: no transcript here records every call's prompt and cached tokens"
     pct = cf._pct
     lines = [f"replay identity (noop and the runtime's recorded removals, through transcript_replay.replay; "
-             f"calibration and reuse fitted on the other of {rep['folds']} folds): {rep['runs']} run(s)"]
+             f"calibration and reuse fitted on the other of {rep['folds']} folds): {rep['runs']} run(s); "
+             f"anchored sizes carry the steps of {rep['anchored_steps']:,} counted call(s), "
+             f"{rep['anchor_fallbacks']:,} fell back to the calibrated sizes; {rep['estimated_outputs']:,} call(s) "
+             "record no final output count (billed, on both sides, at what they wrote)"]
     shown = fitted_names([r["transcript"] for r in rep["per_run"]], 44)  # distinct, not cut alike
     for r in rep["per_run"]:
-        lines.append(f"  {shown[r['transcript']]:44s} {r['calls']:4d} calls  prompt {_sp(r['prompt_error'])}  "
-                     f"cached {_sp(r['cached_error'])}  ${r['replay_cost']:.4f} against ${r['recorded_cost']:.4f} "
-                     f"({_sp(r['cost_error'])}; cache model {pct(r['cache_model_cost_error'])})  {r['validation']}"
-                     + ("" if r["clock"] == "recorded" else ", no recorded clock"))
+        lines.append(f"  {shown[r['transcript']]:44s} {r['calls']:4d} calls  prompt {_sp(r['replay_prompt_error'])}"
+                     f"  cached {_sp(r['replay_cached_error'])}  ${r['replay_cost']:.4f} against "
+                     f"${r['recorded_cost']:.4f} ({_sp(r['replay_cost_error'])}; calibrated sizes "
+                     f"{_sp(r['calibrated_cost_error'])}; cache model {pct(r['cache_model_cost_error'])})  "
+                     f"{r['validation']}" + ("" if r["clock"] == "recorded" else ", no recorded clock"))
     for line in rep["skipped"]:
         lines.append(f"  skipped {line}")
     for fmt, f in [*rep["by_format"].items(), ("all", rep)]:
-        verdict = {True: "goals met", False: "goals missed", None: "no verdict"}[f["goals_met"]]
-        lines.append(
-            f"{fmt}: {f['runs']} run(s), {f['cross_validated']} judged out of sample; per run |error| median / p90: "
-            f"prompt {pct(f['prompt']['median'])} / {pct(f['prompt']['p90'])}, cached {pct(f['cached']['median'])}"
-            f" / {pct(f['cached']['p90'])}, dollars {pct(f['cost']['median'])} / {pct(f['cost']['p90'])} "
-            f"(cache model fed the recorded prompts {pct(f['cache_model_cost']['median'])} / "
-            f"{pct(f['cache_model_cost']['p90'])}; excess {_pp(f['excess']['median'])} / {_pp(f['excess']['p90'])}); "
-            f"${f['replay_cost']:.2f} against ${f['recorded_cost']:.2f} recorded; {verdict} (median <= "
-            f"{GOALS['median']:.0%}, p90 <= {GOALS['p90']:.0%}, excess <= {100 * GOALS['excess']:.0f} pp)")
+        for label, g in ((f"{fmt}, calibrated sizes", f["calibrated"]), (fmt, f)):
+            verdict = {True: "goals met", False: "goals missed", None: "no verdict"}[g["goals_met"]]
+            lines.append(
+                f"{label}: {g['runs']} run(s), {g['cross_validated']} judged out of sample; per run |error| median "
+                f"/ p90: prompt {pct(g['prompt']['median'])} / {pct(g['prompt']['p90'])}, cached "
+                f"{pct(g['cached']['median'])} / {pct(g['cached']['p90'])}, dollars {pct(g['cost']['median'])} / "
+                f"{pct(g['cost']['p90'])} (cache model fed the recorded prompts {pct(g['cache_model_cost']['median'])}"
+                f" / {pct(g['cache_model_cost']['p90'])}; excess {_pp(g['excess']['median'])} / "
+                f"{_pp(g['excess']['p90'])}); ${g['replay_cost']:.2f} against ${g['recorded_cost']:.2f} recorded; "
+                f"{verdict} (median <= {GOALS['median']:.0%}, p90 <= {GOALS['p90']:.0%}, excess <= "
+                f"{100 * GOALS['excess']:.0f} pp)")
     return "\n".join(lines)
 
 

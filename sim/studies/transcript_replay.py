@@ -269,6 +269,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     policies and builds it once."""
     if scenario is None:
         scenario = replay_scenario(base, data)
+    data = wl.sized_as(data, scenario.replay.sizes)
     workload = wl.TranscriptWorkload(
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after,
         clock=scenario.replay.clock == "recorded", cache_breaks=scenario.replay.cache_breaks,

@@ -7,6 +7,9 @@ A workload file is one header record, then one record per message part::
      "prompt_tokens": [p1, ..., pN],        # API prompt tokens per model call, null when unknown
      "usage": [{...}, ..., null],           # per call: the recorded usage (usage.FIELDS), or null
      "anchored_calls": [1, ...],            # calls whose own count sized hidden content
+     "anchored_steps": 27,                  # counted calls whose step the anchored sizes carry (anchor.py)
+     "anchor_fallbacks": [16],              # counted calls whose step kept the calibrated sizes
+     "outputs": [119, null, ...],           # per call, its recorded output count, null where none or partial
      "context_window": 272000,              # the model's window, where the runtime records it
      "call_times": [0.0, 4.2, ..., null],   # seconds after the first call, per call (clock.py), or null
      "warm_cache": 17996,                   # tokens the first call read from the cache (written before the run)
@@ -15,8 +18,8 @@ A workload file is one header record, then one record per message part::
     {"type": "part", "turn": 0, "kind": "system", "tokens": 19000, "hidden": true, "sized_by": "usage"}
     {"type": "part", "turn": 1, "kind": "tool_call", "tokens": 9, "key": "cat setup.py", "tool": "bash", "call": 1,
      "fetches": ["cmd:cat setup.py", "file:setup.py"]}   # "uses": [...] for an edit (resources.py)
-    {"type": "part", "turn": 1, "kind": "tool_output", "tokens": 420, "key": "cat setup.py", "digest": "...",
-     "call": 1, "dropped_at": 40}
+    {"type": "part", "turn": 1, "kind": "tool_output", "tokens": 420, "calibrated": 401, "key": "cat setup.py",
+     "digest": "...", "call": 1, "dropped_at": 40}
 
 Turn 0 holds what the model saw before its first call (system prompt, task):
 it becomes the replay's initial spans, pinned. Turn ``k`` holds the ``k``-th
@@ -27,12 +30,16 @@ unseen); the replay removes it there too. ``hidden`` parts were billed but
 never written to the file; ``sized_by`` says where a size that was not
 counted from text came from (``usage``: a recorded prompt count, see
 :mod:`.assemble`; ``recorded``: recorded output tokens; ``image``: an image's
-documented size). ``call`` pairs a tool call with its output: the same number
-on both, numbered in the order of the calls (the runtime's own ids, such as
-``tool_use_id``, are not written). ``thinking: true`` marks reasoning written as
+documented size). ``tokens`` is the part's anchored size where the
+transcript records prompt counts (:mod:`.anchor`), and ``calibrated`` its
+calibrated size where the two differ (:func:`sized_as` picks one). ``call``
+pairs a tool call with its output: the same number on both, numbered in the
+order of the calls (the runtime's own ids, such as ``tool_use_id``, are not
+written). ``thinking: true`` marks reasoning written as
 a thinking block (Claude Code). Events: ``compaction`` (recorded by the runtime; ``turn`` is
 the call it came before), ``injected`` and ``removed`` (inferred from the
-prompt counts, :mod:`.assemble`), ``cache_break`` (:func:`cache_breaks`: the
+prompt counts, :mod:`.assemble`; a ``removed`` with ``hidden`` is a cut of the
+hidden system part, :mod:`.anchor`), ``cache_break`` (:func:`cache_breaks`: the
 call read only ``at_tokens`` from an explicit cache that held more). Records carry no transcript text, only
 sizes and keys. Version 1 files (without the new fields) are still read.
 """
@@ -48,9 +55,9 @@ from pathlib import Path
 import numpy as np
 from prunesim.errors import UserError, json_problem
 from prunesim.io import atomic, inputs
+from prunesim.io.transcripts import anchor, clock, resources
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
-from prunesim.io.transcripts import clock, resources
 from prunesim.io.transcripts.formats import Transcript
 from prunesim.io.transcripts.keys import digest
 from prunesim.io.transcripts.usage import FIELDS as USAGE_FIELDS
@@ -64,6 +71,8 @@ EVENTS = ("compaction", "injected", "removed", "cache_break")
 # A recorded cache read this far short of the previous prompt, within the cache's lifetime, is a cache break.
 BREAK_MARGIN = 1024
 BREAK_WITHIN_S = 300.0  # an explicit cache's 5-minute lifetime: a longer pause is an expiry, which the clock replays
+OUTPUT_KINDS = ("reasoning", "tool_call")  # what a model call writes
+PARTIAL_OUTPUT = 0.25  # a recorded output count below this share of what the call wrote is a partial one
 TOUCH_FIELDS = ("fetches", "uses")  # a tool call's resources (resources.py): what it fetches, what it relies on
 MAX_TOUCHES = 64  # resources named by one call
 
@@ -115,6 +124,7 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
     for k, chosen_parts, _ in out.removals:
         for i in chosen_parts:
             dropped[i] = k if not dropped[i] else min(dropped[i], k)
+    anchored = anchor.anchor(s.layout, sizes, out, ~np.isnan(s.fixed), dropped, explicit_reads(t))
     recorded_outputs = {i for i in range(len(t.parts)) if not math.isnan(s.fixed[i]) and t.parts[i].tokens is None}
     keyed: list[tuple[tuple[int, int], dict]] = []
     need_state = resources.NeedState()
@@ -122,11 +132,19 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
     for i, p in enumerate(t.parts):
         rec = {"type": "part", "turn": p.turn, "kind": p.kind}
         if p.hidden:
-            rec["tokens"] = int(round(out.hidden_tokens))
+            rec["tokens"] = int(round(out.hidden_tokens)) - sum(cut for _, cut in anchored.hidden_cuts)
             rec["hidden"] = True
             rec["sized_by"] = "usage"
+            for n, (k, cut) in enumerate(anchored.hidden_cuts, 1):  # what the runtime cut from it, unseen
+                keyed.append(((p.turn, i + n / (len(anchored.hidden_cuts) + 1)), {
+                    "type": "part", "turn": p.turn, "kind": p.kind, "tokens": cut, "calibrated": 0, "hidden": True,
+                    "sized_by": "usage", "dropped_at": k}))
+            if anchored.hidden_cuts:
+                rec["calibrated"] = int(round(out.hidden_tokens))
         else:
-            rec["tokens"] = int(sizes[i])
+            rec["tokens"] = int(anchored.sizes[i])
+            if anchored.sizes[i] != sizes[i]:
+                rec["calibrated"] = int(sizes[i])
             if i in recorded_outputs:
                 rec["sized_by"] = "recorded"
             elif p.tokens is not None:  # encrypted reasoning sized from usage, or an image block
@@ -159,6 +177,8 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         events.append({"event": "injected", "turn": k, "tokens": int(round(tokens))})
     for k, chosen_parts, tokens in out.removals:
         events.append({"event": "removed", "turn": k, "tokens": int(round(tokens)), "parts": len(chosen_parts)})
+    for k, cut in anchored.hidden_cuts:  # the runtime changed its hidden system part (anchor.py)
+        events.append({"event": "removed", "turn": k, "tokens": cut, "parts": 0, "hidden": True})
     events.extend(cache_breaks(t))
     events.sort(key=lambda e: (e["turn"], EVENTS.index(e["event"])))
     parts = [rec for _, rec in sorted(keyed, key=lambda kr: kr[0])]
@@ -178,6 +198,9 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         "prompt_tokens": [t.prompt_tokens.get(k) for k in range(1, turns + 1)] if t.prompt_tokens else None,
         "usage": [t.usage.get(k) for k in range(1, turns + 1)] if t.usage else None,
         "anchored_calls": [k + 1 for k in np.flatnonzero(out.anchored).tolist()],
+        "anchored_steps": anchored.steps,
+        "anchor_fallbacks": anchored.fallbacks,
+        "outputs": recorded_output_counts(t, sizes),
         "context_window": t.context_window,
         "call_times": clock.relative(t.call_times, turns),
         "warm_cache": (t.usage.get(1) or {}).get("cache_read_tokens"),
@@ -191,6 +214,67 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         data.warnings.append(f"{t.source}: no recorded prompt counts, so the system prompt and tool definitions "
                              "(never written to the file) are not counted")
     return data
+
+
+def explicit_reads(t: Transcript) -> np.ndarray:
+    """Per call, the tokens it read from an explicit cache (its usage records cache writes), nan elsewhere."""
+    reads = np.full(t.turns, np.nan)
+    for k in range(1, t.turns + 1):
+        u = t.usage.get(k) or {}
+        if "cache_write_tokens" in u and u.get("cache_read_tokens") is not None:
+            reads[k - 1] = u["cache_read_tokens"]
+    return reads
+
+
+def recorded_output_counts(t: Transcript, sizes: np.ndarray) -> list[int | None] | None:
+    """Per call, the output tokens its usage records, None where it records none or only a partial count.
+
+    Claude Code writes a record per content block as the answer streams in,
+    each with the usage known then: where no record came after the final
+    count, the file holds the stream's opening count (1 to 10 tokens; 585 of
+    the 1,815 calls of the dev sessions, with the shipped calibration). A count below ``PARTIAL_OUTPUT`` of
+    what the call's own reasoning and tool calls weigh (calibrated) is such a
+    count: no final count is that far below what the call visibly wrote.
+    """
+    if not t.usage:
+        return None
+    wrote = np.zeros(t.turns + 1)
+    for i, p in enumerate(t.parts):
+        if p.kind in OUTPUT_KINDS and not p.hidden:
+            wrote[p.turn] += sizes[i]
+    out: list[int | None] = []
+    for k in range(1, t.turns + 1):
+        n = (t.usage.get(k) or {}).get("output_tokens")
+        out.append(n if n is not None and n >= PARTIAL_OUTPUT * wrote[k] else None)
+    return out
+
+
+def billed_outputs(data: WorkloadData) -> list[int]:
+    """Per call, the output tokens a replay bills for it: its recorded count (header ``outputs``) where the file
+    holds one, else what the call's reasoning and tool calls weigh at their calibrated sizes. A policy does not
+    change what the agent wrote, so every policy's replay bills the same."""
+    recorded = data.header.get("outputs") or []
+    wrote = [0] * (data.turns + 1)
+    for p in data.parts:
+        if p["kind"] in OUTPUT_KINDS and not p.get("hidden") and 1 <= p["turn"] <= data.turns:
+            wrote[p["turn"]] += p.get("calibrated", p["tokens"])
+    return [recorded[k - 1] if k <= len(recorded) and recorded[k - 1] is not None else wrote[k]
+            for k in range(1, data.turns + 1)]
+
+
+SIZES = ("anchored", "calibrated")
+
+
+def sized_as(data: WorkloadData, sizes: str) -> WorkloadData:
+    """The workload with the sizes a replay uses: ``anchored`` (as stored: sizes that reproduce the recorded
+    prompts, recorded output counts billed) or ``calibrated`` (the size model's alone: each part's calibrated
+    size, and outputs billed at what the calls' parts weigh), :mod:`.anchor`."""
+    if sizes == "anchored" or not any("calibrated" in p for p in data.parts) and not data.header.get("outputs"):
+        return data
+    parts = [({**p, "tokens": p["calibrated"]} if "calibrated" in p else p) for p in data.parts]
+    header = {**data.header, "outputs": None}
+    out = WorkloadData(header, parts, data.warnings, data.path)
+    return out
 
 
 def cache_breaks(t: Transcript) -> list[dict]:
@@ -397,9 +481,16 @@ def _check_header(rec, where: str) -> dict:
             or _decreasing(times)):
         raise UserError(where, "call_times", "must be null or a list of one time per turn (seconds after the first "
                         "call, never decreasing, or null)")
-    anchored = rec.get("anchored_calls", [])
-    if not isinstance(anchored, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in anchored):
-        raise UserError(where, "anchored_calls", "must be a list of call numbers")
+    for key in ("anchored_calls", "anchor_fallbacks"):
+        calls = rec.get(key, [])
+        if not isinstance(calls, list) or not all(_count(k) and 1 <= k <= rec["turns"] for k in calls):
+            raise UserError(where, key, "must be a list of call numbers")
+    if "anchored_steps" in rec and not _count(rec["anchored_steps"]):
+        raise UserError(where, "anchored_steps", f"must be a non-negative integer (got {_show(rec['anchored_steps'])})")
+    outputs = rec.get("outputs")
+    if outputs is not None and (not isinstance(outputs, list) or len(outputs) != rec["turns"]
+                                or not all(n is None or _count(n) for n in outputs)):
+        raise UserError(where, "outputs", "must be null or a list of one output count (or null) per turn")
     events = rec.get("events", [])
     # An event past the last call (or before the first) would be dropped without a word: the file is wrong.
     if not isinstance(events, list) or not all(isinstance(e, dict) and e.get("event") in EVENTS and _count(
@@ -424,8 +515,8 @@ def _check_part(rec, where: str) -> dict:
             raise UserError(where, key, "missing in a part record")
     if not isinstance(rec["kind"], str) or rec["kind"] not in PART_KINDS:
         raise UserError(where, "kind", f"unknown part kind {_show(rec['kind'])} (known: {', '.join(PART_KINDS)})")
-    for key in ("turn", "tokens"):
-        if not _count(rec[key]):
+    for key in ("turn", "tokens", "calibrated"):
+        if key in rec and not _count(rec[key]):
             raise UserError(where, key, f"must be an integer from 0 to {MAX_COUNT} (got {_show(rec[key])})")
     for key in ("key", "tool", "digest"):
         if key in rec and (not isinstance(rec[key], str) or len(rec[key]) > MAX_TEXT):
@@ -472,6 +563,7 @@ class TranscriptWorkload:
         self.breaks = {e["turn"]: e["at_tokens"] for e in data.header.get("events") or ()
                        if cache_breaks and e.get("event") == "cache_break"}
         self.warm = data.header.get("warm_cache") or None if cache_breaks else None
+        self.outputs = billed_outputs(data)
         self.r_stale = max(1, round(reasoning_stale_after))
         self.o_stale = max(1, round(output_stale_after))
 
@@ -534,6 +626,7 @@ class TranscriptWorkload:
                 before_call=[self._arrival(p) for p in ahead.get(turn, ())],
                 rewrite_at=self.breaks.get(turn),
                 warm_cache=self.warm if turn == 1 else None,
+                output_tokens=self.outputs[turn - 1],
             )
 
 
