@@ -303,16 +303,19 @@ def collect(folder: Path) -> tuple[list[Run], list[str]]:
 
 
 # -- predicting ----------------------------------------------------------------------
-def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
+def predict(run: Run, pricing: Pricing, recorded: bool = True, kept_warm: dict[int, int] | None = None) -> np.ndarray:
     """The cost observer's rows for the run's calls: columns of cost.CALL_COLUMNS.
 
-    With ``recorded`` the cache starts as warm as the first call found it and
-    breaks where the recording shows the runtime broke it (Run.recorded_events),
-    as a replay does; and where those breaks show where the system prompt's
-    mark stands (Run.system_prefix), the first prompt's system part is a span
-    of its own that a compaction keeps, as the replay keeps a transcript's
-    hidden system part: the first call after a compaction reads it while it is
-    live.
+    With ``recorded`` the cache starts as warm as the first call found it, and
+    stays that warm after the session's pauses (the sessions that wrote it keep
+    it warm), and breaks where the recording shows the runtime broke it
+    (Run.recorded_events), as a replay does; and where those breaks show where
+    the system prompt's mark stands (Run.system_prefix), the first prompt's
+    system part is a span of its own that a compaction keeps, as the replay
+    keeps a transcript's hidden system part: the first call after a compaction
+    reads it while it is live. ``kept_warm`` (call -> tokens, 0 for none)
+    replaces what stays warm from each call it names on, for a study of other
+    rules (scripts/warm_prefix.py); ``{}`` keeps nothing warm.
     """
     observer = CostMetrics(SimpleNamespace(scenario=SimpleNamespace(pricing=pricing), trace="all"))
     spans: list[Span] = []
@@ -354,6 +357,8 @@ def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
             drop_from_end(held - call.prompt)
         if turn == 1 and warm:
             observer.on_cache_warmed(call.time_s, turn, warm)
+        if kept_warm is not None and (turn == 1 or turn in kept_warm):
+            observer.keep_warm(kept_warm.get(turn, 0))
         if turn in breaks:
             observer.on_runtime_rewrite(call.time_s, turn, breaks[turn])
         observer.on_model_call(call.time_s, turn, call.prompt, call.output, False)
