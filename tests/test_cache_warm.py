@@ -1,7 +1,5 @@
 """The prefix other sessions keep warm: the cache model, the cache model fed recorded prompts, and the replay."""
 
-import json
-
 import pytest
 from prunesim.io import prices
 from prunesim.io import scenario_files as sc
@@ -11,7 +9,7 @@ from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.runner import run_one
 from prunesim.studies import cache_fidelity as cf
 from prunesim.studies.transcript_replay import replay
-from test_cache_fidelity import stamp
+from test_cache_fidelity import write_claude_reads
 
 READ, WRITE = CALL_COLUMNS.index("cache_read"), CALL_COLUMNS.index("cache_write")
 
@@ -71,22 +69,12 @@ def test_an_implicit_cache_keeps_nothing_warm():
 
 
 # -- the cache model fed recorded prompts ---------------------------------------------------------------
-def write_session(path, prompts, reads, times):
-    lines = []
-    for k, (p, read, t) in enumerate(zip(prompts, reads, times, strict=True)):
-        usage = {"input_tokens": 0, "cache_read_input_tokens": read, "cache_creation_input_tokens": p - read,
-                 "output_tokens": 50}
-        lines.append({"type": "assistant", "timestamp": stamp(t), "isSidechain": False,
-                      "message": {"id": f"msg_{k}", "model": "claude-opus-4-5-20251101", "usage": usage}})
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-
-
 def test_the_first_calls_read_stays_warm_after_a_pause_in_the_cache_model(tmp_path):
     # Call 1 reads 6,000 tokens no call of the session wrote; call 3 comes 400 s after call 2, past the TTL, and
     # reads them again, as the recorded sessions' calls after a pause mostly do.
     path = tmp_path / "s__1.jsonl"
     reads = [6000, 10_000, 6000, 14_000]
-    write_session(path, [10_000, 12_000, 14_000, 15_000], reads, [0, 10, 410, 420])
+    write_claude_reads(path, [10_000, 12_000, 14_000, 15_000], reads, [0, 10, 410, 420], compact_before=None)
     run = next(cf.read_runs(path))
     price = prices.pricing("claude-opus-4-5")
     assert list(cf.predict(run, price)[:, READ]) == reads

@@ -19,7 +19,9 @@ Each run's calls drive the same cost observer a simulation uses
 grows by the recorded difference (one span per call), shrinks when the
 recorded prompt shrinks, and restarts at a compaction (after the system part,
 where the recorded cache breaks show its mark: :meth:`Run.system_prefix`); the
-recorded times are the simulated times, so TTLs apply. The recorded prompt and output token counts
+recorded times are the simulated times, so TTLs apply, to all but the prefix
+the first call read, which the runtime's other sessions keep warm
+(:meth:`PromptCache.keep_warm`). The recorded prompt and output token counts
 are used as they are, so the errors below come from the cache model alone.
 
 One parameter is fitted per model on the fitting runs: an implicit cache's
