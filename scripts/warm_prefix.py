@@ -33,7 +33,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,12 +52,20 @@ HOUR_BINS = (0, 6, 12, 18)  # UTC
 _COST = CALL_COLUMNS.index("cost_usd")
 
 
+@dataclass
+class Session(cf.Run):
+    version: str = "?"  # the Claude Code version of its first assistant record
+
+
 def version(path: Path) -> str:
     """The Claude Code version of the session's first assistant record."""
     with open(path, encoding="utf-8") as fh:
         for line in fh:
-            r = json.loads(line) if line.strip() else {}
-            if r.get("type") == "assistant" and r.get("version"):
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:  # a blank line, or a last line still being written
+                continue
+            if isinstance(r, dict) and r.get("type") == "assistant" and r.get("version"):
                 return str(r["version"])
     return "?"
 
@@ -143,7 +153,7 @@ def counted(values) -> str:
 
 def describe(runs: list[cf.Run], ttl: float, minimum: int) -> None:
     print("1. reads by Claude Code version: first calls; calls after a pause longer than the TTL")
-    for v in sorted({r.version for r in runs}, key=lambda v: tuple(int(x) for x in v.split("."))):
+    for v in sorted({r.version for r in runs}, key=lambda v: [int(x) if x.isdigit() else -1 for x in v.split(".")]):
         mine = [r for r in runs if r.version == v]
         paused = [r.calls[k].cached for r in mine for k in after_pause(r, ttl)]
         print(f"   {v}: {len(mine)} session(s); first {counted(r.calls[0].cached for r in mine)}; "
@@ -253,9 +263,12 @@ def main() -> int:
     for path in sorted(args.sessions.glob("*.jsonl")):
         run = next(iter(cf.read_runs(path)), None)
         if isinstance(run, cf.Run) and run.model == MODEL:
-            run.version = version(path)
-            runs.append(run)
+            runs.append(Session(run.name, run.format, run.model, run.calls, run.model_recorded, version(path)))
     runs.sort(key=lambda r: r.name)
+    if args.folds < 2 or args.folds > len(runs):
+        why = "must be at least 2" if args.folds < 2 else f"needs as many {MODEL} sessions, found {len(runs)}"
+        print(f"error: --folds {args.folds} {why} (in {args.sessions})", file=sys.stderr)
+        return 2
     print(f"{len(runs)} sessions, {sum(len(r.calls) for r in runs)} calls ({MODEL}); TTL {price.ttl_s:.0f} s")
     describe(runs, price.ttl_s, price.min_tokens)
     missing(runs, price.ttl_s)

@@ -84,6 +84,18 @@ def test_the_first_calls_read_stays_warm_after_a_pause_in_the_cache_model(tmp_pa
     assert list(bare[:, READ]) == [0, 10_000, 0, 14_000]
 
 
+def test_a_compaction_keeps_the_warm_prefix_where_no_break_shows_the_system_mark(tmp_path):
+    # No cache break shows where the system part ends; the compaction before call 3 still keeps the prefix the
+    # first call read (the runtime's, which it sends again), so call 3, 490 s after call 2, reads it, as the
+    # replay does, where a compaction keeps the hidden system part.
+    path = tmp_path / "s__2.jsonl"
+    reads = [6000, 10_000, 6000, 8000]
+    write_claude_reads(path, [10_000, 12_000, 8000, 9000], reads, [0, 10, 500, 510], compact_before=2)
+    run = next(cf.read_runs(path))
+    assert run.system_prefix() is None and run.calls[2].reset
+    assert list(cf.predict(run, prices.pricing("claude-opus-4-5"))[:, READ]) == reads
+
+
 # -- the replay ------------------------------------------------------------------------------------
 def recording(times, warm) -> wl.WorkloadData:
     """A 6,000-token hidden system part and three 3,000-token outputs, the first call's read ``warm``."""

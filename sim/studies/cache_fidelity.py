@@ -315,7 +315,8 @@ def predict(run: Run, pricing: Pricing, recorded: bool = True, kept_warm: dict[i
     the system prompt's mark stands (Run.system_prefix), the first prompt's
     system part is a span of its own that a compaction keeps, as the replay
     keeps a transcript's hidden system part: the first call after a compaction
-    reads it while it is live. ``kept_warm`` (call -> tokens, 0 for none)
+    reads it while it is live (without such a mark a compaction keeps the
+    prefix the first call read, which stays warm). ``kept_warm`` (call -> tokens, 0 for none)
     replaces what stays warm from each call it names on, for a study of other
     rules (scripts/warm_prefix.py); ``{}`` keeps nothing warm.
     """
@@ -353,6 +354,9 @@ def predict(run: Run, pricing: Pricing, recorded: bool = True, kept_warm: dict[i
         if turn == 1 and system is not None:
             append(system, call.time_s, turn, frozenset({SYSTEM_PROMPT}))  # the cost observer marks its end
             kept = system
+        elif turn == 1 and 0 < warm <= call.prompt:  # no mark shown: a compaction keeps at least the warm prefix
+            append(warm, call.time_s, turn)
+            kept = warm
         if call.prompt > held:
             append(call.prompt - held, call.time_s, turn)
         elif call.prompt < held:
