@@ -119,6 +119,14 @@ def test_the_replay_reads_the_first_calls_warm_prefix_after_a_pause():
     assert billed(recording(paused, 5000), **{"replay.cache_breaks": False})[2] == (0, 12_000)
 
 
+def test_the_kept_prefix_ends_with_the_system_part_at_the_latest():
+    # A first call that read 9,000 tokens (a resumed session's own earlier turns too): after the pause only the
+    # 6,000-token system part, which other sessions send as well, is still warm; the first call reads all 9,000.
+    data = recording([0.0, 30.0, 430.0], 9000)
+    data.parts[1]["turn"] = 0  # the first call's prompt: the system part and 3,000 tokens of conversation
+    assert billed(data)[0][0] == 9000 and billed(data)[2] == (6000, 6000)
+
+
 @pytest.mark.parametrize("name, policy", [("oscillation-40", "naive"), ("reentrancy-60", "tombstoned"),
                                           ("oscillation-40", "observation-masking")])
 def test_a_synthetic_run_keeps_nothing_warm(monkeypatch, name, policy):

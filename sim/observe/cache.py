@@ -183,7 +183,11 @@ class PromptCache:
         pauses: other sessions of the same runtime, which send the same tools and system prompt, refresh that
         entry. An explicit cache's call reads it when nothing longer of its own is live, found as a warmed entry
         is (the runtime's mark stands there); an edit before its end drops it; a length below the minimum (0)
-        keeps nothing. Implicit caches ignore it (their bills were not studied for it)."""
+        keeps nothing. The others share no more than the system prompt: where the workload says where that ends
+        (:meth:`mark_system`), the kept prefix ends there at the latest (a resumed session's first call reads
+        its own earlier conversation too). Implicit caches ignore it (their bills were not studied for it)."""
+        if self._system_end is not None and length > self._system_end:
+            length = self._system_end
         length = self._floor(length)
         self._kept = (length, spans) if length > 0 and length >= self.min_tokens else None
 
