@@ -30,6 +30,12 @@ Two behaviours (``Pricing.cache``):
   ``granularity`` tokens; after an edit at ``p`` the blocks before ``p`` still
   match. Writes carry no premium.
 
+A replayed explicit cache may also hold a *kept* prefix (:meth:`keep_warm`):
+one that other sessions of the same runtime keep warm, so it does not expire
+with this conversation's TTL (Claude Code's tools and system prompt, set from
+the recorded first call's read: docs/cost.md). Nothing sets one in a synthetic
+scenario.
+
 Invalidation: when an edit cuts the prefix cached at the previous call and that
 entry would still have been live, the next call reads less than it would have
 read had the surviving content stayed cached; the difference is the
@@ -84,6 +90,8 @@ class PromptCache:
         self._system_end: int | None = None  # where the workload said the system prompt ends (mark_system)
         # (tokens, spans) of an entry the recorded runtime read at the next call (:meth:`warm`): its mark stood there.
         self._warmed: tuple[int, int] | None = None
+        # (tokens, spans) of a prefix that stays warm whatever this conversation does (:meth:`keep_warm`).
+        self._kept: tuple[int, int] | None = None
         self._calls = 0
         # What the previous call left cached, and what edits have removed from it since.
         self._extent = 0
@@ -143,6 +151,8 @@ class PromptCache:
             self.system = None
         if self._warmed is not None and self._warmed[0] > offset:
             self._warmed = None
+        if self._kept is not None and self._kept[0] > offset:
+            self._kept = None  # this prompt no longer starts with the prefix the others keep warm
 
     def mark_system(self, tokens: int, spans: int) -> None:
         """The system prompt ends after the prompt's first ``tokens`` tokens (``spans`` spans): the mark stands there.
@@ -167,6 +177,19 @@ class PromptCache:
         self._warmed = (self._floor(length), spans)
         if self._calls and self._system_end is not None and self.min_tokens <= length <= self._system_end:
             self.system = (self._floor(length), spans)  # the recorded call read up to the system prompt's mark
+
+    def keep_warm(self, length: int, spans: int) -> None:
+        """The prompt's first ``length`` tokens (``spans`` spans) stay in the cache however long this conversation
+        pauses: other sessions of the same runtime, which send the same tools and system prompt, refresh that
+        entry. An explicit cache's call reads it when nothing longer of its own is live, found as a warmed entry
+        is (the runtime's mark stands there); an edit before its end drops it; a length below the minimum (0)
+        keeps nothing. The others share no more than the system prompt: where the workload says where that ends
+        (:meth:`mark_system`), the kept prefix ends there at the latest (a resumed session's first call reads
+        its own earlier conversation too). Implicit caches ignore it (their bills were not studied for it)."""
+        if self._system_end is not None and length > self._system_end:
+            length = self._system_end
+        length = self._floor(length)
+        self._kept = (length, spans) if length > 0 and length >= self.min_tokens else None
 
     # -- a model call --------------------------------------------------------------
     def call(self, time: float, prompt: int, spans: int, stable: int | None = None,
@@ -231,6 +254,9 @@ class PromptCache:
         expiry = time + self.ttl
         if found is not None:
             found.expiry = expiry
+        kept = self._kept
+        if kept is not None and kept[0] <= prompt and (found is None or found.length < kept[0]):
+            found = _Entry(kept[0], kept[1], expiry)  # read from the entry the others keep warm
         g = self.g
         if system is not None:
             length = system[0] - system[0] % g

@@ -19,7 +19,9 @@ Each run's calls drive the same cost observer a simulation uses
 grows by the recorded difference (one span per call), shrinks when the
 recorded prompt shrinks, and restarts at a compaction (after the system part,
 where the recorded cache breaks show its mark: :meth:`Run.system_prefix`); the
-recorded times are the simulated times, so TTLs apply. The recorded prompt and output token counts
+recorded times are the simulated times, so TTLs apply, to all but the prefix
+the first call read, which the runtime's other sessions keep warm
+(:meth:`PromptCache.keep_warm`). The recorded prompt and output token counts
 are used as they are, so the errors below come from the cache model alone.
 
 One parameter is fitted per model on the fitting runs: an implicit cache's
@@ -303,16 +305,20 @@ def collect(folder: Path) -> tuple[list[Run], list[str]]:
 
 
 # -- predicting ----------------------------------------------------------------------
-def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
+def predict(run: Run, pricing: Pricing, recorded: bool = True, kept_warm: dict[int, int] | None = None) -> np.ndarray:
     """The cost observer's rows for the run's calls: columns of cost.CALL_COLUMNS.
 
-    With ``recorded`` the cache starts as warm as the first call found it and
-    breaks where the recording shows the runtime broke it (Run.recorded_events),
-    as a replay does; and where those breaks show where the system prompt's
-    mark stands (Run.system_prefix), the first prompt's system part is a span
-    of its own that a compaction keeps, as the replay keeps a transcript's
-    hidden system part: the first call after a compaction reads it while it is
-    live.
+    With ``recorded`` the cache starts as warm as the first call found it, and
+    stays that warm after the session's pauses (the sessions that wrote it keep
+    it warm), and breaks where the recording shows the runtime broke it
+    (Run.recorded_events), as a replay does; and where those breaks show where
+    the system prompt's mark stands (Run.system_prefix), the first prompt's
+    system part is a span of its own that a compaction keeps, as the replay
+    keeps a transcript's hidden system part: the first call after a compaction
+    reads it while it is live (without such a mark a compaction keeps the
+    prefix the first call read, which stays warm). ``kept_warm`` (call -> tokens, 0 for none)
+    replaces what stays warm from each call it names on, for a study of other
+    rules (scripts/warm_prefix.py); ``{}`` keeps nothing warm.
     """
     observer = CostMetrics(SimpleNamespace(scenario=SimpleNamespace(pricing=pricing), trace="all"))
     spans: list[Span] = []
@@ -348,12 +354,17 @@ def predict(run: Run, pricing: Pricing, recorded: bool = True) -> np.ndarray:
         if turn == 1 and system is not None:
             append(system, call.time_s, turn, frozenset({SYSTEM_PROMPT}))  # the cost observer marks its end
             kept = system
+        elif turn == 1 and 0 < warm <= call.prompt:  # no mark shown: a compaction keeps at least the warm prefix
+            append(warm, call.time_s, turn)
+            kept = warm
         if call.prompt > held:
             append(call.prompt - held, call.time_s, turn)
         elif call.prompt < held:
             drop_from_end(held - call.prompt)
         if turn == 1 and warm:
             observer.on_cache_warmed(call.time_s, turn, warm)
+        if kept_warm is not None and (turn == 1 or turn in kept_warm):
+            observer.keep_warm(kept_warm.get(turn, 0))
         if turn in breaks:
             observer.on_runtime_rewrite(call.time_s, turn, breaks[turn])
         observer.on_model_call(call.time_s, turn, call.prompt, call.output, False)

@@ -183,9 +183,16 @@ class CostMetrics(Observer):
         self.cache.warm(offset, i, time)  # what the recorded call still read: a breakpoint's entry there
 
     def on_cache_warmed(self, time, turn, tokens) -> None:
-        """The prompt's first ``tokens`` are in the cache already (written before the run began)."""
+        """The prompt's first ``tokens`` are in the cache already (written before the run began), and the
+        sessions that wrote them keep them warm after this one's pauses (docs/cost.md)."""
         _, i = self._span_at(tokens)
         self.cache.warm(tokens, i, time)
+        self.cache.keep_warm(tokens, i)
+
+    def keep_warm(self, tokens: int) -> None:
+        """The prompt's first ``tokens`` stay warm from now on, as other sessions keep them (0: nothing does)."""
+        _, i = self._span_at(tokens)
+        self.cache.keep_warm(tokens, i)
 
     def _span_at(self, offset: int) -> tuple[int, int]:
         """The start (tokens) and index of the span that holds token ``offset``."""
