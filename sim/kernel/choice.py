@@ -64,7 +64,7 @@ def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag:
 def summary(scenario: Scenario, policy, seed: int, engine: str) -> dict:
     """One run's summary (``trace="none"``) on ``engine`` (``simpy`` or ``kernel``, as :func:`pick` chose)."""
     if engine == "kernel":
-        from prunesim.kernel.replay import run_summary
+        from prunesim.kernel.summary import run_summary
         return run_summary(scenario, policy, seed)
     from prunesim.runner import run_one
     return run_one(scenario, policy, seed, trace="none").summary
@@ -86,6 +86,13 @@ class EngineChoice:
         self.gaps = {label: kernel_gap(*pair) for label, pair in (work or {}).items()}
         if requested not in ENGINES:  # no variant to choose for: the name is still checked
             pick(requested, [], turns, flag)
+        self._kernel = None  # the compiled kernel, loaded at its first run; it keeps each seed's draws
+
+    def _kernel_runs(self):
+        if self._kernel is None:
+            from prunesim.kernel.summary import Kernel
+            self._kernel = Kernel()
+        return self._kernel
 
     def summaries(self, label: str, scenario: Scenario, policy, seeds: Sequence[int]) -> list[dict]:
         """One summary per seed of ``policy`` on ``scenario``, on the engine chosen for ``label``."""
@@ -95,8 +102,9 @@ class EngineChoice:
             if gap and self.requested == "kernel":
                 raise UserError(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
                                 "simpy or auto")
-            engine = "simpy" if gap else engine
-        return [summary(scenario, policy, seed, engine) for seed in seeds]
+            if not gap:
+                return self._kernel_runs().summaries(scenario, policy, seeds)
+        return [summary(scenario, policy, seed, "simpy") for seed in seeds]
 
     def describe(self) -> str:
         """One line: which engine runs which variant, and why a variant stays on SimPy."""

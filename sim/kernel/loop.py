@@ -4,8 +4,8 @@ It does what :class:`prunesim.model.engine.Engine` does for these policies, in t
 same order and with the same arithmetic (window, hard ceiling, prune pass,
 clock), and draws the policy's numbers from the policy's own generator in the
 same order (numba's ``Generator`` reproduces numpy's draws bit for bit). It
-computes no metric: it writes one row per published event, and
-:mod:`prunesim.kernel.replay` hands those rows to the run's observers.
+computes no metric: it writes one row per published event, which
+:mod:`prunesim.kernel.fold` folds into the observers' counters.
 """
 
 from __future__ import annotations

@@ -1,0 +1,213 @@
+"""A kernel run's summary: the compiled draws, loop and fold, then the observers' own summary code on the counters.
+
+:class:`Kernel` runs what :func:`prunesim.runner.run_one` runs for ``trace="none"``
+(the policy's tables filled in as there, the run's random streams from
+:func:`prunesim.runner.streams`): the workload's arrivals
+(:mod:`prunesim.kernel.draws`), the turn loop (:mod:`prunesim.kernel.loop`)
+and the metrics' counters (:mod:`prunesim.kernel.fold`), all compiled. The
+counters are then set on the registered observers, and
+:func:`prunesim.observe.metrics.summarize` asks them for their figures as
+after any run: every figure is computed by the code that computes it for the
+SimPy engine. A kernel keeps, per seed, the workload's standard variates and
+the policy stream's start, so that a study rerunning the same seeds on many
+candidate scenarios draws them once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from prunesim.kernel import draws, fold, loop
+from prunesim.model.provenance import is_marker
+from prunesim.model.scenario import Scenario
+from prunesim.model.spans import KINDS, SYSTEM_PROMPT, Span
+from prunesim.model.workload import CHUNK, early_factor
+from prunesim.observe import RunContext, build_observers
+from prunesim.observe.metrics import summarize
+from prunesim.observe.metrics.cost import CostMetrics
+from prunesim.observe.metrics.edits import EditMetrics
+from prunesim.observe.metrics.eviction import EvictionMetrics
+from prunesim.observe.metrics.gate import GateMetrics
+from prunesim.observe.metrics.passes import PassMetrics
+from prunesim.observe.metrics.provenance import ProvenanceMetrics
+from prunesim.observe.metrics.window import WindowMetrics
+from prunesim.policies import get_policy, policy_name
+from prunesim.policies.boundary import REASONS
+from prunesim.runner import streams
+
+KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
+POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY, "slack-gated": loop.SLACK_GATED}
+CACHE_CODE = {"explicit": fold.EXPLICIT, "implicit": fold.IMPLICIT, "none": fold.NO_CACHE}
+SEEDS_KEPT = 4096  # seeds whose variates a kernel keeps (about 50 kB each per chunk)
+
+
+def _template(kind: str, tokens: int, stale_after: int, pinned: bool = False, tags=(), replaces: bool = False,
+              keyed: bool = False) -> list[int]:
+    span = Span(0, kind, tokens, 0, "", stale_after, pinned, frozenset(tags))
+    return [KIND_CODE[kind], tokens, stale_after, pinned, span.offerable, span.is_constraint, is_marker(span),
+            SYSTEM_PROMPT in span.tags, replaces, keyed]
+
+
+def _templates(rows: list[list[int]]) -> np.ndarray:
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), draws.TEMPLATE_COLUMNS)
+
+
+class Prepared:
+    """What runs of one policy on one scenario share: the loop's, the draws' and the fold's constant inputs."""
+
+    def __init__(self, scenario: Scenario, policy: str):
+        cls = get_policy(policy)
+        self.name = name = policy_name(policy)
+        missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
+        if missing:  # as run_one: a policy's own tables take their defaults when the scenario has none
+            scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
+        self.scenario = scenario
+        self.acting_trigger = cls(scenario, np.random.default_rng(0)).acting_trigger()
+        w, lat, d = scenario.workload, scenario.latency, scenario.decision
+        self.turns = scenario.turns
+        self.chunks = max(1, -(-scenario.turns // CHUNK))
+        p_stale = np.array([1.0 / w.reasoning_stale_after, 1.0 / w.output_stale_after])
+        search = p_stale >= draws.GEOMETRIC_SEARCH_P
+        repeat_search = w.repeat_rate > 0 and 1.0 / w.repeat_gap_mean >= draws.GEOMETRIC_SEARCH_P
+        self.pattern = np.array([w.reasoning.sigma > 0, w.tool_call.sigma > 0, w.tool_output.sigma > 0, search[0],
+                                 search[1], lat.tool_mean_s > 0, w.repeat_rate > 0, repeat_search], dtype=np.int64)
+        # lognormal_sizes' and the tool latency's mu, written as the workload writes them
+        self.sizes = np.array([[np.log(s.mean) - s.sigma**2 / 2, s.sigma, s.mean, s.min, s.max]
+                               for s in (w.reasoning, w.tool_call, w.tool_output)], dtype=np.float64)
+        self.p_stale = p_stale
+        self.tool = np.array([np.log(max(lat.tool_mean_s, 1e-9)) - lat.tool_sigma**2 / 2, lat.tool_sigma])
+        scale = [early_factor(w, 1 + k * CHUNK, CHUNK) for k in range(self.chunks)]
+        self.scale = (np.concatenate(scale) if scale[0] is not None else np.ones(self.chunks * CHUNK))[:self.turns]
+        self.initial = _templates([_template(s.kind, s.tokens, s.stale_after, s.pinned, s.tags) for s in w.initial])
+        self.own = _templates([_template("reasoning", 0, 0), _template("tool_call", 0, 0),
+                               _template("tool_output", 0, 0)])
+        events = sorted((e for e in w.events if 1 <= e.turn <= scenario.turns), key=lambda e: e.turn)
+        self.events = _templates([_template(e.kind, e.tokens, e.stale_after, e.pinned, e.tags,
+                                            e.replaces_output and e.kind == "tool_output", bool(e.key))
+                                  for e in events])
+        turns_of = np.array([e.turn for e in events], dtype=np.int64)
+        self.event_first = np.searchsorted(turns_of, np.arange(1, scenario.turns + 2)).astype(np.int64)
+        # the loop's
+        self.code = POLICY_CODE[name]
+        self.dec = np.array([d.index_base, d.index_per_candidate, d.rationale_base, d.rationale_per_span,
+                             d.rationale_sigma, d.select_mean, d.reclaim_target, d.selection_quality])
+        self.prune_kinds = np.array([KIND_CODE["prune_index"], KIND_CODE["prune_rationale"]], dtype=np.int64)
+        self.ceiling = scenario.budget if scenario.hard else scenario.window
+        self.latency = np.array([lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s])
+        self.low_water = scenario.recency.low_water_gap if name == "recency" else 0
+        self.gate = np.zeros(3)
+        if name == "slack-gated":
+            acts_at = scenario.trigger - scenario.gate.lead
+            self.gate = np.array([acts_at, acts_at - scenario.gate.low_water_gap, scenario.gate.margin_factor])
+        self.reentrant = d.reentrant and name == "naive"
+        # the fold's
+        p = scenario.pricing
+        self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
+        self.observers = build_observers(self.context)
+        cost = next(o for o in self.observers if isinstance(o, CostMetrics))
+        self.run_numbers = np.array([scenario.turns, self.acting_trigger, scenario.budget, scenario.hard])
+        self.cache = np.array([CACHE_CODE[p.cache], p.ttl_s, p.min_tokens, p.granularity, p.breakpoints,
+                               p.lookback, p.reuse], dtype=np.float64)
+        self.rates = np.array([*cost._rates, cost._rewrite_rate])
+        self.marker_kinds = np.array([KIND_CODE[k] for k in ("prune_rationale", "placeholder", "summary",
+                                                               "tombstone")], dtype=np.int64)
+
+    def summary(self, counters: np.ndarray, floats: np.ndarray, levels: np.ndarray, seconds: np.ndarray) -> dict:
+        """The summary dict from a run's counters: set on the observers, then their own ``summary`` code."""
+        c = counters.tolist()
+        f = floats.tolist()
+        for obs in self.observers:
+            if isinstance(obs, WindowMetrics):
+                obs.peak, obs.first_trigger_turn, obs.band_floor = c[fold.PEAK], c[fold.FIRST_TRIGGER], \
+                    c[fold.BAND_FLOOR]
+                obs.held = dict(zip(levels.tolist(), seconds.tolist(), strict=True))
+                obs.forced_truncations, obs.truncated_tokens = c[fold.FORCED], c[fold.TRUNCATED]
+                obs.overflow_turns, obs.lost_constraints = c[fold.OVERFLOW], c[fold.LOST_CONSTRAINTS]
+                obs.final_utilization, obs.sim_time = c[fold.FINAL], f[fold.SIM_TIME]
+            elif isinstance(obs, PassMetrics):
+                (obs.pass_count, obs.passes_first, obs.passes_second, obs.trend.last, obs.trend.gaps,
+                 obs.trend.sum_gap, obs.trend.sum_order_gap, obs.first_pass_turn, obs.last_pass_turn,
+                 obs.sum_index, obs.sum_rationale, obs.sum_evicted, obs.sum_after, obs.net_negative,
+                 obs.zero_yield, obs.cut_passes, obs.in_band, obs.evicted_spans) = c[fold.PASSES:fold.EVICTED_SPANS + 1]
+            elif isinstance(obs, GateMetrics):
+                obs.decisions = dict(zip(REASONS, c[fold.GATE_RUN:fold.GATE_INSUFFICIENT + 1], strict=True))
+                obs.fallbacks, obs.fallback_tokens = c[fold.FALLBACKS], c[fold.FALLBACK_TOKENS]
+            elif isinstance(obs, EvictionMetrics):
+                (obs.non_model, obs.non_model_tokens, obs.evicted_spans, obs.needed_spans, obs.evicted_tokens,
+                 obs.needed_tokens) = c[fold.NON_MODEL:fold.NEEDED_TOKENS + 1]
+            elif isinstance(obs, ProvenanceMetrics):
+                obs.unrecorded_evictions, obs.tombstone_tokens = c[fold.UNRECORDED], c[fold.TOMBSTONE_TOKENS]
+            elif isinstance(obs, CostMetrics):
+                (obs.input_billed, obs.output_billed, obs.decision_billed, obs.decision_output, obs.read, obs.write,
+                 obs.uncached, obs.invalidations, obs.invalidated) = c[fold.INPUT:fold.INVALIDATED + 1]
+                obs.cost, obs.decision_cost, obs.invalidation_cost = f[fold.COST:fold.INVALIDATION_COST + 1]
+            elif isinstance(obs, EditMetrics):
+                obs.placeholder_tokens = c[fold.PLACEHOLDER_TOKENS]
+        return summarize(self.observers)
+
+
+class Kernel:
+    """Runs summaries on the compiled kernel, keeping each seed's draws for the next scenario that runs it."""
+
+    def __init__(self):
+        self._variates: dict[tuple, np.ndarray] = {}
+        self._workload: dict[tuple, np.random.Generator] = {}  # a seed's workload stream, after its last chunk
+        self._policy_start: dict[int, dict] = {}
+        self._policy_rng = np.random.Generator(np.random.PCG64(0))  # its state is set to each seed's own
+
+    def _streams(self, seed: int, pattern: tuple, chunks: int) -> np.ndarray:
+        """The seed's first ``chunks`` chunks of standard variates for this pattern, and the policy stream's start
+        set on the kernel's policy generator."""
+        key = (seed, pattern)
+        have = self._variates.get(key)
+        if have is None or have.shape[1] < chunks * CHUNK or seed not in self._policy_start:
+            if len(self._policy_start) >= SEEDS_KEPT:  # bounded: the oldest seeds go first
+                self._forget_oldest()
+            rngs = streams(seed)
+            self._policy_start.setdefault(seed, rngs["policy"].bit_generator.state)
+            if have is None or have.shape[1] < chunks * CHUNK:
+                rng = self._workload.get(key, rngs["workload"])
+                blocks = [] if have is None else [have]
+                pat = np.array(pattern, dtype=np.int64)
+                for _ in range((0 if have is None else have.shape[1] // CHUNK), chunks):
+                    blocks.append(draws.chunk_variates(rng, pat, CHUNK))
+                have = self._variates[key] = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
+                self._workload[key] = rng
+        self._policy_rng.bit_generator.state = self._policy_start[seed]
+        return have
+
+    def _forget_oldest(self) -> None:
+        for seed in list(self._policy_start)[:SEEDS_KEPT // 4]:
+            del self._policy_start[seed]
+        kept = set(self._policy_start)
+        for store in (self._variates, self._workload):
+            for key in [k for k in store if k[0] not in kept]:
+                del store[key]
+
+    def summaries(self, scenario: Scenario, policy: str, seeds) -> list[dict]:
+        """One summary per seed, each what run_one(scenario, policy, seed, trace="none") summarizes."""
+        prep = Prepared(scenario, policy)
+        pattern = tuple(prep.pattern.tolist())
+        return [self._run(prep, pattern, seed) for seed in seeds]
+
+    def _run(self, prep: Prepared, pattern: tuple, seed: int) -> dict:
+        variates = self._streams(seed, pattern, prep.chunks)
+        workload = draws.arrivals(variates, prep.turns, prep.pattern, prep.sizes, prep.p_stale, prep.tool,
+                                  prep.scale, prep.scenario.workload.turn_unit, prep.initial, prep.own, prep.events,
+                                  prep.event_first)
+        sc = prep.scenario
+        ev, times, table, names, passes, now = loop.simulate(
+            prep.code, self._policy_rng, *workload, prep.ceiling, sc.budget, sc.trigger,
+            prep.latency, prep.dec, sc.decision.select_max, sc.decision.protect_recent_turns, prep.reentrant,
+            prep.prune_kinds, prep.low_water, prep.gate)
+        counters, floats, levels, seconds = fold.fold(ev, times, table, names, passes, workload[0], now,
+                                                      prep.run_numbers, prep.cache, prep.rates, prep.marker_kinds)
+        return prep.summary(counters, floats, levels, seconds)
+
+
+def run_summary(scenario: Scenario, policy: str, seed: int | None = None) -> dict:
+    """The summary :func:`prunesim.runner.run_one` gives for ``trace="none"``, computed by a fresh kernel."""
+    return Kernel().summaries(scenario, policy, [scenario.seed if seed is None else seed])[0]
+
+
