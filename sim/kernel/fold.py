@@ -22,6 +22,9 @@ import numba
 import numpy as np
 from prunesim.kernel import loop
 from prunesim.kernel.draws import MARKER, SYSTEM
+from prunesim.observe.metrics.window import BAND_QUANTILES, QUANTILE_TOLERANCE
+
+_P10, _P90 = BAND_QUANTILES
 
 # Counters (the int64 result), by index.
 (PEAK, FIRST_TRIGGER, BAND_FLOOR, FORCED, TRUNCATED, OVERFLOW, LOST_CONSTRAINTS, FINAL,
@@ -31,10 +34,11 @@ from prunesim.kernel.draws import MARKER, SYSTEM
  NON_MODEL, NON_MODEL_TOKENS, POLICY_SPANS, NEEDED_SPANS, POLICY_TOKENS, NEEDED_TOKENS,
  UNRECORDED, TOMBSTONE_TOKENS, PLACEHOLDER_TOKENS,
  INPUT, OUTPUT, DECISION, DECISION_OUTPUT, READ, WRITE, UNCACHED, INVALIDATIONS, INVALIDATED) = range(50)
-INT_COUNTERS = 50
-# Float counters (the float64 result).
-SIM_TIME, COST, DECISION_COST, INVALIDATION_COST = range(4)
-FLOAT_COUNTERS = 4
+BAND_P10, BAND_P90 = 50, 51
+INT_COUNTERS = 52
+# Float counters (the float64 result): the band's sums are the seconds held in all, above the trigger, at the budget.
+SIM_TIME, COST, DECISION_COST, INVALIDATION_COST, HELD, HELD_ABOVE, HELD_AT_CEILING = range(7)
+FLOAT_COUNTERS = 7
 # The cache's behaviours, and whose edit a change of the prompt is (a pass's own id is positive).
 EXPLICIT, IMPLICIT, NO_CACHE = range(3)
 FALLBACK_SOURCE, RUNTIME_SOURCE, NO_SOURCE = -1, -2, 0
@@ -364,8 +368,10 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
         n_hold += 1
     c[FIRST_TRIGGER], c[BAND_FLOOR] = first_trigger, band_floor
     levels, seconds = _held(hold_level[:n_hold], hold_time[:n_hold])
+    if first_trigger >= 0:
+        _band(c, f, levels, seconds, trigger, budget)
     _window_end(c, sp, names, arrivals, kinds)
-    return c, f, levels, seconds
+    return c, f
 
 
 @numba.njit(cache=True)
@@ -413,6 +419,34 @@ def _held(levels, seconds):
         else:
             out_seconds[m] += seconds[q]
     return out_levels[:m + 1], out_seconds[:m + 1]
+
+
+@numba.njit(cache=True)
+def _band(c, f, levels, seconds, trigger, budget):
+    """WindowMetrics.band's sums and quantiles over the levels held (ascending), in the same order."""
+    total = above = at_ceiling = 0.0
+    for q in range(levels.shape[0]):
+        total += seconds[q]
+        if levels[q] > trigger:
+            above += seconds[q]
+        if levels[q] >= budget:
+            at_ceiling += seconds[q]
+    f[HELD], f[HELD_ABOVE], f[HELD_AT_CEILING] = total, above, at_ceiling
+    c[BAND_P10] = _time_quantile(levels, seconds, total, _P10)
+    c[BAND_P90] = _time_quantile(levels, seconds, total, _P90)
+
+
+@numba.njit(cache=True)
+def _time_quantile(levels, seconds, total, q):
+    """window.time_quantile: the smallest level at or below which the window spent ``q`` of the time."""
+    weighted = total > 0
+    whole = total if weighted else float(levels.shape[0])
+    running, target = 0.0, q * whole * (1 - QUANTILE_TOLERANCE)
+    for i in range(levels.shape[0]):
+        running += seconds[i] if weighted else 1.0
+        if running >= target:
+            return levels[i]
+    return levels[-1]
 
 
 @numba.njit(cache=True)

@@ -24,7 +24,7 @@ COLUMNS = 11  # code, turn, a, b, c, d, e, f, utilization, appended total, remov
 PASS_COLUMNS = 17  # PassRecord's fields, time_s as 0 (the event's time holds it)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _log(ev, times, n, code, turn, a, b, c, d, e, f, now, util, added, removed):
     if n >= ev.shape[0]:  # grow by doubling
         bigger = np.zeros((ev.shape[0] * 2, COLUMNS), dtype=np.int64)
@@ -33,23 +33,13 @@ def _log(ev, times, n, code, turn, a, b, c, d, e, f, now, util, added, removed):
         t2 = np.zeros(ev.shape[0], dtype=np.float64)
         t2[:n] = times[:n]
         times = t2
-    row = ev[n]
-    row[0] = code
-    row[1] = turn
-    row[2] = a
-    row[3] = b
-    row[4] = c
-    row[5] = d
-    row[6] = e
-    row[7] = f
-    row[8] = util
-    row[9] = added
-    row[10] = removed
+    ev[n, 0], ev[n, 1], ev[n, 2], ev[n, 3], ev[n, 4], ev[n, 5] = code, turn, a, b, c, d
+    ev[n, 6], ev[n, 7], ev[n, 8], ev[n, 9], ev[n, 10] = e, f, util, added, removed
     times[n] = now
     return ev, times, n + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _add(sp, order, n_order, sid, tokens, ceiling, util, added):
     """Window.add: place span ``sid`` at the end, cut to the ceiling; returns (kept, cut, n_order, util, added)."""
     room = ceiling - util
@@ -79,7 +69,7 @@ def _compact(sp, order, n_order):
     return m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _take(span, util, removed):
     """Window.remove: the span (its table row) leaves; returns (utilization, removed total)."""
     span[11] = 0

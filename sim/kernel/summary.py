@@ -31,7 +31,7 @@ from prunesim.observe.metrics.eviction import EvictionMetrics
 from prunesim.observe.metrics.gate import GateMetrics
 from prunesim.observe.metrics.passes import PassMetrics
 from prunesim.observe.metrics.provenance import ProvenanceMetrics
-from prunesim.observe.metrics.window import WindowMetrics
+from prunesim.observe.metrics.window import SHARE_DIGITS, WindowMetrics
 from prunesim.policies import get_policy, policy_name
 from prunesim.policies.boundary import REASONS
 from prunesim.runner import streams
@@ -51,6 +51,24 @@ def _template(kind: str, tokens: int, stale_after: int, pinned: bool = False, ta
 
 def _templates(rows: list[list[int]]) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64).reshape(len(rows), draws.TEMPLATE_COLUMNS)
+
+
+class _FoldedBand(WindowMetrics):
+    """The window metrics with the band's sums and quantiles taken from the fold (kernel.fold._band computes
+    them as :meth:`WindowMetrics.band` does, from the same seconds in the same order)."""
+
+    band_sums: tuple = ((0.0, 0.0, 0.0), -1, -1)
+
+    def band(self) -> dict:
+        if self.first_trigger_turn < 0:
+            return super().band()
+        (total, above, at_ceiling), p10, p90 = self.band_sums
+        return {
+            "share_above_trigger": round(above / total, SHARE_DIGITS) if total > 0 else 0.0,
+            "share_at_ceiling": round(at_ceiling / total, SHARE_DIGITS) if total > 0 else 0.0,
+            "band_p10": p10,
+            "band_p90": p90,
+        }
 
 
 class Prepared:
@@ -104,7 +122,8 @@ class Prepared:
         # the fold's
         p = scenario.pricing
         self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
-        self.observers = build_observers(self.context)
+        self.observers = [_FoldedBand(self.context) if isinstance(o, WindowMetrics) else o
+                          for o in build_observers(self.context)]
         cost = next(o for o in self.observers if isinstance(o, CostMetrics))
         self.run_numbers = np.array([scenario.turns, self.acting_trigger, scenario.budget, scenario.hard])
         self.cache = np.array([CACHE_CODE[p.cache], p.ttl_s, p.min_tokens, p.granularity, p.breakpoints,
@@ -113,7 +132,7 @@ class Prepared:
         self.marker_kinds = np.array([KIND_CODE[k] for k in ("prune_rationale", "placeholder", "summary",
                                                                "tombstone")], dtype=np.int64)
 
-    def summary(self, counters: np.ndarray, floats: np.ndarray, levels: np.ndarray, seconds: np.ndarray) -> dict:
+    def summary(self, counters: np.ndarray, floats: np.ndarray) -> dict:
         """The summary dict from a run's counters: set on the observers, then their own ``summary`` code."""
         c = counters.tolist()
         f = floats.tolist()
@@ -121,7 +140,7 @@ class Prepared:
             if isinstance(obs, WindowMetrics):
                 obs.peak, obs.first_trigger_turn, obs.band_floor = c[fold.PEAK], c[fold.FIRST_TRIGGER], \
                     c[fold.BAND_FLOOR]
-                obs.held = dict(zip(levels.tolist(), seconds.tolist(), strict=True))
+                obs.band_sums = f[fold.HELD:fold.HELD_AT_CEILING + 1], c[fold.BAND_P10], c[fold.BAND_P90]
                 obs.forced_truncations, obs.truncated_tokens = c[fold.FORCED], c[fold.TRUNCATED]
                 obs.overflow_turns, obs.lost_constraints = c[fold.OVERFLOW], c[fold.LOST_CONSTRAINTS]
                 obs.final_utilization, obs.sim_time = c[fold.FINAL], f[fold.SIM_TIME]
@@ -201,9 +220,9 @@ class Kernel:
             prep.code, self._policy_rng, *workload, prep.ceiling, sc.budget, sc.trigger,
             prep.latency, prep.dec, sc.decision.select_max, sc.decision.protect_recent_turns, prep.reentrant,
             prep.prune_kinds, prep.low_water, prep.gate)
-        counters, floats, levels, seconds = fold.fold(ev, times, table, names, passes, workload[0], now,
-                                                      prep.run_numbers, prep.cache, prep.rates, prep.marker_kinds)
-        return prep.summary(counters, floats, levels, seconds)
+        counters, floats = fold.fold(ev, times, table, names, passes, workload[0], now, prep.run_numbers, prep.cache,
+                                     prep.rates, prep.marker_kinds)
+        return prep.summary(counters, floats)
 
 
 def run_summary(scenario: Scenario, policy: str, seed: int | None = None) -> dict:
