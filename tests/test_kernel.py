@@ -29,18 +29,37 @@ def test_random_scenarios_give_the_engines_summary_byte_for_byte(policy, draw):
 
 
 def test_the_random_scenarios_exercise_what_the_kernel_claims():
-    """Not a vacuous comparison: the drawn runs prune, cut rationales and hit the ceiling."""
+    """Not a vacuous comparison: the drawn runs prune, cut rationales, hit the ceiling, read and rewrite the
+    prompt cache of each behaviour, lose constraints and leave evictions nothing records."""
     rng = np.random.default_rng(7)
-    runs = [summary(random_scenario(rng), "naive", seed, "kernel") for seed in range(12)]
+    scenarios = [random_scenario(rng) for _ in range(12)]
+    runs = [summary(sc, "naive", seed, "kernel") for seed, sc in enumerate(scenarios)]
     assert sum(r["passes"] for r in runs) > 100
     assert any(r["cut_passes"] for r in runs)
     assert any(r["forced_truncations"] for r in runs) and any(not r["forced_truncations"] for r in runs)
+    for behaviour in ("explicit", "implicit"):  # the cache reads, and the passes' edits cost rewrites
+        cached = [r for sc, r in zip(scenarios, runs, strict=True) if sc.pricing.cache == behaviour]
+        assert any(r["cache_invalidations"] for r in cached) and all(r["cache_read_tokens"] for r in cached)
+    assert any(r["cache_read_tokens"] == 0 and r["uncached_input_tokens"] == r["input_tokens_billed"]
+               for sc, r in zip(scenarios, runs, strict=True) if sc.pricing.cache == "none")
+    assert any(r["unrecorded_evictions"] for r in runs) and any(r["lost_constraints"] for r in runs)
+    assert any(r["overflow_turns"] for r in runs)
     rng = np.random.default_rng(7)
     assert sum(summary(random_scenario(rng), "recency", seed, "kernel")["non_model_evictions"] for seed in range(12))
     rng = np.random.default_rng(7)
     gated = [summary(random_scenario(rng), "slack-gated", seed, "kernel") for seed in range(20)]
     for figure in ("gate_runs", "fallback_evictions", "refusals_decision_in_band", "refusals_insufficient_net"):
         assert any(r[figure] for r in gated), figure
+
+
+@pytest.mark.parametrize("policy", ["naive", "slack-gated"])
+def test_a_run_past_the_workloads_first_chunk_gives_the_engines_summary(policy):
+    """Turn 1,025 on is drawn from the stream's second chunk, after the first chunk's repeats."""
+    rng = np.random.default_rng([1100, len(policy)])
+    scenario = random_scenario(rng, turns=1100)
+    for seed in (3, 4):
+        simpy, kernel = summary(scenario, policy, seed, "simpy"), summary(scenario, policy, seed, "kernel")
+        assert summary_bytes(kernel) == summary_bytes(simpy), differences(simpy, kernel)
 
 
 def test_shipped_oscillation_scenario_byte_identical():
