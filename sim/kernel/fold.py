@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from prunesim.kernel import loop
+from prunesim.kernel import draws, loop
 from prunesim.kernel.draws import MARKER, SYSTEM
 from prunesim.observe.metrics.window import BAND_QUANTILES, QUANTILE_TOLERANCE
 
@@ -124,9 +124,8 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
     extent, extent_expiry, cut_away = 0, -1.0, 0
     has_first_edit, first_edit, first_source = False, 0, NO_SOURCE
     for r in range(rows):
-        row = ev[r]
-        code, turn, a, b, cc, d, e = row[0], row[1], row[2], row[3], row[4], row[5], row[6]
-        util = row[8]
+        code, turn, a, b, cc, d, e = ev[r, 0], ev[r, 1], ev[r, 2], ev[r, 3], ev[r, 4], ev[r, 5], ev[r, 6]
+        util = ev[r, 8]
         time = times[r]
         if code == loop.APPEND:
             if util > c[PEAK]:
@@ -189,25 +188,25 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
         elif code == loop.GATE:
             c[GATE_RUN + a] += 1
         elif code == loop.PASS:
-            p = passes[a]
+            pass_turn = passes[a, 1]
             c[PASSES] += 1
             if first_trigger >= 0:
-                _half(c, p[1], first_trigger, turns)
+                _half(c, pass_turn, first_trigger, turns)
             else:
-                early[n_early] = p[1]
+                early[n_early] = pass_turn
                 n_early += 1
             if c[FIRST_PASS] < 0:
-                c[FIRST_PASS] = p[1]
-            c[LAST_PASS] = p[1]
-            c[SUM_INDEX] += p[10]
-            c[SUM_RATIONALE] += p[11]
-            c[SUM_EVICTED] += p[12]
-            c[SUM_AFTER] += p[5]
-            c[EVICTED_SPANS] += p[9]
-            c[NET_NEGATIVE] += p[13] < 0
-            c[ZERO_YIELD] += p[9] == 0
-            c[CUT] += p[14]
-            c[IN_BAND] += p[16]
+                c[FIRST_PASS] = pass_turn
+            c[LAST_PASS] = pass_turn
+            c[SUM_INDEX] += passes[a, 10]
+            c[SUM_RATIONALE] += passes[a, 11]
+            c[SUM_EVICTED] += passes[a, 12]
+            c[SUM_AFTER] += passes[a, 5]
+            c[EVICTED_SPANS] += passes[a, 9]
+            c[NET_NEGATIVE] += passes[a, 13] < 0
+            c[ZERO_YIELD] += passes[a, 9] == 0
+            c[CUT] += passes[a, 14]
+            c[IN_BAND] += passes[a, 16]
         elif code == loop.CALL:
             prompt, output, decision, pass_id = a, b, cc != 0, d
             if n_pend:  # CostMetrics._apply_removals, then PromptCache.edits
@@ -226,8 +225,8 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
                     if left > 0:
                         toks[i] = left
                     else:
-                        ids[i:n_ids - 1] = ids[i + 1:n_ids].copy()
-                        toks[i:n_ids - 1] = toks[i + 1:n_ids].copy()
+                        for j in range(i, n_ids - 1):
+                            ids[j], toks[j] = ids[j + 1], toks[j + 1]
                         n_ids -= 1
                     if offset < cached:
                         taken = cached - offset if freed > cached - offset else freed
@@ -471,3 +470,23 @@ def _window_end(c, sp, names, arrivals, kinds):
             marker = True if s[_SOURCE] < 0 else arrivals[s[_SOURCE], MARKER] != 0  # a pass's own spans are records
             if not marker:
                 c[UNRECORDED] += 1
+
+
+# The scalars of :func:`run`, in its ``numbers`` array.
+(N_POLICY, N_TURNS, N_TURN_UNIT, N_CEILING, N_BUDGET, N_TRIGGER, N_SELECT_MAX, N_PROTECT_RECENT, N_REENTRANT,
+ N_LOW_WATER) = range(10)
+
+
+@numba.njit(cache=True)
+def run(numbers, rng, variates, pattern, sizes, p_stale, tool, scale, initial, own, events, event_first, latency, dec,
+        prune_kinds, gate, run_numbers, cache, rates, marker_kinds):
+    """One run, compiled end to end: the workload's arrivals (draws.arrivals), the turns (loop.simulate), the
+    counters (:func:`fold`); one call, so that no intermediate table crosses into Python."""
+    rows, n_init, first, output, tool_s = draws.arrivals(variates, numbers[N_TURNS], pattern, sizes, p_stale, tool,
+                                                         scale, numbers[N_TURN_UNIT] != 0, initial, own, events,
+                                                         event_first)
+    ev, times, table, names, passes, now = loop.simulate(
+        numbers[N_POLICY], rng, rows, n_init, first, output, tool_s, numbers[N_CEILING], numbers[N_BUDGET],
+        numbers[N_TRIGGER], latency, dec, numbers[N_SELECT_MAX], numbers[N_PROTECT_RECENT],
+        numbers[N_REENTRANT] != 0, prune_kinds, numbers[N_LOW_WATER], gate)
+    return fold(ev, times, table, names, passes, rows, now, run_numbers, cache, rates, marker_kinds)

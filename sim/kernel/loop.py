@@ -26,17 +26,11 @@ PASS_COLUMNS = 17  # PassRecord's fields, time_s as 0 (the event's time holds it
 
 @numba.njit(cache=True, inline="always")
 def _log(ev, times, n, code, turn, a, b, c, d, e, f, now, util, added, removed):
-    if n >= ev.shape[0]:  # grow by doubling
-        bigger = np.zeros((ev.shape[0] * 2, COLUMNS), dtype=np.int64)
-        bigger[:n] = ev[:n]
-        ev = bigger
-        t2 = np.zeros(ev.shape[0], dtype=np.float64)
-        t2[:n] = times[:n]
-        times = t2
+    """Write event row ``n`` (the table is sized for every row a run can write: see simulate)."""
     ev[n, 0], ev[n, 1], ev[n, 2], ev[n, 3], ev[n, 4], ev[n, 5] = code, turn, a, b, c, d
     ev[n, 6], ev[n, 7], ev[n, 8], ev[n, 9], ev[n, 10] = e, f, util, added, removed
     times[n] = now
-    return ev, times, n + 1
+    return n + 1
 
 
 @numba.njit(cache=True, inline="always")
@@ -104,8 +98,11 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     n_order = 0
     passes = np.zeros((turns + 1, PASS_COLUMNS), dtype=np.int64)
     n_pass = 0
-    ev = np.zeros((16 * turns + 64, COLUMNS), dtype=np.int64)
-    times = np.zeros(ev.shape[0], dtype=np.float64)
+    # Rows: at most 7 a turn (its call, the policy's consultation, a gate decision, a non-model eviction, a
+    # pass, the pass's call, its end), and 2 for each span that enters (its append, a cut) and leaves (its
+    # removal, a forced drop's truncation): every row written whole, so the table is not zeroed.
+    ev = np.empty((7 * turns + 4 * cap, COLUMNS), dtype=np.int64)
+    times = np.empty(ev.shape[0], dtype=np.float64)
     n = 0
     now = 0.0
     util = 0
@@ -121,31 +118,31 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             lo, hi = turn_first[t - 1], turn_first[t] if t < turns else n_rows
             prompt = util
             output = model_output[t - 1]
-            ev, times, n = _log(ev, times, n, CALL, turn, prompt, output, 0, 0, 0, 0, now, util, added, removed)
+            n = _log(ev, times, n, CALL, turn, prompt, output, 0, 0, 0, 0, now, util, added, removed)
             now = now + (lat_base + lat_in * prompt + lat_out * output)
         tool_done = t == 0
         for i in range(lo, hi):
-            a = arrivals[i]
-            if a[1] == 1 and not tool_done:
+            if arrivals[i, 1] == 1 and not tool_done:
                 now = now + tool_s[t - 1]
                 tool_done = True
             next_id += 1
             sid = next_id
-            row = sp[sid]
-            row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8] = (a[2], turn, a[4], a[5], -1, i, a[6],
-                                                                              a[7])
-            kept, cut, n_order, util, added = _add(sp, order, n_order, sid, a[3], ceiling, util, added)
+            kind = arrivals[i, 2]
+            # (indexed in place: a row's view of the table would cost two reference counts an arrival)
+            sp[sid, 0], sp[sid, 2], sp[sid, 3], sp[sid, 4] = kind, turn, arrivals[i, 4], arrivals[i, 5]
+            sp[sid, 5], sp[sid, 6], sp[sid, 7], sp[sid, 8] = -1, i, arrivals[i, 6], arrivals[i, 7]
+            kept, cut, n_order, util, added = _add(sp, order, n_order, sid, arrivals[i, 3], ceiling, util, added)
             if kept > 0:
-                ev, times, n = _log(ev, times, n, APPEND, turn, sid, kept, 0, 0, 0, 0, now, util, added, removed)
+                n = _log(ev, times, n, APPEND, turn, sid, kept, 0, 0, 0, 0, now, util, added, removed)
             if cut:
-                ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, a[2], kept + cut, kept, a[7], -1,
-                                    now, util, added, removed)
+                n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, kind, kept + cut, kept, arrivals[i, 7], -1,
+                         now, util, added, removed)
         if t == 0:
             continue
         if not tool_done:  # a turn whose tool output is none of its rows cannot happen: every turn has one
             now = now + tool_s[t - 1]
         # The turn's arrivals are in: the policy is consulted.
-        ev, times, n = _log(ev, times, n, REACHED, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
+        n = _log(ev, times, n, REACHED, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
         evicting = False  # an oldest-first non-model eviction down to `target` (recency, or the gate's fallback)
         target = 0
         fallback = 0
@@ -159,18 +156,17 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             cand = np.empty(n_order, dtype=np.int64)
             nc = 0
             for q in range(n_order):
-                s = sp[order[q]]
-                artifact = s[0] == k_index or s[0] == k_rationale
-                if s[7] and s[4] == 0 and (s[2] <= cutoff or artifact):
-                    cand[nc] = order[q]
+                cid = order[q]
+                artifact = sp[cid, 0] == k_index or sp[cid, 0] == k_rationale
+                if sp[cid, 7] and sp[cid, 4] == 0 and (sp[cid, 2] <= cutoff or artifact):
+                    cand[nc] = cid
                     nc += 1
             index_tokens = np.int64(round(dec[0] + dec[1] * nc))
             draws = rng.random(nc)
             judged = np.empty(nc, dtype=np.int64)
             nj = 0
             for q in range(nc):
-                s = sp[cand[q]]
-                if (draws[q] < dec[7]) == (turn >= s[3]):
+                if (draws[q] < dec[7]) == (turn >= sp[cand[q], 3]):
                     judged[nj] = cand[q]
                     nj += 1
             judged = judged[:nj]
@@ -217,7 +213,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                     reason = 3
                 else:
                     reason = 0
-                ev, times, n = _log(ev, times, n, GATE, turn, reason, index_tokens, rationale_tokens, nc, ns,
+                n = _log(ev, times, n, GATE, turn, reason, index_tokens, rationale_tokens, nc, ns,
                                     selected_tokens, now, util, added, removed)
                 if reason == 0:
                     run_pass = True
@@ -238,21 +234,20 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             for q in range(n_order):
                 if need <= 0:
                     break
-                s = sp[order[q]]
-                if s[11] and s[7] and s[2] <= last:
-                    chosen[nc] = order[q]
+                cid = order[q]
+                if sp[cid, 11] and sp[cid, 7] and sp[cid, 2] <= last:
+                    chosen[nc] = cid
                     nc += 1
-                    need -= s[1]
+                    need -= sp[cid, 1]
             if nc:
                 freed = 0
                 for q in range(nc):
                     s = sp[chosen[q]]
                     util, removed = _take(s, util, removed)
                     freed += s[1]
-                    ev, times, n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, chosen[q], s[1], 0, 0,
-                                        0, now, util, added, removed)
-                ev, times, n = _log(ev, times, n, NON_MODEL, turn, nc, freed, fallback, 0, 0, 0, now, util, added,
-                                    removed)
+                    n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, chosen[q], s[1], 0, 0, 0, now,
+                             util, added, removed)
+                n = _log(ev, times, n, NON_MODEL, turn, nc, freed, fallback, 0, 0, 0, now, util, added, removed)
         if run_pass:
             # -- the pass (Engine.model_pass) --
             n_pass += 1
@@ -262,8 +257,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                     if util + index_tokens <= ceiling:
                         break
                     sid = order[q]
-                    s = sp[sid]
-                    if not s[11] or s[4]:
+                    if not sp[sid, 11] or sp[sid, 4]:
                         continue
                     excluded = False
                     for r in range(ns):
@@ -271,20 +265,19 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                             excluded = True
                     if excluded:
                         continue
+                    s = sp[sid]
                     util, removed = _take(s, util, removed)
-                    ev, times, n = _log(ev, times, n, REMOVE, turn, DROP, sid, s[1], 0, 0, 0, now, util, added,
-                                        removed)
-                    ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_DROP, s[0], s[1], 0, 0, -1, now, util,
-                                        added, removed)
+                    n = _log(ev, times, n, REMOVE, turn, DROP, sid, s[1], 0, 0, 0, now, util, added, removed)
+                    n = _log(ev, times, n, TRUNC, turn, FORCED_DROP, s[0], s[1], 0, 0, -1, now, util, added, removed)
             next_id += 1
             sid = next_id
             s = sp[sid]
             s[0], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = k_index, turn, turn, 0, n_pass, -1, 1, 0
             tokens, cut, n_order, util, added = _add(sp, order, n_order, sid, index_tokens, ceiling, util, added)
             if tokens > 0:
-                ev, times, n = _log(ev, times, n, APPEND, turn, sid, tokens, 0, 0, 0, 0, now, util, added, removed)
+                n = _log(ev, times, n, APPEND, turn, sid, tokens, 0, 0, 0, 0, now, util, added, removed)
             if cut:
-                ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, k_index, tokens + cut, tokens, 0,
+                n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, k_index, tokens + cut, tokens, 0,
                                     -1, now, util, added, removed)
             index_kept = tokens
             prompt = before + index_kept
@@ -298,7 +291,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 rationale += per_span[q]
                 written += 1
             was_cut = rationale < rationale_tokens
-            ev, times, n = _log(ev, times, n, CALL, turn, prompt, rationale, 1, n_pass, 0, 0, now, util, added,
+            n = _log(ev, times, n, CALL, turn, prompt, rationale, 1, n_pass, 0, 0, now, util, added,
                                 removed)
             note = 0
             if rationale:
@@ -321,10 +314,10 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 n_order += 1
                 util += rationale
                 added += rationale
-                ev, times, n = _log(ev, times, n, APPEND, turn, note, rationale, 0, 0, 0, 0, now, util, added,
+                n = _log(ev, times, n, APPEND, turn, note, rationale, 0, 0, 0, 0, now, util, added,
                                     removed)
             if was_cut:
-                ev, times, n = _log(ev, times, n, TRUNC, turn, RATIONALE_CUT, k_rationale, rationale_tokens,
+                n = _log(ev, times, n, TRUNC, turn, RATIONALE_CUT, k_rationale, rationale_tokens,
                                     rationale, 0, written, now, util, added, removed)
             peak = util
             evicted = 0
@@ -338,7 +331,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 s = sp[sid]
                 if s[11]:
                     util, removed = _take(s, util, removed)
-                    ev, times, n = _log(ev, times, n, REMOVE, turn, EVICT, sid, s[1], 0, 0, 0, now, util, added,
+                    n = _log(ev, times, n, REMOVE, turn, EVICT, sid, s[1], 0, 0, 0, now, util, added,
                                         removed)
                     evicted += s[1]
                     spans += 1
@@ -350,6 +343,6 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                                                                             budget - before, nc, ns)
             pr[9], pr[10], pr[11], pr[12], pr[13], pr[14], pr[15], pr[16] = (spans, index_kept, rationale, evicted,
                                                                              net, was_cut, stale, in_band)
-            ev, times, n = _log(ev, times, n, PASS, turn, n_pass - 1, 0, 0, 0, 0, 0, now, util, added, removed)
-        ev, times, n = _log(ev, times, n, TURN_END, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
+            n = _log(ev, times, n, PASS, turn, n_pass - 1, 0, 0, 0, 0, 0, now, util, added, removed)
+        n = _log(ev, times, n, TURN_END, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
     return ev[:n], times[:n], sp[:next_id + 1], names[:n_names], passes[:n_pass], now

@@ -74,14 +74,15 @@ class _FoldedBand(WindowMetrics):
 class Prepared:
     """What runs of one policy on one scenario share: the loop's, the draws' and the fold's constant inputs."""
 
-    def __init__(self, scenario: Scenario, policy: str):
+    def __init__(self, scenario: Scenario, policy: str, rng: np.random.Generator | None = None):
         cls = get_policy(policy)
         self.name = name = policy_name(policy)
         missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
         if missing:  # as run_one: a policy's own tables take their defaults when the scenario has none
             scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
         self.scenario = scenario
-        self.acting_trigger = cls(scenario, np.random.default_rng(0)).acting_trigger()
+        # (the policy's object only says where it acts; ``rng`` is any generator: the object draws nothing)
+        self.acting_trigger = cls(scenario, rng or np.random.default_rng(0)).acting_trigger()
         w, lat, d = scenario.workload, scenario.latency, scenario.decision
         self.turns = scenario.turns
         self.chunks = max(1, -(-scenario.turns // CHUNK))
@@ -107,18 +108,20 @@ class Prepared:
         turns_of = np.array([e.turn for e in events], dtype=np.int64)
         self.event_first = np.searchsorted(turns_of, np.arange(1, scenario.turns + 2)).astype(np.int64)
         # the loop's
-        self.code = POLICY_CODE[name]
         self.dec = np.array([d.index_base, d.index_per_candidate, d.rationale_base, d.rationale_per_span,
                              d.rationale_sigma, d.select_mean, d.reclaim_target, d.selection_quality])
         self.prune_kinds = np.array([KIND_CODE["prune_index"], KIND_CODE["prune_rationale"]], dtype=np.int64)
-        self.ceiling = scenario.budget if scenario.hard else scenario.window
         self.latency = np.array([lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s])
-        self.low_water = scenario.recency.low_water_gap if name == "recency" else 0
         self.gate = np.zeros(3)
         if name == "slack-gated":
             acts_at = scenario.trigger - scenario.gate.lead
             self.gate = np.array([acts_at, acts_at - scenario.gate.low_water_gap, scenario.gate.margin_factor])
-        self.reentrant = d.reentrant and name == "naive"
+        numbers = {fold.N_POLICY: POLICY_CODE[name], fold.N_TURNS: scenario.turns, fold.N_TURN_UNIT: w.turn_unit,
+                   fold.N_CEILING: scenario.budget if scenario.hard else scenario.window,
+                   fold.N_BUDGET: scenario.budget, fold.N_TRIGGER: scenario.trigger, fold.N_SELECT_MAX: d.select_max,
+                   fold.N_PROTECT_RECENT: d.protect_recent_turns, fold.N_REENTRANT: d.reentrant and name == "naive",
+                   fold.N_LOW_WATER: scenario.recency.low_water_gap if name == "recency" else 0}
+        self.numbers = np.array([numbers[i] for i in range(len(numbers))], dtype=np.int64)
         # the fold's
         p = scenario.pricing
         self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
@@ -206,22 +209,16 @@ class Kernel:
 
     def summaries(self, scenario: Scenario, policy: str, seeds) -> list[dict]:
         """One summary per seed, each what run_one(scenario, policy, seed, trace="none") summarizes."""
-        prep = Prepared(scenario, policy)
+        prep = Prepared(scenario, policy, self._policy_rng)
         pattern = tuple(prep.pattern.tolist())
         return [self._run(prep, pattern, seed) for seed in seeds]
 
     def _run(self, prep: Prepared, pattern: tuple, seed: int) -> dict:
         variates = self._streams(seed, pattern, prep.chunks)
-        workload = draws.arrivals(variates, prep.turns, prep.pattern, prep.sizes, prep.p_stale, prep.tool,
-                                  prep.scale, prep.scenario.workload.turn_unit, prep.initial, prep.own, prep.events,
-                                  prep.event_first)
-        sc = prep.scenario
-        ev, times, table, names, passes, now = loop.simulate(
-            prep.code, self._policy_rng, *workload, prep.ceiling, sc.budget, sc.trigger,
-            prep.latency, prep.dec, sc.decision.select_max, sc.decision.protect_recent_turns, prep.reentrant,
-            prep.prune_kinds, prep.low_water, prep.gate)
-        counters, floats = fold.fold(ev, times, table, names, passes, workload[0], now, prep.run_numbers, prep.cache,
-                                     prep.rates, prep.marker_kinds)
+        counters, floats = fold.run(prep.numbers, self._policy_rng, variates, prep.pattern, prep.sizes, prep.p_stale,
+                                    prep.tool, prep.scale, prep.initial, prep.own, prep.events, prep.event_first,
+                                    prep.latency, prep.dec, prep.prune_kinds, prep.gate, prep.run_numbers,
+                                    prep.cache, prep.rates, prep.marker_kinds)
         return prep.summary(counters, floats)
 
 
