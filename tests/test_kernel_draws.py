@@ -50,7 +50,7 @@ def compiled_rows(scenario, seed: int):
     variates = kernel._streams(seed, tuple(prep.pattern.tolist()), prep.chunks)
     rows, _, _, output, tool_s = draws.arrivals(variates, prep.turns, prep.pattern, prep.sizes, prep.p_stale,
                                                 prep.tool, prep.scale, scenario.workload.turn_unit, prep.initial,
-                                                prep.own, prep.events, prep.event_first)
+                                                prep.templates, prep.event_first)
     return rows, output.tolist(), tool_s.tolist()
 
 

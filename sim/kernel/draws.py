@@ -30,6 +30,9 @@ ARRIVAL_COLUMNS = 10
 # Columns of a span template (an initial span, a scripted event, or the loop's own kinds).
 T_KIND, T_TOKENS, T_STALE, T_PINNED, T_OFFERABLE, T_CONSTRAINT, T_MARKER, T_SYSTEM, T_REPLACES, T_KEYED = range(10)
 TEMPLATE_COLUMNS = 10
+# The first rows of the templates: the tool loop's own reasoning, call and output; the scripted events follow.
+OWN_REASONING, OWN_CALL, OWN_OUTPUT = range(3)
+OWN = 3
 # numpy's geometric draw searches the running sum at and above this p, and inverts an exponential below.
 GEOMETRIC_SEARCH_P = 0.333333333333333333333333
 INT64_MAX = np.iinfo(np.int64).max
@@ -83,78 +86,77 @@ def geometric(variate, p):
 
 
 @numba.njit(cache=True)
-def size(z, dist, drawn, scale):
+def size(z, sizes, which, drawn, scale):
     """One token size: the lognormal ``exp(mu + sigma z)`` (the mean without a sigma), times ``scale``, rounded
-    and clipped as lognormal_sizes does. ``dist``: (mu, sigma, mean, min, max)."""
-    v = np.exp(dist[0] + dist[1] * z) if drawn else dist[2]
+    and clipped as lognormal_sizes does. ``sizes[which]``: (mu, sigma, mean, min, max)."""
+    v = np.exp(sizes[which, 0] + sizes[which, 1] * z) if drawn else sizes[which, 2]
     v = np.rint(v * scale)
-    if v < dist[3]:
-        v = dist[3]
-    if v > dist[4]:
-        v = dist[4]
+    if v < sizes[which, 3]:
+        v = sizes[which, 3]
+    if v > sizes[which, 4]:
+        v = sizes[which, 4]
     return np.int64(v)
 
 
-@numba.njit(cache=True)
-def _put(rows, n, turn, step, template, tokens, stale_after):
-    r = rows[n]
-    r[TURN], r[STEP], r[KIND], r[TOKENS], r[STALE_AT] = turn, step, template[T_KIND], tokens, turn + stale_after
-    r[PINNED], r[OFFERABLE], r[CONSTRAINT] = template[T_PINNED], template[T_OFFERABLE], template[T_CONSTRAINT]
-    r[MARKER], r[SYSTEM] = template[T_MARKER], template[T_SYSTEM]
+@numba.njit(cache=True, inline="always")
+def _put(rows, n, turn, step, templates, t, tokens, stale_after):
+    """Arrival row ``n``: template ``t`` with these tokens, stale ``stale_after`` turns after ``turn``."""
+    rows[n, TURN], rows[n, STEP], rows[n, KIND] = turn, step, templates[t, T_KIND]
+    rows[n, TOKENS], rows[n, STALE_AT], rows[n, PINNED] = tokens, turn + stale_after, templates[t, T_PINNED]
+    rows[n, OFFERABLE], rows[n, CONSTRAINT] = templates[t, T_OFFERABLE], templates[t, T_CONSTRAINT]
+    rows[n, MARKER], rows[n, SYSTEM] = templates[t, T_MARKER], templates[t, T_SYSTEM]
     return n + 1
 
 
 @numba.njit(cache=True)
-def arrivals(variates, turns, pattern, sizes, p_stale, tool, scale, turn_unit, initial, own, events, event_first):
+def arrivals(variates, turns, pattern, sizes, p_stale, tool, scale, turn_unit, initial, templates, event_first):
     """The loop's arrays (arrival rows, the initial rows' count, each turn's first row, each turn's model output,
     each turn's tool latency) for ``turns`` turns from the chunks' ``variates`` (one (6, CHUNK) block per chunk,
     side by side).
 
     ``sizes``: the (mu, sigma, mean, min, max) of reasoning, call and output; ``p_stale``: the geometric p of
     reasoning and output staleness; ``tool``: (mu, sigma) of the latency; ``scale``: the early factor per turn
-    (ones without one); ``initial``, ``own`` (templates of a reasoning, a call, an output) and ``events``
-    (sorted by turn, in file order; turn ``t``'s from ``event_first[t - 1]``) are span templates.
+    (ones without one). ``initial`` and ``templates`` are span templates: ``templates`` holds a reasoning, a
+    call and an output, then the scripted events (sorted by turn, in file order; turn ``t``'s from
+    ``3 + event_first[t - 1]``).
     """
-    n_events = events.shape[0]
-    rows = np.zeros((initial.shape[0] + turns * 3 + n_events, ARRIVAL_COLUMNS), dtype=np.int64)
+    n_events = templates.shape[0] - OWN
+    rows = np.empty((initial.shape[0] + turns * 3 + n_events, ARRIVAL_COLUMNS), dtype=np.int64)
     n = 0
     for q in range(initial.shape[0]):
-        n = _put(rows, n, 0, 0, initial[q], initial[q, T_TOKENS], initial[q, T_STALE])
+        n = _put(rows, n, 0, 0, initial, q, initial[q, T_TOKENS], initial[q, T_STALE])
     n_init = n
     first = np.zeros(turns, dtype=np.int64)
     output = np.zeros(turns, dtype=np.int64)
     tool_s = np.zeros(turns)
-    reasoning, call, out = own[0], own[1], own[2]
     for i in range(turns):
         turn = i + 1
-        z = variates[:, i]
-        r_tok = size(z[0], sizes[0], pattern[DRAWS_REASONING], 1.0)
-        c_tok = size(z[1], sizes[1], pattern[DRAWS_CALL], 1.0)
-        o_tok = size(z[2], sizes[2], pattern[DRAWS_OUTPUT], scale[i])
-        r_stale = geometric(z[3], p_stale[0])
-        o_stale = geometric(z[4], p_stale[1])
+        r_tok = size(variates[0, i], sizes, 0, pattern[DRAWS_REASONING], 1.0)
+        c_tok = size(variates[1, i], sizes, 1, pattern[DRAWS_CALL], 1.0)
+        o_tok = size(variates[2, i], sizes, 2, pattern[DRAWS_OUTPUT], scale[i])
+        r_stale = geometric(variates[3, i], p_stale[0])
+        o_stale = geometric(variates[4, i], p_stale[1])
         if pattern[DRAWS_TOOL]:
-            tool_s[i] = np.exp(tool[0] + tool[1] * z[5])
+            tool_s[i] = np.exp(tool[0] + tool[1] * variates[5, i])
         output[i] = r_tok + c_tok
         first[i] = n
         # The turn's tool output and call, as the scripted events leave them.
-        out_template, out_tokens, out_stale = out, o_tok, o_stale
+        out, out_tokens, out_stale = OWN_OUTPUT, o_tok, o_stale
         call_stale = o_stale
-        lo, hi = event_first[i], event_first[i + 1]
+        lo, hi = OWN + event_first[i], OWN + event_first[i + 1]
         for e in range(lo, hi):
-            ev = events[e]
-            if ev[T_REPLACES]:
-                out_template, out_tokens, out_stale = ev, ev[T_TOKENS], ev[T_STALE]
-                if ev[T_KEYED]:
-                    call_stale = ev[T_STALE]
+            if templates[e, T_REPLACES]:
+                out, out_tokens, out_stale = e, templates[e, T_TOKENS], templates[e, T_STALE]
+                if templates[e, T_KEYED]:
+                    call_stale = templates[e, T_STALE]
         if turn_unit:
             out_tokens = r_tok + c_tok + out_tokens
             out_stale = max(r_stale, out_stale)
         else:
-            n = _put(rows, n, turn, 0, reasoning, r_tok, r_stale)
-            n = _put(rows, n, turn, 0, call, c_tok, call_stale)
-        n = _put(rows, n, turn, 1, out_template, out_tokens, out_stale)
+            n = _put(rows, n, turn, 0, templates, OWN_REASONING, r_tok, r_stale)
+            n = _put(rows, n, turn, 0, templates, OWN_CALL, c_tok, call_stale)
+        n = _put(rows, n, turn, 1, templates, out, out_tokens, out_stale)
         for e in range(lo, hi):
-            if not events[e, T_REPLACES]:
-                n = _put(rows, n, turn, 1, events[e], events[e, T_TOKENS], events[e, T_STALE])
+            if not templates[e, T_REPLACES]:
+                n = _put(rows, n, turn, 1, templates, e, templates[e, T_TOKENS], templates[e, T_STALE])
     return rows[:n], n_init, first, output, tool_s

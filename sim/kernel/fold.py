@@ -114,8 +114,12 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
     n_pend = 0
     current_pass = 0
     calls = 0
-    entries = np.zeros((16, 2), dtype=np.int64)  # (length, spans), sorted by length
-    expiry = np.zeros(16)
+    calls_made = 0
+    for r in range(rows):
+        calls_made += ev[r, 0] == loop.CALL
+    room = 3 * calls_made + 4  # a call stores at most three entries (the system prompt's, a held part's, its own)
+    entries = np.zeros((room, 2), dtype=np.int64)  # (length, spans), sorted by length
+    expiry = np.zeros(room)
     ne = 0
     cleanup_at = 64
     has_system, system_tokens, system_spans = False, 0, 0
@@ -250,13 +254,6 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
                 cut_away, has_first_edit, first_source = 0, False, NO_SOURCE
                 read, write, uncached = 0, 0, prompt
             else:
-                if ne + 4 > entries.shape[0]:
-                    bigger = np.zeros((2 * entries.shape[0], 2), dtype=np.int64)
-                    bigger[:ne] = entries[:ne]
-                    entries = bigger
-                    wider = np.zeros(bigger.shape[0])
-                    wider[:ne] = expiry[:ne]
-                    expiry = wider
                 at = time + ttl
                 if behaviour == EXPLICIT:
                     use_system = breakpoints >= 2 and has_system and system_tokens < prompt
@@ -478,12 +475,12 @@ def _window_end(c, sp, names, arrivals, kinds):
 
 
 @numba.njit(cache=True)
-def run(numbers, rng, variates, pattern, sizes, p_stale, tool, scale, initial, own, events, event_first, latency, dec,
+def run(numbers, rng, variates, pattern, sizes, p_stale, tool, scale, initial, templates, event_first, latency, dec,
         prune_kinds, gate, run_numbers, cache, rates, marker_kinds):
     """One run, compiled end to end: the workload's arrivals (draws.arrivals), the turns (loop.simulate), the
     counters (:func:`fold`); one call, so that no intermediate table crosses into Python."""
     rows, n_init, first, output, tool_s = draws.arrivals(variates, numbers[N_TURNS], pattern, sizes, p_stale, tool,
-                                                         scale, numbers[N_TURN_UNIT] != 0, initial, own, events,
+                                                         scale, numbers[N_TURN_UNIT] != 0, initial, templates,
                                                          event_first)
     ev, times, table, names, passes, now = loop.simulate(
         numbers[N_POLICY], rng, rows, n_init, first, output, tool_s, numbers[N_CEILING], numbers[N_BUDGET],

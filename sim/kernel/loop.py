@@ -72,6 +72,25 @@ def _take(span, util, removed):
 
 
 @numba.njit(cache=True)
+def _largest_first(sp, ids, n):
+    """Sort ``ids[:n]`` by their spans' tokens, largest first, ties kept in order (a stable sort, as mergesort)."""
+    if n > 32:
+        keys = np.empty(n, dtype=np.int64)
+        for q in range(n):
+            keys[q] = -sp[ids[q], 1]
+        ids[:n] = ids[:n][np.argsort(keys, kind="mergesort")]
+        return
+    for q in range(1, n):
+        x = ids[q]
+        size = sp[x, 1]
+        j = q - 1
+        while j >= 0 and sp[ids[j], 1] < size:
+            ids[j + 1] = ids[j]
+            j -= 1
+        ids[j + 1] = x
+
+
+@numba.njit(cache=True)
 def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ceiling, budget, trigger, lat,
              dec, select_max, protect_recent, reentrant, prune_kinds, low_water_gap, gate):
     """Run the turns; returns (events, times, spans, names, passes, end time).
@@ -96,6 +115,10 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     n_names = 0
     order = np.zeros(cap, dtype=np.int64)  # ids in window order (removed ones compacted away lazily)
     n_order = 0
+    # Scratch of a consultation: the candidates (or recency's choice), those judged stale, the selections' sizes.
+    cand = np.empty(cap, dtype=np.int64)
+    judged = np.empty(cap, dtype=np.int64)
+    per_span = np.empty(max(1, select_max), dtype=np.int64)
     passes = np.zeros((turns + 1, PASS_COLUMNS), dtype=np.int64)
     n_pass = 0
     # Rows: at most 7 a turn (its call, the policy's consultation, a gate decision, a non-model eviction, a
@@ -153,7 +176,6 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
         if (policy == NAIVE and util >= trigger) or (policy == SLACK_GATED and util >= gate_at):
             n_order = _compact(sp, order, n_order)  # then the candidates, in window order
             cutoff = turn - protect_recent
-            cand = np.empty(n_order, dtype=np.int64)
             nc = 0
             for q in range(n_order):
                 cid = order[q]
@@ -162,18 +184,12 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                     cand[nc] = cid
                     nc += 1
             index_tokens = np.int64(round(dec[0] + dec[1] * nc))
-            draws = rng.random(nc)
-            judged = np.empty(nc, dtype=np.int64)
             nj = 0
-            for q in range(nc):
-                if (draws[q] < dec[7]) == (turn >= sp[cand[q], 3]):
+            for q in range(nc):  # one uniform a candidate, drawn in order as rng.random(nc) draws them
+                if (rng.random() < dec[7]) == (turn >= sp[cand[q], 3]):
                     judged[nj] = cand[q]
                     nj += 1
-            judged = judged[:nj]
-            keys = np.empty(nj, dtype=np.int64)
-            for q in range(nj):
-                keys[q] = -sp[judged[q], 1]
-            judged = judged[np.argsort(keys, kind="mergesort")]  # largest first, ties to the oldest
+            _largest_first(sp, judged, nj)
             if dec[6] > 0:
                 total = 0
                 ns = 0
@@ -187,17 +203,14 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (dec[5] - 1) / extra_max))
                 want = 1 + rng.binomial(extra_max, p) if extra_max else 1
                 ns = min(want, nj)
-            selected = judged[:ns]
-            per_span = np.empty(ns, dtype=np.int64)
-            if ns:
-                noise = rng.lognormal(0.0, dec[4], ns)
-                for q in range(ns):
-                    per_span[q] = max(1, np.int64(round(dec[3] * noise[q])))
+            selected = judged  # its first ns
+            for q in range(ns):  # as rng.lognormal(0, sigma, ns) draws them
+                per_span[q] = max(1, np.int64(round(dec[3] * rng.lognormal(0.0, dec[4]))))
             own = False
             if reentrant:
                 own = rng.random() < dec[7]
             rationale_base = np.int64(dec[2])
-            rationale_tokens = rationale_base + per_span.sum()
+            rationale_tokens = rationale_base + per_span[:ns].sum()
             overhead = index_tokens + rationale_tokens
             if policy == SLACK_GATED:  # evaluate_boundary, then the pass or the fallback
                 selected_tokens = 0
@@ -229,7 +242,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             n_order = _compact(sp, order, n_order)
             need = util - target
             last = turn - protect_recent
-            chosen = np.empty(n_order, dtype=np.int64)
+            chosen = cand
             nc = 0
             for q in range(n_order):
                 if need <= 0:
@@ -323,11 +336,11 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             evicted = 0
             spans = 0
             stale = 0
-            victims = selected[:written].copy()
+            n_victims = written
             if own and rationale and sp[note, 11]:  # a reentrant plan: its own justification was a candidate
-                victims = np.append(victims, note)
-            for q in range(victims.shape[0]):
-                sid = victims[q]
+                n_victims += 1
+            for q in range(n_victims):
+                sid = selected[q] if q < written else note
                 s = sp[sid]
                 if s[11]:
                     util, removed = _take(s, util, removed)

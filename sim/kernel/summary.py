@@ -99,12 +99,12 @@ class Prepared:
         scale = [early_factor(w, 1 + k * CHUNK, CHUNK) for k in range(self.chunks)]
         self.scale = (np.concatenate(scale) if scale[0] is not None else np.ones(self.chunks * CHUNK))[:self.turns]
         self.initial = _templates([_template(s.kind, s.tokens, s.stale_after, s.pinned, s.tags) for s in w.initial])
-        self.own = _templates([_template("reasoning", 0, 0), _template("tool_call", 0, 0),
-                               _template("tool_output", 0, 0)])
         events = sorted((e for e in w.events if 1 <= e.turn <= scenario.turns), key=lambda e: e.turn)
-        self.events = _templates([_template(e.kind, e.tokens, e.stale_after, e.pinned, e.tags,
-                                            e.replaces_output and e.kind == "tool_output", bool(e.key))
-                                  for e in events])
+        self.templates = _templates([_template("reasoning", 0, 0), _template("tool_call", 0, 0),
+                                     _template("tool_output", 0, 0)]
+                                    + [_template(e.kind, e.tokens, e.stale_after, e.pinned, e.tags,
+                                                 e.replaces_output and e.kind == "tool_output", bool(e.key))
+                                       for e in events])
         turns_of = np.array([e.turn for e in events], dtype=np.int64)
         self.event_first = np.searchsorted(turns_of, np.arange(1, scenario.turns + 2)).astype(np.int64)
         # the loop's
@@ -216,7 +216,7 @@ class Kernel:
     def _run(self, prep: Prepared, pattern: tuple, seed: int) -> dict:
         variates = self._streams(seed, pattern, prep.chunks)
         counters, floats = fold.run(prep.numbers, self._policy_rng, variates, prep.pattern, prep.sizes, prep.p_stale,
-                                    prep.tool, prep.scale, prep.initial, prep.own, prep.events, prep.event_first,
+                                    prep.tool, prep.scale, prep.initial, prep.templates, prep.event_first,
                                     prep.latency, prep.dec, prep.prune_kinds, prep.gate, prep.run_numbers,
                                     prep.cache, prep.rates, prep.marker_kinds)
         return prep.summary(counters, floats)
