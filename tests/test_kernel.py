@@ -9,7 +9,15 @@ import pytest
 from prunesim.cli import main
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import load, replace
-from prunesim.kernel.choice import AUTO_MIN_TURNS, EngineChoice, kernel_gap, pick, summary
+from prunesim.kernel.choice import (
+    AUTO_MIN_TURNS,
+    AUTO_MIN_TURNS_COMPILED,
+    EngineChoice,
+    auto_min_turns,
+    kernel_gap,
+    pick,
+    summary,
+)
 from prunesim.kernel.differential import differences, random_scenario, summary_bytes
 from prunesim.model.scenario import NeedParams, Scenario
 from prunesim.policies.slack_gated import Gate
@@ -83,9 +91,18 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
         with pytest.raises(UserError, match="--engine: the kernel does not cover"):
             pick("kernel", [(scenario, policy)], 1)
     assert pick("auto", [(plain, "naive")], 10 * AUTO_MIN_TURNS) == "kernel"
-    assert pick("auto", [(plain, "naive")], AUTO_MIN_TURNS - 1) == "simpy"  # too little work to pay for loading
+    assert pick("auto", [(plain, "naive")], auto_min_turns() - 1) == "simpy"  # too little work to pay for loading
     with pytest.raises(UserError, match="unknown engine"):
         pick("fast", [(plain, "naive")], 1)
+
+
+def test_auto_asks_for_less_work_once_the_kernel_is_compiled():
+    summary(Scenario(), "naive", 0, "kernel")  # compiled now, and kept in numba's cache
+    from prunesim.kernel import fold
+    if type(fold.run._cache).__name__ == "NullCache":
+        pytest.skip("numba has no cache directory it can write here")
+    assert auto_min_turns() == AUTO_MIN_TURNS_COMPILED < AUTO_MIN_TURNS
+    assert pick("auto", [(Scenario(), "naive")], AUTO_MIN_TURNS_COMPILED) == "kernel"
 
 
 def test_engine_kernel_on_a_study_it_does_not_cover_is_one_line_and_exit_2(capsys):

@@ -18,10 +18,11 @@ from prunesim.model.scenario import Scenario
 
 ENGINES = ("simpy", "kernel", "auto")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
-# Turns (runs x turns) below which auto keeps SimPy. The kernel saves 0 to 25% of a naive run's CPU
-# (benchmarks/bench_kernel.py) and its first use in a fresh install compiles for about 20 s (cached after):
-# only a study of millions of turns (a calibration: candidates x seeds x turns) wins that back.
+# Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 13 us of CPU a turn (noop; naive
+# about 40: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
+# result): only millions of turns win that back. Once compiled, loading takes about 0.5 s: 100,000 turns do.
 AUTO_MIN_TURNS = 2_000_000
+AUTO_MIN_TURNS_COMPILED = 100_000
 
 
 def kernel_gap(scenario: Scenario, policy) -> str:
@@ -47,7 +48,8 @@ def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag:
     """The engine for runs of ``work`` ((scenario, policy) pairs) adding up to ``turns`` turns.
 
     ``kernel`` raises a :class:`~prunesim.errors.UserError` naming what the kernel does not cover;
-    ``auto`` gives ``kernel`` only when it covers all of ``work`` and there are enough turns.
+    ``auto`` gives ``kernel`` only when it covers all of ``work`` and there are enough turns
+    (:func:`auto_min_turns`).
     """
     if engine not in ENGINES:
         raise UserError(flag, None, f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
@@ -58,7 +60,21 @@ def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag:
         if gaps:
             raise UserError(flag, None, f"the kernel does not cover {gaps[0]}: use --engine simpy or auto")
         return "kernel"
-    return "kernel" if not gaps and turns >= AUTO_MIN_TURNS else "simpy"
+    return "kernel" if not gaps and turns >= auto_min_turns() else "simpy"
+
+
+def auto_min_turns() -> int:
+    """The work below which ``auto`` keeps SimPy: less when numba's cache already holds the compiled kernel."""
+    return AUTO_MIN_TURNS_COMPILED if compiled() else AUTO_MIN_TURNS
+
+
+def compiled() -> bool:
+    """Whether numba's cache holds the kernel compiled from its current source (else its first run compiles it)."""
+    try:
+        from prunesim.kernel import fold
+        return bool(fold.run._cache._cache_file._load_index())  # (numba's index, checked against the source)
+    except Exception:  # noqa: BLE001  (numba's cache layout is its own: when it cannot be read, assume no cache)
+        return False
 
 
 def summary(scenario: Scenario, policy, seed: int, engine: str) -> dict:
