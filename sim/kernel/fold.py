@@ -131,16 +131,16 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
         code, turn, a, b, cc, d, e = ev[r, 0], ev[r, 1], ev[r, 2], ev[r, 3], ev[r, 4], ev[r, 5], ev[r, 6]
         util = ev[r, 8]
         time = times[r]
+        if first_trigger >= 0 and (code == loop.APPEND or code == loop.REMOVE):  # WindowMetrics._hold
+            hold_level[n_hold], hold_time[n_hold] = level, time - since
+            n_hold += 1
+            since, level = time, util
+            if util < band_floor:
+                band_floor = util
         if code == loop.APPEND:
             if util > c[PEAK]:
                 c[PEAK] = util
-            if first_trigger >= 0:
-                hold_level[n_hold], hold_time[n_hold] = level, time - since
-                n_hold += 1
-                since, level = time, util
-                if util < band_floor:
-                    band_floor = util
-            elif util >= trigger:
+            if first_trigger < 0 and util >= trigger:
                 first_trigger = turn
                 band_floor = util
                 since, level = time, util
@@ -156,12 +156,6 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
                 has_system_end = True
         elif code == loop.REMOVE:
             cause, sid, freed = a, b, cc
-            if first_trigger >= 0:
-                hold_level[n_hold], hold_time[n_hold] = level, time - since
-                n_hold += 1
-                since, level = time, util
-                if util < band_floor:
-                    band_floor = util
             if sp[sid, 8]:
                 c[LOST_CONSTRAINTS] += 1
             if cause != loop.DROP:  # a pass's eviction, a non-model eviction or the gate's fallback
