@@ -82,13 +82,18 @@ def test_geometric_from_its_variate_is_numpys_draw():
         assert ours.random() == theirs.random()  # and the stream is where numpy leaves it
 
 
-def test_a_kernel_keeping_seeds_gives_what_a_fresh_one_gives():
-    """The per-seed draws a study's kernel keeps change nothing: scenarios interleaved, seeds revisited."""
+@pytest.mark.parametrize("bounds", [{}, {"variates_bytes": 1, "seeds": 1}], ids=["kept", "forgotten"])
+def test_a_kernel_keeping_seeds_gives_what_a_fresh_one_gives(bounds):
+    """The per-seed draws a study's kernel keeps (or forgets past its bounds) change nothing: scenarios
+    interleaved, seeds revisited, a longer run extending the draws a shorter one made."""
     rng = np.random.default_rng(11)
     scenarios = [random_scenario(rng) for _ in range(3)]
-    kernel = Kernel()
+    scenarios.append(dataclasses.replace(scenarios[0], turns=1100))
+    kernel = Kernel(**bounds)
     for scenario in scenarios + scenarios[::-1]:
         for policy in ("naive", "slack-gated"):
             kept = kernel.summaries(scenario, policy, [5, 6, 5])
             fresh = [run_summary(scenario, policy, seed) for seed in (5, 6, 5)]
             assert [summary_bytes(s) for s in kept] == [summary_bytes(s) for s in fresh]
+    drawn = {(seed, tuple(Prepared(sc, "naive").pattern.tolist())) for sc in scenarios for seed in (5, 6)}
+    assert len(kernel._variates) == (1 if bounds else len(drawn))

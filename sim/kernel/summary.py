@@ -39,7 +39,6 @@ from prunesim.runner import streams
 KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
 POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY, "slack-gated": loop.SLACK_GATED}
 CACHE_CODE = {"explicit": fold.EXPLICIT, "implicit": fold.IMPLICIT, "none": fold.NO_CACHE}
-SEEDS_KEPT = 4096  # seeds whose variates a kernel keeps (about 50 kB each per chunk)
 
 
 def _template(kind: str, tokens: int, stale_after: int, pinned: bool = False, tags=(), replaces: bool = False,
@@ -170,12 +169,18 @@ class Prepared:
 
 
 class Kernel:
-    """Runs summaries on the compiled kernel, keeping each seed's draws for the next scenario that runs it."""
+    """Runs summaries on the compiled kernel, keeping each seed's draws for the next scenario that runs it.
 
-    def __init__(self):
-        self._variates: dict[tuple, np.ndarray] = {}
-        self._workload: dict[tuple, np.random.Generator] = {}  # a seed's workload stream, after its last chunk
+    What it keeps is bounded: ``variates_bytes`` of the workload's variates (about 50 kB a seed and chunk) and
+    ``seeds`` policy streams' starts, the oldest forgotten first (drawn again if they come back).
+    """
+
+    def __init__(self, variates_bytes: int = 64 << 20, seeds: int = 16_384):
+        self._variates: dict[tuple, tuple[np.ndarray, np.random.Generator]] = {}  # with the stream after them
+        self._variates_bytes = 0
+        self._max_bytes = variates_bytes
         self._policy_start: dict[int, dict] = {}
+        self._max_seeds = seeds
         self._policy_rng = np.random.Generator(np.random.PCG64(0))  # its state is set to each seed's own
 
     def _streams(self, seed: int, pattern: tuple, chunks: int) -> np.ndarray:
@@ -183,29 +188,33 @@ class Kernel:
         set on the kernel's policy generator."""
         key = (seed, pattern)
         have = self._variates.get(key)
-        if have is None or have.shape[1] < chunks * CHUNK or seed not in self._policy_start:
-            if len(self._policy_start) >= SEEDS_KEPT:  # bounded: the oldest seeds go first
-                self._forget_oldest()
+        start = self._policy_start.get(seed)
+        if have is None or have[0].shape[1] < chunks * CHUNK or start is None:
             rngs = streams(seed)
-            self._policy_start.setdefault(seed, rngs["policy"].bit_generator.state)
-            if have is None or have.shape[1] < chunks * CHUNK:
-                rng = self._workload.get(key, rngs["workload"])
-                blocks = [] if have is None else [have]
-                pat = np.array(pattern, dtype=np.int64)
-                for _ in range((0 if have is None else have.shape[1] // CHUNK), chunks):
-                    blocks.append(draws.chunk_variates(rng, pat, CHUNK))
-                have = self._variates[key] = np.concatenate(blocks, axis=1) if len(blocks) > 1 else blocks[0]
-                self._workload[key] = rng
-        self._policy_rng.bit_generator.state = self._policy_start[seed]
-        return have
+            if start is None:
+                start = self._policy_start[seed] = rngs["policy"].bit_generator.state
+                if len(self._policy_start) > self._max_seeds:
+                    del self._policy_start[next(iter(self._policy_start))]
+            if have is None or have[0].shape[1] < chunks * CHUNK:
+                have = self._draw(key, have, rngs["workload"], chunks)
+        self._policy_rng.bit_generator.state = start
+        return have[0]
 
-    def _forget_oldest(self) -> None:
-        for seed in list(self._policy_start)[:SEEDS_KEPT // 4]:
-            del self._policy_start[seed]
-        kept = set(self._policy_start)
-        for store in (self._variates, self._workload):
-            for key in [k for k in store if k[0] not in kept]:
-                del store[key]
+    def _draw(self, key: tuple, have, fresh: np.random.Generator, chunks: int):
+        """Draw the chunks ``key``'s variates lack (from where its stream stopped), and forget the oldest beyond
+        the bound."""
+        variates, rng = have if have is not None else (np.zeros((6, 0)), fresh)
+        pattern = np.array(key[1], dtype=np.int64)
+        blocks = [variates] + [draws.chunk_variates(rng, pattern, CHUNK)
+                               for _ in range(variates.shape[1] // CHUNK, chunks)]
+        entry = (np.concatenate(blocks, axis=1), rng)
+        self._variates_bytes += entry[0].nbytes - variates.nbytes
+        self._variates.pop(key, None)
+        self._variates[key] = entry
+        while self._variates_bytes > self._max_bytes and len(self._variates) > 1:
+            oldest = next(iter(self._variates))
+            self._variates_bytes -= self._variates.pop(oldest)[0].nbytes
+        return entry
 
     def summaries(self, scenario: Scenario, policy: str, seeds) -> list[dict]:
         """One summary per seed, each what run_one(scenario, policy, seed, trace="none") summarizes."""
