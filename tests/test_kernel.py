@@ -20,6 +20,7 @@ from prunesim.kernel.choice import (
 )
 from prunesim.kernel.differential import differences, random_scenario, summary_bytes
 from prunesim.model.scenario import NeedParams, Scenario
+from prunesim.observe import REGISTRY
 from prunesim.policies.slack_gated import Gate
 from prunesim.studies.replay import get_replay
 
@@ -78,7 +79,7 @@ def test_shipped_oscillation_scenario_byte_identical():
                 summary_bytes(summary(scenario, policy, seed, "simpy"))
 
 
-def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
+def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused(monkeypatch):
     plain = Scenario()
     assert kernel_gap(plain, "naive") == ""
     needs = dataclasses.replace(plain, need=NeedParams(relevant=0.1))
@@ -91,6 +92,9 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
         with pytest.raises(UserError, match="--engine: the kernel does not cover"):
             pick("kernel", [(scenario, policy)], 1)
     assert pick("auto", [(plain, "naive")], 10 * AUTO_MIN_TURNS) == "kernel"
+    with monkeypatch.context() as m:  # an observer the fold does not feed: SimPy, where it hears the run
+        m.setitem(REGISTRY, "mine", type("MyObserver", (), {}))
+        assert kernel_gap(plain, "naive") == "the observer 'mine'"
     assert pick("auto", [(plain, "naive")], auto_min_turns() - 1) == "simpy"  # too little work to pay for loading
     with pytest.raises(UserError, match="unknown engine"):
         pick("fast", [(plain, "naive")], 1)

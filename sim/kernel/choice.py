@@ -3,10 +3,11 @@
 The kernel covers synthetic runs of the built-in ``noop``, ``naive``, ``recency``
 and ``slack-gated`` (its ``recency`` fallback) policies under every workload
 field (sizes, staleness, repeats, keys, scripted events, ``tool_output_early``,
-``turn_unit``), both budget kinds and every decision field but ``concurrent``.
-Anything else (another policy, needs, a concurrent pass, another gate fallback,
-a user's policy, observers, traces, transcripts) runs on the SimPy engine:
-``auto`` never approximates, and ``--engine kernel`` refuses it.
+``turn_unit``), both budget kinds, every pricing and prompt cache, and every
+decision field but ``concurrent``. Anything else (another policy, needs, a
+concurrent pass, another gate fallback, a user's policy, an observer added to
+the registry, traces, transcripts) runs on the SimPy engine: ``auto`` never
+approximates, and ``--engine kernel`` refuses it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from collections.abc import Sequence
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
+from prunesim.observe import REGISTRY
 
 ENGINES = ("simpy", "kernel", "auto")
+# The registered observers whose state kernel.summary sets from the fold's counters (EditLogCheck and
+# ReactionMetrics hear nothing from a synthetic run of these policies: their state stays as built).
+FOLDED_OBSERVERS = ("WindowMetrics", "PassMetrics", "GateMetrics", "EvictionMetrics", "ProvenanceMetrics",
+                    "EditLogCheck", "EditMetrics", "ReactionMetrics", "CostMetrics")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
 # Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 12 us of CPU a turn (noop; naive
 # about 46: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
@@ -37,6 +43,9 @@ def kernel_gap(scenario: Scenario, policy) -> str:
         return "[need] (the agent's needs)"
     if scenario.decision.concurrent:
         return "decision.concurrent"
+    unknown = [name for name, cls in REGISTRY.items() if cls.__name__ not in FOLDED_OBSERVERS]
+    if unknown:  # an observer the kernel's fold does not feed would miss the run's events
+        return f"the observer {unknown[0]!r}"
     try:
         import numba  # noqa: F401  (an optional extra)
     except ImportError:
