@@ -1,12 +1,17 @@
 """The compiled kernel beside the SimPy engine: byte-identical summaries, and its rate against a bare SimPy loop.
 
-For each policy the kernel covers, ``--runs`` random scenarios (prunesim.kernel.differential.random_scenario,
-one seed each) run on both engines; every summary must be the same bytes. CPU time of each engine is taken
-over the same runs (the kernel's loading and compiling done first, and reported apart), and in the same
-process a bare SimPy loop of two timeouts a turn runs as many turns: the ratio is turns per CPU second of
-the kernel over the bare loop's turns per CPU second (the goal is >= 0.5).
+For each policy the kernel covers, runs of random scenarios (prunesim.kernel.differential.random_scenario)
+go to both engines, in two shapes: ``--runs`` scenarios of one seed each (every run prepares its scenario and
+draws its seed's workload chunk: the worst case), and the same number of runs as a study makes them,
+``--runs / --seeds`` scenarios each on the same ``--seeds`` seeds (a calibration's candidates: the seeds'
+draws are made once). Every summary must be the same bytes on both engines. The kernel runs as the studies
+run it, one :class:`prunesim.kernel.summary.Kernel` for all the runs of a shape. CPU time of each engine is
+taken over the same runs (the kernel's loading and compiling done first, and reported apart; the kernel's
+runs and the bare loop each the least of REPEATS passes), and in the same process a bare SimPy loop of two
+timeouts a turn runs as many turns: the ratio is turns per CPU second of the kernel over the bare loop's turns
+per CPU second (the goal is >= 0.5).
 
-    python benchmarks/bench_kernel.py --runs 1000 [--turns 60] [--calibrate SEEDS] [--json]
+    python benchmarks/bench_kernel.py --runs 1000 [--turns 60] [--seeds 100] [--calibrate SEEDS] [--json]
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_sweep's bare loop
 
 
+REPEATS = 3  # the kernel's runs and the bare loop are each timed this many times, the least CPU taken (the
+# machine is shared: a pass a neighbour slowed says nothing about either); the SimPy engine runs once
+
+
 def bare_loop_cpu(turns: int) -> float:
     """CPU seconds of a SimPy process that yields two timeouts per turn for ``turns`` turns."""
     import simpy
@@ -35,29 +44,48 @@ def bare_loop_cpu(turns: int) -> float:
     return time.process_time() - start
 
 
-def bench(policy: str, runs: int, turns: int) -> dict:
+def bench(policy: str, runs: int, turns: int, seeds: int) -> list[dict]:
+    """Both shapes of runs of ``policy`` (see the module docstring), each on both engines."""
     from prunesim.kernel.choice import summary
-    from prunesim.kernel.differential import differences, random_scenario, summary_bytes
+    from prunesim.kernel.differential import random_scenario
+    from prunesim.kernel.summary import Kernel
 
     rng = np.random.default_rng([2026, runs, turns, len(policy)])
-    cases = [(random_scenario(rng, turns), int(rng.integers(0, 2**32))) for _ in range(runs)]
+    distinct = [(random_scenario(rng, turns), [int(rng.integers(0, 2**32))]) for _ in range(runs)]
+    common = rng.integers(0, 2**32, seeds).tolist()
+    study = [(random_scenario(rng, turns), common) for _ in range(max(1, runs // seeds))]
     start = time.process_time()
-    summary(cases[0][0], policy, cases[0][1], "kernel")  # load (or compile) the loop once
+    summary(distinct[0][0], policy, distinct[0][1][0], "kernel")  # load (or compile) the loop once
     load_s = time.process_time() - start
-    out = {}
-    for engine in ("simpy", "kernel"):
+    rows = []
+    for shape, cases in (("one seed each", distinct), (f"{seeds} seeds each", study)):
+        out = {}
         start = time.process_time()
-        out[engine] = [summary(sc, policy, seed, engine) for sc, seed in cases]
-        out[engine + "_cpu_s"] = time.process_time() - start
+        out["simpy"] = [summary(sc, policy, seed, "simpy") for sc, seeds_of in cases for seed in seeds_of]
+        out["simpy_cpu_s"] = time.process_time() - start
+        cpu = []
+        for _ in range(REPEATS):  # each pass a fresh kernel: it draws every seed again
+            kernel = Kernel()
+            start = time.process_time()
+            out["kernel"] = [s for sc, seeds_of in cases for s in kernel.summaries(sc, policy, seeds_of)]
+            cpu.append(time.process_time() - start)
+        out["kernel_cpu_s"] = min(cpu)
+        rows.append(compare(policy, shape, cases, out, load_s))
+    return rows
+
+
+def compare(policy: str, shape: str, cases, out: dict, load_s: float) -> dict:
+    from prunesim.kernel.differential import differences, summary_bytes
+
     mismatched = [(i, differences(a, b)[:3]) for i, (a, b) in enumerate(zip(out["simpy"], out["kernel"], strict=True))
                   if summary_bytes(a) != summary_bytes(b)]
-    total = sum(sc.turns for sc, _ in cases)
-    bare = bare_loop_cpu(total)
+    total = sum(sc.turns * len(seeds_of) for sc, seeds_of in cases)
+    bare = min(bare_loop_cpu(total) for _ in range(REPEATS))
     return {
-        "policy": policy, "runs": runs, "turns": total, "identical": not mismatched,
+        "policy": policy, "shape": shape, "runs": len(out["kernel"]), "turns": total, "identical": not mismatched,
         "mismatched": mismatched[:5], "kernel_load_cpu_s": round(load_s, 2),
         "simpy_cpu_s": round(out["simpy_cpu_s"], 2), "kernel_cpu_s": round(out["kernel_cpu_s"], 2),
-        "kernel_speedup": round(out["simpy_cpu_s"] / out["kernel_cpu_s"], 2),
+        "kernel_speedup": round(out["simpy_cpu_s"] / out["kernel_cpu_s"], 1),
         "kernel_turns_per_cpu_s": round(total / out["kernel_cpu_s"]),
         "bare_simpy_turns_per_cpu_s": round(total / bare),
         "kernel_ratio_to_bare_simpy": round(bare / out["kernel_cpu_s"], 3),
@@ -92,17 +120,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000, help="random scenarios per policy (default 1000)")
     ap.add_argument("--turns", type=int, default=60, help="turns per run (default 60)")
+    ap.add_argument("--seeds", type=int, default=100, help="seeds of each scenario in the study shape (default 100)")
     ap.add_argument("--calibrate", type=int, default=0, metavar="SEEDS",
                     help="also a short calibration of oscillation-40 on this many seeds, on both engines")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     from prunesim.kernel.choice import KERNEL_POLICIES
-    rows = [bench(policy, args.runs, args.turns) for policy in KERNEL_POLICIES]
+    rows = [row for policy in KERNEL_POLICIES for row in bench(policy, args.runs, args.turns, args.seeds)]
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         for r in rows:
-            print(f"{r['policy']:6s} {r['runs']} runs, {r['turns']:,} turns, {r['passes']:,} passes: "
+            print(f"{r['policy']:6s} {r['runs']} runs ({r['shape']}), {r['turns']:,} turns, {r['passes']:,} passes: "
                   f"identical {r['identical']}; CPU simpy {r['simpy_cpu_s']} s, kernel {r['kernel_cpu_s']} s "
                   f"(x{r['kernel_speedup']}; loading {r['kernel_load_cpu_s']} s); kernel "
                   f"{r['kernel_turns_per_cpu_s']:,} turns/s = {r['kernel_ratio_to_bare_simpy']} of a bare SimPy "

@@ -9,9 +9,18 @@ import pytest
 from prunesim.cli import main
 from prunesim.errors import UserError
 from prunesim.io.scenario_files import load, replace
-from prunesim.kernel.choice import AUTO_MIN_TURNS, EngineChoice, kernel_gap, pick, summary
+from prunesim.kernel.choice import (
+    AUTO_MIN_TURNS,
+    AUTO_MIN_TURNS_COMPILED,
+    EngineChoice,
+    auto_min_turns,
+    kernel_gap,
+    pick,
+    summary,
+)
 from prunesim.kernel.differential import differences, random_scenario, summary_bytes
 from prunesim.model.scenario import NeedParams, Scenario
+from prunesim.observe import REGISTRY
 from prunesim.policies.slack_gated import Gate
 from prunesim.studies.replay import get_replay
 
@@ -29,18 +38,37 @@ def test_random_scenarios_give_the_engines_summary_byte_for_byte(policy, draw):
 
 
 def test_the_random_scenarios_exercise_what_the_kernel_claims():
-    """Not a vacuous comparison: the drawn runs prune, cut rationales and hit the ceiling."""
+    """Not a vacuous comparison: the drawn runs prune, cut rationales, hit the ceiling, read and rewrite the
+    prompt cache of each behaviour, lose constraints and leave evictions nothing records."""
     rng = np.random.default_rng(7)
-    runs = [summary(random_scenario(rng), "naive", seed, "kernel") for seed in range(12)]
+    scenarios = [random_scenario(rng) for _ in range(12)]
+    runs = [summary(sc, "naive", seed, "kernel") for seed, sc in enumerate(scenarios)]
     assert sum(r["passes"] for r in runs) > 100
     assert any(r["cut_passes"] for r in runs)
     assert any(r["forced_truncations"] for r in runs) and any(not r["forced_truncations"] for r in runs)
+    for behaviour in ("explicit", "implicit"):  # the cache reads, and the passes' edits cost rewrites
+        cached = [r for sc, r in zip(scenarios, runs, strict=True) if sc.pricing.cache == behaviour]
+        assert any(r["cache_invalidations"] for r in cached) and all(r["cache_read_tokens"] for r in cached)
+    assert any(r["cache_read_tokens"] == 0 and r["uncached_input_tokens"] == r["input_tokens_billed"]
+               for sc, r in zip(scenarios, runs, strict=True) if sc.pricing.cache == "none")
+    assert any(r["unrecorded_evictions"] for r in runs) and any(r["lost_constraints"] for r in runs)
+    assert any(r["overflow_turns"] for r in runs)
     rng = np.random.default_rng(7)
     assert sum(summary(random_scenario(rng), "recency", seed, "kernel")["non_model_evictions"] for seed in range(12))
     rng = np.random.default_rng(7)
     gated = [summary(random_scenario(rng), "slack-gated", seed, "kernel") for seed in range(20)]
     for figure in ("gate_runs", "fallback_evictions", "refusals_decision_in_band", "refusals_insufficient_net"):
         assert any(r[figure] for r in gated), figure
+
+
+@pytest.mark.parametrize("policy", ["naive", "slack-gated"])
+def test_a_run_past_the_workloads_first_chunk_gives_the_engines_summary(policy):
+    """Turn 1,025 on is drawn from the stream's second chunk, after the first chunk's repeats."""
+    rng = np.random.default_rng([1100, len(policy)])
+    scenario = random_scenario(rng, turns=1100)
+    for seed in (3, 4):
+        simpy, kernel = summary(scenario, policy, seed, "simpy"), summary(scenario, policy, seed, "kernel")
+        assert summary_bytes(kernel) == summary_bytes(simpy), differences(simpy, kernel)
 
 
 def test_shipped_oscillation_scenario_byte_identical():
@@ -51,7 +79,7 @@ def test_shipped_oscillation_scenario_byte_identical():
                 summary_bytes(summary(scenario, policy, seed, "simpy"))
 
 
-def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
+def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused(monkeypatch):
     plain = Scenario()
     assert kernel_gap(plain, "naive") == ""
     needs = dataclasses.replace(plain, need=NeedParams(relevant=0.1))
@@ -64,9 +92,21 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused():
         with pytest.raises(UserError, match="--engine: the kernel does not cover"):
             pick("kernel", [(scenario, policy)], 1)
     assert pick("auto", [(plain, "naive")], 10 * AUTO_MIN_TURNS) == "kernel"
-    assert pick("auto", [(plain, "naive")], AUTO_MIN_TURNS - 1) == "simpy"  # too little work to pay for loading
+    with monkeypatch.context() as m:  # an observer the fold does not feed: SimPy, where it hears the run
+        m.setitem(REGISTRY, "mine", type("MyObserver", (), {}))
+        assert kernel_gap(plain, "naive") == "the observer 'mine'"
+    assert pick("auto", [(plain, "naive")], auto_min_turns() - 1) == "simpy"  # too little work to pay for loading
     with pytest.raises(UserError, match="unknown engine"):
         pick("fast", [(plain, "naive")], 1)
+
+
+def test_auto_asks_for_less_work_once_the_kernel_is_compiled():
+    summary(Scenario(), "naive", 0, "kernel")  # compiled now, and kept in numba's cache
+    from prunesim.kernel import fold
+    if type(fold.run._cache).__name__ == "NullCache":
+        pytest.skip("numba has no cache directory it can write here")
+    assert auto_min_turns() == AUTO_MIN_TURNS_COMPILED < AUTO_MIN_TURNS
+    assert pick("auto", [(Scenario(), "naive")], AUTO_MIN_TURNS_COMPILED) == "kernel"
 
 
 def test_engine_kernel_on_a_study_it_does_not_cover_is_one_line_and_exit_2(capsys):

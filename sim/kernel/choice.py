@@ -3,10 +3,11 @@
 The kernel covers synthetic runs of the built-in ``noop``, ``naive``, ``recency``
 and ``slack-gated`` (its ``recency`` fallback) policies under every workload
 field (sizes, staleness, repeats, keys, scripted events, ``tool_output_early``,
-``turn_unit``), both budget kinds and every decision field but ``concurrent``.
-Anything else (another policy, needs, a concurrent pass, another gate fallback,
-a user's policy, observers, traces, transcripts) runs on the SimPy engine:
-``auto`` never approximates, and ``--engine kernel`` refuses it.
+``turn_unit``), both budget kinds, every pricing and prompt cache, and every
+decision field but ``concurrent``. Anything else (another policy, needs, a
+concurrent pass, another gate fallback, a user's policy, an observer added to
+the registry, traces, transcripts) runs on the SimPy engine: ``auto`` never
+approximates, and ``--engine kernel`` refuses it.
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ from collections.abc import Sequence
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
+from prunesim.observe import REGISTRY
 
 ENGINES = ("simpy", "kernel", "auto")
+# The registered observers whose state kernel.summary sets from the fold's counters (EditLogCheck and
+# ReactionMetrics hear nothing from a synthetic run of these policies: their state stays as built).
+FOLDED_OBSERVERS = ("WindowMetrics", "PassMetrics", "GateMetrics", "EvictionMetrics", "ProvenanceMetrics",
+                    "EditLogCheck", "EditMetrics", "ReactionMetrics", "CostMetrics")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
-# Turns (runs x turns) below which auto keeps SimPy. The kernel saves 0 to 25% of a naive run's CPU
-# (benchmarks/bench_kernel.py) and its first use in a fresh install compiles for about 20 s (cached after):
-# only a study of millions of turns (a calibration: candidates x seeds x turns) wins that back.
+# Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 12 us of CPU a turn (noop; naive
+# about 46: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
+# result): only millions of turns win that back. Once compiled, loading takes about 0.3 s: 100,000 turns do.
 AUTO_MIN_TURNS = 2_000_000
+AUTO_MIN_TURNS_COMPILED = 100_000
 
 
 def kernel_gap(scenario: Scenario, policy) -> str:
@@ -36,6 +43,9 @@ def kernel_gap(scenario: Scenario, policy) -> str:
         return "[need] (the agent's needs)"
     if scenario.decision.concurrent:
         return "decision.concurrent"
+    unknown = [name for name, cls in REGISTRY.items() if cls.__name__ not in FOLDED_OBSERVERS]
+    if unknown:  # an observer the kernel's fold does not feed would miss the run's events
+        return f"the observer {unknown[0]!r}"
     try:
         import numba  # noqa: F401  (an optional extra)
     except ImportError:
@@ -47,7 +57,8 @@ def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag:
     """The engine for runs of ``work`` ((scenario, policy) pairs) adding up to ``turns`` turns.
 
     ``kernel`` raises a :class:`~prunesim.errors.UserError` naming what the kernel does not cover;
-    ``auto`` gives ``kernel`` only when it covers all of ``work`` and there are enough turns.
+    ``auto`` gives ``kernel`` only when it covers all of ``work`` and there are enough turns
+    (:func:`auto_min_turns`).
     """
     if engine not in ENGINES:
         raise UserError(flag, None, f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
@@ -58,13 +69,27 @@ def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag:
         if gaps:
             raise UserError(flag, None, f"the kernel does not cover {gaps[0]}: use --engine simpy or auto")
         return "kernel"
-    return "kernel" if not gaps and turns >= AUTO_MIN_TURNS else "simpy"
+    return "kernel" if not gaps and turns >= auto_min_turns() else "simpy"
+
+
+def auto_min_turns() -> int:
+    """The work below which ``auto`` keeps SimPy: less when numba's cache already holds the compiled kernel."""
+    return AUTO_MIN_TURNS_COMPILED if compiled() else AUTO_MIN_TURNS
+
+
+def compiled() -> bool:
+    """Whether numba's cache holds the kernel compiled from its current source (else its first run compiles it)."""
+    try:
+        from prunesim.kernel import fold
+        return bool(fold.run._cache._cache_file._load_index())  # (numba's index, checked against the source)
+    except Exception:  # noqa: BLE001  (numba's cache layout is its own: when it cannot be read, assume no cache)
+        return False
 
 
 def summary(scenario: Scenario, policy, seed: int, engine: str) -> dict:
     """One run's summary (``trace="none"``) on ``engine`` (``simpy`` or ``kernel``, as :func:`pick` chose)."""
     if engine == "kernel":
-        from prunesim.kernel.replay import run_summary
+        from prunesim.kernel.summary import run_summary
         return run_summary(scenario, policy, seed)
     from prunesim.runner import run_one
     return run_one(scenario, policy, seed, trace="none").summary
@@ -86,6 +111,13 @@ class EngineChoice:
         self.gaps = {label: kernel_gap(*pair) for label, pair in (work or {}).items()}
         if requested not in ENGINES:  # no variant to choose for: the name is still checked
             pick(requested, [], turns, flag)
+        self._kernel = None  # the compiled kernel, loaded at its first run; it keeps each seed's draws
+
+    def _kernel_runs(self):
+        if self._kernel is None:
+            from prunesim.kernel.summary import Kernel
+            self._kernel = Kernel()
+        return self._kernel
 
     def summaries(self, label: str, scenario: Scenario, policy, seeds: Sequence[int]) -> list[dict]:
         """One summary per seed of ``policy`` on ``scenario``, on the engine chosen for ``label``."""
@@ -95,8 +127,9 @@ class EngineChoice:
             if gap and self.requested == "kernel":
                 raise UserError(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
                                 "simpy or auto")
-            engine = "simpy" if gap else engine
-        return [summary(scenario, policy, seed, engine) for seed in seeds]
+            if not gap:
+                return self._kernel_runs().summaries(scenario, policy, seeds)
+        return [summary(scenario, policy, seed, "simpy") for seed in seeds]
 
     def describe(self) -> str:
         """One line: which engine runs which variant, and why a variant stays on SimPy."""

@@ -4,8 +4,10 @@
 (both budget kinds, full and roomy windows, repeats and long keys, scripted
 events, an early-output factor, turn units, reentrant and reclaim-target
 passes, recency's low-water gap, slack-gated's gate with its recency
-fallback); the differential test and ``benchmarks/bench_kernel.py`` run both
-engines on them.
+fallback, every prompt-cache behaviour with short and long lives, minimum
+lengths, granularity, breakpoints, lookback and reuse, a system prompt's
+mark, records among the arrivals); the differential test and
+``benchmarks/bench_kernel.py`` run both engines on them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import dataclasses
 import json
 
 import numpy as np
-from prunesim.model.scenario import Decision, InitialSpan, Scenario, ScriptedEvent, SizeDist, Workload
+from prunesim.model.scenario import Decision, InitialSpan, Pricing, Scenario, ScriptedEvent, SizeDist, Workload
+from prunesim.model.spans import SUMMARY_TAG, SYSTEM_PROMPT
 from prunesim.policies.recency import RecencyParams
 from prunesim.policies.slack_gated import Gate
 
@@ -27,10 +30,11 @@ def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
     events = [ScriptedEvent(turn=int(rng.integers(1, turns + 1)), tokens=int(rng.integers(1, 3_000)),
                             kind=str(rng.choice(["tool_output", "constraint", "user"])),
                             key=str(rng.choice(["", "cmd-x"])), stale_after=int(rng.integers(1, 30)),
-                            tags=["constraint"] if rng.random() < 0.3 else [], pinned=bool(rng.random() < 0.2),
+                            tags=[str(rng.choice(["constraint", SUMMARY_TAG]))] if rng.random() < 0.3 else [],
+                            pinned=bool(rng.random() < 0.2),
                             replaces_output=bool(rng.random() < 0.5))
               for _ in range(int(rng.integers(0, 4)))]
-    initial = [InitialSpan("system", int(rng.integers(50, 2_000))),
+    initial = [InitialSpan("system", int(rng.integers(50, 2_000)), tags=[SYSTEM_PROMPT] if rng.random() < 0.5 else []),
                InitialSpan("constraint", int(rng.integers(10, 400)), pinned=bool(rng.random() < 0.5),
                            tags=["constraint"])]
     workload = Workload(
@@ -61,13 +65,22 @@ def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
     latency = dataclasses.replace(Scenario().latency, tool_mean_s=float(rng.choice([0.0, rng.uniform(0.1, 3)])))
     sc = Scenario(name="random", turns=turns, window=window, budget=budget,
                   budget_kind=str(rng.choice(["hard", "soft"])), trigger=trigger, workload=workload,
-                  decision=decision, latency=latency,
+                  decision=decision, latency=latency, pricing=random_pricing(rng),
                   tables={"recency": RecencyParams(low_water_gap=int(rng.integers(0, budget // 2))),
                           "gate": Gate(lead=int(rng.integers(trigger - budget, trigger // 2 + 1)),
                                        margin_factor=float(rng.uniform(0, 3)),
                                        low_water_gap=int(rng.integers(0, budget // 2)))})
     sc.check("random scenario")
     return sc
+
+
+def random_pricing(rng: np.random.Generator) -> Pricing:
+    """A prompt cache of each behaviour, with lives short enough to expire within a run now and then."""
+    cache = str(rng.choice(["explicit", "explicit", "implicit", "none"]))
+    ttl = str(rng.choice(["5m", "1h"])) if cache == "explicit" else f"{int(rng.integers(5, 600))}s"
+    return Pricing(cache=cache, ttl=ttl, min_tokens=int(rng.choice([0, 1024, 4096])),
+                   granularity=int(rng.choice([1, 1, 64, 128])), breakpoints=int(rng.integers(1, 5)),
+                   lookback=int(rng.choice([0, 2, 20])), reuse=float(rng.choice([1.0, rng.uniform(0.3, 1.0)])))
 
 
 def summary_bytes(summary: dict) -> bytes:

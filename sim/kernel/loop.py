@@ -4,8 +4,8 @@ It does what :class:`prunesim.model.engine.Engine` does for these policies, in t
 same order and with the same arithmetic (window, hard ceiling, prune pass,
 clock), and draws the policy's numbers from the policy's own generator in the
 same order (numba's ``Generator`` reproduces numpy's draws bit for bit). It
-computes no metric: it writes one row per published event, and
-:mod:`prunesim.kernel.replay` hands those rows to the run's observers.
+computes no metric: it writes one row per published event, which
+:mod:`prunesim.kernel.fold` folds into the observers' counters.
 """
 
 from __future__ import annotations
@@ -24,32 +24,16 @@ COLUMNS = 11  # code, turn, a, b, c, d, e, f, utilization, appended total, remov
 PASS_COLUMNS = 17  # PassRecord's fields, time_s as 0 (the event's time holds it)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _log(ev, times, n, code, turn, a, b, c, d, e, f, now, util, added, removed):
-    if n >= ev.shape[0]:  # grow by doubling
-        bigger = np.zeros((ev.shape[0] * 2, COLUMNS), dtype=np.int64)
-        bigger[:n] = ev[:n]
-        ev = bigger
-        t2 = np.zeros(ev.shape[0], dtype=np.float64)
-        t2[:n] = times[:n]
-        times = t2
-    row = ev[n]
-    row[0] = code
-    row[1] = turn
-    row[2] = a
-    row[3] = b
-    row[4] = c
-    row[5] = d
-    row[6] = e
-    row[7] = f
-    row[8] = util
-    row[9] = added
-    row[10] = removed
+    """Write event row ``n`` (the table is sized for every row a run can write: see simulate)."""
+    ev[n, 0], ev[n, 1], ev[n, 2], ev[n, 3], ev[n, 4], ev[n, 5] = code, turn, a, b, c, d
+    ev[n, 6], ev[n, 7], ev[n, 8], ev[n, 9], ev[n, 10] = e, f, util, added, removed
     times[n] = now
-    return ev, times, n + 1
+    return n + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _add(sp, order, n_order, sid, tokens, ceiling, util, added):
     """Window.add: place span ``sid`` at the end, cut to the ceiling; returns (kept, cut, n_order, util, added)."""
     room = ceiling - util
@@ -79,12 +63,31 @@ def _compact(sp, order, n_order):
     return m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _take(span, util, removed):
     """Window.remove: the span (its table row) leaves; returns (utilization, removed total)."""
     span[11] = 0
     span[12] = 1
     return util - span[1], removed + span[1]
+
+
+@numba.njit(cache=True)
+def _largest_first(sp, ids, n):
+    """Sort ``ids[:n]`` by their spans' tokens, largest first, ties kept in order (a stable sort, as mergesort)."""
+    if n > 32:
+        keys = np.empty(n, dtype=np.int64)
+        for q in range(n):
+            keys[q] = -sp[ids[q], 1]
+        ids[:n] = ids[:n][np.argsort(keys, kind="mergesort")]
+        return
+    for q in range(1, n):
+        x = ids[q]
+        size = sp[x, 1]
+        j = q - 1
+        while j >= 0 and sp[ids[j], 1] < size:
+            ids[j + 1] = ids[j]
+            j -= 1
+        ids[j + 1] = x
 
 
 @numba.njit(cache=True)
@@ -112,10 +115,17 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     n_names = 0
     order = np.zeros(cap, dtype=np.int64)  # ids in window order (removed ones compacted away lazily)
     n_order = 0
+    # Scratch of a consultation: the candidates (or recency's choice), those judged stale, the selections' sizes.
+    cand = np.empty(cap, dtype=np.int64)
+    judged = np.empty(cap, dtype=np.int64)
+    per_span = np.empty(max(1, select_max), dtype=np.int64)
     passes = np.zeros((turns + 1, PASS_COLUMNS), dtype=np.int64)
     n_pass = 0
-    ev = np.zeros((16 * turns + 64, COLUMNS), dtype=np.int64)
-    times = np.zeros(ev.shape[0], dtype=np.float64)
+    # Rows: at most 7 a turn (its call, the policy's consultation, a gate decision, a non-model eviction, a
+    # pass, the pass's call, its end), and 2 for each span that enters (its append, a cut) and leaves (its
+    # removal, a forced drop's truncation): every row written whole, so the table is not zeroed.
+    ev = np.empty((7 * turns + 4 * cap, COLUMNS), dtype=np.int64)
+    times = np.empty(ev.shape[0], dtype=np.float64)
     n = 0
     now = 0.0
     util = 0
@@ -131,31 +141,31 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             lo, hi = turn_first[t - 1], turn_first[t] if t < turns else n_rows
             prompt = util
             output = model_output[t - 1]
-            ev, times, n = _log(ev, times, n, CALL, turn, prompt, output, 0, 0, 0, 0, now, util, added, removed)
+            n = _log(ev, times, n, CALL, turn, prompt, output, 0, 0, 0, 0, now, util, added, removed)
             now = now + (lat_base + lat_in * prompt + lat_out * output)
         tool_done = t == 0
         for i in range(lo, hi):
-            a = arrivals[i]
-            if a[1] == 1 and not tool_done:
+            if arrivals[i, 1] == 1 and not tool_done:
                 now = now + tool_s[t - 1]
                 tool_done = True
             next_id += 1
             sid = next_id
-            row = sp[sid]
-            row[0], row[2], row[3], row[4], row[5], row[6], row[7], row[8] = (a[2], turn, a[4], a[5], -1, i, a[6],
-                                                                              a[7])
-            kept, cut, n_order, util, added = _add(sp, order, n_order, sid, a[3], ceiling, util, added)
+            kind = arrivals[i, 2]
+            # (indexed in place: a row's view of the table would cost two reference counts an arrival)
+            sp[sid, 0], sp[sid, 2], sp[sid, 3], sp[sid, 4] = kind, turn, arrivals[i, 4], arrivals[i, 5]
+            sp[sid, 5], sp[sid, 6], sp[sid, 7], sp[sid, 8] = -1, i, arrivals[i, 6], arrivals[i, 7]
+            kept, cut, n_order, util, added = _add(sp, order, n_order, sid, arrivals[i, 3], ceiling, util, added)
             if kept > 0:
-                ev, times, n = _log(ev, times, n, APPEND, turn, sid, kept, 0, 0, 0, 0, now, util, added, removed)
+                n = _log(ev, times, n, APPEND, turn, sid, kept, 0, 0, 0, 0, now, util, added, removed)
             if cut:
-                ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, a[2], kept + cut, kept, a[7], -1,
-                                    now, util, added, removed)
+                n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, kind, kept + cut, kept, arrivals[i, 7], -1,
+                         now, util, added, removed)
         if t == 0:
             continue
         if not tool_done:  # a turn whose tool output is none of its rows cannot happen: every turn has one
             now = now + tool_s[t - 1]
         # The turn's arrivals are in: the policy is consulted.
-        ev, times, n = _log(ev, times, n, REACHED, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
+        n = _log(ev, times, n, REACHED, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
         evicting = False  # an oldest-first non-model eviction down to `target` (recency, or the gate's fallback)
         target = 0
         fallback = 0
@@ -166,28 +176,20 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
         if (policy == NAIVE and util >= trigger) or (policy == SLACK_GATED and util >= gate_at):
             n_order = _compact(sp, order, n_order)  # then the candidates, in window order
             cutoff = turn - protect_recent
-            cand = np.empty(n_order, dtype=np.int64)
             nc = 0
             for q in range(n_order):
-                s = sp[order[q]]
-                artifact = s[0] == k_index or s[0] == k_rationale
-                if s[7] and s[4] == 0 and (s[2] <= cutoff or artifact):
-                    cand[nc] = order[q]
+                cid = order[q]
+                artifact = sp[cid, 0] == k_index or sp[cid, 0] == k_rationale
+                if sp[cid, 7] and sp[cid, 4] == 0 and (sp[cid, 2] <= cutoff or artifact):
+                    cand[nc] = cid
                     nc += 1
             index_tokens = np.int64(round(dec[0] + dec[1] * nc))
-            draws = rng.random(nc)
-            judged = np.empty(nc, dtype=np.int64)
             nj = 0
-            for q in range(nc):
-                s = sp[cand[q]]
-                if (draws[q] < dec[7]) == (turn >= s[3]):
+            for q in range(nc):  # one uniform a candidate, drawn in order as rng.random(nc) draws them
+                if (rng.random() < dec[7]) == (turn >= sp[cand[q], 3]):
                     judged[nj] = cand[q]
                     nj += 1
-            judged = judged[:nj]
-            keys = np.empty(nj, dtype=np.int64)
-            for q in range(nj):
-                keys[q] = -sp[judged[q], 1]
-            judged = judged[np.argsort(keys, kind="mergesort")]  # largest first, ties to the oldest
+            _largest_first(sp, judged, nj)
             if dec[6] > 0:
                 total = 0
                 ns = 0
@@ -201,17 +203,14 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (dec[5] - 1) / extra_max))
                 want = 1 + rng.binomial(extra_max, p) if extra_max else 1
                 ns = min(want, nj)
-            selected = judged[:ns]
-            per_span = np.empty(ns, dtype=np.int64)
-            if ns:
-                noise = rng.lognormal(0.0, dec[4], ns)
-                for q in range(ns):
-                    per_span[q] = max(1, np.int64(round(dec[3] * noise[q])))
+            selected = judged  # its first ns
+            for q in range(ns):  # as rng.lognormal(0, sigma, ns) draws them
+                per_span[q] = max(1, np.int64(round(dec[3] * rng.lognormal(0.0, dec[4]))))
             own = False
             if reentrant:
                 own = rng.random() < dec[7]
             rationale_base = np.int64(dec[2])
-            rationale_tokens = rationale_base + per_span.sum()
+            rationale_tokens = rationale_base + per_span[:ns].sum()
             overhead = index_tokens + rationale_tokens
             if policy == SLACK_GATED:  # evaluate_boundary, then the pass or the fallback
                 selected_tokens = 0
@@ -227,7 +226,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                     reason = 3
                 else:
                     reason = 0
-                ev, times, n = _log(ev, times, n, GATE, turn, reason, index_tokens, rationale_tokens, nc, ns,
+                n = _log(ev, times, n, GATE, turn, reason, index_tokens, rationale_tokens, nc, ns,
                                     selected_tokens, now, util, added, removed)
                 if reason == 0:
                     run_pass = True
@@ -243,26 +242,25 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             n_order = _compact(sp, order, n_order)
             need = util - target
             last = turn - protect_recent
-            chosen = np.empty(n_order, dtype=np.int64)
+            chosen = cand
             nc = 0
             for q in range(n_order):
                 if need <= 0:
                     break
-                s = sp[order[q]]
-                if s[11] and s[7] and s[2] <= last:
-                    chosen[nc] = order[q]
+                cid = order[q]
+                if sp[cid, 11] and sp[cid, 7] and sp[cid, 2] <= last:
+                    chosen[nc] = cid
                     nc += 1
-                    need -= s[1]
+                    need -= sp[cid, 1]
             if nc:
                 freed = 0
                 for q in range(nc):
                     s = sp[chosen[q]]
                     util, removed = _take(s, util, removed)
                     freed += s[1]
-                    ev, times, n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, chosen[q], s[1], 0, 0,
-                                        0, now, util, added, removed)
-                ev, times, n = _log(ev, times, n, NON_MODEL, turn, nc, freed, fallback, 0, 0, 0, now, util, added,
-                                    removed)
+                    n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, chosen[q], s[1], 0, 0, 0, now,
+                             util, added, removed)
+                n = _log(ev, times, n, NON_MODEL, turn, nc, freed, fallback, 0, 0, 0, now, util, added, removed)
         if run_pass:
             # -- the pass (Engine.model_pass) --
             n_pass += 1
@@ -272,8 +270,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                     if util + index_tokens <= ceiling:
                         break
                     sid = order[q]
-                    s = sp[sid]
-                    if not s[11] or s[4]:
+                    if not sp[sid, 11] or sp[sid, 4]:
                         continue
                     excluded = False
                     for r in range(ns):
@@ -281,20 +278,19 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                             excluded = True
                     if excluded:
                         continue
+                    s = sp[sid]
                     util, removed = _take(s, util, removed)
-                    ev, times, n = _log(ev, times, n, REMOVE, turn, DROP, sid, s[1], 0, 0, 0, now, util, added,
-                                        removed)
-                    ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_DROP, s[0], s[1], 0, 0, -1, now, util,
-                                        added, removed)
+                    n = _log(ev, times, n, REMOVE, turn, DROP, sid, s[1], 0, 0, 0, now, util, added, removed)
+                    n = _log(ev, times, n, TRUNC, turn, FORCED_DROP, s[0], s[1], 0, 0, -1, now, util, added, removed)
             next_id += 1
             sid = next_id
             s = sp[sid]
             s[0], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = k_index, turn, turn, 0, n_pass, -1, 1, 0
             tokens, cut, n_order, util, added = _add(sp, order, n_order, sid, index_tokens, ceiling, util, added)
             if tokens > 0:
-                ev, times, n = _log(ev, times, n, APPEND, turn, sid, tokens, 0, 0, 0, 0, now, util, added, removed)
+                n = _log(ev, times, n, APPEND, turn, sid, tokens, 0, 0, 0, 0, now, util, added, removed)
             if cut:
-                ev, times, n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, k_index, tokens + cut, tokens, 0,
+                n = _log(ev, times, n, TRUNC, turn, FORCED_TRUNCATION, k_index, tokens + cut, tokens, 0,
                                     -1, now, util, added, removed)
             index_kept = tokens
             prompt = before + index_kept
@@ -308,7 +304,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 rationale += per_span[q]
                 written += 1
             was_cut = rationale < rationale_tokens
-            ev, times, n = _log(ev, times, n, CALL, turn, prompt, rationale, 1, n_pass, 0, 0, now, util, added,
+            n = _log(ev, times, n, CALL, turn, prompt, rationale, 1, n_pass, 0, 0, now, util, added,
                                 removed)
             note = 0
             if rationale:
@@ -331,24 +327,24 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 n_order += 1
                 util += rationale
                 added += rationale
-                ev, times, n = _log(ev, times, n, APPEND, turn, note, rationale, 0, 0, 0, 0, now, util, added,
+                n = _log(ev, times, n, APPEND, turn, note, rationale, 0, 0, 0, 0, now, util, added,
                                     removed)
             if was_cut:
-                ev, times, n = _log(ev, times, n, TRUNC, turn, RATIONALE_CUT, k_rationale, rationale_tokens,
+                n = _log(ev, times, n, TRUNC, turn, RATIONALE_CUT, k_rationale, rationale_tokens,
                                     rationale, 0, written, now, util, added, removed)
             peak = util
             evicted = 0
             spans = 0
             stale = 0
-            victims = selected[:written].copy()
+            n_victims = written
             if own and rationale and sp[note, 11]:  # a reentrant plan: its own justification was a candidate
-                victims = np.append(victims, note)
-            for q in range(victims.shape[0]):
-                sid = victims[q]
+                n_victims += 1
+            for q in range(n_victims):
+                sid = selected[q] if q < written else note
                 s = sp[sid]
                 if s[11]:
                     util, removed = _take(s, util, removed)
-                    ev, times, n = _log(ev, times, n, REMOVE, turn, EVICT, sid, s[1], 0, 0, 0, now, util, added,
+                    n = _log(ev, times, n, REMOVE, turn, EVICT, sid, s[1], 0, 0, 0, now, util, added,
                                         removed)
                     evicted += s[1]
                     spans += 1
@@ -360,6 +356,6 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                                                                             budget - before, nc, ns)
             pr[9], pr[10], pr[11], pr[12], pr[13], pr[14], pr[15], pr[16] = (spans, index_kept, rationale, evicted,
                                                                              net, was_cut, stale, in_band)
-            ev, times, n = _log(ev, times, n, PASS, turn, n_pass - 1, 0, 0, 0, 0, 0, now, util, added, removed)
-        ev, times, n = _log(ev, times, n, TURN_END, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
+            n = _log(ev, times, n, PASS, turn, n_pass - 1, 0, 0, 0, 0, 0, now, util, added, removed)
+        n = _log(ev, times, n, TURN_END, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
     return ev[:n], times[:n], sp[:next_id + 1], names[:n_names], passes[:n_pass], now

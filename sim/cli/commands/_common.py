@@ -310,7 +310,8 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
     """--engine simpy|kernel|auto, for the study commands."""
     parser.add_argument("--engine", choices=ENGINES, default="simpy",
                         help="simpy (the reference, default); kernel: the compiled loop (the prunesim[kernel] "
-                             "extra; synthetic noop and naive runs only, anything else refused); auto: the kernel "
+                             "extra; synthetic noop, naive, recency and slack-gated runs only, anything else "
+                             "refused); auto: the kernel "
                              "for the variants it covers when the work pays for loading it, SimPy for the rest. "
                              "The summaries are the same byte for byte")
 

@@ -1,0 +1,238 @@
+"""A kernel run's summary: the compiled draws, loop and fold, then the observers' own summary code on the counters.
+
+:class:`Kernel` runs what :func:`prunesim.runner.run_one` runs for ``trace="none"``
+(the policy's tables filled in as there, the run's random streams from
+:func:`prunesim.runner.streams`): the workload's arrivals
+(:mod:`prunesim.kernel.draws`), the turn loop (:mod:`prunesim.kernel.loop`)
+and the metrics' counters (:mod:`prunesim.kernel.fold`), all compiled. The
+counters are then set on the registered observers, and
+:func:`prunesim.observe.metrics.summarize` asks them for their figures as
+after any run: every figure is computed by the code that computes it for the
+SimPy engine. A kernel keeps, per seed, the workload's standard variates and
+the policy stream's start, so that a study rerunning the same seeds on many
+candidate scenarios draws them once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from prunesim.kernel import draws, fold, loop
+from prunesim.model.provenance import is_marker
+from prunesim.model.scenario import Scenario
+from prunesim.model.spans import KINDS, SYSTEM_PROMPT, Span
+from prunesim.model.workload import CHUNK, early_factor
+from prunesim.observe import RunContext, build_observers
+from prunesim.observe.metrics import summarize
+from prunesim.observe.metrics.cost import CostMetrics
+from prunesim.observe.metrics.edits import EditMetrics
+from prunesim.observe.metrics.eviction import EvictionMetrics
+from prunesim.observe.metrics.gate import GateMetrics
+from prunesim.observe.metrics.passes import PassMetrics
+from prunesim.observe.metrics.provenance import ProvenanceMetrics
+from prunesim.observe.metrics.window import SHARE_DIGITS, WindowMetrics
+from prunesim.policies import get_policy, policy_name
+from prunesim.policies.boundary import REASONS
+from prunesim.runner import streams
+
+KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
+POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY, "slack-gated": loop.SLACK_GATED}
+CACHE_CODE = {"explicit": fold.EXPLICIT, "implicit": fold.IMPLICIT, "none": fold.NO_CACHE}
+
+
+def _template(kind: str, tokens: int, stale_after: int, pinned: bool = False, tags=(), replaces: bool = False,
+              keyed: bool = False) -> list[int]:
+    span = Span(0, kind, tokens, 0, "", stale_after, pinned, frozenset(tags))
+    return [KIND_CODE[kind], tokens, stale_after, pinned, span.offerable, span.is_constraint, is_marker(span),
+            SYSTEM_PROMPT in span.tags, replaces, keyed]
+
+
+def _templates(rows: list[list[int]]) -> np.ndarray:
+    return np.asarray(rows, dtype=np.int64).reshape(len(rows), draws.TEMPLATE_COLUMNS)
+
+
+class _FoldedBand(WindowMetrics):
+    """The window metrics with the band's sums and quantiles taken from the fold (kernel.fold._band computes
+    them as :meth:`WindowMetrics.band` does, from the same seconds in the same order)."""
+
+    band_sums: tuple = ((0.0, 0.0, 0.0), -1, -1)
+
+    def band(self) -> dict:
+        if self.first_trigger_turn < 0:
+            return super().band()
+        (total, above, at_ceiling), p10, p90 = self.band_sums
+        return {
+            "share_above_trigger": round(above / total, SHARE_DIGITS) if total > 0 else 0.0,
+            "share_at_ceiling": round(at_ceiling / total, SHARE_DIGITS) if total > 0 else 0.0,
+            "band_p10": p10,
+            "band_p90": p90,
+        }
+
+
+class Prepared:
+    """What runs of one policy on one scenario share: the loop's, the draws' and the fold's constant inputs."""
+
+    def __init__(self, scenario: Scenario, policy: str, rng: np.random.Generator | None = None):
+        cls = get_policy(policy)
+        self.name = name = policy_name(policy)
+        missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
+        if missing:  # as run_one: a policy's own tables take their defaults when the scenario has none
+            scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
+        self.scenario = scenario
+        # (the policy's object only says where it acts; ``rng`` is any generator: the object draws nothing)
+        self.acting_trigger = cls(scenario, rng or np.random.default_rng(0)).acting_trigger()
+        w, lat, d = scenario.workload, scenario.latency, scenario.decision
+        self.turns = scenario.turns
+        self.chunks = max(1, -(-scenario.turns // CHUNK))
+        p_stale = np.array([1.0 / w.reasoning_stale_after, 1.0 / w.output_stale_after])
+        search = p_stale >= draws.GEOMETRIC_SEARCH_P
+        repeat_search = w.repeat_rate > 0 and 1.0 / w.repeat_gap_mean >= draws.GEOMETRIC_SEARCH_P
+        self.pattern = np.array([w.reasoning.sigma > 0, w.tool_call.sigma > 0, w.tool_output.sigma > 0, search[0],
+                                 search[1], lat.tool_mean_s > 0, w.repeat_rate > 0, repeat_search], dtype=np.int64)
+        # lognormal_sizes' and the tool latency's mu, written as the workload writes them
+        self.sizes = np.array([[np.log(s.mean) - s.sigma**2 / 2, s.sigma, s.mean, s.min, s.max]
+                               for s in (w.reasoning, w.tool_call, w.tool_output)], dtype=np.float64)
+        self.p_stale = p_stale
+        self.tool = np.array([np.log(max(lat.tool_mean_s, 1e-9)) - lat.tool_sigma**2 / 2, lat.tool_sigma])
+        scale = [early_factor(w, 1 + k * CHUNK, CHUNK) for k in range(self.chunks)]
+        self.scale = (np.concatenate(scale) if scale[0] is not None else np.ones(self.chunks * CHUNK))[:self.turns]
+        self.initial = _templates([_template(s.kind, s.tokens, s.stale_after, s.pinned, s.tags) for s in w.initial])
+        events = sorted((e for e in w.events if 1 <= e.turn <= scenario.turns), key=lambda e: e.turn)
+        self.templates = _templates([_template("reasoning", 0, 0), _template("tool_call", 0, 0),
+                                     _template("tool_output", 0, 0)]
+                                    + [_template(e.kind, e.tokens, e.stale_after, e.pinned, e.tags,
+                                                 e.replaces_output and e.kind == "tool_output", bool(e.key))
+                                       for e in events])
+        turns_of = np.array([e.turn for e in events], dtype=np.int64)
+        self.event_first = np.searchsorted(turns_of, np.arange(1, scenario.turns + 2)).astype(np.int64)
+        # the loop's
+        self.dec = np.array([d.index_base, d.index_per_candidate, d.rationale_base, d.rationale_per_span,
+                             d.rationale_sigma, d.select_mean, d.reclaim_target, d.selection_quality])
+        self.prune_kinds = np.array([KIND_CODE["prune_index"], KIND_CODE["prune_rationale"]], dtype=np.int64)
+        self.latency = np.array([lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s])
+        self.gate = np.zeros(3)
+        if name == "slack-gated":
+            acts_at = scenario.trigger - scenario.gate.lead
+            self.gate = np.array([acts_at, acts_at - scenario.gate.low_water_gap, scenario.gate.margin_factor])
+        numbers = {fold.N_POLICY: POLICY_CODE[name], fold.N_TURNS: scenario.turns, fold.N_TURN_UNIT: w.turn_unit,
+                   fold.N_CEILING: scenario.budget if scenario.hard else scenario.window,
+                   fold.N_BUDGET: scenario.budget, fold.N_TRIGGER: scenario.trigger, fold.N_SELECT_MAX: d.select_max,
+                   fold.N_PROTECT_RECENT: d.protect_recent_turns, fold.N_REENTRANT: d.reentrant and name == "naive",
+                   fold.N_LOW_WATER: scenario.recency.low_water_gap if name == "recency" else 0}
+        self.numbers = np.array([numbers[i] for i in range(len(numbers))], dtype=np.int64)
+        # the fold's
+        p = scenario.pricing
+        self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
+        self.observers = [_FoldedBand(self.context) if isinstance(o, WindowMetrics) else o
+                          for o in build_observers(self.context)]
+        cost = next(o for o in self.observers if isinstance(o, CostMetrics))
+        self.run_numbers = np.array([scenario.turns, self.acting_trigger, scenario.budget, scenario.hard])
+        self.cache = np.array([CACHE_CODE[p.cache], p.ttl_s, p.min_tokens, p.granularity, p.breakpoints,
+                               p.lookback, p.reuse], dtype=np.float64)
+        self.rates = np.array([*cost._rates, cost._rewrite_rate])
+        self.marker_kinds = np.array([KIND_CODE[k] for k in ("prune_rationale", "placeholder", "summary",
+                                                               "tombstone")], dtype=np.int64)
+
+    def summary(self, counters: np.ndarray, floats: np.ndarray) -> dict:
+        """The summary dict from a run's counters: set on the observers, then their own ``summary`` code."""
+        c = counters.tolist()
+        f = floats.tolist()
+        for obs in self.observers:
+            if isinstance(obs, WindowMetrics):
+                obs.peak, obs.first_trigger_turn, obs.band_floor = c[fold.PEAK], c[fold.FIRST_TRIGGER], \
+                    c[fold.BAND_FLOOR]
+                obs.band_sums = f[fold.HELD:fold.HELD_AT_CEILING + 1], c[fold.BAND_P10], c[fold.BAND_P90]
+                obs.forced_truncations, obs.truncated_tokens = c[fold.FORCED], c[fold.TRUNCATED]
+                obs.overflow_turns, obs.lost_constraints = c[fold.OVERFLOW], c[fold.LOST_CONSTRAINTS]
+                obs.final_utilization, obs.sim_time = c[fold.FINAL], f[fold.SIM_TIME]
+            elif isinstance(obs, PassMetrics):
+                (obs.pass_count, obs.passes_first, obs.passes_second, obs.trend.last, obs.trend.gaps,
+                 obs.trend.sum_gap, obs.trend.sum_order_gap, obs.first_pass_turn, obs.last_pass_turn,
+                 obs.sum_index, obs.sum_rationale, obs.sum_evicted, obs.sum_after, obs.net_negative,
+                 obs.zero_yield, obs.cut_passes, obs.in_band, obs.evicted_spans) = c[fold.PASSES:fold.EVICTED_SPANS + 1]
+            elif isinstance(obs, GateMetrics):
+                obs.decisions = dict(zip(REASONS, c[fold.GATE_RUN:fold.GATE_INSUFFICIENT + 1], strict=True))
+                obs.fallbacks, obs.fallback_tokens = c[fold.FALLBACKS], c[fold.FALLBACK_TOKENS]
+            elif isinstance(obs, EvictionMetrics):
+                (obs.non_model, obs.non_model_tokens, obs.evicted_spans, obs.needed_spans, obs.evicted_tokens,
+                 obs.needed_tokens) = c[fold.NON_MODEL:fold.NEEDED_TOKENS + 1]
+            elif isinstance(obs, ProvenanceMetrics):
+                obs.unrecorded_evictions, obs.tombstone_tokens = c[fold.UNRECORDED], c[fold.TOMBSTONE_TOKENS]
+            elif isinstance(obs, CostMetrics):
+                (obs.input_billed, obs.output_billed, obs.decision_billed, obs.decision_output, obs.read, obs.write,
+                 obs.uncached, obs.invalidations, obs.invalidated) = c[fold.INPUT:fold.INVALIDATED + 1]
+                obs.cost, obs.decision_cost, obs.invalidation_cost = f[fold.COST:fold.INVALIDATION_COST + 1]
+            elif isinstance(obs, EditMetrics):
+                obs.placeholder_tokens = c[fold.PLACEHOLDER_TOKENS]
+        return summarize(self.observers)
+
+
+class Kernel:
+    """Runs summaries on the compiled kernel, keeping each seed's draws for the next scenario that runs it.
+
+    What it keeps is bounded: ``variates_bytes`` of the workload's variates (about 50 kB a seed and chunk) and
+    ``seeds`` policy streams' starts, the oldest forgotten first (drawn again if they come back).
+    """
+
+    def __init__(self, variates_bytes: int = 64 << 20, seeds: int = 16_384):
+        self._variates: dict[tuple, tuple[np.ndarray, np.random.Generator]] = {}  # with the stream after them
+        self._variates_bytes = 0
+        self._max_bytes = variates_bytes
+        self._policy_start: dict[int, dict] = {}
+        self._max_seeds = seeds
+        self._policy_rng = np.random.Generator(np.random.PCG64(0))  # its state is set to each seed's own
+
+    def _streams(self, seed: int, pattern: tuple, chunks: int) -> np.ndarray:
+        """The seed's first ``chunks`` chunks of standard variates for this pattern, and the policy stream's start
+        set on the kernel's policy generator."""
+        key = (seed, pattern)
+        have = self._variates.get(key)
+        start = self._policy_start.get(seed)
+        if have is None or have[0].shape[1] < chunks * CHUNK or start is None:
+            rngs = streams(seed)
+            if start is None:
+                start = self._policy_start[seed] = rngs["policy"].bit_generator.state
+                if len(self._policy_start) > self._max_seeds:
+                    del self._policy_start[next(iter(self._policy_start))]
+            if have is None or have[0].shape[1] < chunks * CHUNK:
+                have = self._draw(key, have, rngs["workload"], chunks)
+        self._policy_rng.bit_generator.state = start
+        return have[0]
+
+    def _draw(self, key: tuple, have, fresh: np.random.Generator, chunks: int):
+        """Draw the chunks ``key``'s variates lack (from where its stream stopped), and forget the oldest beyond
+        the bound."""
+        variates, rng = have if have is not None else (np.zeros((6, 0)), fresh)
+        pattern = np.array(key[1], dtype=np.int64)
+        blocks = [variates] + [draws.chunk_variates(rng, pattern, CHUNK)
+                               for _ in range(variates.shape[1] // CHUNK, chunks)]
+        entry = (np.concatenate(blocks, axis=1), rng)
+        self._variates_bytes += entry[0].nbytes - variates.nbytes
+        self._variates.pop(key, None)
+        self._variates[key] = entry
+        while self._variates_bytes > self._max_bytes and len(self._variates) > 1:
+            oldest = next(iter(self._variates))
+            self._variates_bytes -= self._variates.pop(oldest)[0].nbytes
+        return entry
+
+    def summaries(self, scenario: Scenario, policy: str, seeds) -> list[dict]:
+        """One summary per seed, each what run_one(scenario, policy, seed, trace="none") summarizes."""
+        prep = Prepared(scenario, policy, self._policy_rng)
+        pattern = tuple(prep.pattern.tolist())
+        return [self._run(prep, pattern, seed) for seed in seeds]
+
+    def _run(self, prep: Prepared, pattern: tuple, seed: int) -> dict:
+        variates = self._streams(seed, pattern, prep.chunks)
+        counters, floats = fold.run(prep.numbers, self._policy_rng, variates, prep.pattern, prep.sizes, prep.p_stale,
+                                    prep.tool, prep.scale, prep.initial, prep.templates, prep.event_first,
+                                    prep.latency, prep.dec, prep.prune_kinds, prep.gate, prep.run_numbers,
+                                    prep.cache, prep.rates, prep.marker_kinds)
+        return prep.summary(counters, floats)
+
+
+def run_summary(scenario: Scenario, policy: str, seed: int | None = None) -> dict:
+    """The summary :func:`prunesim.runner.run_one` gives for ``trace="none"``, computed by a fresh kernel."""
+    return Kernel().summaries(scenario, policy, [scenario.seed if seed is None else seed])[0]
+
+
