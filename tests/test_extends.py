@@ -148,7 +148,9 @@ def test_a_noop_replay_that_would_cut_content_warns_naming_transcript_and_window
     data = workload([30000] * 4, "claude-opus-4-5")
     result, _ = replay(data, sc.load("transcript", {"window": 64000}), "noop")
     assert result.summary["forced_truncations"] > 0
-    assert any("t (w): the replay's largest prompt is 90,000 tokens but the window is 64,000" in w
+    s = result.summary
+    assert any(f"t (w): the noop replay cut content the recorded run sent, on a 64,000-token window: "
+               f"{s['forced_truncations']} forced cut(s), {s['truncated_tokens']:,} tokens" in w
                for w in result.warnings)
     quiet, _ = replay(workload([3000] * 4, "claude-opus-4-5"), sc.load("transcript"), "noop")
     assert not any("window" in w for w in quiet.warnings)

@@ -89,6 +89,10 @@ class Engine(Provenance):
         self._on_removed_all = bus.spans_removed
         self._on_truncation = bus.truncation
         self.window = Window(scenario.window, scenario.budget, scenario.hard)
+        # A replayed runtime checks its window where it sends a prompt (docs/transcripts.md): content enters whole.
+        self.window_at_call = getattr(workload, "window_at_call", False)
+        if self.window_at_call:
+            self.window.arrival_ceiling = 1 << 62
         self.env = Clock()
         self.turn = 0
         self.pass_count = 0
@@ -252,6 +256,8 @@ class Engine(Provenance):
             due = reaction.due(plan, self.turn, self.holds_span)
             if due:
                 yield from self.refetch(due)
+        if self.window_at_call:
+            self.make_room(0)
         prompt = self.window.utilization
         output = plan.reasoning.tokens + plan.tool_call.tokens if plan.output_tokens is None else plan.output_tokens
         self._model_call(prompt, output, False)
@@ -304,6 +310,8 @@ class Engine(Provenance):
         env = self.env
         for content in due:
             start = env.now
+            if self.window_at_call:
+                self.make_room(0)
             prompt = self.window.utilization
             self._model_call(prompt, content.call_tokens, False)
             delay = self.model_latency(prompt, content.call_tokens)

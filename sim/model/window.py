@@ -25,7 +25,10 @@ class Window:
 
     A *hard* budget is a ceiling: an append that would cross it is cut to fit
     (the cut is lost content). A *soft* budget may be exceeded up to the window
-    size; beyond the window size every budget is hard.
+    size; beyond the window size every budget is hard. A replayed transcript
+    lifts ``arrival_ceiling`` (what an append may fill up to): its runtime
+    checks the ceiling where it sends a prompt, at a model call, so the engine
+    does so there instead (``Engine.window_at_call``).
     """
 
     def __init__(self, size: int, budget: int, hard: bool):
@@ -34,6 +37,7 @@ class Window:
         self.hard = hard
         # What an append may fill up to. Size, budget and kind are fixed for a window's life.
         self.ceiling = budget if hard else size
+        self.arrival_ceiling = self.ceiling
         self._spans: dict[int, Span] = {}
         self._unpinned: dict[int, Span] = {}  # the unpinned spans, in window order (what a runtime may drop)
         self._list: list[Span] | None = None  # spans() as last built; None once the window changed
@@ -90,7 +94,7 @@ class Window:
 
     def add(self, span: Span) -> int:
         """:meth:`append` for the engine's hot path: returns the tokens cut (``span.tokens`` is what was kept)."""
-        room = self.ceiling - self.utilization
+        room = self.arrival_ceiling - self.utilization
         cut = span.tokens - room if room > 0 else span.tokens
         if cut > 0:
             span.tokens -= cut
@@ -122,7 +126,7 @@ class Window:
         """
         if index >= len(self._spans):
             return self.append(span)
-        room = (self.budget if self.hard else self.size) - self.utilization
+        room = self.arrival_ceiling - self.utilization
         cut = span.tokens - room if room > 0 else span.tokens
         if cut > 0:
             span.tokens -= cut

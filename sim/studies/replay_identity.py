@@ -49,7 +49,7 @@ from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.studies import cache_fidelity as cf
 from prunesim.studies.fidelity import TemporaryStore
-from prunesim.studies.transcript_replay import recorded_model, replay, replay_scenario
+from prunesim.studies.transcript_replay import forced_cut_note, recorded_model, replay, replay_scenario
 
 # The goals of the replay, as the issue that asked for this study sets them (fractions of the recorded bill).
 GOALS = {"median": 0.05, "p90": 0.15, "excess": 0.01}
@@ -94,6 +94,7 @@ class Study(TemporaryStore):
     folds: int = 5
     entries: list[_Entry] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # the judged replays' forced cuts (forced_cut_note)
 
     def read(self, files: list[Path], on_error: Callable[[Path, Exception], None] = lambda p, e: None) -> None:
         for path in files:
@@ -150,7 +151,7 @@ class Study(TemporaryStore):
                 fits, reuse = donors._cache_fits(train), donors._replay_reuse(train, fitted)
                 for e in sorted(members, key=lambda e: e.name):
                     rows.append(self._judge(e, fitted, fits.get(e.model), "fitted on --fit-on", reuse))
-            return summarize(rows, self.skipped, self.folds)
+            return summarize(rows, self.skipped, self.folds, self.warnings)
         for group, members in sorted(groups.items()):
             members = sorted(members, key=lambda e: e.name)
             k = min(self.folds, len(members))
@@ -167,7 +168,7 @@ class Study(TemporaryStore):
                 reuse = self._replay_reuse(train, fitted)
                 for e in test:
                     rows.append(self._judge(e, fitted, fits.get(e.model), f"fold {fold + 1} of {k}", reuse))
-        return summarize(rows, self.skipped, self.folds)
+        return summarize(rows, self.skipped, self.folds, self.warnings)
 
     def _calibration(self, train: list[_Entry], group: str) -> cal.Calibration | None:
         try:
@@ -235,9 +236,11 @@ class Study(TemporaryStore):
             "cache_model_cost_error": cache_model["cost_error"],
             "clock": "recorded" if data.header.get("call_times") else "latency model",
         }
+        results = []
         for sizes, prefix in zip(wl.SIZES, _PREFIXES, strict=True):
             r = (reuse or {}).get((sizes, e.model), fit.pricing.reuse)
             result, _ = replay(data, _with_reuse(self.base, e.model, r, sizes), "noop")
+            results.append(result)
             calls = np.asarray(result.calls, float)
             row.update({
                 f"{prefix}reuse": round(r, 4),
@@ -248,6 +251,9 @@ class Study(TemporaryStore):
                 f"{prefix}cost_error": _signed(result.summary["cost_usd"], bill),
                 f"{prefix}forced_truncations": result.summary["forced_truncations"],
             })
+        note = forced_cut_note(data, results)  # each run is judged once: one line per transcript
+        if note:
+            self.warnings.append(note)
         return row
 
 
@@ -272,9 +278,11 @@ def _q(values: list) -> dict:
     return {"median": round(float(np.median(v)), 6), "p90": round(float(np.percentile(v, 90)), 6)}
 
 
-def summarize(rows: list[dict], skipped: list[str], folds: int) -> dict:
-    """Per format and over all runs: median and p90 of the absolute errors, and the replay's excess."""
-    out = {"folds": folds, "runs": len(rows), "skipped": skipped, "goals": GOALS, "by_format": {}, "per_run": rows}
+def summarize(rows: list[dict], skipped: list[str], folds: int, warnings: list[str] = ()) -> dict:
+    """Per format and over all runs: median and p90 of the absolute errors, and the replay's excess;
+    ``warnings``: the lines to show on stderr (a noop replay's forced cuts)."""
+    out = {"folds": folds, "runs": len(rows), "skipped": skipped, "goals": GOALS, "by_format": {}, "per_run": rows,
+           "warnings": list(warnings)}
     for fmt in sorted({r["format"] for r in rows}):
         mine = [r for r in rows if r["format"] == fmt]
         out["by_format"][fmt] = _figures(mine)

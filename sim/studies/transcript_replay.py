@@ -38,6 +38,7 @@ from prunesim.observe.metrics.eviction import is_policy_cause, precision
 from prunesim.runner import RunResult, run_one
 
 TRANSCRIPT_SUFFIXES = (".json", ".traj", ".jsonl")
+REFERENCE = "noop"  # the policy that replays the recorded run as it ran (the runtime's own removals only)
 REPLAY_METRICS = (
     "repeats",
     "repeats_after_prune",
@@ -240,7 +241,8 @@ def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
 
 
 def replay_notes(scenario: Scenario, data: wl.WorkloadData) -> list[str]:
-    """What a reader of the replay must know about it: an unrecorded model or clock, a window that cuts content."""
+    """What a reader of the replay must know about it: an unrecorded model or clock (:func:`forced_cut_note`:
+    a window that cut content)."""
     where = _where(data)
     notes = []
     model, named = recorded_model(data)
@@ -254,11 +256,28 @@ def replay_notes(scenario: Scenario, data: wl.WorkloadData) -> list[str]:
     if scenario.replay.clock == "recorded" and not data.header.get("call_times"):
         notes.append(f"{where}: {data.header.get('format')} records no time per model call: the replay's clock is "
                      "the latency model's, so pauses in the real session do not expire caches")
-    sent = max(wl.context_before_calls(data), default=0)
-    if sent > scenario.window:
-        notes.append(f"{where}: the replay's largest prompt is {sent:,} tokens but the window is {scenario.window:,}: "
-                     "a noop replay cuts content the real agent saw (forced truncations)")
     return notes
+
+
+def forced_cut_note(data: wl.WorkloadData, results: list[RunResult]) -> str:
+    """The one warning a transcript's noop replays owe their reader when they cut content by force ('' when none
+    did): the window, and per replay the cuts and tokens it made.
+
+    Read from what the runs did (``forced_truncations``, ``truncated_tokens``), not from the parts: a noop replay
+    with the runtime's recorded removals sends the recorded prompts, so a cut is content the recorded run sent
+    that the replay's window could not hold (a window set below the recorded prompts, or a transcript whose
+    prompts exceed the window it claims). ``results`` are replays of ``data`` (several: one per sizes)."""
+    cut = [r for r in results if r.policy == REFERENCE and r.summary.get("forced_truncations")]
+    if not cut:
+        return ""
+    label = len({r.scenario.replay.sizes for r in results}) > 1
+    counts = "; ".join(f"{r.summary['forced_truncations']:,} forced cut(s), {r.summary['truncated_tokens']:,} tokens"
+                       + (f" at the {r.scenario.replay.sizes} sizes" if label else "") for r in cut)
+    recorded = [p for p in data.header.get("prompt_tokens") or () if p is not None]
+    largest = (f"its largest recorded prompt: {max(recorded):,} tokens" if recorded else
+               f"its largest prompt as sized: {max(wl.context_before_calls(data), default=0):,} tokens")
+    return (f"{_where(data)}: the noop replay cut content the recorded run sent, on a "
+            f"{cut[0].scenario.window:,}-token window: {counts} ({largest})")
 
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
@@ -276,8 +295,8 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     )
     result = run_one(scenario, policy, seed, trace="all", workload=workload)
     result.transcript = data.name
-    for note in replay_notes(scenario, data):  # the callers show the workload's warnings once it has replayed
-        if note not in data.warnings:
+    for note in [*replay_notes(scenario, data), forced_cut_note(data, [result])]:
+        if note and note not in data.warnings:  # the callers show the workload's warnings once it has replayed
             data.warnings.append(note)
     result.warnings = list(data.warnings)
     metrics = replay_metrics(result)

@@ -81,6 +81,8 @@ def main(args) -> int:
             if args.fit_on is not None:
                 donors.read(expand([args.fit_on]))
             identity = ident.report(donors if args.fit_on is not None else None)
+        for warning in identity["warnings"]:  # a noop replay's forced cuts, one line per transcript
+            report_line(bar, "warning", warning)
         if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
             write_profiles(args.fit_out, profiles)
         for failure in cache.pop("failed"):  # a file both readers failed on is reported once

@@ -554,6 +554,11 @@ class TranscriptWorkload:
     ``k``'s plan asks the engine to drop it before the model call.
     """
 
+    # The window bounds what a model call reads, and the runtime checks it there: between two calls the
+    # conversation may hold more, when the runtime removes content before the next call (Claude Code counted
+    # 202,309 tokens on a 200,000-token window at a compaction) or no call follows.
+    window_at_call = True
+
     def __init__(self, data: WorkloadData, reasoning_stale_after: float = 3.0, output_stale_after: float = 8.0,
                  clock: bool = True, cache_breaks: bool = True):
         self.data = data
