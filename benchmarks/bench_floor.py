@@ -19,6 +19,11 @@ taken, CPU time): the floor; ``prunesim run oscillation-40 --set turns=N
 --trace none`` through the command line's own ``main`` for each policy; a bare
 SimPy loop of two timeouts a turn. Printed: turns per second, the ratio of naive
 to the floor (the goal: at least 0.8), and every policy's ratio to the SimPy loop.
+``--clock timeouts`` runs prunesim without the engine's clock shortcut (every
+model call and tool run a SimPy timeout), to measure what the shortcut pays.
+Also timed: naive through the engine with no observer at all (the run
+``run_one`` builds, its observers left out), to tell what the metrics cost
+from what the engine, the policy and the workload cost.
 """
 
 from __future__ import annotations
@@ -33,9 +38,13 @@ import numpy as np
 import simpy
 from prunesim.cli import main as cli_main
 from prunesim.io import scenario_files
+from prunesim.model.editlog import EditLog
+from prunesim.model.engine import Clock, Engine
+from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe.cache import PromptCache
 from prunesim.observe.metrics.window import BAND_QUANTILES, SHARE_DIGITS, time_quantile
-from prunesim.runner import run_one, streams
+from prunesim.policies import get_policy
+from prunesim.runner import EDIT_LOG_TAIL, run_one, streams
 
 SCENARIO = "oscillation-40"
 POLICIES = ("noop", "recency", "naive", "slack-gated", "tombstoned")
@@ -272,6 +281,14 @@ def prunesim_run(policy: str, turns: int) -> None:
             raise SystemExit(f"prunesim run --policy {policy} failed")
 
 
+def engine_alone(sc, policy: str, seed: int = 0) -> None:
+    """``policy`` on ``sc`` as ``run_one`` builds it, with no observer: the engine, the policy and the workload."""
+    rngs = streams(seed)
+    lat = sc.latency
+    workload = SyntheticToolLoop(sc.workload, sc.turns, lat.tool_mean_s, lat.tool_sigma, rngs["workload"])
+    Engine(sc, get_policy(policy)(sc, rngs["policy"]), workload, (), None, EditLog(tail=EDIT_LOG_TAIL)).run()
+
+
 def simpy_loop(turns: int) -> None:
     def loop(env):
         for _ in range(turns):
@@ -287,18 +304,24 @@ def main(argv=None) -> int:
     ap.add_argument("--turns", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--clock", choices=("shortcut", "timeouts"), default="shortcut",
+                    help="timeouts: every model call and tool run is a SimPy timeout (no clock shortcut)")
     args = ap.parse_args(argv)
+    if args.clock == "timeouts":
+        Clock._SHORTCUT = False
     policies = args.policies.split(",")
     check(3000, range(3))
     sc = scenario_files.load(SCENARIO, {"turns": args.turns})
-    best = {name: float("inf") for name in ["floor", "simpy", *policies]}
+    best = {name: float("inf") for name in ["floor", "simpy", "alone", *policies]}
     for _ in range(args.repeat):  # in turn, so that every loop meets the same load
         best["floor"] = min(best["floor"], timed(lambda: floor_naive(sc, 0)))
         for policy in policies:
             best[policy] = min(best[policy], timed(lambda p=policy: prunesim_run(p, args.turns)))
+        best["alone"] = min(best["alone"], timed(lambda: engine_alone(sc, "naive")))
         best["simpy"] = min(best["simpy"], timed(lambda: simpy_loop(args.turns)))
     rate = {k: args.turns / v for k, v in best.items()}
-    print(f"{args.turns:,} turns, fastest of {args.repeat}, CPU time; SimPy loop {rate['simpy']:,.0f} turns/s")
+    print(f"{args.turns:,} turns, fastest of {args.repeat}, CPU time, clock {args.clock}; "
+          f"SimPy loop {rate['simpy']:,.0f} turns/s")
     print(f"floor (naive, metrics in the loop): {rate['floor']:,.0f} turns/s, "
           f"{rate['floor'] / rate['simpy']:.3f} of SimPy")
     print("| policy | turns/s (CPU) | / SimPy loop | / floor |")
@@ -306,6 +329,8 @@ def main(argv=None) -> int:
     for policy in policies:
         vs_floor = f"{rate[policy] / rate['floor']:.3f}" if policy == "naive" else ""
         print(f"| {policy} | {rate[policy]:,.0f} | {rate[policy] / rate['simpy']:.3f} | {vs_floor} |")
+    print(f"| naive, the engine with no observer | {rate['alone']:,.0f} | {rate['alone'] / rate['simpy']:.3f} | "
+          f"{rate['alone'] / rate['floor']:.3f} |")
     return 0
 
 
