@@ -1,0 +1,48 @@
+"""Defects found attacking anchored sizes, the kept-warm prefix and the compiled kernel, each pinned by a test."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from prunesim.model.scenario import Pricing
+from prunesim.model.spans import Span
+from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
+
+READ = CALL_COLUMNS.index("cache_read")
+
+
+def _observer(spans: list[int]) -> CostMetrics:
+    """A cost observer on an explicit cache (no minimum length) whose window holds spans of these sizes."""
+    pricing = Pricing(min_tokens=0, lookback=0)
+    observer = CostMetrics(SimpleNamespace(scenario=SimpleNamespace(pricing=pricing), trace="all"))
+    for i, tokens in enumerate(spans):
+        observer.on_span_appended(0.0, 0, Span(i, "user", tokens, 0), tokens, 0, 0, 0)
+    return observer
+
+
+def test_a_recorded_cache_break_past_a_pruned_prompt_leaves_no_entry_longer_than_the_prompt():
+    """A policy's replay sends a shorter prompt than the recording: a cache break the runtime recorded at a read
+    of 1,500 tokens comes at a prompt of 1,000. The cache must not hold a 1,500-token entry, which the next call,
+    its prompt grown to 2,000 by content appended after the break, would read as if that content were cached."""
+    observer = _observer([400, 600])
+    observer.on_model_call(0.0, 1, 1000, 10, False)
+    observer.on_runtime_rewrite(1.0, 2, 1500)
+    assert all(e.length <= 1000 for e in observer.cache.entries)
+    observer.on_model_call(1.0, 2, 1000, 10, False)
+    observer.on_span_appended(2.0, 2, Span(9, "tool_output", 1000, 2), 1000, 0, 0, 0)
+    observer.on_model_call(2.0, 3, 2000, 10, False)
+    read = observer.calls[-1][READ]
+    assert read == 1000  # what the calls before it held, not the recorded 1,500
+
+
+def test_a_warm_cache_above_the_first_prompt_warms_that_prompt_and_no_more():
+    """A workload file whose warm_cache exceeds the first call's prompt (hand-edited): the warm and the kept
+    entries end at the prompt's end, so a later, longer prompt does not read content that came after."""
+    observer = _observer([400, 600])
+    observer.on_cache_warmed(0.0, 1, 5000)
+    assert all(e.length <= 1000 for e in observer.cache.entries) and observer.cache._kept[0] <= 1000
+    observer.on_model_call(0.0, 1, 1000, 10, False)
+    observer.on_span_appended(1.0, 1, Span(9, "tool_output", 5000, 1), 5000, 0, 0, 0)
+    observer.on_model_call(1000.0, 2, 6000, 10, False)  # past the TTL: only the kept prefix is live
+    assert observer.calls[-1][READ] == 1000
+
