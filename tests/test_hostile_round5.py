@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
+from prunesim.cli import main
+from prunesim.io.scenario_files import load
+from prunesim.kernel.choice import MAX_RECORD_BYTES, kernel_gap, pick, record_bytes
 from prunesim.model.scenario import Pricing
 from prunesim.model.spans import Span
 from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
@@ -46,3 +50,23 @@ def test_a_warm_cache_above_the_first_prompt_warms_that_prompt_and_no_more():
     observer.on_model_call(1000.0, 2, 6000, 10, False)  # past the TTL: only the kept prefix is live
     assert observer.calls[-1][READ] == 1000
 
+
+
+def test_a_run_too_long_for_the_kernels_whole_record_runs_on_simpy_or_is_refused_in_one_line(tmp_path, capsys):
+    """The kernel allocates a run's whole record (about 5 kB a turn) where the SimPy engine streams it: 1.5
+    million turns would take 7 GiB a run. ``auto`` keeps such a run on SimPy; ``--engine kernel`` refuses it
+    before anything runs or is written."""
+    base = load("oscillation-40")
+    long = dataclasses.replace(base, turns=1_500_000)
+    assert record_bytes(long) > MAX_RECORD_BYTES >= record_bytes(base)
+    assert "runs of 1,500,000 turns" in kernel_gap(long, "naive")
+    assert "runs of" not in kernel_gap(dataclasses.replace(base, turns=100_000), "naive")
+    assert pick("auto", [(long, "naive")], 10**9) == "simpy"
+    scenario = tmp_path / "long.toml"
+    scenario.write_text('extends = "oscillation-40"\nturns = 1500000\n')
+    out = tmp_path / "calibration"
+    assert main(["calibrate", str(scenario), "--targets", "seed-000", "--params", "decision.select_mean=1:4",
+                 "--seeds", "0:2", "--out", str(out), "--engine", "kernel"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--engine: the kernel does not cover runs of 1,500,000 turns" in err
+    assert not out.exists()
