@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
+import pytest
 from prunesim.cli import main
 from prunesim.io.scenario_files import load
 from prunesim.kernel.choice import MAX_RECORD_BYTES, kernel_gap, pick, record_bytes
@@ -70,3 +71,18 @@ def test_a_run_too_long_for_the_kernels_whole_record_runs_on_simpy_or_is_refused
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--engine: the kernel does not cover runs of 1,500,000 turns" in err
     assert not out.exists()
+
+
+def test_calibrating_a_parameter_the_kernel_does_not_cover_on_the_kernel_stops_in_one_line(tmp_path, capsys):
+    """A fitted need rate takes the candidates out of what the kernel covers. Its refusal used to be taken for
+    an infeasible candidate: every candidate scored 1e12, and the calibration wrote a fit of nan figures and
+    exited 0. It is the user's choice of engine: one line, exit 2, nothing written."""
+    pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
+    out = tmp_path / "fit"
+    assert main(["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "need.relevant=0:0.1",
+                 "--seeds", "0:2", "--max-evals", "4", "--out", str(out), "--engine", "kernel", "--quiet"]) == 2
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("prunesim: error")]
+    assert lines == ["prunesim: error: --engine: the kernel does not cover [need] (the agent's needs) (naive @22k): "
+                     "use --engine simpy or auto"]
+    assert not out.exists() and "written" not in captured.out

@@ -35,6 +35,11 @@ AUTO_MIN_TURNS_COMPILED = 100_000
 MAX_RECORD_BYTES = 2 << 30
 
 
+class KernelRefused(UserError):
+    """``--engine kernel`` on runs the kernel does not cover: the user's choice of engine, not a fault of the
+    scenario (a calibration's candidate that raises it is not an infeasible candidate: the study stops)."""
+
+
 def kernel_gap(scenario: Scenario, policy) -> str:
     """Why the kernel cannot run ``policy`` on ``scenario`` ("" when it can)."""
     if not isinstance(policy, str) or policy not in KERNEL_POLICIES:
@@ -87,7 +92,7 @@ def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag:
     gaps = [gap for gap in (kernel_gap(sc, p) for sc, p in work) if gap]
     if engine == "kernel":
         if gaps:
-            raise UserError(flag, None, f"the kernel does not cover {gaps[0]}: use --engine simpy or auto")
+            raise KernelRefused(flag, None, f"the kernel does not cover {gaps[0]}: use --engine simpy or auto")
         return "kernel"
     return "kernel" if not gaps and turns >= auto_min_turns() else "simpy"
 
@@ -145,7 +150,7 @@ class EngineChoice:
         if engine == "kernel":
             gap = kernel_gap(scenario, policy)
             if gap and self.requested == "kernel":
-                raise UserError(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
+                raise KernelRefused(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
                                 "simpy or auto")
             if not gap:
                 return self._kernel_runs().summaries(scenario, policy, seeds)
