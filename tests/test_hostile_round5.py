@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from prunesim.cli import main
 from prunesim.io.scenario_files import load
 from prunesim.kernel.choice import MAX_RECORD_BYTES, kernel_gap, pick, record_bytes
-from prunesim.model.scenario import Pricing
+from prunesim.model.scenario import Latency, Pricing
 from prunesim.model.spans import Span
 from prunesim.observe.metrics.cost import CALL_COLUMNS, CostMetrics
 
@@ -86,3 +88,64 @@ def test_calibrating_a_parameter_the_kernel_does_not_cover_on_the_kernel_stops_i
     assert lines == ["prunesim: error: --engine: the kernel does not cover [need] (the agent's needs) (naive @22k): "
                      "use --engine simpy or auto"]
     assert not out.exists() and "written" not in captured.out
+
+
+def test_without_numba_kernel_is_refused_in_one_line_and_auto_runs_simpy_saying_why(monkeypatch, capsys):
+    """An install without the prunesim[kernel] extra (numba made unimportable here)."""
+    assert main(["replay", "oscillation", "--seeds", "0:2", "--json"]) == 0
+    simpy = capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "numba", None)
+    assert main(["replay", "oscillation", "--seeds", "0:2", "--json", "--engine", "kernel"]) == 2
+    refused = capsys.readouterr()
+    assert refused.out == "" and refused.err.strip().count("\n") == 0
+    assert "--engine: the kernel does not cover this install: numba is not installed" in refused.err
+    assert main(["replay", "oscillation", "--seeds", "0:2", "--json", "--engine", "auto"]) == 0
+    auto = capsys.readouterr()
+    assert auto.out == simpy and "simpy for naive @22k: this install: numba is not installed" in auto.err
+
+
+EXTREMES = {  # settings the random scenarios of kernel.differential seldom or never draw
+    "a window of 300 tokens": {"window": 300, "budget": 300, "trigger": 200},
+    "budget == window, hard": {"budget_kind": "hard", "same": True},
+    "a huge window": {"window": 10**9, "budget": 10**9 - 1, "trigger": 10**8},
+    "trigger 0": {"trigger": 0},
+    "no latency": {"latency": Latency(0.0, 0.0, 0.0, 0.0, 0.0)},
+    "granularity 1, no minimum, one breakpoint": {"pricing": {"granularity": 1, "min_tokens": 0, "breakpoints": 1,
+                                                              "lookback": 1}},
+}
+
+
+def _extreme(scenario, change: dict):
+    change = dict(change)
+    if change.pop("same", False):
+        change["window"] = scenario.budget
+    if "pricing" in change:
+        change["pricing"] = dataclasses.replace(scenario.pricing, **change["pricing"])
+    out = dataclasses.replace(scenario, **change)
+    return dataclasses.replace(out, trigger=min(out.trigger, out.budget))
+
+
+@pytest.mark.parametrize("name", list(EXTREMES))
+def test_extreme_settings_give_the_engines_summary_byte_for_byte_on_one_shared_kernel(name):
+    """One kernel for every run, keeping at most one seed's draws: its reuse and forgetting change nothing."""
+    pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
+    from prunesim.kernel.choice import summary
+    from prunesim.kernel.differential import differences, random_scenario, summary_bytes
+    from prunesim.kernel.summary import Kernel
+
+    kernel = Kernel(variates_bytes=1, seeds=1)
+    rng = np.random.default_rng([5, len(name)])
+    runs = []
+    for _ in range(3):
+        scenario = _extreme(random_scenario(rng), EXTREMES[name])
+        scenario.check(name)
+        for policy in ("noop", "naive", "recency", "slack-gated"):
+            seeds = [4, 1, 4]
+            for seed, got in zip(seeds, kernel.summaries(scenario, policy, seeds), strict=True):
+                want = summary(scenario, policy, seed, "simpy")
+                assert summary_bytes(got) == summary_bytes(want), (name, policy, seed, differences(want, got))
+                runs.append(want)
+    acted = any(r["passes"] or r["non_model_evictions"] for r in runs)
+    assert acted == ("huge" not in name)  # the policies acted, but under a trigger no run reaches
+    if "300" in name:
+        assert all(r["forced_truncations"] for r in runs)
