@@ -149,3 +149,29 @@ def test_extreme_settings_give_the_engines_summary_byte_for_byte_on_one_shared_k
     assert acted == ("huge" not in name)  # the policies acted, but under a trigger no run reaches
     if "300" in name:
         assert all(r["forced_truncations"] for r in runs)
+
+
+def test_the_kernel_names_the_callees_it_was_saved_with_so_numba_never_loads_a_stale_loop():
+    """numba checks fold.run's cache against fold.py alone: an edit of loop.py (the select_max fix below was one)
+    left runs on the loop compiled before it. fold.CALLEES must be the digest of what fold compiles in; while it is
+    not, fold's functions compile afresh rather than load a stale cache."""
+    pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
+    from prunesim.kernel import fold
+    assert fold.callees_digest() == fold.CALLEES, (
+        f"draws.py or loop.py changed: set fold.CALLEES = {fold.callees_digest()!r} (and so renew fold's cache)")
+    assert fold.CACHE
+
+
+def test_a_huge_select_max_runs_on_the_kernel_as_on_simpy():
+    """select_max bounds a pass's selections, it is not their count: the kernel sized a buffer by it and failed
+    to allocate 80 GB at select_max = 10**10, where the SimPy engine selects among the candidates there are."""
+    pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
+    from prunesim.kernel.choice import summary
+    from prunesim.kernel.differential import summary_bytes
+
+    base = load("oscillation-40")
+    scenario = dataclasses.replace(base, decision=dataclasses.replace(base.decision, select_max=10**10))
+    scenario.check("select_max")
+    for policy in ("naive", "slack-gated"):
+        want = summary(scenario, policy, 0, "simpy")
+        assert want["passes"] and summary_bytes(summary(scenario, policy, 0, "kernel")) == summary_bytes(want)
