@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -175,3 +176,15 @@ def test_a_huge_select_max_runs_on_the_kernel_as_on_simpy():
     for policy in ("naive", "slack-gated"):
         want = summary(scenario, policy, 0, "simpy")
         assert want["passes"] and summary_bytes(summary(scenario, policy, 0, "kernel")) == summary_bytes(want)
+
+
+def test_fidelity_refuses_a_set_its_replay_identity_would_ignore(capsys):
+    """The replay identity replays both sizes, each at the model's fitted reuse: --set replay.sizes (or
+    pricing.reuse, pricing.model) changed nothing in the report, without a word. Now one line, exit 2."""
+    folder = str(Path(__file__).parent / "fixtures" / "claude-code")
+    for key, value in (("replay.sizes", "calibrated"), ("pricing.reuse", "0.5"), ("pricing.model", "claude-opus-4-5")):
+        assert main(["fidelity", folder, "--set", f"{key}={value}", "--json"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.strip() == f"prunesim: error: --set: {key}: the replay identity sets it per run " \
+                                       "(both sizes, each model's fitted reuse)"
