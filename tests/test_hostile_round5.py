@@ -188,3 +188,23 @@ def test_fidelity_refuses_a_set_its_replay_identity_would_ignore(capsys):
         assert captured.out == ""
         assert captured.err.strip() == f"prunesim: error: --set: {key}: the replay identity sets it per run " \
                                        "(both sizes, each model's fitted reuse)"
+
+
+def test_auto_says_when_a_variant_chosen_for_the_kernel_runs_candidates_on_simpy():
+    """The engine line comes before the runs; a calibration's candidate with a need rate then ran on SimPy
+    while that line still said the kernel ran the variant. It is now said, once per variant."""
+    pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
+    from prunesim.kernel.choice import EngineChoice, summary
+    from prunesim.model.scenario import NeedParams
+
+    base = load("oscillation-40")
+    notes: list[str] = []
+    choice = EngineChoice("auto", {"naive": (base, "naive")}, 10**9, note=notes.append)
+    assert choice.chosen == {"naive": "kernel"}
+    needs = dataclasses.replace(base, need=NeedParams(relevant=0.05))
+    for _ in range(2):
+        got = choice.summaries("naive", needs, "naive", [0])
+    assert got == [summary(needs, "naive", 0, "simpy")]
+    assert notes == ["engine: simpy for the candidates of naive the kernel does not cover: [need] (the agent's needs)"]
+    choice.summaries("naive", base, "naive", [0])
+    assert len(notes) == 1

@@ -12,7 +12,7 @@ runs on the SimPy engine: ``auto`` never approximates, and ``--engine kernel`` r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
@@ -129,9 +129,14 @@ class EngineChoice:
     ``kernel``.
     """
 
-    def __init__(self, requested: str = "simpy", work: dict | None = None, turns: int = 0, flag: str = "--engine"):
+    def __init__(self, requested: str = "simpy", work: dict | None = None, turns: int = 0, flag: str = "--engine",
+                 note: Callable[[str], None] | None = None):
         self.requested = requested
         self.flag = flag
+        # Told once per variant when auto runs a candidate of a variant chosen for the kernel on SimPy, so that
+        # the line describe() gave before the runs is not all that is said of where they ran.
+        self.note = note
+        self.fell_back: dict[str, str] = {}
         self.chosen = {label: pick(requested, [pair], turns, flag) for label, pair in (work or {}).items()}
         self.gaps = {label: kernel_gap(*pair) for label, pair in (work or {}).items()}
         if requested not in ENGINES:  # no variant to choose for: the name is still checked
@@ -154,6 +159,10 @@ class EngineChoice:
                                 "simpy or auto")
             if not gap:
                 return self._kernel_runs().summaries(scenario, policy, seeds)
+            if label not in self.fell_back:
+                self.fell_back[label] = gap
+                if self.note is not None:
+                    self.note(f"engine: simpy for the candidates of {label} the kernel does not cover: {gap}")
         return [summary(scenario, policy, seed, "simpy") for seed in seeds]
 
     def describe(self) -> str:
