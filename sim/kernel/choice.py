@@ -6,13 +6,13 @@ field (sizes, staleness, repeats, keys, scripted events, ``tool_output_early``,
 ``turn_unit``), both budget kinds, every pricing and prompt cache, and every
 decision field but ``concurrent``. Anything else (another policy, needs, a
 concurrent pass, another gate fallback, a user's policy, an observer added to
-the registry, traces, transcripts) runs on the SimPy engine: ``auto`` never
-approximates, and ``--engine kernel`` refuses it.
+the registry, traces, transcripts, a run too long for the kernel's record of it)
+runs on the SimPy engine: ``auto`` never approximates, and ``--engine kernel`` refuses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
@@ -29,6 +29,15 @@ KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
 # result): only millions of turns win that back. Once compiled, loading takes about 0.3 s: 100,000 turns do.
 AUTO_MIN_TURNS = 2_000_000
 AUTO_MIN_TURNS_COMPILED = 100_000
+# The kernel holds a whole run's record (its arrivals, every event row, the span table) until the fold has read it:
+# about 5 kB a turn allocated, 2.3 kB of it resident (1,500,000 turns of oscillation-40 under naive: 3.5 GB; the
+# SimPy engine, which streams a run, stays near 45 MB). A run whose record would take more runs on SimPy.
+MAX_RECORD_BYTES = 2 << 30
+
+
+class KernelRefused(UserError):
+    """``--engine kernel`` on runs the kernel does not cover: the user's choice of engine, not a fault of the
+    scenario (a calibration's candidate that raises it is not an infeasible candidate: the study stops)."""
 
 
 def kernel_gap(scenario: Scenario, policy) -> str:
@@ -43,6 +52,10 @@ def kernel_gap(scenario: Scenario, policy) -> str:
         return "[need] (the agent's needs)"
     if scenario.decision.concurrent:
         return "decision.concurrent"
+    need = record_bytes(scenario)
+    if need > MAX_RECORD_BYTES:
+        return (f"runs of {scenario.turns:,} turns (the kernel holds a run's whole record: "
+                f"{need / (1 << 30):.1f} GiB, above its {MAX_RECORD_BYTES >> 30} GiB; the SimPy engine streams it)")
     unknown = [name for name, cls in REGISTRY.items() if cls.__name__ not in FOLDED_OBSERVERS]
     if unknown:  # an observer the kernel's fold does not feed would miss the run's events
         return f"the observer {unknown[0]!r}"
@@ -51,6 +64,18 @@ def kernel_gap(scenario: Scenario, policy) -> str:
     except ImportError:
         return "this install: numba is not installed (pip install 'prunesim[kernel]')"
     return ""
+
+
+def record_bytes(scenario: Scenario) -> int:
+    """The bytes the kernel allocates for one run of ``scenario`` (the arrays of draws.arrivals, loop.simulate and
+    fold.fold, sized as they size them: for every row the run could write)."""
+    turns = scenario.turns
+    arrivals = len(scenario.workload.initial) + 3 * turns + len(scenario.workload.events)
+    spans = arrivals + 2 * turns + 8
+    rows = 7 * turns + 4 * spans
+    loop = rows * (11 + 1) * 8 + spans * (13 + 3) * 8 + (turns + 1) * 17 * 8 + (16 + 8 * turns) * 8
+    fold = rows * (2 + 4) * 8 + spans * (2 * 8 + 1) + 3 * 2 * turns * 3 * 8
+    return arrivals * 10 * 8 + loop + fold
 
 
 def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag: str = "--engine") -> str:
@@ -67,7 +92,7 @@ def pick(engine: str, work: Sequence[tuple[Scenario, object]], turns: int, flag:
     gaps = [gap for gap in (kernel_gap(sc, p) for sc, p in work) if gap]
     if engine == "kernel":
         if gaps:
-            raise UserError(flag, None, f"the kernel does not cover {gaps[0]}: use --engine simpy or auto")
+            raise KernelRefused(flag, None, f"the kernel does not cover {gaps[0]}: use --engine simpy or auto")
         return "kernel"
     return "kernel" if not gaps and turns >= auto_min_turns() else "simpy"
 
@@ -104,9 +129,14 @@ class EngineChoice:
     ``kernel``.
     """
 
-    def __init__(self, requested: str = "simpy", work: dict | None = None, turns: int = 0, flag: str = "--engine"):
+    def __init__(self, requested: str = "simpy", work: dict | None = None, turns: int = 0, flag: str = "--engine",
+                 note: Callable[[str], None] | None = None):
         self.requested = requested
         self.flag = flag
+        # Told once per variant when auto runs a candidate of a variant chosen for the kernel on SimPy, so that
+        # the line describe() gave before the runs is not all that is said of where they ran.
+        self.note = note
+        self.fell_back: dict[str, str] = {}
         self.chosen = {label: pick(requested, [pair], turns, flag) for label, pair in (work or {}).items()}
         self.gaps = {label: kernel_gap(*pair) for label, pair in (work or {}).items()}
         if requested not in ENGINES:  # no variant to choose for: the name is still checked
@@ -125,10 +155,14 @@ class EngineChoice:
         if engine == "kernel":
             gap = kernel_gap(scenario, policy)
             if gap and self.requested == "kernel":
-                raise UserError(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
+                raise KernelRefused(self.flag, None, f"the kernel does not cover {gap} ({label}): use --engine "
                                 "simpy or auto")
             if not gap:
                 return self._kernel_runs().summaries(scenario, policy, seeds)
+            if label not in self.fell_back:
+                self.fell_back[label] = gap
+                if self.note is not None:
+                    self.note(f"engine: simpy for the candidates of {label} the kernel does not cover: {gap}")
         return [summary(scenario, policy, seed, "simpy") for seed in seeds]
 
     def describe(self) -> str:

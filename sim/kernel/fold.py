@@ -18,6 +18,9 @@ rewrite, refetches) is not folded.
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numba
 import numpy as np
 from prunesim.kernel import draws, loop
@@ -25,6 +28,26 @@ from prunesim.kernel.draws import MARKER, SYSTEM
 from prunesim.observe.metrics.window import BAND_QUANTILES, QUANTILE_TOLERANCE
 
 _P10, _P90 = BAND_QUANTILES
+
+
+def callees_digest() -> str:
+    """What the functions here compile in from other files: the sources of draws.py and loop.py, and the
+    window metrics' quantile constants ("" when a source cannot be read)."""
+    h = hashlib.sha256(repr((BAND_QUANTILES, QUANTILE_TOLERANCE)).encode())
+    try:
+        for name in ("draws.py", "loop.py"):
+            h.update(Path(__file__).with_name(name).read_bytes())
+    except OSError:
+        return ""
+    return h.hexdigest()[:16]
+
+
+# numba checks a cached function against its own file only, not against what it compiled in from others:
+# after an edit of loop.py alone, run would load the loop compiled before it. So this file names the callees
+# it was last saved with (tests/test_hostile_round5.py checks the name is current); while they differ, the
+# functions here compile afresh in each process instead of loading a stale cache.
+CALLEES = "9318d8864e22c7d2"
+CACHE = callees_digest() == CALLEES
 
 # Counters (the int64 result), by index.
 (PEAK, FIRST_TRIGGER, BAND_FLOOR, FORCED, TRUNCATED, OVERFLOW, LOST_CONSTRAINTS, FINAL,
@@ -47,7 +70,7 @@ _NO_LIMIT = 0
 _KIND, _TOKENS, _STALE_AT, _SOURCE, _NAMES_START, _NAMES_COUNT, _IN_WINDOW, _REMOVED = 0, 1, 3, 6, 9, 10, 11, 12
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _store(entries, expiry, ne, length, spans, at, min_tokens):
     """PromptCache._store: write or refresh the entry at ``length``, keeping them sorted; returns the count."""
     if length < min_tokens:
@@ -71,12 +94,12 @@ def _store(entries, expiry, ne, length, spans, at, min_tokens):
     return ne + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _round(x):
     return np.int64(np.rint(x))  # Python's round of a float: to the nearest, ties to even
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, kinds):
     """The counters (int64, float64) and the band's (levels, seconds held) of one run.
 
@@ -364,7 +387,7 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
     return c, f
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _cut(entries, ne, behaviour, offset, span_index, has_system, system_tokens):
     """PromptCache._cut: every entry ends at ``offset`` at the latest; returns (entries, the system mark kept)."""
     if behaviour == EXPLICIT:
@@ -377,7 +400,7 @@ def _cut(entries, ne, behaviour, offset, span_index, has_system, system_tokens):
     return ne, has_system and not system_tokens > offset
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _half(c, turn, first_trigger, turns):
     """PassMetrics._count_half: the pass's half of the post-trigger turns, and the gap trend's sums."""
     if turn < first_trigger:
@@ -394,7 +417,7 @@ def _half(c, turn, first_trigger, turns):
         c[SECOND_HALF] += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _held(levels, seconds):
     """Seconds held at each distinct level, ascending, each summed in the order held (as a dict would)."""
     order = np.argsort(levels, kind="mergesort")
@@ -411,7 +434,7 @@ def _held(levels, seconds):
     return out_levels[:m + 1], out_seconds[:m + 1]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _band(c, f, levels, seconds, trigger, budget):
     """WindowMetrics.band's sums and quantiles over the levels held (ascending), in the same order."""
     total = above = at_ceiling = 0.0
@@ -426,7 +449,7 @@ def _band(c, f, levels, seconds, trigger, budget):
     c[BAND_P90] = _time_quantile(levels, seconds, total, _P90)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _time_quantile(levels, seconds, total, q):
     """window.time_quantile: the smallest level at or below which the window spent ``q`` of the time."""
     weighted = total > 0
@@ -439,7 +462,7 @@ def _time_quantile(levels, seconds, total, q):
     return levels[-1]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _window_end(c, sp, names, arrivals, kinds):
     """The run end's figures: evictions nothing in the window records, and the markers' tokens left."""
     rationale, placeholder, summary, tombstone = kinds[0], kinds[1], kinds[2], kinds[3]
@@ -468,7 +491,7 @@ def _window_end(c, sp, names, arrivals, kinds):
  N_LOW_WATER) = range(10)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def run(numbers, rng, variates, pattern, sizes, p_stale, tool, scale, initial, templates, event_first, latency, dec,
         prune_kinds, gate, run_numbers, cache, rates, marker_kinds):
     """One run, compiled end to end: the workload's arrivals (draws.arrivals), the turns (loop.simulate), the

@@ -118,7 +118,9 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     # Scratch of a consultation: the candidates (or recency's choice), those judged stale, the selections' sizes.
     cand = np.empty(cap, dtype=np.int64)
     judged = np.empty(cap, dtype=np.int64)
-    per_span = np.empty(max(1, select_max), dtype=np.int64)
+    # (a pass selects at most the candidates, at most every span: select_max may be far more, as a decision
+    # field's bound only)
+    per_span = np.empty(max(1, min(select_max, cap)), dtype=np.int64)
     passes = np.zeros((turns + 1, PASS_COLUMNS), dtype=np.int64)
     n_pass = 0
     # Rows: at most 7 a turn (its call, the policy's consultation, a gate decision, a non-model eviction, a

@@ -56,7 +56,7 @@ import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError, visible
 from prunesim.io.scenario_files import apply_overrides, dumps, from_dict
-from prunesim.kernel.choice import EngineChoice
+from prunesim.kernel.choice import EngineChoice, KernelRefused
 from prunesim.model.scenario import Scenario
 from prunesim.policies import REGISTRY
 from prunesim.studies.targets import Target, Targets, check_bounds, statistic
@@ -199,6 +199,8 @@ class Objective:
                 data = apply_overrides(apply_overrides(self.base, values), v.overrides)
                 sc = from_dict(data, f"candidate {values}")
                 runs[v.label] = self.engine.summaries(v.label, sc, v.policy, self.seeds)
+        except KernelRefused:
+            raise
         except UserError:
             self.memo[key] = (INFEASIBLE, {})
             return self.memo[key]

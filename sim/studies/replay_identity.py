@@ -258,6 +258,7 @@ class Study(TemporaryStore):
 
 
 _PREFIXES = ("replay_", "calibrated_")  # the row's figures for each of wl.SIZES
+SET_PER_RUN = ("pricing.model", "pricing.reuse", "replay.sizes")  # what _with_reuse sets on every replay
 
 
 def _with_reuse(base: Scenario, model: str, reuse: float, sizes: str = "anchored") -> Scenario:

@@ -321,7 +321,8 @@ def engine_choice(args, command: str, base, variants, runs: int) -> EngineChoice
     engine runs which variant is said on stderr (unless --engine is left at simpy)."""
     work = {v.label: (replace(base, v.overrides) if v.overrides else base, v.policy) for v in variants
             if v.policy in REGISTRY}
-    choice = EngineChoice(args.engine, work, runs * base.turns)
+    choice = EngineChoice(args.engine, work, runs * base.turns,
+                          note=lambda line: print(f"{command}: {line}", file=sys.stderr, flush=True))
     if args.engine != "simpy":
         print(f"{command}: {choice.describe()}", file=sys.stderr, flush=True)
     return choice

@@ -52,7 +52,10 @@ def main(args) -> int:
     if args.fit_on is not None and not args.fit_on.exists():
         raise UserError("--fit-on", str(args.fit_on), "no such file or folder")
     check_transcript_options(args)
-    base = load_replay(args.scenario, parse_sets(args.set))
+    sets = parse_sets(args.set)
+    for key in sorted(set(sets) & set(replay_identity.SET_PER_RUN)):  # else ignored without a word
+        raise UserError("--set", key, "the replay identity sets it per run (both sizes, each model's fitted reuse)")
+    base = load_replay(args.scenario, sets)
     if args.fit_out is not None:
         output.check_file(args.fit_out, "--fit-out")
     files = expand([args.dir])

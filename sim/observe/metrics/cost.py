@@ -178,21 +178,29 @@ class CostMetrics(Observer):
 
     def on_runtime_rewrite(self, time, turn, offset) -> None:
         """The runtime changed the prompt from ``offset`` on: the cache keeps what lies before the span holding it."""
-        _, i = self._span_at(offset)
+        offset, i = self._within(offset)
         self.cache.edit(offset, i, 0, _RUNTIME)
         self.cache.warm(offset, i, time)  # what the recorded call still read: a breakpoint's entry there
 
     def on_cache_warmed(self, time, turn, tokens) -> None:
         """The prompt's first ``tokens`` are in the cache already (written before the run began), and the
         sessions that wrote them keep them warm after this one's pauses (docs/cost.md)."""
-        _, i = self._span_at(tokens)
+        tokens, i = self._within(tokens)
         self.cache.warm(tokens, i, time)
         self.cache.keep_warm(tokens, i)
 
     def keep_warm(self, tokens: int) -> None:
         """The prompt's first ``tokens`` stay warm from now on, as other sessions keep them (0: nothing does)."""
-        _, i = self._span_at(tokens)
+        tokens, i = self._within(tokens)
         self.cache.keep_warm(tokens, i)
+
+    def _within(self, offset: int) -> tuple[int, int]:
+        """A recorded offset into the prompt, at most the window's tokens, and the index of the span holding it.
+        A replayed policy's prompt can be shorter than the recorded one the offset was read from: the cache
+        then holds no entry longer than the prompt (an entry past its end would be read once the prompt grew
+        back, for content appended after it was written)."""
+        _, i = self._span_at(offset)
+        return min(offset, self._total), i
 
     def _span_at(self, offset: int) -> tuple[int, int]:
         """The start (tokens) and index of the span that holds token ``offset``."""
