@@ -104,19 +104,23 @@ def out_arg(text: str) -> str:
 
 
 class Tally:
-    """Per-file isolation in folder commands: a bad file is one line and a count; the rest goes on.
+    """Per-file isolation in folder commands: a bad file is one line and a count; the rest is still read.
 
     A file that is bad input is reported as ``prunesim: error: PATH: problem``;
     a file on which prunesim itself failed (a bug) gets a crash report and the
-    line says so. :meth:`exit_code` is 0 when at least one file went through,
-    2 when none did, 70 when prunesim failed on one.
+    line says so. Every file is read, so one run names every bad file. The
+    result is all or nothing (:meth:`complete`): a command writes its output
+    only when every file went through, or with ``--skip-bad`` when at least one
+    did. :meth:`exit_code` is 70 when prunesim failed on a file, 2 when a file
+    was bad (with ``--skip-bad``: when none went through), else 0.
     """
 
-    def __init__(self, bar=None) -> None:
+    def __init__(self, bar=None, skip_bad: bool = False) -> None:
         self.done = 0
         self.bad = 0
         self.bugs = 0
         self.bar = bar  # a progress bar to print above, if one is shown
+        self.skip_bad = skip_bad
 
     def ok(self) -> None:
         self.done += 1
@@ -125,11 +129,17 @@ class Tally:
         if not isinstance(err, UserError):
             err = user_policy_fault(err) or err  # a user's policy that raised is bad input, not a bug
         if isinstance(err, UserError):
-            self.bad += 1
-            line = f"prunesim: error: {err}"
-        else:
-            self.bugs += 1
-            line = crash.one_line(err, where=str(path))
+            self.bad_line(str(err))
+            return
+        self.bugs += 1
+        self._print(crash.one_line(err, where=str(path)))
+
+    def bad_line(self, text: str) -> None:
+        """A bad file already worded as one line (``PATH: problem``)."""
+        self.bad += 1
+        self._print(f"prunesim: error: {text}")
+
+    def _print(self, line: str) -> None:
         if self.bar is None:
             print(line, file=sys.stderr)
         else:
@@ -139,14 +149,26 @@ class Tally:
     def failures(self) -> int:
         return self.bad + self.bugs
 
+    def complete(self) -> bool:
+        """May the command write its result? Every file went through, or ``--skip-bad`` and some did."""
+        return self.done > 0 and (self.skip_bad or not self.failures)
+
     def summary(self) -> str:
-        """``N file(s) failed`` (and how many of them on a prunesim bug)."""
+        """``N file(s) failed`` (how many on a prunesim bug), and why nothing was written when nothing was."""
         bugs = f" ({self.bugs} on a prunesim bug)" if self.bugs else ""
-        return f"{self.failures} file(s) failed{bugs}"
+        text = f"{self.failures} file(s) failed{bugs}"
+        if self.failures and self.skip_bad and self.done:
+            return text + " and were skipped (--skip-bad)"
+        if self.failures and self.done:
+            return text + "; nothing written (fix or move them, or give --skip-bad to leave them out)"
+        return text + ("; nothing written" if self.failures else "")
 
     def exit_code(self) -> int:
-        """70 when prunesim failed on a file (a bug); else 0 when some file went through, 2 when none did."""
-        return 70 if self.bugs else 0 if self.done else 2
+        """70 when prunesim failed on a file (a bug); 2 when a file was bad input (with --skip-bad: when no
+        file went through); else 0."""
+        if self.bugs:
+            return 70
+        return 0 if self.complete() else 2
 
     def per_file(self, sources, process, commit, discard=None, tick=None) -> None:
         """Process ``(path, workload or error)`` pairs, committing each file's results only when all its runs
@@ -229,7 +251,8 @@ PROGRESS_MIN_FILES = 5  # a folder of more files than this shows a progress bar 
 
 
 def add_transcript_options(parser: argparse.ArgumentParser) -> None:
-    """--tokenizer, --calibration and --sidechains: how transcripts are read and sized."""
+    """--tokenizer, --calibration and --sidechains: how transcripts are read and sized; --skip-bad: whether a
+    folder with a bad file in it still gives a result."""
     from prunesim.io.transcripts import tokens
 
     parser.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
@@ -238,6 +261,9 @@ def add_transcript_options(parser: argparse.ArgumentParser) -> None:
                              "none (raw counts) or a calibration file from fidelity --fit-out")
     parser.add_argument("--sidechains", default="separate", choices=("separate", "skip"),
                         help="Claude Code subagent conversations: their own workloads (default) or left out")
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="leave out the files that cannot be read and write the result of the others "
+                             "(default: a bad file means nothing is written and exit code 2)")
 
 
 def option_files(args) -> list[str]:

@@ -5,6 +5,7 @@ the replay pipeline itself against the recorded bills, cross-validated (prunesim
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
@@ -65,7 +66,7 @@ def main(args) -> int:
             output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
-        tally = Tally(bar)
+        tally = Tally(bar, args.skip_bad)
 
         def on_error(path, err) -> None:  # bad input is one line; a bug on one file gets a crash report
             reported.add(str(path))
@@ -81,13 +82,18 @@ def main(args) -> int:
             if args.fit_on is not None:
                 donors.read(expand([args.fit_on]))
             identity = ident.report(donors if args.fit_on is not None else None)
-        if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
-            write_profiles(args.fit_out, profiles)
         for failure in cache.pop("failed"):  # a file both readers failed on is reported once
             if isinstance(failure, tuple):  # (path, exception): a bug met on that file
                 tally.failed(*failure)
             elif not any(failure.startswith(path) for path in reported):
-                report_line(bar, "error", failure)
+                tally.bad_line(failure)
+        tally.done = study.imported
+        if not tally.complete():  # a report over part of the folder would read as one over all of it
+            if tally.done or tally.failures > 1:  # one file that failed is its own line
+                print(f"prunesim: fidelity: {tally.summary()}", file=sys.stderr)
+            return tally.exit_code()
+        if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
+            write_profiles(args.fit_out, profiles)
     if args.json:
         keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
         rep.update({k: cache[k] for k in keys})
@@ -98,11 +104,9 @@ def main(args) -> int:
         print(format_report(rep))
         print(cache_fidelity.format_report(cache))
         print(replay_identity.format_report(identity))
-    if tally.bugs:
-        return 70
-    if study.imported == 0:
-        return 2
-    return 0
+    if tally.failures:
+        print(f"prunesim: fidelity: {tally.summary()}", file=sys.stderr)
+    return tally.exit_code()
 
 
 def _pct(x) -> str:

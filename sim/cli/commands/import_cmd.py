@@ -60,13 +60,14 @@ def main(args) -> int:
     sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
                            transcripts_only=True)
     with progress(len(files)) as bar:
-        tally = Tally(bar)
+        tally = Tally(bar, args.skip_bad)
         if single:
             written = _import_one(args, sources, tally, bar)
         else:
             written = _import_folder(args, sources, tally, bar)
-    print(f"imported {written} workload(s) from {len(files)} file(s); {tally.summary()}"
-          + ("; nothing written" if not written else ""))
+    summary = tally.summary()
+    print(f"imported {written} workload(s) from {len(files)} file(s); {summary}"
+          + ("; nothing written" if not written and "nothing written" not in summary else ""))
     return tally.exit_code()
 
 
@@ -135,10 +136,10 @@ def _import_folder(args, sources, tally: Tally, bar) -> int:
             tally.per_file(sources, process, commit, discard, tick=bar.update)
             if held.exists():
                 held.rmdir()
-            if not lines:
+            if not lines or not tally.complete():  # a folder with a bad file gives all of it or nothing
                 raise _NothingImported
     except _NothingImported:
-        pass
+        lines = []
     for line in lines:
         say(bar, line)
     return len(lines)

@@ -95,7 +95,7 @@ def main(args) -> int:
         print(line, file=sys.stderr)
     rows: list[dict] = []
     tools: set[str] = set()
-    failed = 0
+    skipped: list[str] = []
     if transcripts:
         units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
@@ -104,7 +104,7 @@ def main(args) -> int:
     count = 0
     for unit in units:
         if isinstance(unit, tuple):
-            failed += 1
+            skipped.append(str(unit[0]))
             print(f"prunesim: error: {unit[1]}", file=sys.stderr)
             continue
         for warning in unit.warnings:
@@ -112,8 +112,9 @@ def main(args) -> int:
         rows.extend(lb.unit_rows(unit, shown, transcripts))
         count += 1
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
-    if failed:  # a leaderboard over part of the folder would read as one over all of it
-        print(f"prunesim: error: {failed} file(s) failed; nothing written (fix or move them)", file=sys.stderr)
+    if skipped and (not args.skip_bad or not count):  # a leaderboard over part of the folder reads as one
+        print(f"prunesim: leaderboard: {len(skipped)} file(s) failed; nothing written (fix or move them"  # over all
+              + (")" if not count else ", or give --skip-bad to leave them out)"), file=sys.stderr)
         return 2
     table = lb.reduce(rows, shown)
     meta = {
@@ -128,6 +129,7 @@ def main(args) -> int:
         "tokenizer": args.tokenizer if transcripts else None,
         "calibration": args.calibration if transcripts else None,
         "sidechains": args.sidechains if transcripts else None,
+        "skipped": skipped,  # the files --skip-bad left out
     }
     try:
         with output.folder(args.out, "--out") as staging:  # the three files together, or none
@@ -135,6 +137,8 @@ def main(args) -> int:
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
+    if skipped:
+        what += f" ({len(skipped)} file(s) that failed left out: --skip-bad)"
     print(format_table(table, shown, what))
     if transcripts:
         print(format_bills(rows))

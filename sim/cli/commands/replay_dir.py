@@ -103,10 +103,14 @@ def main(args) -> int:
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:
-        return _replay_all(args, base, policies, grid, _Stdout())[0]
+        out = _Stdout()
+        code, complete = _replay_all(args, base, policies, grid, out)
+        if complete:
+            out.commit()
+        return code
     with output.FileOutput(args.out, flag="--out") as out:
-        code, rows = _replay_all(args, base, policies, grid, out)
-        if rows:  # a run that replayed nothing never replaces an existing result
+        code, complete = _replay_all(args, base, policies, grid, out)
+        if complete:  # a run that replayed nothing, or missed a file, never replaces an existing result
             out.commit()
         else:
             print(f"prunesim: nothing written to {args.out}", file=sys.stderr)
@@ -114,19 +118,28 @@ def main(args) -> int:
 
 
 class _Stdout:
+    """Rows for standard output, held until the folder is done: a folder with a bad file prints none."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
     def write(self, text: str) -> None:
-        sys.stdout.write(text)
+        self.parts.append(text)
+
+    def commit(self) -> None:
+        sys.stdout.write("".join(self.parts))
 
 
-def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, int]:
+def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
     """Replay every source under every policy and grid point; a file's rows go to ``out`` only when all its
-    runs replayed."""
+    runs replayed. Returns the exit code and whether ``out`` may be committed (rows, and no file missed
+    unless --skip-bad)."""
     files = expand([args.dir])
     idle = {p: Idle("replay" if grid.axes else "transcript") for p in policies}
     tools: set[str] = set()
     written = {"rows": 0, "workloads": 0}
     with progress(len(files)) as bar:
-        tally = Tally(bar)
+        tally = Tally(bar, args.skip_bad)
 
         def process(data) -> tuple[list[str], list[str], set[str]]:
             rows = []
@@ -157,7 +170,7 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, int]:
         note = counts.note(policy)
         if note:
             print(note, file=sys.stderr)
-    return tally.exit_code(), written["rows"]
+    return tally.exit_code(), bool(written["rows"]) and tally.complete()
 
 
 def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, dict]:

@@ -1,0 +1,90 @@
+"""Round five of hostile input: folder commands (one all-or-nothing rule), malformed JSON named whole, one rule
+for seeds, output paths that cannot be written, a file policy's name, and the flags and files of fidelity,
+leaderboard, replay-dir, import, calibrate, sensitivity and ablation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_capture import cli
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _folder_with_a_bad_file(tmp_path) -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "mini.traj.json", folder)
+    shutil.copy(FIXTURES / "openai.json", folder)
+    (folder / "cut.traj.json").write_text('{"messages": [{"role": "user", "content": "fi')  # a truncated file
+    return folder
+
+
+FOLDER_COMMANDS = {
+    "import": lambda src, out: ["import", src, "--out", f"{out}/"],
+    "replay-dir": lambda src, out: ["replay-dir", src, "--policies", "noop", "--out", out / "rows.csv"],
+    "fidelity": lambda src, out: ["fidelity", src, "--fit-out", out / "fit.toml"],
+    "leaderboard": lambda src, out: ["leaderboard", src, "--policies", "noop,naive", "--out", out],
+}
+
+
+@pytest.mark.parametrize("command", sorted(FOLDER_COMMANDS))
+def test_every_folder_command_with_a_bad_file_writes_nothing_and_exits_2_unless_told_to_skip_it(tmp_path, command):
+    folder = _folder_with_a_bad_file(tmp_path)
+    out = tmp_path / "out"
+    argv = FOLDER_COMMANDS[command](folder, out)
+    code, stdout, err = cli(*argv)
+    assert code == 2 and "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if line.startswith("prunesim: error:")]
+    assert len(errors) == 1 and str(folder / "cut.traj.json") in errors[0], err
+    assert "--skip-bad" in err + stdout  # the way to the other files' result is named
+    assert not out.exists(), sorted(out.rglob("*"))
+    if command == "fidelity":
+        assert stdout == ""  # no report over part of the folder either
+    code, stdout, err = cli(*argv, "--skip-bad")
+    assert code == 0, err
+    assert sum(line.startswith("prunesim: error:") for line in err.splitlines()) == 1
+    assert out.exists() and any(p.is_file() for p in out.rglob("*"))
+    if command == "leaderboard":
+        meta = json.loads((out / "leaderboard.json").read_text())
+        assert meta["skipped"] == [str(folder / "cut.traj.json")] and meta["units"] == 2
+        assert "1 file(s) that failed left out" in stdout
+
+
+@pytest.mark.parametrize("command", sorted(FOLDER_COMMANDS))
+def test_a_failed_folder_command_keeps_an_earlier_result(tmp_path, command):
+    folder = _folder_with_a_bad_file(tmp_path)
+    out = tmp_path / "out"
+    good = folder.parent / "good"
+    good.mkdir()
+    shutil.copy(FIXTURES / "mini.traj.json", good)
+    shutil.copy(FIXTURES / "openai.json", good)
+    assert cli(*FOLDER_COMMANDS[command](good, out))[0] == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert before
+    assert cli(*FOLDER_COMMANDS[command](folder, out))[0] == 2
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_replay_dir_to_standard_output_prints_no_rows_when_a_file_is_bad(tmp_path):
+    folder = _folder_with_a_bad_file(tmp_path)
+    code, stdout, err = cli("replay-dir", folder, "--policies", "noop")
+    assert code == 2 and stdout == "" and "cut.traj.json" in err
+    code, stdout, _ = cli("replay-dir", folder, "--policies", "noop", "--skip-bad")
+    assert code == 0 and len(stdout.splitlines()) == 1 + 2  # the header and the two good files' rows
+
+
+def test_skip_bad_still_exits_2_when_no_file_went_through(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(b"\x00\xff" * 100)
+    (folder / "b.jsonl").write_text("")
+    for argv in (["import", folder, "--out", f"{tmp_path}/wl/"], ["fidelity", folder],
+                 ["replay-dir", folder, "--policies", "noop"], ["leaderboard", folder, "--out", tmp_path / "lb"]):
+        code, _, err = cli(*argv, "--skip-bad")
+        assert code == 2 and "Traceback" not in err, (argv, err)
+        assert sum(line.startswith("prunesim: error:") for line in err.splitlines()) == 2, (argv, err)
+    assert not (tmp_path / "wl").exists() and not (tmp_path / "lb").exists()
