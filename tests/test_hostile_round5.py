@@ -88,3 +88,50 @@ def test_skip_bad_still_exits_2_when_no_file_went_through(tmp_path):
         assert code == 2 and "Traceback" not in err, (argv, err)
         assert sum(line.startswith("prunesim: error:") for line in err.splitlines()) == 2, (argv, err)
     assert not (tmp_path / "wl").exists() and not (tmp_path / "lb").exists()
+
+
+# -- malformed JSON: one sentence, built in one place ------------------------------------------------
+BROKEN_JSON = ['{', '{"a": "x', '{"a" 1}', '[1,]', '{"a": 1} x', '"a\tb"', '"\\q"', '"\\u12"', '{1: 2}', '[1 2]',
+               '{"a": 1,}', '{"a": [1, 2}']
+
+
+@pytest.mark.parametrize("text", BROKEN_JSON)
+def test_each_decoder_message_becomes_a_whole_sentence_with_line_and_column(text):
+    from prunesim.io.inputs import malformed_json
+
+    try:
+        json.loads(text)
+    except ValueError as err:
+        message = str(malformed_json("f.json", err))
+    assert message.startswith("f.json: malformed JSON at line 1, column "), message
+    sentence = message.split(": ", 2)[2]
+    assert not sentence.endswith((" at", ":", "starting")) and len(sentence.split()) >= 4, message
+    assert not sentence.startswith(("Expecting", "Unterminated", "Invalid")), message  # ours, not the decoder's
+
+
+def test_malformed_json_is_worded_alike_by_every_reader(tmp_path):
+    cut = tmp_path / "cut.traj.json"
+    cut.write_text('{"messages": [{"role": "user", "content": "fi')
+    code, _, err = cli("import", cut, "--out", tmp_path / "w.jsonl")
+    assert code == 2 and err == (f"prunesim: error: {cut}: malformed JSON at line 1, column 43: the string that "
+                                 "starts here is never closed\n")
+    lines = (FIXTURES / "openhands.jsonl").read_text().splitlines()
+    middle = tmp_path / "oh.jsonl"
+    middle.write_text("\n".join([lines[0], lines[1][:30], lines[1]]) + "\n")
+    code, _, err = cli("import", middle, "--out", f"{tmp_path}/wl/")
+    assert code == 2 and err.startswith(f"prunesim: error: {middle}:2: malformed JSON at column "), err
+    workload = tmp_path / "m.workload.jsonl"
+    assert cli("import", FIXTURES / "mini.traj.json", "--out", workload)[0] == 0
+    text = workload.read_text().splitlines()
+    workload.write_text("\n".join([text[0], text[1].replace('"', "", 1), *text[2:]]) + "\n")
+    code, _, err = cli("run", "--workload", workload, "--policy", "noop")
+    assert code == 2 and err.startswith(f"prunesim: error: {workload}:2: malformed JSON at column 2: "), err
+    calibration = tmp_path / "cal.json"
+    calibration.write_text('{"prunesim_calibration": ')
+    code, _, err = cli("import", FIXTURES / "mini.traj.json", "--calibration", calibration, "--out", tmp_path / "x")
+    assert code == 2 and err == (f"prunesim: error: {calibration}: not a calibration file: malformed JSON at line 1, "
+                                 "column 25: the text ends before the JSON value does (a truncated file?)\n"), err
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    code, _, err = cli("import", empty, "--out", tmp_path / "e.jsonl")
+    assert code == 2 and err == f"prunesim: error: {empty}: malformed JSON: the file is empty\n", err

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prunesim.errors import UserError, json_problem
+from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
 
 SWEEP_FILE = "sweep.json"
@@ -72,12 +72,8 @@ def parse_json(data: bytes, path: Path) -> Any:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
-    except json.JSONDecodeError as err:
-        raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
-    except ValueError as err:  # a number too long to convert, say
-        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
-    except RecursionError:
-        raise UserError(str(path), None, "JSON nested too deeply to read") from None
+    except (ValueError, RecursionError) as err:  # malformed, a number too long to convert, nested too deep
+        raise inputs.malformed_json(path, err) from None
 
 
 def parse_csv(data: bytes, path: Path) -> list[list[str]]:
