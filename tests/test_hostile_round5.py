@@ -135,3 +135,42 @@ def test_malformed_json_is_worded_alike_by_every_reader(tmp_path):
     empty.write_text("")
     code, _, err = cli("import", empty, "--out", tmp_path / "e.jsonl")
     assert code == 2 and err == f"prunesim: error: {empty}: malformed JSON: the file is empty\n", err
+
+
+# -- one rule for seeds ------------------------------------------------------------------------------
+TOO_BIG = str(10**400)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "oscillation-40", "--seed", TOO_BIG],
+    ["run", "oscillation-40", "--seed", str(10**12 + 1)],
+    ["run", "oscillation-40", "--set", f"seed={TOO_BIG}"],
+    ["run", "oscillation-40", "--set", "seed=-1"],
+    ["sweep", "oscillation-40", "--seeds", f"{10**12}:{10**12 + 2}", "--out", "{tmp}/sw"],
+    ["compare", "oscillation-40", "--policies", "naive", "--seeds", f"3,{TOO_BIG}"],
+    ["replay", "oscillation", "--seeds", TOO_BIG],
+    ["replay-dir", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--seed", TOO_BIG],
+    ["leaderboard", str(FIXTURES / "claude-code"), "--seed", TOO_BIG, "--out", "{tmp}/lb"],
+    ["validate", "oscillation", "--first-seed", str(10**12 - 5)],
+    ["ablation", "oscillation", "--first-seed", TOO_BIG],
+    ["aggregate", "{tmp}", "--seed", TOO_BIG],
+])
+def test_a_seed_above_the_one_limit_is_refused_in_one_line_wherever_it_is_given(tmp_path, argv):
+    code, out, err = cli(*[a.format(tmp=tmp_path) for a in argv])
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "a seed is an integer from 0 to 1,000,000,000,000" in err, err
+    assert not (tmp_path / "sw").exists() and not (tmp_path / "lb").exists()
+
+
+def test_a_scenario_files_seed_and_the_api_keep_the_same_limit(tmp_path):
+    from prunesim import api
+    from prunesim.errors import UserError
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'extends = "oscillation-40"\nseed = {TOO_BIG}\n')
+    code, _, err = cli("run", scenario)
+    assert code == 2 and err == (f"prunesim: error: {scenario}: seed: a number of 401 digits is out of range (a seed "
+                                 "is an integer from 0 to 1,000,000,000,000)\n"), err
+    with pytest.raises(UserError, match="a seed is an integer from 0 to 1,000,000,000,000"):
+        api.run("oscillation-40", policy="naive", seed=10**12 + 1)
+    assert api.run("oscillation-40", policy="naive", seed=10**12, overrides={"turns": 3}).seed == 10**12

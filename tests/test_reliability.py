@@ -530,7 +530,7 @@ RUN_CORRUPTIONS = {
     "metrics not an object": ("summary.json", lambda p: p.write_text(json.dumps(
         {**json.loads(p.read_text()), "metrics": [1]})), "metrics: must be an object"),
     "a seed that is text": ("summary.json", lambda p: p.write_text(json.dumps(
-        {**json.loads(p.read_text()), "seed": "abc"})), "seed: must be a non-negative integer"),
+        {**json.loads(p.read_text()), "seed": "abc"})), "seed: must be an integer from 0 to 1,000,000,000,000"),
     "an empty trace": ("trace.csv", lambda p: edit_lines(p, lambda ls: ls[:1]), "no rows"),
     "not UTF-8": ("trace.csv", lambda p: _poke(p, 200, 0xFE), "not UTF-8"),
     # A budget of 1e308 drew an empty figure (exit 0, a matplotlib warning on stderr); -5 drew a wrong one.

@@ -35,6 +35,7 @@ from typing import Any
 
 from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
+from prunesim.model.scenario import MAX_SEED, seed_problem
 
 SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
@@ -173,8 +174,8 @@ def check_description(desc: Any, where: str, need_columns: bool = True) -> None:
     if len(set(policies)) != len(policies):
         raise UserError(where, "policies", "a policy is repeated")
     seeds = desc.get("seeds")
-    if not isinstance(seeds, list) or not seeds or not all(type(s) is int and s >= 0 for s in seeds):
-        raise UserError(where, "seeds", "expected a non-empty list of non-negative integers")
+    if not isinstance(seeds, list) or not seeds or not all(type(s) is int and seed_problem(s) is None for s in seeds):
+        raise UserError(where, "seeds", f"expected a non-empty list of seeds (integers from 0 to {MAX_SEED:,})")
     if len(set(seeds)) != len(seeds):
         raise UserError(where, "seeds", "a seed is repeated")
     if not need_columns and "columns" not in desc:

@@ -10,6 +10,7 @@ from prunesim.cli import crash
 from prunesim.errors import ResourceError, UserError
 from prunesim.io.scenario_files import parse_set, replace
 from prunesim.kernel.choice import ENGINES, EngineChoice
+from prunesim.model.scenario import MAX_SEED, seed_problem
 from prunesim.policies import REGISTRY, user_policy_fault
 
 # Seeds in one command: a million runs of the smallest shipped scenario already take hours; a range of
@@ -27,12 +28,17 @@ def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
                 raise UserError(flag, text, "range must be A:B with 0 <= A < B")
             if hi - lo > MAX_SEEDS:
                 raise UserError(flag, text, f"{hi - lo:,} seeds; at most {MAX_SEEDS:,} in one command")
+            if problem := seed_problem(hi - 1):
+                raise UserError(flag, text, f"the last seed, {problem}")
             return list(range(lo, hi))
         seeds = [int(x) for x in text.split(",")]
     except ValueError:
         raise UserError(flag, text, "expected A:B, a comma-separated list, or one integer") from None
     if any(s < 0 for s in seeds):
         raise UserError(flag, text, "seeds must not be negative")
+    for seed in seeds:
+        if problem := seed_problem(seed):
+            raise UserError(flag, text, problem)
     seen: set[int] = set()
     for seed in seeds:
         if seed in seen:  # the same run counted twice would narrow every interval over seeds
@@ -94,6 +100,27 @@ def non_negative_int(text: str) -> int:
 
 def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "positive")
+
+
+def seed_arg(text: str) -> int:
+    """A ``--seed``-like flag: an integer from 0 to MAX_SEED, as a seed is everywhere."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_SEED:,}, got {text!r}") from None
+    problem = seed_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def check_seed_blocks(first: int, blocks: int, size: int) -> None:
+    """--first-seed, --blocks and --block-size: every seed of the blocks is a seed (one command's worth)."""
+    if blocks * size > MAX_SEEDS:  # each block holds its seeds: refuse before running any
+        raise UserError("--blocks", None, f"{blocks:,} blocks of {size:,} seeds (--block-size) are "
+                        f"{blocks * size:,} seeds; at most {MAX_SEEDS:,} in one command")
+    if problem := seed_problem(first + blocks * size - 1):
+        raise UserError("--first-seed", str(first), f"the last seed of the blocks, {problem}")
 
 
 def out_arg(text: str) -> str:

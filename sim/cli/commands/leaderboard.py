@@ -11,11 +11,11 @@ from prunesim.cli.commands._common import (
     add_set,
     add_transcript_options,
     check_transcript_options,
-    non_negative_int,
     out_arg,
     parse_seeds,
     print_notes,
     scenario_sets,
+    seed_arg,
 )
 from prunesim.errors import UserError
 from prunesim.io import output
@@ -44,7 +44,7 @@ def register(sub) -> None:
                    "without DIR, the synthetic scenario to run")
     p.add_argument("--seeds", help="without DIR: the seeds, A:B (B excluded), a list or one integer "
                    "(default 0:20)")
-    p.add_argument("--seed", type=non_negative_int, help="with DIR: the seed of the policies' random streams")
+    p.add_argument("--seed", type=seed_arg, help="with DIR: the seed of the policies' random streams")
     add_set(p)
     add_reaction(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",

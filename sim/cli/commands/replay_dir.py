@@ -17,13 +17,13 @@ from prunesim.cli.commands._common import (
     add_set,
     add_transcript_options,
     check_transcript_options,
-    non_negative_int,
     option_files,
     out_arg,
     print_notes,
     progress,
     report_line,
     scenario_sets,
+    seed_arg,
 )
 from prunesim.errors import UserError
 from prunesim.io import output
@@ -54,7 +54,7 @@ def register(sub) -> None:
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="replay every transcript at each value (A:B:STEP or a,b,c; POLICY:NAME=VALUES for one "
                         "policy's runs only), as in prunesim sweep; repeatable: the cartesian product is replayed")
-    p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
+    p.add_argument("--seed", type=seed_arg, help="seed of the policies' random streams")
     add_transcript_options(p)
     p.add_argument("--out", type=out_arg, help="CSV file (default: standard output)")
     p.set_defaults(func=main)

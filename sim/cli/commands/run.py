@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_reaction, add_set, non_negative_int, out_arg, print_notes, scenario_sets
+from prunesim.cli.commands._common import add_reaction, add_set, out_arg, print_notes, scenario_sets, seed_arg
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -22,7 +22,7 @@ def register(sub) -> None:
                    "(default with --workload: transcript)")
     p.add_argument("--workload", type=Path, help="replay an imported workload (or a one-run transcript) instead")
     p.add_argument("--policy", help="policy name (default: the scenario's)")
-    p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
+    p.add_argument("--seed", type=seed_arg, help="random seed (default: the scenario's)")
     add_set(p)
     add_reaction(p)
     p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
