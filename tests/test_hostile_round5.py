@@ -174,3 +174,102 @@ def test_a_scenario_files_seed_and_the_api_keep_the_same_limit(tmp_path):
     with pytest.raises(UserError, match="a seed is an integer from 0 to 1,000,000,000,000"):
         api.run("oscillation-40", policy="naive", seed=10**12 + 1)
     assert api.run("oscillation-40", policy="naive", seed=10**12, overrides={"turns": 3}).seed == 10**12
+
+
+# -- output paths that cannot be written say why ---------------------------------------------------
+OUTPUT_FLAGS = {  # each writing command and the flag of its output (a file), run on the smallest inputs
+    "fidelity": (["fidelity", str(FIXTURES / "mini.traj.json"), "--fit-out", "{out}"], "--fit-out"),
+    "calibrate": (["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "trigger", "--out", "{out}"],
+                  "--out"),
+    "replay-dir": (["replay-dir", str(FIXTURES / "mini.traj.json"), "--policies", "noop", "--out", "{out}"], "--out"),
+    "compare": (["compare", "oscillation-40", "--policies", "naive", "--seeds", "0:1", "--set", "turns=3",
+                 "--out", "{out}"], "--out"),
+    "replay": (["replay", "oscillation", "--seeds", "0:1", "--out", "{out}"], "--out"),
+    "sensitivity": (["sensitivity", "oscillation", "--samples", "2", "--seeds", "0:1", "--out", "{out}"], "--out"),
+    "ablation": (["ablation", "oscillation", "--out", "{out}"], "--out"),
+}
+KERNEL_FILE = Path("/proc/version")
+
+
+@pytest.mark.skipif(not KERNEL_FILE.is_file(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("command", sorted(OUTPUT_FLAGS))
+@pytest.mark.parametrize("target", ["/proc/version", "/proc/prunesim-new.out", "/proc/self/status"])
+def test_an_output_onto_the_kernels_files_says_so_not_no_such_file(command, target):
+    argv, flag = OUTPUT_FLAGS[command]
+    code, out, err = cli(*[a.format(out=target) for a in argv])
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"prunesim: error: {flag}: {target}: ") and "kernel's /proc file system" in err, err
+    assert "No such file" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["leaderboard", "run", "import", "sweep"])
+def test_a_folder_output_in_a_folder_that_takes_no_file_names_the_folder_and_the_reason(tmp_path, monkeypatch,
+                                                                                          command):
+    import errno
+    import tempfile
+
+    from prunesim.io import output
+
+    def refused(*args, dir=None, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(dir))
+
+    monkeypatch.setattr(output.tempfile, "TemporaryFile", refused)
+    monkeypatch.setattr(output.tempfile, "mkdtemp", refused)
+    assert output.tempfile is tempfile
+    out = tmp_path / "locked" / "res"
+    (tmp_path / "locked").mkdir()
+    argv = {"leaderboard": ["leaderboard", FIXTURES / "claude-code", "--out", out],
+            "run": ["run", "oscillation-40", "--set", "turns=3", "--out", out],
+            "import": ["import", FIXTURES / "mini.traj.json", FIXTURES / "openai.json", "--out", out],
+            "sweep": ["sweep", "oscillation-40", "--grid", "trigger=16000,17000", "--seeds", "0:1", "--out", out]}
+    code, _, err = cli(*argv[command])
+    assert code == 2 and err == (f"prunesim: error: --out: {out}: permission denied: cannot create a file in "
+                                 f"{tmp_path / 'locked'}\n"), err
+    assert not out.exists()
+
+
+def test_a_read_only_result_is_not_replaced_behind_the_users_back(tmp_path, monkeypatch):
+    import os
+
+    target = tmp_path / "rows.csv"
+    target.write_text("kept\n")
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == target and mode == os.W_OK
+                        else real(p, mode, **kw))  # as a user without write permission sees it (root sees none)
+    code, _, err = cli("replay-dir", FIXTURES / "mini.traj.json", "--policies", "noop", "--out", target)
+    assert code == 2 and err == f"prunesim: error: --out: {target}: permission denied: the file is read-only\n", err
+    assert target.read_text() == "kept\n"
+
+
+def test_a_write_error_on_a_device_names_the_flag(tmp_path):
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    code, _, err = cli("import", FIXTURES / "mini.traj.json", "--out", "/dev/full")
+    assert code == 1 and err == "prunesim: error: --out: /dev/full: No space left on device\n", err
+    if KERNEL_FILE.is_file():  # one workload file (a .jsonl name) in a folder that takes none
+        code, _, err = cli("import", FIXTURES / "mini.traj.json", "--out", "/proc/w.jsonl")
+        assert code == 2 and err == ("prunesim: error: --out: /proc/w.jsonl: /proc is in the kernel's /proc file "
+                                     "system, which takes no new file\n"), err
+    run = tmp_path / "r"
+    assert cli("run", "oscillation-40", "--set", "turns=3", "--out", run)[0] == 0
+    code, _, err = cli("plot", "trace", run, "--out", "/dev/full")
+    assert code == 1 and err == "prunesim: error: --out: /dev/full: No space left on device\n", err
+
+
+def test_replay_dir_into_a_pipe_sends_no_rows_when_a_file_is_bad(tmp_path):
+    import os
+    import threading
+
+    folder = _folder_with_a_bad_file(tmp_path)
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    try:
+        code, _, err = cli("replay-dir", folder, "--policies", "noop", "--out", fifo)
+    finally:
+        if reader.is_alive():  # nothing opened the pipe for writing: let the reader see its end
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert code == 2 and got == [b""] and "cut.traj.json" in err, (got, err)

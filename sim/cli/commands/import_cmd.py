@@ -54,6 +54,7 @@ def main(args) -> int:
     single = _single_file_target(args.out, files)
     if single:
         output.check_not_input(args.out, files + option_files(args), "--out")
+        output.check_file(args.out, "--out")
     else:
         output.check_folder(args.out, "--out")
         output.check_outside(args.out, args.paths, "--out")
@@ -92,7 +93,7 @@ def _import_one(args, sources, tally: Tally, bar) -> int:
     if second is not None:  # read before anything is written: a second run means the target is wrong
         raise UserError(str(path), None, "holds several runs; give --out a folder")
     _warn(bar, first)
-    wl.write(Path(args.out), first)
+    output.write_text(args.out, wl.dumps(first), "--out")
     tally.ok()
     bar.update()
     say(bar, _describe(args.out, first))

@@ -103,12 +103,13 @@ def main(args) -> int:
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:
-        out = _Stdout()
+        out = _Held(sys.stdout)
         code, complete = _replay_all(args, base, policies, grid, out)
         if complete:
             out.commit()
         return code
-    with output.FileOutput(args.out, flag="--out") as out:
+    with output.FileOutput(args.out, flag="--out") as file:
+        out = _Held(file) if file.kind == "stream" else file  # a file is staged; a device or pipe is not
         code, complete = _replay_all(args, base, policies, grid, out)
         if complete:  # a run that replayed nothing, or missed a file, never replaces an existing result
             out.commit()
@@ -117,17 +118,21 @@ def main(args) -> int:
     return code
 
 
-class _Stdout:
-    """Rows for standard output, held until the folder is done: a folder with a bad file prints none."""
+class _Held:
+    """Rows for standard output, a device or a pipe, held until the folder is done: a folder with a bad file
+    sends none (a file output is staged beside its target instead, and never shown until committed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, target) -> None:
+        self.target = target
         self.parts: list[str] = []
 
     def write(self, text: str) -> None:
         self.parts.append(text)
 
     def commit(self) -> None:
-        sys.stdout.write("".join(self.parts))
+        self.target.write("".join(self.parts))
+        if hasattr(self.target, "commit"):
+            self.target.commit()
 
 
 def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
