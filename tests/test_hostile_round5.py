@@ -273,3 +273,32 @@ def test_replay_dir_into_a_pipe_sends_no_rows_when_a_file_is_bad(tmp_path):
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         reader.join(10)
     assert code == 2 and got == [b""] and "cut.traj.json" in err, (got, err)
+
+
+# -- a policy from a file is named by its class wherever a command prints it ----------------------
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "policies" / "keep_last_outputs.py"
+
+
+def test_a_file_policy_is_printed_by_its_class_and_recorded_by_its_whole_name(tmp_path):
+    spec = f"{EXAMPLE}:KeepLastOutputs"
+    code, out, _ = cli("run", "oscillation-40", "--set", "turns=20", "--policy", spec, "--out", tmp_path / "r")
+    assert code == 0 and out.splitlines()[0].startswith("oscillation-40 under KeepLastOutputs, seed 0:"), out
+    assert str(EXAMPLE) not in out
+    assert json.loads((tmp_path / "r" / "summary.json").read_text())["policy"] == spec  # how to load it again
+    code, _, err = cli("sweep", "oscillation-40", "--set", "turns=20", "--grid", "trigger=16000,17000",
+                       "--policies", f"naive,{spec}", "--seeds", "0:1", "--out", tmp_path / "sw")
+    assert code == 0 and "may not affect KeepLastOutputs:" in err and str(EXAMPLE) not in err, err
+    assert spec in (tmp_path / "sw" / "runs.csv").read_text()
+    code, _, err = cli("replay-dir", FIXTURES / "mini.traj.json", "--policies", spec, "--out", tmp_path / "rd.csv")
+    assert code == 0 and str(EXAMPLE) not in err, err
+    assert f",{spec}," in (tmp_path / "rd.csv").read_text()
+
+
+def test_a_file_name_that_is_no_policy_class_is_worded_without_the_loaders_module_name(tmp_path):
+    plain = tmp_path / "plain.py"
+    plain.write_text("class Thing:\n    pass\n\nvalue = 3\n")
+    code, _, err = cli("run", "oscillation-40", "--policy", f"{plain}:Thing")
+    assert code == 2 and err == (f"prunesim: error: --policy {plain}:Thing: class Thing is not a policy: a policy "
+                                 "subclasses prunesim.policies.Policy\n"), err
+    code, _, err = cli("run", "oscillation-40", "--policy", f"{plain}:value")
+    assert code == 2 and "names a value of type int, not a class" in err and "prunesim_user" not in err, err

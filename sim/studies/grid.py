@@ -28,6 +28,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from prunesim.errors import UserError
+from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import toml_value
 
 MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small)
@@ -182,6 +183,7 @@ def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
     from prunesim.policies import REGISTRY, get_policy
 
     classes = {name: get_policy(name) for name in policies}
+    label = policy_labels(classes)  # a policy from a file by its class, as every table shows it
     builtin = set(REGISTRY.values())
     specific = [p for cls in (*REGISTRY.values(), *classes.values()) for p in cls.parameters()]
     lines = []
@@ -198,10 +200,10 @@ def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
             if any(covers(p, param) for p in cls.parameters()):
                 continue
             if cls not in builtin and not _declares_reads(cls):  # a user's policy that does not say what it reads
-                undeclared.append(name)
+                undeclared.append(label[name])
                 continue
             other = cls.parameter_roles().get(role) if role else None
-            deaf.append(f"{name} ({other} would)" if other else f"{name} (no parameter of it would)")
+            deaf.append(f"{label[name]} ({other} would)" if other else f"{label[name]} (no parameter of it would)")
         if deaf:
             lines.append(f"note: --grid {axis} cannot affect {', '.join(deaf)}")
         if undeclared:

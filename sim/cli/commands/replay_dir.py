@@ -28,6 +28,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import format_cell
+from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import load_replay
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
@@ -171,8 +172,9 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
     print_notes(policies, base, frozenset(tools))
     print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
           f"{tally.summary()}", file=sys.stderr)
+    label = policy_labels(idle)  # a policy from a file by its class, as every table shows it
     for policy, counts in idle.items():
-        note = counts.note(policy)
+        note = counts.note(policy, label[policy])
         if note:
             print(note, file=sys.stderr)
     return tally.exit_code(), bool(written["rows"]) and tally.complete()
@@ -202,10 +204,12 @@ class Idle:
             self.never_acted += 1
             self.never_triggered += summary["first_trigger_turn"] < 0
 
-    def note(self, policy: str) -> str:
+    def note(self, policy: str, shown: str | None = None) -> str:
+        """The line saying on how many replays ``policy`` never acted (``shown``: how the line names it)."""
         if not self.never_acted or policy == "noop":
             return ""
         idle = self.never_acted - self.never_triggered
         parts = [f"{self.never_triggered} never reached its trigger (lower the budget or the trigger)"] * bool(
             self.never_triggered) + [f"{idle} reached it with nothing it would remove"] * bool(idle)
-        return f"{policy}: never acted on {self.never_acted} of {self.replays} {self.unit}(s): {'; '.join(parts)}"
+        return (f"{shown or policy}: never acted on {self.never_acted} of {self.replays} {self.unit}(s): "
+                f"{'; '.join(parts)}")

@@ -11,6 +11,7 @@ from prunesim.cli.commands._common import add_reaction, add_set, out_arg, print_
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
+from prunesim.io.labels import policy_label
 from prunesim.io.stream import stream_run
 from prunesim.observe.recorder import MODES
 from prunesim.policies import get_policy
@@ -78,7 +79,7 @@ def format_summary(result) -> str:
     sc = result.scenario
     ratio = s["overhead_ratio"]
     lines = [
-        f"{result.transcript or sc.name} under {result.policy}, seed {result.seed}: {s['turns']} turns, "
+        f"{result.transcript or sc.name} under {policy_label(result.policy)}, seed {result.seed}: {s['turns']} turns, "
         f"window {sc.window}, {sc.budget_kind} budget {sc.budget}, trigger {sc.trigger}",
         f"  utilization   peak {s['peak_utilization']}, final {s['final_utilization']}, "
         f"band floor {s['band_floor']} (first trigger at turn {s['first_trigger_turn']})",
