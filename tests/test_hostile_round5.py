@@ -302,3 +302,26 @@ def test_a_file_name_that_is_no_policy_class_is_worded_without_the_loaders_modul
                                  "subclasses prunesim.policies.Policy\n"), err
     code, _, err = cli("run", "oscillation-40", "--policy", f"{plain}:value")
     assert code == 2 and "names a value of type int, not a class" in err and "prunesim_user" not in err, err
+
+
+# -- the attack on the folder commands' files -----------------------------------------------------
+@pytest.mark.parametrize("fixture, index, fmt", [("mini.traj.json", 2, "mini-swe-agent"), ("openai.json", 1, "openai")])
+def test_a_role_that_is_not_text_is_refused_not_read_as_a_users_message(tmp_path, fixture, index, fmt):
+    data = json.loads((FIXTURES / fixture).read_text())
+    messages = data["messages"] if isinstance(data, dict) else data
+    messages[index]["role"] = ["assistant"]
+    path = tmp_path / fixture
+    path.write_text(json.dumps(data))
+    code, out, err = cli("import", path, "--out", tmp_path / "w.jsonl")
+    assert code == 2 and out == "" and not (tmp_path / "w.jsonl").exists()
+    assert err == f"prunesim: error: {path}: {fmt}: 'role' in message {index} is list, expected a string\n", err
+
+
+@pytest.mark.parametrize("command", ["import", "replay-dir", "fidelity"])
+def test_one_bad_file_given_alone_is_one_line_and_no_summary(tmp_path, command):
+    path = tmp_path / "bin.json"
+    path.write_bytes(b"\x00\xff" * 500)
+    argv = {"import": ["import", path, "--out", f"{tmp_path}/wl/"], "fidelity": ["fidelity", path],
+            "replay-dir": ["replay-dir", path, "--policies", "noop", "--out", tmp_path / "r.csv"]}[command]
+    code, out, err = cli(*argv)
+    assert code == 2 and out == "" and err == f"prunesim: error: {path}: binary file, not a transcript\n", (out, err)

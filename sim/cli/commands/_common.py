@@ -180,6 +180,10 @@ class Tally:
         """May the command write its result? Every file went through, or ``--skip-bad`` and some did."""
         return self.done > 0 and (self.skip_bad or not self.failures)
 
+    def says_more(self) -> bool:
+        """Whether the closing summary adds to the error lines: not when the one file given failed."""
+        return bool(self.done) or self.failures > 1
+
     def summary(self) -> str:
         """``N file(s) failed`` (how many on a prunesim bug), and why nothing was written when nothing was."""
         bugs = f" ({self.bugs} on a prunesim bug)" if self.bugs else ""

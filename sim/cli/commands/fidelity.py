@@ -89,7 +89,7 @@ def main(args) -> int:
                 tally.bad_line(failure)
         tally.done = study.imported
         if not tally.complete():  # a report over part of the folder would read as one over all of it
-            if tally.done or tally.failures > 1:  # one file that failed is its own line
+            if tally.says_more():  # one file that failed is its own line
                 print(f"prunesim: fidelity: {tally.summary()}", file=sys.stderr)
             return tally.exit_code()
         if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
@@ -104,7 +104,7 @@ def main(args) -> int:
         print(format_report(rep))
         print(cache_fidelity.format_report(cache))
         print(replay_identity.format_report(identity))
-    if tally.failures:
+    if tally.failures and tally.says_more():
         print(f"prunesim: fidelity: {tally.summary()}", file=sys.stderr)
     return tally.exit_code()
 

@@ -67,8 +67,9 @@ def main(args) -> int:
         else:
             written = _import_folder(args, sources, tally, bar)
     summary = tally.summary()
-    print(f"imported {written} workload(s) from {len(files)} file(s); {summary}"
-          + ("; nothing written" if not written and "nothing written" not in summary else ""))
+    if tally.says_more():  # else the one file's error line says it all
+        print(f"imported {written} workload(s) from {len(files)} file(s); {summary}"
+              + ("; nothing written" if not written and "nothing written" not in summary else ""))
     return tally.exit_code()
 
 

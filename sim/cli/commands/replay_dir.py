@@ -114,8 +114,6 @@ def main(args) -> int:
         code, complete = _replay_all(args, base, policies, grid, out)
         if complete:  # a run that replayed nothing, or missed a file, never replaces an existing result
             out.commit()
-        else:
-            print(f"prunesim: nothing written to {args.out}", file=sys.stderr)
     return code
 
 
@@ -170,8 +168,9 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
         sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files)
         tally.per_file(sources, process, commit, tick=bar.update)
     print_notes(policies, base, frozenset(tools))
-    print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
-          f"{tally.summary()}", file=sys.stderr)
+    if tally.says_more():  # else the one file's error line says it all
+        print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
+              f"{tally.summary()}", file=sys.stderr)
     label = policy_labels(idle)  # a policy from a file by its class, as every table shows it
     for policy, counts in idle.items():
         note = counts.note(policy, label[policy])

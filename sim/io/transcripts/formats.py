@@ -225,6 +225,14 @@ def _need(obj, key: str, what: str):
     return obj[key]
 
 
+def _role(m, what: str) -> str:
+    """A message's ``role``, which must be text: a role of another type would be read as a user's message."""
+    role = _need(m, "role", what)
+    if not isinstance(role, str):
+        raise _Missing(f"'role' in {what} is {type(role).__name__}, expected a string")
+    return role
+
+
 def _text(content) -> str:
     """Message content as text: a string, or the text parts of a content list."""
     if content is None:
@@ -289,7 +297,7 @@ def _mini(data: dict, t: Transcript) -> None:
     turn = 0
     key = ""
     for i, m in enumerate(messages):
-        role = _need(m, "role", f"message {i}")
+        role = _role(m, f"message {i}")
         text = _text(m.get("content"))
         if role == "system":
             t.parts.append(Part(turn, "system", text))
@@ -343,7 +351,7 @@ def _swe(data: dict, t: Transcript) -> None:
     turn = 0
     key = ""
     for i, m in enumerate(history):
-        role = _need(m, "role", f"history[{i}]")
+        role = _role(m, f"history[{i}]")
         text = _text(m.get("content"))
         if role == "system":
             t.parts.append(Part(turn, "system", text))
@@ -460,7 +468,7 @@ def _openai(data, t: Transcript) -> None:
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise _Missing(f"message {i} is not an object")
-        role = _need(m, "role", f"message {i}")
+        role = _role(m, f"message {i}")
         text = _text(m.get("content"))
         if role in ("system", "developer"):
             t.parts.append(Part(turn, "system", text))
