@@ -325,3 +325,33 @@ def test_one_bad_file_given_alone_is_one_line_and_no_summary(tmp_path, command):
             "replay-dir": ["replay-dir", path, "--policies", "noop", "--out", tmp_path / "r.csv"]}[command]
     code, out, err = cli(*argv)
     assert code == 2 and out == "" and err == f"prunesim: error: {path}: binary file, not a transcript\n", (out, err)
+
+
+@pytest.mark.parametrize("argv", [
+    ["calibrate", "oscillation-40", "--targets", "seed-000", "--params", "trigger=16000:23000", "--max-evals", "1",
+     "--seeds", "0:1", "--out", "{tmp}/c.toml"],
+    ["sensitivity", "oscillation", "--samples", "2", "--seeds", "0:1", "--out", "{tmp}/s.csv"],
+    ["ablation", "oscillation", "--seeds", "0:1", "--max-evals", "1", "--blocks", "1", "--block-size", "1",
+     "--out", "{tmp}/a.csv"],
+])
+def test_engine_kernel_without_numba_is_one_line_before_any_run_and_writes_nothing(tmp_path, monkeypatch, argv):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "numba", None)  # an install without the kernel extra: import numba fails
+    code, out, err = cli(*[a.format(tmp=tmp_path) for a in argv], "--engine", "kernel")
+    assert code == 2 and out == "" and list(tmp_path.iterdir()) == []
+    assert err == ("prunesim: error: --engine: the kernel does not cover this install: numba is not installed "
+                   "(pip install 'prunesim[kernel]'): use --engine simpy or auto\n"), err
+
+
+@pytest.mark.parametrize("grid, words", [
+    ("budget=99999999999999", "--grid point budget=99999999999999: budget: 99999999999999 is out of range"),
+    ("trigger=16000:23500:0.5", "trigger: must be an integer, got a number 16000.5"),
+    ("nopolicy:trigger=1,2", "names the policy 'nopolicy', which is not swept"),
+    ("seed=1,2", "cannot be a leaderboard's axis"),
+])
+def test_a_bad_leaderboard_grid_is_one_line_naming_the_setting_the_user_gave(tmp_path, grid, words):
+    code, out, err = cli("leaderboard", FIXTURES / "claude-code", "--policies", "noop,naive", "--grid", grid,
+                         "--out", tmp_path / "lb")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and words in err, err
+    assert not (tmp_path / "lb").exists()

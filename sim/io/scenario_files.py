@@ -217,7 +217,7 @@ def absolute_sizes_win(data: dict, layer_keys) -> dict:
     out = merge(data, {"replay": {"pinned": pinned}})
     if replay.get("recorded") is True:
         sizes = {k: out.get(k) for k in ("window", "budget", "trigger")}
-        if all(type(v) is int for v in sizes.values()):
+        if all(type(v) is int and abs(v) <= _MAX_INT for v in sizes.values()):  # else the check names the key
             if "budget" not in pinned:
                 out["budget"] = sizes["window"] if "window" in pinned else max(sizes["budget"], sizes["trigger"])
             if "window" not in pinned:
