@@ -355,3 +355,45 @@ def test_a_bad_leaderboard_grid_is_one_line_naming_the_setting_the_user_gave(tmp
                          "--out", tmp_path / "lb")
     assert code == 2 and out == "" and len(err.splitlines()) == 1 and words in err, err
     assert not (tmp_path / "lb").exists()
+
+
+# -- outputs onto inputs, fits onto what they judge ---------------------------------------------------
+def test_replay_dir_refuses_a_table_named_like_a_transcript_inside_the_folder_it_reads(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "mini.traj.json", folder)
+    for name in ("rows.json", "rows.jsonl"):
+        code, _, err = cli("replay-dir", folder, "--policies", "noop", "--out", folder / name)
+        assert code == 2 and "is inside the folder it reads" in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in folder.iterdir()) == ["mini.traj.json"]
+    assert cli("replay-dir", folder, "--policies", "noop", "--out", folder / "rows.csv")[0] == 0  # read by nothing
+
+
+@pytest.mark.parametrize("share", ["copy", "link"])
+def test_fidelity_refuses_to_fit_on_a_folder_that_holds_a_run_it_judges(tmp_path, share):
+    judged, fit = tmp_path / "judged", tmp_path / "fit"
+    judged.mkdir()
+    fit.mkdir()
+    shutil.copy(FIXTURES / "mini.traj.json", judged)
+    shutil.copy(FIXTURES / "openai.json", fit)
+    if share == "copy":
+        shutil.copy(judged / "mini.traj.json", fit / "same-run.traj.json")
+    else:
+        (fit / "same-run.traj.json").symlink_to(judged / "mini.traj.json")
+    code, out, err = cli("fidelity", judged, "--fit-on", fit)
+    assert code == 2 and out == "" and err == (
+        f"prunesim: error: --fit-on: {fit}: shares 1 file(s) with {judged} (the first: {judged / 'mini.traj.json'}): "
+        "they would be judged by parameters fitted on them; give a folder apart, or leave --fit-on out to fit "
+        "leaving each run out\n"), err
+
+
+def test_a_bad_file_in_the_fit_on_folder_counts_as_a_bad_file(tmp_path):
+    judged, fit = tmp_path / "judged", tmp_path / "fit"
+    judged.mkdir()
+    fit.mkdir()
+    shutil.copy(FIXTURES / "claude-code" / "session.jsonl", judged)
+    shutil.copy(FIXTURES / "mini.traj.json", fit)
+    (fit / "bin.json").write_bytes(bytes(range(256)) * 8)
+    code, out, err = cli("fidelity", judged, "--fit-on", fit, "--fit-out", tmp_path / "cal.json")
+    assert code == 2 and out == "" and not (tmp_path / "cal.json").exists(), err
+    assert f"prunesim: error: {fit / 'bin.json'}: binary file, not a transcript" in err.splitlines()

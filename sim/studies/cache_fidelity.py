@@ -120,8 +120,10 @@ def read_runs(path: Path) -> Iterator[Run | UserError]:
         yield UserError(where, None, str(err))
     except json.JSONDecodeError as err:
         yield inputs.malformed_json(where, err)
-    except (OSError, UnicodeDecodeError) as err:
-        yield UserError(where, None, f"cannot read: {getattr(err, 'strerror', None) or err}")
+    except UnicodeDecodeError:  # worded as the importer words it, so that fidelity reports it once
+        yield UserError(where, None, "not a text file (invalid UTF-8)")
+    except OSError as err:
+        yield UserError(where, None, f"cannot read: {err.strerror or err}")
     except (ValueError, TypeError) as err:  # a usage record whose time or count is not what the format says
         yield UserError(where, None, f"unreadable usage record ({err})")
     except RecursionError as err:

@@ -20,7 +20,7 @@ from prunesim.cli.commands._common import (
     report_line,
 )
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import inputs, output
 from prunesim.io.atomic import json_ready
 from prunesim.io.labels import fitted_names
 from prunesim.io.scenario_files import load_replay
@@ -59,6 +59,8 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    if args.fit_on is not None:
+        _check_apart(files, expand([args.fit_on]), args)
     if args.fit_out is not None:
         output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else [])
                                + option_files(args), "--fit-out")
@@ -78,9 +80,13 @@ def main(args) -> int:
         cache = cache_fidelity.report(args.dir, args.fit_on)
         with replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains, args.folds) as ident, \
                 replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains) as donors:
-            ident.read(files, on_error=lambda path, err: None if str(path) in reported else on_error(path, err))
-            if args.fit_on is not None:
-                donors.read(expand([args.fit_on]))
+            def once(path, err) -> None:  # a file the first reader failed on is reported once
+                if str(path) not in reported:
+                    on_error(path, err)
+
+            ident.read(files, on_error=once)
+            if args.fit_on is not None:  # a bad file there is as bad as one in DIR: the fit would miss it
+                donors.read(expand([args.fit_on]), on_error=once)
             identity = ident.report(donors if args.fit_on is not None else None)
         for failure in cache.pop("failed"):  # a file both readers failed on is reported once
             if isinstance(failure, tuple):  # (path, exception): a bug met on that file
@@ -107,6 +113,25 @@ def main(args) -> int:
     if tally.failures and tally.says_more():
         print(f"prunesim: fidelity: {tally.summary()}", file=sys.stderr)
     return tally.exit_code()
+
+
+def _check_apart(judged: list[Path], fitted: list[Path], args) -> None:
+    """Refuse a --fit-on folder that holds any file of DIR (a link to it, or a copy): its runs would be judged
+    by a fit made on them."""
+    import hashlib
+
+    def key(path: Path) -> bytes | None:
+        try:
+            return hashlib.sha256(inputs.read_bytes(path, "transcript file")).digest()
+        except UserError:
+            return None  # the readers name what is wrong with it
+
+    fitted_keys = {key(p) for p in fitted} - {None}
+    shared = [p for p in judged if key(p) in fitted_keys]
+    if shared:
+        raise UserError("--fit-on", str(args.fit_on), f"shares {len(shared)} file(s) with {args.dir} (the first: "
+                        f"{shared[0]}): they would be judged by parameters fitted on them; give a folder apart, or "
+                        "leave --fit-on out to fit leaving each run out")
 
 
 def _pct(x) -> str:

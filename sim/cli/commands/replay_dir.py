@@ -36,7 +36,7 @@ from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.leaderboard import ACTIONS
 from prunesim.studies.sweep import metric_column, plan_sweep
-from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
+from prunesim.studies.transcript_replay import REPLAY_METRICS, TRANSCRIPT_SUFFIXES, expand, iter_sources, replay
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "budget", "repeats")
 COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) + tuple(
@@ -101,6 +101,8 @@ def main(args) -> int:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
     if args.out is not None:
         output.check_not_input(args.out, files + option_files(args), "--out")
+        if args.out.endswith(TRANSCRIPT_SUFFIXES):  # a name the next read of the folder would take as input
+            output.check_outside(args.out, [args.dir], "--out")
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:
