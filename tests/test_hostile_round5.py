@@ -397,3 +397,23 @@ def test_a_bad_file_in_the_fit_on_folder_counts_as_a_bad_file(tmp_path):
     code, out, err = cli("fidelity", judged, "--fit-on", fit, "--fit-out", tmp_path / "cal.json")
     assert code == 2 and out == "" and not (tmp_path / "cal.json").exists(), err
     assert f"prunesim: error: {fit / 'bin.json'}: binary file, not a transcript" in err.splitlines()
+
+
+@pytest.mark.parametrize("command", sorted(FOLDER_COMMANDS))
+def test_a_file_reached_twice_is_refused_before_it_is_counted_twice(tmp_path, command):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    shutil.copy(FIXTURES / "mini.traj.json", folder)
+    shutil.copy(FIXTURES / "openai.json", folder)
+    (folder / "alias.traj.json").symlink_to("mini.traj.json")
+    code, out, err = cli(*FOLDER_COMMANDS[command](folder, tmp_path / "out"))
+    assert code == 2 and out == "" and not (tmp_path / "out").exists()
+    assert err == (f"prunesim: error: {folder / 'mini.traj.json'}: is the same file as {folder / 'alias.traj.json'} "
+                   "(a link): its runs would be counted twice\n"), err
+
+
+def test_import_of_one_file_named_twice_is_refused(tmp_path):
+    path = FIXTURES / "mini.traj.json"
+    code, _, err = cli("import", path, path, "--out", f"{tmp_path}/wl/")
+    assert code == 2 and err == f"prunesim: error: {path}: is named twice: its runs would be counted twice\n", err
+    assert not (tmp_path / "wl").exists()

@@ -297,6 +297,22 @@ def add_transcript_options(parser: argparse.ArgumentParser) -> None:
                              "(default: a bad file means nothing is written and exit code 2)")
 
 
+def check_distinct(files: list) -> None:
+    """Refuse a file reached twice (named twice, or a link beside the file it points to): its runs would be
+    counted twice, narrowing every interval over them, as a seed given twice would."""
+    seen: dict[tuple[int, int], str] = {}
+    for path in files:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue  # the reader says what is wrong with it
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            what = "is named twice" if seen[key] == str(path) else f"is the same file as {seen[key]} (a link)"
+            raise UserError(str(path), None, f"{what}: its runs would be counted twice")
+        seen[key] = str(path)
+
+
 def option_files(args) -> list[str]:
     """The files named by --calibration FILE and --scenario FILE: inputs an output must not replace."""
     named = [getattr(args, "calibration", None), getattr(args, "scenario", None)]

@@ -12,6 +12,7 @@ from prunesim.cli.commands._common import (
     Tally,
     add_set,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
     non_negative_int,
     option_files,
@@ -59,6 +60,7 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    check_distinct(files)
     if args.fit_on is not None:
         _check_apart(files, expand([args.fit_on]), args)
     if args.fit_out is not None:

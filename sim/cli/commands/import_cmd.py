@@ -8,6 +8,7 @@ from pathlib import Path
 from prunesim.cli.commands._common import (
     Tally,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
     option_files,
     out_arg,
@@ -51,6 +52,7 @@ def main(args) -> int:
     files = expand(args.paths)
     if not files:
         raise UserError("import", None, "no transcript files found")
+    check_distinct(files)
     single = _single_file_target(args.out, files)
     if single:
         output.check_not_input(args.out, files + option_files(args), "--out")

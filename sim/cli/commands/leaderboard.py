@@ -10,6 +10,7 @@ from prunesim.cli.commands._common import (
     add_reaction,
     add_set,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
     out_arg,
     parse_seeds,
@@ -72,8 +73,10 @@ def main(args) -> int:
     if transcripts:
         if not args.dir.is_dir():
             raise UserError(str(args.dir), None, "is not a folder")
-        if not expand([args.dir]):
+        files = expand([args.dir])
+        if not files:
             raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
+        check_distinct(files)
         output.check_outside(args.out, [args.dir], "--out")
         check_transcript_options(args)
         overrides = scenario_sets(args)

@@ -16,6 +16,7 @@ from prunesim.cli.commands._common import (
     add_reaction,
     add_set,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
     option_files,
     out_arg,
@@ -99,6 +100,7 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    check_distinct(files)
     if args.out is not None:
         output.check_not_input(args.out, files + option_files(args), "--out")
         if args.out.endswith(TRANSCRIPT_SUFFIXES):  # a name the next read of the folder would take as input
