@@ -417,3 +417,22 @@ def test_import_of_one_file_named_twice_is_refused(tmp_path):
     code, _, err = cli("import", path, path, "--out", f"{tmp_path}/wl/")
     assert code == 2 and err == f"prunesim: error: {path}: is named twice: its runs would be counted twice\n", err
     assert not (tmp_path / "wl").exists()
+
+
+# -- studies too large to be meant --------------------------------------------------------------------
+def test_two_grid_axes_whose_product_is_a_typo_are_refused_at_once(tmp_path):
+    code, _, err = cli("sweep", "oscillation-40", "--grid", "trigger=0:100000:1", "--grid", "budget=20000:30000:1",
+                       "--seeds", "0:2", "--out", tmp_path / "sw")
+    assert code == 2 and err == ("prunesim: error: sweep: 1,000,110,001 grid points and policies x 2 seeds are "
+                                 "2,000,220,002 runs; at most 10,000,000 in one command\n"), err
+    assert not (tmp_path / "sw").exists()
+    from prunesim.studies.grid import expand_grid
+
+    with pytest.raises(Exception, match="1,001 x 1,001 values are 1,002,001 grid points"):
+        expand_grid({"a": range(1001), "b": range(1001)})
+
+
+def test_a_sensitivity_of_a_typo_of_samples_is_refused_not_out_of_memory():
+    code, out, err = cli("sensitivity", "oscillation", "--samples", str(2**40))
+    assert code == 2 and out == "" and "runs; at most 10,000,000 in one command" in err, err
+    assert err.startswith("prunesim: error: --samples: ") and len(err.splitlines()) == 1

@@ -31,7 +31,18 @@ from prunesim.errors import UserError
 from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import toml_value
 
-MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small)
+MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small), one axis or all together
+# Runs in one study (grid points x policies x seeds, Sobol points x seeds): ten million runs of the smallest
+# shipped scenario take days on a workstation; more is a typo, refused before a plan fills the memory.
+MAX_RUNS = 10_000_000
+
+
+def check_runs(parts: dict[str, int], flag: str) -> None:
+    """Refuse a study of more than MAX_RUNS runs, naming what multiplies up to it (``{"grid points": n}``)."""
+    total = math.prod(parts.values())
+    if total > MAX_RUNS:
+        what = " x ".join(f"{n:,} {name}" for name, n in parts.items())
+        raise UserError(flag, None, f"{what} are {total:,} runs; at most {MAX_RUNS:,} in one command")
 
 
 def expand_grid(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -51,6 +62,10 @@ def expand_grid(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not values:
             raise UserError("--grid", name, "has no values")
         columns.append(values)
+    count = math.prod(len(c) for c in columns)
+    if count > MAX_POINTS:  # each axis may be in bounds and their product not
+        raise UserError("--grid", None, f"{' x '.join(f'{len(c):,}' for c in columns)} values are {count:,} grid "
+                                        f"points (at most {MAX_POINTS:,})")
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*columns)]
 
 
