@@ -436,3 +436,17 @@ def test_a_sensitivity_of_a_typo_of_samples_is_refused_not_out_of_memory():
     code, out, err = cli("sensitivity", "oscillation", "--samples", str(2**40))
     assert code == 2 and out == "" and "runs; at most 10,000,000 in one command" in err, err
     assert err.startswith("prunesim: error: --samples: ") and len(err.splitlines()) == 1
+
+
+def test_a_leaderboard_with_skip_bad_leaves_out_every_run_of_a_json_lines_file_with_a_bad_one(tmp_path):
+    lines = (FIXTURES / "openhands.jsonl").read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["history"] = 5
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "runs.jsonl").write_text("\n".join([lines[0], json.dumps(bad), lines[1]]) + "\n")
+    shutil.copy(FIXTURES / "mini.traj.json", folder)
+    code, _, err = cli("leaderboard", folder, "--policies", "noop", "--out", tmp_path / "lb", "--skip-bad")
+    assert code == 0 and f"prunesim: error: {folder / 'runs.jsonl'}:2: " in err, err
+    meta = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
+    assert meta["units"] == 1 and meta["skipped"] == [str(folder / "runs.jsonl")]  # not its good first run
