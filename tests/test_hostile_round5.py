@@ -450,3 +450,20 @@ def test_a_leaderboard_with_skip_bad_leaves_out_every_run_of_a_json_lines_file_w
     assert code == 0 and f"prunesim: error: {folder / 'runs.jsonl'}:2: " in err, err
     meta = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())
     assert meta["units"] == 1 and meta["skipped"] == [str(folder / "runs.jsonl")]  # not its good first run
+
+
+@pytest.mark.parametrize("command", ["fidelity", "import"])
+def test_a_file_output_replaces_its_own_kind_never_a_file_of_the_users(tmp_path, command):
+    mine = tmp_path / ("notes.json" if command == "fidelity" else "notes.jsonl")
+    mine.write_text("the user's own notes\n")
+    flag = "--fit-out" if command == "fidelity" else "--out"
+    argv = [command, FIXTURES / "mini.traj.json"]
+    code, out, err = cli(*argv, flag, mine)
+    kind = "a prunesim calibration file" if command == "fidelity" else "a prunesim workload file"
+    assert code == 2 and out == "" and err == (f"prunesim: error: {flag}: {mine}: exists and is not {kind}, so it is "
+                                               "not replaced; give another name or remove it\n"), err
+    assert mine.read_text() == "the user's own notes\n"
+    result = tmp_path / ("fit.json" if command == "fidelity" else "w.jsonl")
+    assert cli(*argv, flag, result)[0] == 0
+    first = result.read_bytes()
+    assert cli(*argv, flag, result)[0] == 0 and result.read_bytes() == first  # a result of its kind: rewritten

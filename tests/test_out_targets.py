@@ -74,6 +74,8 @@ def test_out_through_a_symlink_reaches_its_target(name, template, kind, made, in
         target.mkdir()
         if mine:
             (target / "mine.txt").write_text("kept")
+    elif name == "import to a file":  # a workload file replaces only an earlier one
+        target.write_bytes(b'{"prunesim_workload": 1, "old": true}\n')
     else:
         target.write_bytes(b"old")
     link = tmp_path / ("link" + _suffix(name, kind))

@@ -357,6 +357,27 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
     _check_creatable(missing[-1].parent if missing else parent, where)
 
 
+def check_own_kind(path: str | os.PathLike, marker: bytes, what: str, flag: str | None = None) -> None:
+    """Refuse to replace an existing regular file that is not prunesim's own ``what`` (it lacks ``marker``).
+
+    An output named like a file the user has (a typo, a path completed to the wrong file) would otherwise
+    replace it whole: a result is replaced by a newer one of its kind, never anything else.
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return  # nothing there, or a device or pipe, written to and never replaced
+        with open(path, "rb") as fh:  # not through inputs: this file is not read as one
+            head = fh.read(_OWN_PEEK)
+    except (OSError, ValueError):
+        return  # the writer says what is wrong with the place
+    if marker not in head:
+        raise UserError(_where(path, flag), None, f"exists and is not {what}, so it is not replaced; give "
+                                                  "another name or remove it")
+
+
+_OWN_PEEK = 1 << 22  # a calibration names its version after its profiles: read far enough for it
+
+
 def refuse_input(path: str | os.PathLike, where: str) -> None:
     """Refuse an output onto a file the running command has read (:mod:`prunesim.io.inputs`), through any link."""
     source = inputs.read_as(path)

@@ -68,6 +68,7 @@ def main(args) -> int:
                                + option_files(args), "--fit-out")
         if args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):  # only a name a folder read would take as input
             output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
+        output.check_own_kind(args.fit_out, b'"prunesim_calibration"', "a prunesim calibration file", "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
         tally = Tally(bar, args.skip_bad)

@@ -57,6 +57,7 @@ def main(args) -> int:
     if single:
         output.check_not_input(args.out, files + option_files(args), "--out")
         output.check_file(args.out, "--out")
+        output.check_own_kind(args.out, b'"prunesim_workload"', "a prunesim workload file", "--out")
     else:
         output.check_folder(args.out, "--out")
         output.check_outside(args.out, args.paths, "--out")
