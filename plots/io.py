@@ -82,8 +82,9 @@ def check_summary(summary: dict, where: str) -> None:
     for key in ("scenario", "policy"):
         if not isinstance(summary[key], str):
             raise UserError(where, key, "must be a string")
-    if type(summary["seed"]) is not int or summary["seed"] < 0:
-        raise UserError(where, "seed", f"must be a non-negative integer (got {json.dumps(summary['seed'])[:40]})")
+    if type(summary["seed"]) is not int or sweep_files.seed_problem(summary["seed"]):  # a seed, as run takes one
+        raise UserError(where, "seed", f"must be an integer from 0 to {sweep_files.MAX_SEED:,} (got "
+                                       f"{json.dumps(summary['seed'])[:40]})")
     if not isinstance(summary["metrics"], dict):
         raise UserError(where, "metrics", "must be an object of metric -> value")
     for key in SUMMARY_NUMBERS:

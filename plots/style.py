@@ -20,7 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 from prunesim.errors import UserError  # noqa: E402
 from prunesim.io import output  # noqa: E402
-from prunesim.io.atomic import write_bytes  # noqa: E402
+from prunesim.io.output import write_bytes  # noqa: E402
 
 # Okabe & Ito (2008), black moved last so that the first lines are coloured.
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#F0E442", "#000000")
@@ -88,10 +88,11 @@ def render(fig: Figure, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def save(fig: Figure, path: Path, fmt: str | None = None) -> Path:
+def save(fig: Figure, path: Path, fmt: str | None = None, flag: str | None = None) -> Path:
+    """Write the figure to ``path`` (its errors name ``flag``, the option that gave the path, when given)."""
     path = Path(path)
     fmt = fmt or path.suffix.lstrip(".").lower() or "png"
-    write_bytes(path, render(fig, fmt))
+    write_bytes(path, render(fig, fmt), flag)
     return path
 
 

@@ -135,7 +135,9 @@ def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
 
 def _check_class(cls, where: str) -> type[Policy]:
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
-        raise UserError(where, None, f"{cls!r} is not a subclass of prunesim.policies.Policy")
+        what = (f"class {cls.__name__} is not a policy" if isinstance(cls, type)
+                else f"names a value of type {type(cls).__name__}, not a class")
+        raise UserError(where, None, f"{what}: a policy subclasses prunesim.policies.Policy")
     if cls.decide is Policy.decide:
         raise UserError(where, None, f"{cls.__name__} does not implement decide(view)")
     return cls

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from prunesim.errors import UserError
 from prunesim.io import scenario_files as scenario_mod
-from prunesim.model.scenario import Scenario
+from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.policies import Policy, available, get_policy
 
 # The simulator (SimPy, numpy) is imported by the functions that run it: listing scenarios and policies
@@ -45,8 +45,8 @@ def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None
 
 def _check_arguments(seed, overrides, trace) -> None:
     """What a caller passed, as the command line checks its flags: one :class:`UserError` naming the argument."""
-    if seed is not None and (isinstance(seed, bool) or not hasattr(seed, "__index__") or seed < 0):  # numpy's too
-        raise UserError("api.run", "seed", f"must be a non-negative integer (got {seed!r})")
+    if seed is not None and (problem := seed_problem(seed)):  # numpy's integers are seeds too
+        raise UserError("api.run", "seed", problem)
     if overrides is not None and not (isinstance(overrides, dict) and all(isinstance(k, str) for k in overrides)):
         raise UserError("api.run", "overrides", "must be a dict of dotted parameter names (strings) to values "
                         f"(got {type(overrides).__name__})")

@@ -71,13 +71,6 @@ _USER_ERRNOS = frozenset(
 )
 
 
-def json_problem(err: ValueError) -> str:
-    """What is wrong with JSON that ``json.loads`` refused with a ValueError that is no JSONDecodeError."""
-    if "digits" in str(err):  # Python's limit on converting long integers
-        return "a number too long to read (thousands of digits)"
-    return " ".join(str(err).split())
-
-
 def from_os_error(err: OSError, path: str | os.PathLike | None = None) -> OneLineError:
     """One line for an ``OSError``: the path and the system's reason; a ResourceError when the machine failed."""
     where = str(path) if path is not None else (str(err.filename) if err.filename is not None else "prunesim")

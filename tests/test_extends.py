@@ -177,7 +177,7 @@ def test_peak_tokens_places_a_compactions_replacement_after_what_it_replaced():
 
 def test_replay_dir_says_when_a_policy_never_acted(tmp_path, capsys):
     out = tmp_path / "rows.csv"
-    args = ["replay-dir", str(FIXTURES), "--policies", "noop,recency", "--out", str(out)]
+    args = ["replay-dir", str(FIXTURES), "--policies", "noop,recency", "--out", str(out), "--skip-bad"]
     main([*args, "--set", "budget=100000", "--set", "trigger=90000"])
     err = capsys.readouterr().err
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
@@ -198,7 +198,7 @@ def test_replay_dir_says_when_a_policy_never_acted(tmp_path, capsys):
 def test_a_policy_that_acts_through_placeholders_is_not_called_idle(tmp_path, capsys):
     out = tmp_path / "rows.csv"
     main(["replay-dir", str(FIXTURES), "--policies", "observation-masking", "--set", "observation_masking.n=1",
-          "--out", str(out)])
+          "--out", str(out), "--skip-bad"])
     err = capsys.readouterr().err
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     acts = ("passes", "non_model_evictions", "clearings", "compactions", "memory_warnings")

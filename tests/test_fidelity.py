@@ -56,8 +56,11 @@ def test_fidelity_json_names_its_figures(capsys):
     assert rep["median_error"] == rep["as_imported"]["median_error"]
 
 
-def test_a_folder_with_bad_files_reports_them_and_exits_2_only_when_nothing_was_read(tmp_path, capsys):
-    assert main(["fidelity", str(FIXTURES), "--json"]) == 0
+def test_a_folder_with_bad_files_reports_them_and_exits_2_unless_they_are_skipped(tmp_path, capsys):
+    assert main(["fidelity", str(FIXTURES), "--json"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "nothing written" in out.err.splitlines()[-1]  # no report over part of the folder
+    assert main(["fidelity", str(FIXTURES), "--json", "--skip-bad"]) == 0
     out = capsys.readouterr()
     rep = json.loads(out.out)
     assert rep["failed"] == len(list((FIXTURES / "bad").iterdir()))

@@ -295,14 +295,14 @@ def test_import_of_a_corrupt_transcript(originals, data, target):
 @FUZZ
 @given(data=st.data(), target=st.sampled_from(["tr/mini.traj.json", "tr/openai.json", "tr/openhands.jsonl"]))
 def test_replay_dir_over_transcripts_with_one_corrupt(originals, data, target):
-    """A folder with one corrupt file among good ones: one error line, and the others' rows."""
+    """A folder with one corrupt file among good ones, with --skip-bad: one error line, and the others' rows."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "in"
         shutil.copytree(originals / "tr", tree)
         path = tree / Path(target).name
         path.write_bytes(corrupt(data, path.read_bytes(), "jsonl" if target.endswith(".jsonl") else "json"))
         before = snapshot(tree)
-        code, _, err = cli("replay-dir", tree, "--policies", "noop", "--out", Path(tmp) / "rows.csv")
+        code, _, err = cli("replay-dir", tree, "--policies", "noop", "--out", Path(tmp) / "rows.csv", "--skip-bad")
         assert "Traceback" not in err and "internal error" not in err, err
         assert snapshot(tree) == before
         errors = [line for line in err.splitlines() if line.startswith("prunesim: error:")]

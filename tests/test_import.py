@@ -106,10 +106,10 @@ def test_bad_workload_files_name_the_problem(tmp_path, content, problem):
 
 
 def test_import_reports_each_bad_file_on_one_line_and_imports_the_rest(tmp_path, capsys):
-    code = main(["import", *map(str, BAD), str(FIXTURES / "openai.json"), "--out", str(tmp_path / "out")])
+    code = main(["import", *map(str, BAD), str(FIXTURES / "openai.json"), "--out", str(tmp_path / "out"), "--skip-bad"])
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
-    assert code == 0  # something was imported: failures are reported and counted, exit 2 only when nothing was
+    assert code == 0  # with --skip-bad: failures are reported and counted, exit 2 only when nothing went through
     assert f"{len(BAD)} file(s) failed" in captured.out
     assert len(err) == len(BAD)
     for path, line in zip(BAD, err, strict=True):
@@ -125,7 +125,7 @@ def test_import_of_a_directory_where_a_file_is_expected(tmp_path, capsys):
 
 def test_import_is_byte_identical_and_names_outputs(tmp_path):
     for out in ("a", "b"):
-        assert main(["import", str(FIXTURES), "--out", str(tmp_path / out)]) == 0  # bad/ is searched too
+        assert main(["import", str(FIXTURES), "--out", str(tmp_path / out), "--skip-bad"]) == 0  # bad/ is searched too
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == ["mini.workload.jsonl", "openai.workload.jsonl", "rollout-0.34.workload.jsonl",
                      "rollout-later.workload.jsonl", "session.workload.jsonl", "subagent.agent-a1b2c3.workload.jsonl",
@@ -186,7 +186,7 @@ def test_replay_dir_writes_one_row_per_transcript_and_policy(tmp_path, capsys):
 
 
 def test_replay_dir_goes_on_past_a_bad_file(tmp_path, capsys):
-    code = main(["replay-dir", str(FIXTURES), "--policies", "noop", "--out", str(tmp_path / "r.csv")])
+    code = main(["replay-dir", str(FIXTURES), "--policies", "noop", "--out", str(tmp_path / "r.csv"), "--skip-bad"])
     assert code == 0
     assert len(list(csv.reader((tmp_path / "r.csv").open()))) == 1 + 10
     err = capsys.readouterr().err.splitlines()

@@ -74,6 +74,8 @@ def test_out_through_a_symlink_reaches_its_target(name, template, kind, made, in
         target.mkdir()
         if mine:
             (target / "mine.txt").write_text("kept")
+    elif name == "import to a file":  # a workload file replaces only an earlier one
+        target.write_bytes(b'{"prunesim_workload": 1, "old": true}\n')
     else:
         target.write_bytes(b"old")
     link = tmp_path / ("link" + _suffix(name, kind))
@@ -125,7 +127,7 @@ def test_out_on_dev_full_is_one_line_and_leaves_the_device(name, template, kind,
     lines = [line for line in err.splitlines() if line.startswith("prunesim:")]
     assert len(lines) == 1 and "Traceback" not in err, err
     if kind == "file" or name.startswith("import"):  # import writes its one workload to a device
-        assert code == 1 and lines[0] == "prunesim: error: /dev/full: No space left on device"
+        assert code == 1 and lines[0] == "prunesim: error: --out: /dev/full: No space left on device"
     else:
         assert code == 2 and "/dev/full" in lines[0] and "not a folder" in lines[0]
     after = os.stat("/dev/full")

@@ -111,7 +111,7 @@ def test_a_policy_class_is_accepted_by_the_api(oscillation):
     ("nope", "unknown policy 'nope' (known: clear-tool-uses, "),
     ("missing.py:Thing", "no such file 'missing.py'"),
     ("{file}:Nope", "has no class 'Nope' (policies it defines: KeepLastOutputs)"),
-    ("{file}:KeepLast", "is not a subclass of prunesim.policies.Policy"),
+    ("{file}:KeepLast", "class KeepLast is not a policy: a policy subclasses prunesim.policies.Policy"),
     ("{bad}:X", "cannot load"),
     ("{syntax}:X", "SyntaxError"),
 ])

@@ -343,7 +343,7 @@ def test_a_400_digit_number_in_a_summary_is_one_line_for_plot(tmp_path, field, k
     (["sweep", "oscillation-40", "--grid", "turns=" + "9" * 5000, "--seeds", "0:1", "--out", "{out}"],
      "--grid: turns: a number too long to read (thousands of digits)"),
     (["import", str(FIXTURES / "mini.traj.json"), "--calibration", "{huge_json}", "--out", "{out}"],
-     "{huge_json}: not a calibration file (malformed JSON)"),
+     "{huge_json}: not a calibration file: malformed JSON: a number too long to read (thousands of digits)"),
 ])
 def test_numbers_of_thousands_of_digits_and_deep_values_are_one_line(tmp_path, argv, line):
     names = {"huge": tmp_path / "huge.toml", "huge_json": tmp_path / "huge.json", "out": tmp_path / "out"}

@@ -243,7 +243,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(results, tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     assert "no such file or folder" in _refused([tmp_path / "missing"], out)
     assert "not a prunesim result folder" in _refused([tmp_path / "empty"], out)
-    assert "not valid JSON" in _refused([tmp_path / "broken.json"], out)
+    assert "malformed JSON at line 1, column 2" in _refused([tmp_path / "broken.json"], out)
     assert "not a replay result" in _refused([tmp_path / "other.json"], out)
     assert "not a prunesim result" in _refused([tmp_path / "notes.txt"], out)
     assert "give the folder" in _refused([results["run"] / "summary.json"], out)

@@ -238,7 +238,7 @@ MALFORMED = {
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_malformed_input_is_one_line_and_the_rest_of_the_folder_is_imported(case, tmp_path, capsys):
+def test_malformed_input_is_one_line_and_the_rest_of_the_folder_is_imported_with_skip_bad(case, tmp_path, capsys):
     name, content, problem = MALFORMED[case]
     folder = tmp_path / "in"
     folder.mkdir()
@@ -246,6 +246,10 @@ def test_malformed_input_is_one_line_and_the_rest_of_the_folder_is_imported(case
     bad.write_text(content())
     (folder / "z.jsonl").write_bytes((CODEX / "rollout-later.jsonl").read_bytes())
     code = main(["import", str(folder), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not (tmp_path / "out").exists(), err  # all or nothing by default
+    assert len(err) == 1 and err[0].startswith(f"prunesim: error: {bad}") and problem in err[0], err
+    code = main(["import", str(folder), "--out", str(tmp_path / "out"), "--skip-bad"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 0, err
     assert len(err) == 1 and err[0].startswith(f"prunesim: error: {bad}") and problem in err[0], err

@@ -219,7 +219,7 @@ def test_a_value_nested_100000_deep_in_a_session_is_one_line(tmp_path):
     path = tmp_path / "deep.jsonl"
     path.write_text("\n".join([json.dumps(records[0]), line, *map(json.dumps, records[2:])]) + "\n")
     code, _, err = cli("import", path, "--out", tmp_path / "out")
-    assert code == 2 and err.splitlines()[0] == f"prunesim: error: {path}:2: JSON nested too deeply"
+    assert code == 2 and err.splitlines()[0] == f"prunesim: error: {path}:2: JSON nested too deeply to read"
 
 
 # -- the parsers' own layout ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ link). Outside a command nothing is noted.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -182,3 +183,55 @@ def problem(path: str | os.PathLike, what: str) -> str | None:
     except UserError as err:
         return err.problem
     return None
+
+
+# -- malformed JSON, worded once ---------------------------------------------------------
+# The decoder's messages end where Python would print the position ("Unterminated string starting at"):
+# each as a whole sentence, the position said apart.
+_JSON_SENTENCES = (
+    ("Expecting value", "a value was expected here (a number, a string, true, false, null, [ or {)"),
+    ("Expecting property name enclosed in double quotes", "a key in double quotes was expected here"),
+    ("Expecting ':' delimiter", "a ':' was expected here, after the key"),
+    ("Expecting ',' delimiter", "a ',' or a closing bracket was expected here"),
+    ("Unterminated string starting at", "the string that starts here is never closed"),
+    ("Invalid control character", "a raw control character (a newline, a tab) is inside this string"),
+    ("Invalid \\uXXXX escape", "this \\u escape lacks its four hexadecimal digits"),
+    ("Invalid \\escape", "this backslash escape is not one JSON knows"),
+    ("Extra data", "more text follows the end of the JSON value here"),
+    ("Illegal trailing comma", "a comma stands before a closing bracket here"),
+)
+
+
+def json_problem(err: BaseException, line: int | None = None) -> str:
+    """What is wrong with JSON that ``json.loads`` refused, as one whole sentence with where it is.
+
+    ``err`` is what the decoder raised: a ``JSONDecodeError``, a ``ValueError``
+    (a number of thousands of digits) or a ``RecursionError`` (nested past the
+    stack). ``line``: the text was that line of a JSON-lines file, which the
+    error names beside the file (``PATH:LINE:``), so the sentence gives the column only.
+    """
+    if isinstance(err, RecursionError):
+        return "JSON nested too deeply to read"
+    if not isinstance(err, json.JSONDecodeError):
+        if "digits" in str(err):  # Python's limit on converting long integers
+            return "malformed JSON: a number too long to read (thousands of digits)"
+        return "malformed JSON: " + " ".join(str(err).split())
+    if not err.doc.strip():
+        return "malformed JSON: the file is empty"
+    end = len(err.doc.rstrip())
+    ended = err.msg.startswith("Expecting") and err.pos >= end
+    pos = min(err.pos, end)  # a text that ends early: where its last character is, not past its line end
+    lineno, colno = err.doc.count("\n", 0, pos) + 1, pos - err.doc.rfind("\n", 0, pos)
+    where = f"line {lineno}, column {colno}" if line is None else f"column {colno}"
+    if ended:
+        return f"malformed JSON at {where}: the text ends before the JSON value does (a truncated file?)"
+    sentence = next((s for prefix, s in _JSON_SENTENCES if err.msg.startswith(prefix)),
+                    err.msg.removesuffix(" at").strip())
+    return f"malformed JSON at {where}: {sentence}"
+
+
+def malformed_json(where: str | os.PathLike, err: BaseException, line: int | None = None) -> UserError:
+    """The one error for a file (``PATH: ...``), or a line of a JSON-lines file (``PATH:LINE: ...``), that
+    the JSON decoder refused; see :func:`json_problem`."""
+    shown = os.fspath(where) if line is None else f"{os.fspath(where)}:{line}"
+    return UserError(shown, None, json_problem(err, line))

@@ -25,6 +25,7 @@ full, I/O error).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -36,7 +37,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from prunesim.errors import UserError, from_os_error
+from prunesim.errors import OneLineError, UserError, from_os_error
 from prunesim.io import inputs
 
 _MAX_LINKS = 40  # like the kernel's limit on symbolic links followed in one lookup
@@ -130,6 +131,54 @@ def kind_of(path: str | os.PathLike, flag: str | None = None) -> str:
     return "stream"
 
 
+def _kernel_fs(path: str | os.PathLike) -> str | None:
+    """``/proc`` or ``/sys`` when ``path`` (its links followed) lies in the kernel's file systems, else None.
+
+    Their files look regular but hold no data of anyone's, and their folders take no new file: an output
+    there fails with a system reason that names nothing ("No such file or directory")."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    return next((root for root in ("/proc", "/sys") if real == root or real.startswith(root + "/")), None)
+
+
+def _refuse_unwritable_file(path: Path, where: str) -> None:
+    """Refuse an existing regular file that an output cannot replace: a kernel file, or one made read-only."""
+    try:
+        exists = stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return  # nothing there yet: whether its folder takes a new file is checked apart
+    root = _kernel_fs(path)
+    if exists and root:
+        raise UserError(where, None, f"not a regular file (a file of the kernel's {root} file system); "
+                                     "give a file name elsewhere")
+    if exists and not os.access(path, os.W_OK):  # replacing it by a rename would undo the user's chmod
+        raise UserError(where, None, "permission denied: the file is read-only")
+
+
+def _creation_error(err: OSError, folder: Path, where: str) -> OneLineError:
+    """Why no file or folder can be made in ``folder``, in words that name it, not the bare system reason."""
+    root = _kernel_fs(folder)
+    if root:
+        return UserError(where, None, f"{folder} is in the kernel's {root} file system, which takes no new file")
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return UserError(where, None, f"permission denied: cannot create a file in {folder}")
+    if err.errno == errno.EROFS:
+        return UserError(where, None, f"{folder} is on a read-only file system")
+    one = from_os_error(err, where)
+    return type(one)(where, None, f"cannot create a file in {folder}: {one.problem}")
+
+
+def _check_creatable(folder: Path, where: str) -> None:
+    """Prove that ``folder`` (which exists) takes a new file now: one made and removed at once."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as err:
+        raise _creation_error(err, folder, where) from None
+
+
 def _real_target(path: Path) -> Path:
     """The file a path writes to: the end of its chain of symbolic links (created when missing)."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path
@@ -203,6 +252,7 @@ class FileOutput:
             raise UserError(self.where, None, "is a folder; give a file name")
         if self.kind == "file":
             refuse_input(self.shown, self.where)
+            _refuse_unwritable_file(self.shown, self.where)
         self.target = _real_target(self.shown)
         self._fd: int | None = None
         self._tmp: str | None = None
@@ -215,8 +265,11 @@ class FileOutput:
                 self._fd = os.open(self.shown, os.O_WRONLY | os.O_APPEND)
             else:
                 self._created = _make_parents(self.target.parent, self.where)
-                fd, self._tmp = tempfile.mkstemp(prefix=staging_prefix(self.target.name), suffix=".tmp",
-                                                 dir=self.target.parent)
+                try:
+                    fd, self._tmp = tempfile.mkstemp(prefix=staging_prefix(self.target.name), suffix=".tmp",
+                                                     dir=self.target.parent)
+                except OSError as err:
+                    raise _creation_error(err, self.target.parent, self.where) from None
                 self._fd = fd
                 os.fchmod(fd, self._mode())
         except OSError as err:
@@ -243,7 +296,7 @@ class FileOutput:
         except BrokenPipeError:
             raise  # the reader of a pipe went away (| head): the command ends quietly, as on stdout
         except OSError as err:
-            raise from_os_error(err, self.shown) from None
+            raise from_os_error(err, self.where) from None
 
     def commit(self) -> None:
         try:
@@ -258,7 +311,7 @@ class FileOutput:
                 os.close(self._fd)
                 self._fd = None
         except OSError as err:
-            raise from_os_error(err, self.shown) from None
+            raise from_os_error(err, self.where) from None
         self.committed = True
 
     def _cleanup(self) -> None:
@@ -298,14 +351,31 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
     if kind == "stream":
         return  # written to directly, when the output comes
     refuse_input(shown, where)
+    _refuse_unwritable_file(shown, where)
     parent = _real_target(shown).parent
     missing = _missing_parents(parent, where)
-    existing = missing[-1].parent if missing else parent
+    _check_creatable(missing[-1].parent if missing else parent, where)
+
+
+def check_own_kind(path: str | os.PathLike, marker: bytes, what: str, flag: str | None = None) -> None:
+    """Refuse to replace an existing regular file that is not prunesim's own ``what`` (it lacks ``marker``).
+
+    An output named like a file the user has (a typo, a path completed to the wrong file) would otherwise
+    replace it whole: a result is replaced by a newer one of its kind, never anything else.
+    """
     try:
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as err:
-        raise from_os_error(err, where) from None
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return  # nothing there, or a device or pipe, written to and never replaced
+        with open(path, "rb") as fh:  # not through inputs: this file is not read as one
+            head = fh.read(_OWN_PEEK)
+    except (OSError, ValueError):
+        return  # the writer says what is wrong with the place
+    if marker not in head:
+        raise UserError(_where(path, flag), None, f"exists and is not {what}, so it is not replaced; give "
+                                                  "another name or remove it")
+
+
+_OWN_PEEK = 1 << 22  # a calibration names its version after its profiles: read far enough for it
 
 
 def refuse_input(path: str | os.PathLike, where: str) -> None:
@@ -356,12 +426,14 @@ def check_folder(path: str | os.PathLike, flag: str | None = None) -> None:
     shown = Path(path)
     where = _where(shown, flag)
     if kind_of(shown, flag) == "folder":
+        _check_creatable(shown, where)  # the staging folder goes inside it
         return
     if shown.is_symlink() and not shown.exists():
         raise UserError(where, None, "is a broken symbolic link")
     if shown.exists():
         raise UserError(where, None, "exists and is not a folder")
-    _missing_parents(shown.parent, where)
+    missing = _missing_parents(shown.parent, where)
+    _check_creatable(missing[-1].parent if missing else shown.parent, where)
 
 
 @contextmanager
@@ -388,7 +460,7 @@ def folder(path: str | os.PathLike, flag: str | None = None, stale: Sequence[str
                                         dir=dest.parent if new else dest))
     except OSError as err:
         _remove_dirs(created)
-        raise from_os_error(err, _where(shown, flag)) from None
+        raise _creation_error(err, dest.parent if new else dest, _where(shown, flag)) from None
     try:
         yield staging
         # From here on SIGINT and SIGTERM wait: the files move in together (an existing folder gets them one

@@ -45,6 +45,7 @@ from prunesim.model.scenario import (  # noqa: F401 - the types are part of this
     SizeDist,
     TombstoneParams,
     Workload,
+    seed_problem,
 )
 
 # -- building dataclasses from plain data -------------------------------------
@@ -92,6 +93,8 @@ def _coerce(value: Any, tp: Any, key: str, where: str) -> Any:
                 value = int(value)
             else:
                 raise UserError(where, key, f"must be an integer, got {_type_name(value)} {value!r}")
+        if key == "seed" and (problem := seed_problem(value)):  # worded as a seed is everywhere
+            raise UserError(where, key, problem)
         if abs(value) > _MAX_INT:
             raise UserError(where, key, f"{value} is out of range (at most {_MAX_INT})")
         return value
@@ -214,7 +217,7 @@ def absolute_sizes_win(data: dict, layer_keys) -> dict:
     out = merge(data, {"replay": {"pinned": pinned}})
     if replay.get("recorded") is True:
         sizes = {k: out.get(k) for k in ("window", "budget", "trigger")}
-        if all(type(v) is int for v in sizes.values()):
+        if all(type(v) is int and abs(v) <= _MAX_INT for v in sizes.values()):  # else the check names the key
             if "budget" not in pinned:
                 out["budget"] = sizes["window"] if "window" in pinned else max(sizes["budget"], sizes["trigger"])
             if "window" not in pinned:

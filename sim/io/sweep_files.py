@@ -33,8 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prunesim.errors import UserError, json_problem
+from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
+from prunesim.model.scenario import MAX_SEED, seed_problem
 
 SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
@@ -72,12 +73,8 @@ def parse_json(data: bytes, path: Path) -> Any:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise UserError(str(path), None, "not UTF-8 text (a binary or corrupted file?)") from None
-    except json.JSONDecodeError as err:
-        raise UserError(str(path), None, f"not valid JSON ({err.msg} at line {err.lineno})") from None
-    except ValueError as err:  # a number too long to convert, say
-        raise UserError(str(path), None, f"not valid JSON ({json_problem(err)})") from None
-    except RecursionError:
-        raise UserError(str(path), None, "JSON nested too deeply to read") from None
+    except (ValueError, RecursionError) as err:  # malformed, a number too long to convert, nested too deep
+        raise inputs.malformed_json(path, err) from None
 
 
 def parse_csv(data: bytes, path: Path) -> list[list[str]]:
@@ -177,8 +174,8 @@ def check_description(desc: Any, where: str, need_columns: bool = True) -> None:
     if len(set(policies)) != len(policies):
         raise UserError(where, "policies", "a policy is repeated")
     seeds = desc.get("seeds")
-    if not isinstance(seeds, list) or not seeds or not all(type(s) is int and s >= 0 for s in seeds):
-        raise UserError(where, "seeds", "expected a non-empty list of non-negative integers")
+    if not isinstance(seeds, list) or not seeds or not all(type(s) is int and seed_problem(s) is None for s in seeds):
+        raise UserError(where, "seeds", f"expected a non-empty list of seeds (integers from 0 to {MAX_SEED:,})")
     if len(set(seeds)) != len(seeds):
         raise UserError(where, "seeds", "a seed is repeated")
     if not need_columns and "columns" not in desc:

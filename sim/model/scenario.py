@@ -386,7 +386,8 @@ class Scenario:
         positive(self.window, "window", where)
         positive(self.budget, "budget", where)
         non_negative(self.trigger, "trigger", where)
-        non_negative(self.seed, "seed", where)
+        if problem := seed_problem(self.seed):
+            raise UserError(where, "seed", problem)
         if self.budget > self.window:
             raise UserError(where, "budget", f"{self.budget} is above the window size {self.window}")
         if self.trigger > self.budget:
@@ -411,6 +412,23 @@ class Scenario:
 
 
 # -- value checks (policies use them for their own tables) --------------------
+# One rule for a seed wherever it is given (a flag, --set, a scenario file, a range of seeds, the API): an
+# integer from 0 to MAX_SEED. numpy takes any integer, but a seed of hundreds of digits is a typo that every
+# result file (summary.json, runs.csv) and every reader of them would then have to carry.
+MAX_SEED = 10**12
+
+
+def seed_problem(value) -> str | None:
+    """Why ``value`` cannot be a seed, or None when it can (numpy's integers can)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        return f"must be an integer from 0 to {MAX_SEED:,} (got {value!r})"
+    value = int(value)
+    if not 0 <= value <= MAX_SEED:
+        shown = f"{value}" if len(str(value)) <= 24 else f"a number of {len(str(abs(value)))} digits"
+        return f"{shown} is out of range (a seed is an integer from 0 to {MAX_SEED:,})"
+    return None
+
+
 def non_negative(value, key: str, where: str) -> None:
     if value < 0:
         raise UserError(where, key, f"must not be negative (got {value})")

@@ -132,13 +132,15 @@ def read_runs(path: Path) -> Iterator[Run | UserError]:
     except usage.BadUsage as err:  # the importer refuses the file for the same field
         yield UserError(where, None, str(err))
     except json.JSONDecodeError as err:
-        yield UserError(where, None, f"malformed JSON at line {err.lineno}: {err.msg}")
-    except (OSError, UnicodeDecodeError) as err:
-        yield UserError(where, None, f"cannot read: {getattr(err, 'strerror', None) or err}")
+        yield inputs.malformed_json(where, err)
+    except UnicodeDecodeError:  # worded as the importer words it, so that fidelity reports it once
+        yield UserError(where, None, "not a text file (invalid UTF-8)")
+    except OSError as err:
+        yield UserError(where, None, f"cannot read: {err.strerror or err}")
     except (ValueError, TypeError) as err:  # a usage record whose time or count is not what the format says
         yield UserError(where, None, f"unreadable usage record ({err})")
-    except RecursionError:
-        yield UserError(where, None, "JSON nested too deeply to read")
+    except RecursionError as err:
+        yield inputs.malformed_json(where, err)
 
 
 def _mini_swe_agent(data, path: Path) -> Run | None:
@@ -181,11 +183,11 @@ def _records(path: Path) -> Iterator[dict]:
             if not line.strip():
                 continue
             if broken is not None:
-                raise UserError(f"{path}:{broken[0]}", None, f"malformed JSON: {broken[1]}")
+                raise inputs.malformed_json(path, broken[1], broken[0])
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as err:
-                broken = (lineno, err.msg)
+            except ValueError as err:  # malformed, or a number of thousands of digits
+                broken = (lineno, err)
                 continue
             if isinstance(record, dict):
                 yield record

@@ -28,9 +28,21 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from prunesim.errors import UserError
+from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import toml_value
 
-MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small)
+MAX_POINTS = 1_000_000  # a larger grid is a typo (a step far too small), one axis or all together
+# Runs in one study (grid points x policies x seeds, Sobol points x seeds): ten million runs of the smallest
+# shipped scenario take days on a workstation; more is a typo, refused before a plan fills the memory.
+MAX_RUNS = 10_000_000
+
+
+def check_runs(parts: dict[str, int], flag: str) -> None:
+    """Refuse a study of more than MAX_RUNS runs, naming what multiplies up to it (``{"grid points": n}``)."""
+    total = math.prod(parts.values())
+    if total > MAX_RUNS:
+        what = " x ".join(f"{n:,} {name}" for name, n in parts.items())
+        raise UserError(flag, None, f"{what} are {total:,} runs; at most {MAX_RUNS:,} in one command")
 
 
 def expand_grid(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -50,6 +62,10 @@ def expand_grid(axes: Mapping[str, Any]) -> list[dict[str, Any]]:
         if not values:
             raise UserError("--grid", name, "has no values")
         columns.append(values)
+    count = math.prod(len(c) for c in columns)
+    if count > MAX_POINTS:  # each axis may be in bounds and their product not
+        raise UserError("--grid", None, f"{' x '.join(f'{len(c):,}' for c in columns)} values are {count:,} grid "
+                                        f"points (at most {MAX_POINTS:,})")
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*columns)]
 
 
@@ -182,6 +198,7 @@ def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
     from prunesim.policies import REGISTRY, get_policy
 
     classes = {name: get_policy(name) for name in policies}
+    label = policy_labels(classes)  # a policy from a file by its class, as every table shows it
     builtin = set(REGISTRY.values())
     specific = [p for cls in (*REGISTRY.values(), *classes.values()) for p in cls.parameters()]
     lines = []
@@ -198,10 +215,10 @@ def inert_axes(axes: Iterable[str], policies: Iterable[str]) -> list[str]:
             if any(covers(p, param) for p in cls.parameters()):
                 continue
             if cls not in builtin and not _declares_reads(cls):  # a user's policy that does not say what it reads
-                undeclared.append(name)
+                undeclared.append(label[name])
                 continue
             other = cls.parameter_roles().get(role) if role else None
-            deaf.append(f"{name} ({other} would)" if other else f"{name} (no parameter of it would)")
+            deaf.append(f"{label[name]} ({other} would)" if other else f"{label[name]} (no parameter of it would)")
         if deaf:
             lines.append(f"note: --grid {axis} cannot affect {', '.join(deaf)}")
         if undeclared:

@@ -165,11 +165,20 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
                      **reading) -> Iterator[Unit | tuple[Path, UserError]]:
     """One unit per workload in ``folder`` (read one at a time), or (file, error) for a file that failed.
 
-    ``tools`` collects the tool names the transcripts use; ``reading`` is how transcripts are read
-    (``tokenizer``, ``calibration``, ``sidechains``: see :func:`iter_sources`).
+    A file's units are given once all its runs went through: a JSON-lines file with a bad run gives only
+    its error, as a bad file of one run. ``tools`` collects the tool names the transcripts use; ``reading``
+    is how transcripts are read (``tokenizer``, ``calibration``, ``sidechains``: see :func:`iter_sources`).
     """
+    held: list[Unit] = []
+    current = dead = None
     for path, data in iter_sources([folder], **reading):
+        if path != current:
+            yield from held
+            held, current = [], path
+        if path == dead:
+            continue
         if isinstance(data, UserError):
+            held, dead = [], path
             yield path, data
             continue
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
@@ -185,9 +194,11 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
                     bill = recorded_bill(data, result.scenario)
                 del result
         except UserError as err:  # the transcript's model or window: this file's error, the others go on
+            held, dead = [], path
             yield path, err
             continue
-        yield Unit(data.name, summaries, tuple(data.warnings), bill)
+        held.append(Unit(data.name, summaries, tuple(data.warnings), bill))
+    yield from held
 
 
 def synthetic_units(entries: list[Entry], seeds: list[int]) -> Iterator[Unit]:

@@ -60,12 +60,12 @@ from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file nam
     read_runs,
     read_table,
 )
-from prunesim.model.scenario import Scenario
+from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import get_policy
 from prunesim.runner import run_one
-from prunesim.studies.grid import axis_values, expand_grid, split_axis
+from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
 
 TRACES_DIR = "traces"
 FORMAT = 1
@@ -166,8 +166,12 @@ def plan_sweep(
         raise UserError("--seeds", None, "no seeds")
     if len(set(seeds)) != len(seeds):
         raise UserError("--seeds", None, "a seed is given twice")
-    if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds):
-        raise UserError("--seeds", None, "seeds must be non-negative integers")
+    for seed in seeds:  # the API's sweeps take seeds as the flag does
+        if problem := seed_problem(seed):
+            raise UserError("--seeds", None, problem)
+    sizes = {p: math.prod(len(axis_values(v)) for n, v in axes.items() if split_axis(n)[0] in (None, p))
+             for p in policies}
+    check_runs({"grid points and policies": sum(sizes.values()), "seeds": len(seeds)}, "sweep")
     # Each policy runs the shared axes times its own; identical points are built once.
     points: list[dict[str, Any]] = []
     scenarios: list[Scenario] = []

@@ -10,6 +10,7 @@ from prunesim.cli import crash
 from prunesim.errors import ResourceError, UserError
 from prunesim.io.scenario_files import parse_set, replace
 from prunesim.kernel.choice import ENGINES, EngineChoice
+from prunesim.model.scenario import MAX_SEED, seed_problem
 from prunesim.policies import REGISTRY, user_policy_fault
 
 # Seeds in one command: a million runs of the smallest shipped scenario already take hours; a range of
@@ -27,12 +28,17 @@ def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
                 raise UserError(flag, text, "range must be A:B with 0 <= A < B")
             if hi - lo > MAX_SEEDS:
                 raise UserError(flag, text, f"{hi - lo:,} seeds; at most {MAX_SEEDS:,} in one command")
+            if problem := seed_problem(hi - 1):
+                raise UserError(flag, text, f"the last seed, {problem}")
             return list(range(lo, hi))
         seeds = [int(x) for x in text.split(",")]
     except ValueError:
         raise UserError(flag, text, "expected A:B, a comma-separated list, or one integer") from None
     if any(s < 0 for s in seeds):
         raise UserError(flag, text, "seeds must not be negative")
+    for seed in seeds:
+        if problem := seed_problem(seed):
+            raise UserError(flag, text, problem)
     seen: set[int] = set()
     for seed in seeds:
         if seed in seen:  # the same run counted twice would narrow every interval over seeds
@@ -96,6 +102,27 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "positive")
 
 
+def seed_arg(text: str) -> int:
+    """A ``--seed``-like flag: an integer from 0 to MAX_SEED, as a seed is everywhere."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to {MAX_SEED:,}, got {text!r}") from None
+    problem = seed_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def check_seed_blocks(first: int, blocks: int, size: int) -> None:
+    """--first-seed, --blocks and --block-size: every seed of the blocks is a seed (one command's worth)."""
+    if blocks * size > MAX_SEEDS:  # each block holds its seeds: refuse before running any
+        raise UserError("--blocks", None, f"{blocks:,} blocks of {size:,} seeds (--block-size) are "
+                        f"{blocks * size:,} seeds; at most {MAX_SEEDS:,} in one command")
+    if problem := seed_problem(first + blocks * size - 1):
+        raise UserError("--first-seed", str(first), f"the last seed of the blocks, {problem}")
+
+
 def out_arg(text: str) -> str:
     """An ``--out`` value: kept as typed (a trailing ``/`` means a folder); an empty one is refused."""
     if not text.strip():
@@ -104,19 +131,23 @@ def out_arg(text: str) -> str:
 
 
 class Tally:
-    """Per-file isolation in folder commands: a bad file is one line and a count; the rest goes on.
+    """Per-file isolation in folder commands: a bad file is one line and a count; the rest is still read.
 
     A file that is bad input is reported as ``prunesim: error: PATH: problem``;
     a file on which prunesim itself failed (a bug) gets a crash report and the
-    line says so. :meth:`exit_code` is 0 when at least one file went through,
-    2 when none did, 70 when prunesim failed on one.
+    line says so. Every file is read, so one run names every bad file. The
+    result is all or nothing (:meth:`complete`): a command writes its output
+    only when every file went through, or with ``--skip-bad`` when at least one
+    did. :meth:`exit_code` is 70 when prunesim failed on a file, 2 when a file
+    was bad (with ``--skip-bad``: when none went through), else 0.
     """
 
-    def __init__(self, bar=None) -> None:
+    def __init__(self, bar=None, skip_bad: bool = False) -> None:
         self.done = 0
         self.bad = 0
         self.bugs = 0
         self.bar = bar  # a progress bar to print above, if one is shown
+        self.skip_bad = skip_bad
 
     def ok(self) -> None:
         self.done += 1
@@ -125,11 +156,17 @@ class Tally:
         if not isinstance(err, UserError):
             err = user_policy_fault(err) or err  # a user's policy that raised is bad input, not a bug
         if isinstance(err, UserError):
-            self.bad += 1
-            line = f"prunesim: error: {err}"
-        else:
-            self.bugs += 1
-            line = crash.one_line(err, where=str(path))
+            self.bad_line(str(err))
+            return
+        self.bugs += 1
+        self._print(crash.one_line(err, where=str(path)))
+
+    def bad_line(self, text: str) -> None:
+        """A bad file already worded as one line (``PATH: problem``)."""
+        self.bad += 1
+        self._print(f"prunesim: error: {text}")
+
+    def _print(self, line: str) -> None:
         if self.bar is None:
             print(line, file=sys.stderr)
         else:
@@ -139,14 +176,30 @@ class Tally:
     def failures(self) -> int:
         return self.bad + self.bugs
 
+    def complete(self) -> bool:
+        """May the command write its result? Every file went through, or ``--skip-bad`` and some did."""
+        return self.done > 0 and (self.skip_bad or not self.failures)
+
+    def says_more(self) -> bool:
+        """Whether the closing summary adds to the error lines: not when the one file given failed."""
+        return bool(self.done) or self.failures > 1
+
     def summary(self) -> str:
-        """``N file(s) failed`` (and how many of them on a prunesim bug)."""
+        """``N file(s) failed`` (how many on a prunesim bug), and why nothing was written when nothing was."""
         bugs = f" ({self.bugs} on a prunesim bug)" if self.bugs else ""
-        return f"{self.failures} file(s) failed{bugs}"
+        text = f"{self.failures} file(s) failed{bugs}"
+        if self.failures and self.skip_bad and self.done:
+            return text + " and were skipped (--skip-bad)"
+        if self.failures and self.done:
+            return text + "; nothing written (fix or move them, or give --skip-bad to leave them out)"
+        return text + ("; nothing written" if self.failures else "")
 
     def exit_code(self) -> int:
-        """70 when prunesim failed on a file (a bug); else 0 when some file went through, 2 when none did."""
-        return 70 if self.bugs else 0 if self.done else 2
+        """70 when prunesim failed on a file (a bug); 2 when a file was bad input (with --skip-bad: when no
+        file went through); else 0."""
+        if self.bugs:
+            return 70
+        return 0 if self.complete() else 2
 
     def per_file(self, sources, process, commit, discard=None, tick=None) -> None:
         """Process ``(path, workload or error)`` pairs, committing each file's results only when all its runs
@@ -229,7 +282,8 @@ PROGRESS_MIN_FILES = 5  # a folder of more files than this shows a progress bar 
 
 
 def add_transcript_options(parser: argparse.ArgumentParser) -> None:
-    """--tokenizer, --calibration and --sidechains: how transcripts are read and sized."""
+    """--tokenizer, --calibration and --sidechains: how transcripts are read and sized; --skip-bad: whether a
+    folder with a bad file in it still gives a result."""
     from prunesim.io.transcripts import tokens
 
     parser.add_argument("--tokenizer", default=tokens.DEFAULT, help=f"one of: {', '.join(tokens.NAMES)}")
@@ -238,6 +292,25 @@ def add_transcript_options(parser: argparse.ArgumentParser) -> None:
                              "none (raw counts) or a calibration file from fidelity --fit-out")
     parser.add_argument("--sidechains", default="separate", choices=("separate", "skip"),
                         help="Claude Code subagent conversations: their own workloads (default) or left out")
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="leave out the files that cannot be read and write the result of the others "
+                             "(default: a bad file means nothing is written and exit code 2)")
+
+
+def check_distinct(files: list) -> None:
+    """Refuse a file reached twice (named twice, or a link beside the file it points to): its runs would be
+    counted twice, narrowing every interval over them, as a seed given twice would."""
+    seen: dict[tuple[int, int], str] = {}
+    for path in files:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue  # the reader says what is wrong with it
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            what = "is named twice" if seen[key] == str(path) else f"is the same file as {seen[key]} (a link)"
+            raise UserError(str(path), None, f"{what}: its runs would be counted twice")
+        seen[key] = str(path)
 
 
 def option_files(args) -> list[str]:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_engine, engine_choice, non_negative_int, parse_seeds, positive_int
+from prunesim.cli.commands._common import (
+    add_engine,
+    check_seed_blocks,
+    engine_choice,
+    parse_seeds,
+    positive_int,
+    seed_arg,
+)
 from prunesim.cli.commands.calibrate import _out_file, check_out
 from prunesim.errors import UserError
 from prunesim.io import atomic, output
@@ -23,7 +30,7 @@ def register(sub) -> None:
                         "(default 800, the shipped fit's)")
     p.add_argument("--blocks", type=positive_int, default=10, help="validation blocks (default 10)")
     p.add_argument("--block-size", type=positive_int, default=100, help="seeds per block (default 100)")
-    p.add_argument("--first-seed", type=non_negative_int, default=1000, help="first validation seed (default 1000)")
+    p.add_argument("--first-seed", type=seed_arg, default=1000, help="first validation seed (default 1000)")
     p.add_argument("--params", default=None, metavar="NAME,...",
                    help="the parameters each refit fits (default: every one of the targets' [bounds], the "
                         "shipped fit's)")
@@ -52,6 +59,7 @@ def figure_replay(args, command: str) -> FigureReplay:
 def main(args) -> int:
     replay = figure_replay(args, "ablation")
     seeds = parse_seeds(args.seeds)
+    check_seed_blocks(args.first_seed, args.blocks, args.block_size)
     base = load(replay.scenario)
 
     def progress(label: str, n: int, objective: float, best: float) -> None:

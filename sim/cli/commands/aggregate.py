@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prunesim.cli.commands._common import non_negative_int
+from prunesim.cli.commands._common import non_negative_int, seed_arg
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.io.sweep_files import RUNS_FILE
@@ -32,7 +32,7 @@ def register(sub) -> None:
         "--resamples", type=non_negative_int, default=RESAMPLES,
         help=f"bootstrap resamples, 1 to {MAX_RESAMPLES:,} (default {RESAMPLES})",
     )
-    p.add_argument("--seed", type=non_negative_int, default=SEED, help=f"bootstrap seed (default {SEED})")
+    p.add_argument("--seed", type=seed_arg, default=SEED, help=f"bootstrap seed (default {SEED})")
     p.set_defaults(func=main)
 
 

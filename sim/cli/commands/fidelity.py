@@ -5,12 +5,14 @@ the replay pipeline itself against the recorded bills, cross-validated (prunesim
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
     Tally,
     add_set,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
     non_negative_int,
     option_files,
@@ -19,7 +21,7 @@ from prunesim.cli.commands._common import (
     report_line,
 )
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import inputs, output
 from prunesim.io.atomic import json_ready
 from prunesim.io.labels import fitted_names
 from prunesim.io.scenario_files import load_replay
@@ -61,14 +63,18 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    check_distinct(files)
+    if args.fit_on is not None:
+        _check_apart(files, expand([args.fit_on]), args)
     if args.fit_out is not None:
         output.check_not_input(args.fit_out, files + (expand([args.fit_on]) if args.fit_on else [])
                                + option_files(args), "--fit-out")
         if args.fit_out.name.endswith(TRANSCRIPT_SUFFIXES):  # only a name a folder read would take as input
             output.check_outside(args.fit_out, [args.dir] + ([args.fit_on] if args.fit_on else []), "--fit-out")
+        output.check_own_kind(args.fit_out, b'"prunesim_calibration"', "a prunesim calibration file", "--fit-out")
     reported: set[str] = set()
     with Study(args.tokenizer, args.calibration, args.sidechains, args.folds) as study, progress(len(files)) as bar:
-        tally = Tally(bar)
+        tally = Tally(bar, args.skip_bad)
 
         def on_error(path, err) -> None:  # bad input is one line; a bug on one file gets a crash report
             reported.add(str(path))
@@ -80,19 +86,28 @@ def main(args) -> int:
         cache = cache_fidelity.report(args.dir, args.fit_on)
         with replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains, args.folds) as ident, \
                 replay_identity.Study(base, args.tokenizer, args.calibration, args.sidechains) as donors:
-            ident.read(files, on_error=lambda path, err: None if str(path) in reported else on_error(path, err))
-            if args.fit_on is not None:
-                donors.read(expand([args.fit_on]))
+            def once(path, err) -> None:  # a file the first reader failed on is reported once
+                if str(path) not in reported:
+                    on_error(path, err)
+
+            ident.read(files, on_error=once)
+            if args.fit_on is not None:  # a bad file there is as bad as one in DIR: the fit would miss it
+                donors.read(expand([args.fit_on]), on_error=once)
             identity = ident.report(donors if args.fit_on is not None else None)
         for warning in identity["warnings"]:  # a noop replay's forced cuts, one line per transcript
             report_line(bar, "warning", warning)
-        if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
-            write_profiles(args.fit_out, profiles)
         for failure in cache.pop("failed"):  # a file both readers failed on is reported once
             if isinstance(failure, tuple):  # (path, exception): a bug met on that file
                 tally.failed(*failure)
             elif not any(failure.startswith(path) for path in reported):
-                report_line(bar, "error", failure)
+                tally.bad_line(failure)
+        tally.done = study.imported
+        if not tally.complete():  # a report over part of the folder would read as one over all of it
+            if tally.says_more():  # one file that failed is its own line
+                print(f"prunesim: fidelity: {tally.summary()}", file=sys.stderr)
+            return tally.exit_code()
+        if profiles is not None:  # written last: an interrupted or failed command leaves no --fit-out behind
+            write_profiles(args.fit_out, profiles)
     if args.json:
         keys = ("cache_median_error", "cache_p90_error", "cost_median_error", "cost_p90_error")
         rep.update({k: cache[k] for k in keys})
@@ -103,11 +118,28 @@ def main(args) -> int:
         print(format_report(rep))
         print(cache_fidelity.format_report(cache))
         print(replay_identity.format_report(identity))
-    if tally.bugs:
-        return 70
-    if study.imported == 0:
-        return 2
-    return 0
+    if tally.failures and tally.says_more():
+        print(f"prunesim: fidelity: {tally.summary()}", file=sys.stderr)
+    return tally.exit_code()
+
+
+def _check_apart(judged: list[Path], fitted: list[Path], args) -> None:
+    """Refuse a --fit-on folder that holds any file of DIR (a link to it, or a copy): its runs would be judged
+    by a fit made on them."""
+    import hashlib
+
+    def key(path: Path) -> bytes | None:
+        try:
+            return hashlib.sha256(inputs.read_bytes(path, "transcript file")).digest()
+        except UserError:
+            return None  # the readers name what is wrong with it
+
+    fitted_keys = {key(p) for p in fitted} - {None}
+    shared = [p for p in judged if key(p) in fitted_keys]
+    if shared:
+        raise UserError("--fit-on", str(args.fit_on), f"shares {len(shared)} file(s) with {args.dir} (the first: "
+                        f"{shared[0]}): they would be judged by parameters fitted on them; give a folder apart, or "
+                        "leave --fit-on out to fit leaving each run out")
 
 
 def _pct(x) -> str:

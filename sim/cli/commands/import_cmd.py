@@ -8,6 +8,7 @@ from pathlib import Path
 from prunesim.cli.commands._common import (
     Tally,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
     option_files,
     out_arg,
@@ -51,22 +52,27 @@ def main(args) -> int:
     files = expand(args.paths)
     if not files:
         raise UserError("import", None, "no transcript files found")
+    check_distinct(files)
     single = _single_file_target(args.out, files)
     if single:
         output.check_not_input(args.out, files + option_files(args), "--out")
+        output.check_file(args.out, "--out")
+        output.check_own_kind(args.out, b'"prunesim_workload"', "a prunesim workload file", "--out")
     else:
         output.check_folder(args.out, "--out")
         output.check_outside(args.out, args.paths, "--out")
     sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
                            transcripts_only=True)
     with progress(len(files)) as bar:
-        tally = Tally(bar)
+        tally = Tally(bar, args.skip_bad)
         if single:
             written = _import_one(args, sources, tally, bar)
         else:
             written = _import_folder(args, sources, tally, bar)
-    print(f"imported {written} workload(s) from {len(files)} file(s); {tally.summary()}"
-          + ("; nothing written" if not written else ""))
+    summary = tally.summary()
+    if tally.says_more():  # else the one file's error line says it all
+        print(f"imported {written} workload(s) from {len(files)} file(s); {summary}"
+              + ("; nothing written" if not written and "nothing written" not in summary else ""))
     return tally.exit_code()
 
 
@@ -91,7 +97,7 @@ def _import_one(args, sources, tally: Tally, bar) -> int:
     if second is not None:  # read before anything is written: a second run means the target is wrong
         raise UserError(str(path), None, "holds several runs; give --out a folder")
     _warn(bar, first)
-    wl.write(Path(args.out), first)
+    output.write_text(args.out, wl.dumps(first), "--out")
     tally.ok()
     bar.update()
     say(bar, _describe(args.out, first))
@@ -135,10 +141,10 @@ def _import_folder(args, sources, tally: Tally, bar) -> int:
             tally.per_file(sources, process, commit, discard, tick=bar.update)
             if held.exists():
                 held.rmdir()
-            if not lines:
+            if not lines or not tally.complete():  # a folder with a bad file gives all of it or nothing
                 raise _NothingImported
     except _NothingImported:
-        pass
+        lines = []
     for line in lines:
         say(bar, line)
     return len(lines)

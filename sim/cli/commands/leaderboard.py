@@ -10,12 +10,13 @@ from prunesim.cli.commands._common import (
     add_reaction,
     add_set,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
-    non_negative_int,
     out_arg,
     parse_seeds,
     print_notes,
     scenario_sets,
+    seed_arg,
 )
 from prunesim.errors import UserError
 from prunesim.io import output
@@ -44,7 +45,7 @@ def register(sub) -> None:
                    "without DIR, the synthetic scenario to run")
     p.add_argument("--seeds", help="without DIR: the seeds, A:B (B excluded), a list or one integer "
                    "(default 0:20)")
-    p.add_argument("--seed", type=non_negative_int, help="with DIR: the seed of the policies' random streams")
+    p.add_argument("--seed", type=seed_arg, help="with DIR: the seed of the policies' random streams")
     add_set(p)
     add_reaction(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
@@ -72,8 +73,10 @@ def main(args) -> int:
     if transcripts:
         if not args.dir.is_dir():
             raise UserError(str(args.dir), None, "is not a folder")
-        if not expand([args.dir]):
+        files = expand([args.dir])
+        if not files:
             raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
+        check_distinct(files)
         output.check_outside(args.out, [args.dir], "--out")
         check_transcript_options(args)
         overrides = scenario_sets(args)
@@ -95,7 +98,7 @@ def main(args) -> int:
         print(line, file=sys.stderr)
     rows: list[dict] = []
     tools: set[str] = set()
-    failed = 0
+    skipped: list[str] = []
     if transcripts:
         units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
@@ -104,7 +107,7 @@ def main(args) -> int:
     count = 0
     for unit in units:
         if isinstance(unit, tuple):
-            failed += 1
+            skipped.append(str(unit[0]))
             print(f"prunesim: error: {unit[1]}", file=sys.stderr)
             continue
         for warning in unit.warnings:
@@ -112,8 +115,9 @@ def main(args) -> int:
         rows.extend(lb.unit_rows(unit, shown, transcripts))
         count += 1
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
-    if failed:  # a leaderboard over part of the folder would read as one over all of it
-        print(f"prunesim: error: {failed} file(s) failed; nothing written (fix or move them)", file=sys.stderr)
+    if skipped and (not args.skip_bad or not count):  # a leaderboard over part of the folder reads as one
+        print(f"prunesim: leaderboard: {len(skipped)} file(s) failed; nothing written (fix or move them"  # over all
+              + (")" if not count else ", or give --skip-bad to leave them out)"), file=sys.stderr)
         return 2
     table = lb.reduce(rows, shown)
     meta = {
@@ -128,6 +132,7 @@ def main(args) -> int:
         "tokenizer": args.tokenizer if transcripts else None,
         "calibration": args.calibration if transcripts else None,
         "sidechains": args.sidechains if transcripts else None,
+        "skipped": skipped,  # the files --skip-bad left out
     }
     try:
         with output.folder(args.out, "--out") as staging:  # the three files together, or none
@@ -135,6 +140,8 @@ def main(args) -> int:
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
+    if skipped:
+        what += f" ({len(skipped)} file(s) that failed left out: --skip-bad)"
     print(format_table(table, shown, what))
     if transcripts:
         print(format_bills(rows))

@@ -104,7 +104,7 @@ def _write(fig, target: tuple[Path, str]) -> int:
     from prunesim.plots import style
 
     path, fmt = target
-    style.save(fig, path, fmt)
+    style.save(fig, path, fmt, "--out")
     if output.kind_of(path) != "stream":
         print(path)
     return 0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from prunesim import __version__
-from prunesim.cli.commands._common import add_engine, engine_choice, non_negative_int, out_arg, parse_seeds
+from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, parse_seeds, seed_arg
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import dumps_json, json_ready
@@ -126,7 +126,7 @@ def _plot_dir(text: str) -> Path:
 def plot_seed(text: str):
     if text == "median":
         return text
-    return non_negative_int(text)
+    return seed_arg(text)
 
 
 def slug(label: str) -> str:

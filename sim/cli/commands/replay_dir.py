@@ -16,18 +16,20 @@ from prunesim.cli.commands._common import (
     add_reaction,
     add_set,
     add_transcript_options,
+    check_distinct,
     check_transcript_options,
-    non_negative_int,
     option_files,
     out_arg,
     print_notes,
     progress,
     report_line,
     scenario_sets,
+    seed_arg,
 )
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import format_cell
+from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import load_replay
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
@@ -35,7 +37,7 @@ from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.leaderboard import ACTIONS
 from prunesim.studies.sweep import metric_column, plan_sweep
-from prunesim.studies.transcript_replay import REPLAY_METRICS, expand, iter_sources, replay
+from prunesim.studies.transcript_replay import REPLAY_METRICS, TRANSCRIPT_SUFFIXES, expand, iter_sources, replay
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "budget", "repeats")
 COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) + tuple(
@@ -54,7 +56,7 @@ def register(sub) -> None:
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="replay every transcript at each value (A:B:STEP or a,b,c; POLICY:NAME=VALUES for one "
                         "policy's runs only), as in prunesim sweep; repeatable: the cartesian product is replayed")
-    p.add_argument("--seed", type=non_negative_int, help="seed of the policies' random streams")
+    p.add_argument("--seed", type=seed_arg, help="seed of the policies' random streams")
     add_transcript_options(p)
     p.add_argument("--out", type=out_arg, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
@@ -98,35 +100,54 @@ def main(args) -> int:
     files = expand([args.dir])
     if not files:
         raise UserError(str(args.dir), None, "no transcript or workload files found")
+    check_distinct(files)
     if args.out is not None:
         output.check_not_input(args.out, files + option_files(args), "--out")
+        if args.out.endswith(TRANSCRIPT_SUFFIXES):  # a name the next read of the folder would take as input
+            output.check_outside(args.out, [args.dir], "--out")
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
     if args.out is None:
-        return _replay_all(args, base, policies, grid, _Stdout())[0]
-    with output.FileOutput(args.out, flag="--out") as out:
-        code, rows = _replay_all(args, base, policies, grid, out)
-        if rows:  # a run that replayed nothing never replaces an existing result
+        out = _Held(sys.stdout)
+        code, complete = _replay_all(args, base, policies, grid, out)
+        if complete:
             out.commit()
-        else:
-            print(f"prunesim: nothing written to {args.out}", file=sys.stderr)
+        return code
+    with output.FileOutput(args.out, flag="--out") as file:
+        out = _Held(file) if file.kind == "stream" else file  # a file is staged; a device or pipe is not
+        code, complete = _replay_all(args, base, policies, grid, out)
+        if complete:  # a run that replayed nothing, or missed a file, never replaces an existing result
+            out.commit()
     return code
 
 
-class _Stdout:
+class _Held:
+    """Rows for standard output, a device or a pipe, held until the folder is done: a folder with a bad file
+    sends none (a file output is staged beside its target instead, and never shown until committed)."""
+
+    def __init__(self, target) -> None:
+        self.target = target
+        self.parts: list[str] = []
+
     def write(self, text: str) -> None:
-        sys.stdout.write(text)
+        self.parts.append(text)
+
+    def commit(self) -> None:
+        self.target.write("".join(self.parts))
+        if hasattr(self.target, "commit"):
+            self.target.commit()
 
 
-def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, int]:
+def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
     """Replay every source under every policy and grid point; a file's rows go to ``out`` only when all its
-    runs replayed."""
+    runs replayed. Returns the exit code and whether ``out`` may be committed (rows, and no file missed
+    unless --skip-bad)."""
     files = expand([args.dir])
     idle = {p: Idle("replay" if grid.axes else "transcript") for p in policies}
     tools: set[str] = set()
     written = {"rows": 0, "workloads": 0}
     with progress(len(files)) as bar:
-        tally = Tally(bar)
+        tally = Tally(bar, args.skip_bad)
 
         def process(data) -> tuple[list[str], list[str], set[str]]:
             rows = []
@@ -151,13 +172,15 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, int]:
         sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files)
         tally.per_file(sources, process, commit, tick=bar.update)
     print_notes(policies, base, frozenset(tools))
-    print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
-          f"{tally.summary()}", file=sys.stderr)
+    if tally.says_more():  # else the one file's error line says it all
+        print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "
+              f"{tally.summary()}", file=sys.stderr)
+    label = policy_labels(idle)  # a policy from a file by its class, as every table shows it
     for policy, counts in idle.items():
-        note = counts.note(policy)
+        note = counts.note(policy, label[policy])
         if note:
             print(note, file=sys.stderr)
-    return tally.exit_code(), written["rows"]
+    return tally.exit_code(), bool(written["rows"]) and tally.complete()
 
 
 def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, dict]:
@@ -184,10 +207,12 @@ class Idle:
             self.never_acted += 1
             self.never_triggered += summary["first_trigger_turn"] < 0
 
-    def note(self, policy: str) -> str:
+    def note(self, policy: str, shown: str | None = None) -> str:
+        """The line saying on how many replays ``policy`` never acted (``shown``: how the line names it)."""
         if not self.never_acted or policy == "noop":
             return ""
         idle = self.never_acted - self.never_triggered
         parts = [f"{self.never_triggered} never reached its trigger (lower the budget or the trigger)"] * bool(
             self.never_triggered) + [f"{idle} reached it with nothing it would remove"] * bool(idle)
-        return f"{policy}: never acted on {self.never_acted} of {self.replays} {self.unit}(s): {'; '.join(parts)}"
+        return (f"{shown or policy}: never acted on {self.never_acted} of {self.replays} {self.unit}(s): "
+                f"{'; '.join(parts)}")

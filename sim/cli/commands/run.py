@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_reaction, add_set, non_negative_int, out_arg, print_notes, scenario_sets
+from prunesim.cli.commands._common import add_reaction, add_set, out_arg, print_notes, scenario_sets, seed_arg
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
+from prunesim.io.labels import policy_label
 from prunesim.io.stream import stream_run
 from prunesim.observe.recorder import MODES
 from prunesim.policies import get_policy
@@ -22,7 +23,7 @@ def register(sub) -> None:
                    "(default with --workload: transcript)")
     p.add_argument("--workload", type=Path, help="replay an imported workload (or a one-run transcript) instead")
     p.add_argument("--policy", help="policy name (default: the scenario's)")
-    p.add_argument("--seed", type=non_negative_int, help="random seed (default: the scenario's)")
+    p.add_argument("--seed", type=seed_arg, help="random seed (default: the scenario's)")
     add_set(p)
     add_reaction(p)
     p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
@@ -78,7 +79,7 @@ def format_summary(result) -> str:
     sc = result.scenario
     ratio = s["overhead_ratio"]
     lines = [
-        f"{result.transcript or sc.name} under {result.policy}, seed {result.seed}: {s['turns']} turns, "
+        f"{result.transcript or sc.name} under {policy_label(result.policy)}, seed {result.seed}: {s['turns']} turns, "
         f"window {sc.window}, {sc.budget_kind} budget {sc.budget}, trigger {sc.trigger}",
         f"  utilization   peak {s['peak_utilization']}, final {s['final_utilization']}, "
         f"band floor {s['band_floor']} (first trigger at turn {s['first_trigger_turn']})",

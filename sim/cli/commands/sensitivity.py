@@ -8,6 +8,7 @@ from prunesim.cli.commands._common import engine_choice, parse_seeds, positive_i
 from prunesim.cli.commands.ablation import add_table_flags, figure_replay, write_rows
 from prunesim.io.scenario_files import load
 from prunesim.studies import sensitivity as study
+from prunesim.studies.grid import check_runs
 from prunesim.studies.replay import REPLAYS
 
 
@@ -35,6 +36,7 @@ def main(args) -> int:
 
     base = load(replay.scenario)
     points = args.samples * (len(names or replay.targets(base).bounds) + 2)
+    check_runs({"Sobol points": points, "seeds": len(seeds), "variants": len(replay.variants)}, "--samples")
     engine = engine_choice(args, "sensitivity", base, replay.variants, points * len(seeds))
     result = study.sensitivity(replay, base, seeds, args.samples, names, progress, engine)
     print(format_sensitivity(result))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from prunesim.cli.commands._common import MAX_SEEDS, add_engine, engine_choice, non_negative_int, positive_int
+from prunesim.cli.commands._common import add_engine, check_seed_blocks, engine_choice, positive_int, seed_arg
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.io.scenario_files import load
@@ -20,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("name", help=f"one of: {', '.join(sorted(REPLAYS))} (replays with published figures)")
     p.add_argument("--blocks", type=positive_int, default=10, help="number of seed blocks (default 10)")
     p.add_argument("--block-size", type=positive_int, default=100, help="seeds per block (default 100)")
-    p.add_argument("--first-seed", type=non_negative_int, default=1000,
+    p.add_argument("--first-seed", type=seed_arg, default=1000,
                    help="first seed of the first block (default 1000; the shipped scenario was fitted on 0..99)")
     p.add_argument("--json", action="store_true", help="print the validation as JSON")
     add_engine(p)
@@ -33,9 +33,7 @@ def main(args) -> int:
     if not isinstance(replay, FigureReplay):
         raise UserError("validate", args.name, "this replay has no published figures to validate "
                         f"(validate: {', '.join(n for n, r in REPLAYS.items() if isinstance(r, FigureReplay))})")
-    if args.blocks * args.block_size > MAX_SEEDS:  # each block holds its seeds: refuse before running any
-        raise UserError("--blocks", None, f"{args.blocks:,} blocks of {args.block_size:,} seeds (--block-size) are "
-                        f"{args.blocks * args.block_size:,} seeds; at most {MAX_SEEDS:,} in one command")
+    check_seed_blocks(args.first_seed, args.blocks, args.block_size)
     engine = engine_choice(args, "validate", load(replay.scenario), replay.variants, args.blocks * args.block_size)
     result = validate(replay, args.blocks, args.block_size, args.first_seed, engine=engine)
     if args.json:

@@ -117,8 +117,8 @@ def load_profiles(path: Path | None = None) -> list[Profile]:
             raise UserError("--calibration", where, err.problem) from None
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError):  # malformed, a number of thousands of digits, nested too deep
-        raise UserError(where, None, "not a calibration file (malformed JSON)") from None
+    except (ValueError, RecursionError) as err:  # malformed, a number of thousands of digits, nested too deep
+        raise UserError(where, None, f"not a calibration file: {inputs.json_problem(err)}") from None
     if not isinstance(data, dict) or data.get("prunesim_calibration") != FILE_VERSION:
         raise UserError(where, "prunesim_calibration", f"not a prunesim calibration file (version {FILE_VERSION})")
     profiles = data.get("profiles")

@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from prunesim.errors import UserError, json_problem
+from prunesim.errors import UserError
 from prunesim.io import inputs
 from prunesim.io.transcripts import claude_code, clock, codex
 from prunesim.io.transcripts import usage as usage_fields
@@ -59,15 +59,11 @@ def read_text(path: Path) -> str:
         raise UserError(where, None, "not a text file (invalid UTF-8)") from None
 
 
-def _load_json(text: str, where: str):
+def _load_json(text: str, where: str, line: int | None = None):
     try:
         return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise UserError(where, None, f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
-    except ValueError as err:  # an integer of thousands of digits, say
-        raise UserError(where, None, f"malformed JSON: {json_problem(err)}") from None
-    except RecursionError:
-        raise UserError(where, None, TOO_DEEP) from None
+    except (ValueError, RecursionError) as err:  # malformed, a number of thousands of digits, nested too deep
+        raise inputs.malformed_json(where, err, line) from None
 
 
 def _first_line(path: Path) -> str:
@@ -142,7 +138,7 @@ def _iter_jsonl(path: Path) -> Iterator[Transcript]:
             if cut is not None:
                 raise cut[1]
             try:
-                data = _load_json(line, f"{where}:{lineno}")
+                data = _load_json(line, where, lineno)
             except UserError as err:
                 if held is None or err.problem == TOO_DEEP:
                     raise  # no run before it, or a nesting too deep: not a cut-off write
@@ -229,6 +225,14 @@ def _need(obj, key: str, what: str):
     return obj[key]
 
 
+def _role(m, what: str) -> str:
+    """A message's ``role``, which must be text: a role of another type would be read as a user's message."""
+    role = _need(m, "role", what)
+    if not isinstance(role, str):
+        raise _Missing(f"'role' in {what} is {type(role).__name__}, expected a string")
+    return role
+
+
 def _text(content) -> str:
     """Message content as text: a string, or the text parts of a content list."""
     if content is None:
@@ -293,7 +297,7 @@ def _mini(data: dict, t: Transcript) -> None:
     turn = 0
     key = ""
     for i, m in enumerate(messages):
-        role = _need(m, "role", f"message {i}")
+        role = _role(m, f"message {i}")
         text = _text(m.get("content"))
         if role == "system":
             t.parts.append(Part(turn, "system", text))
@@ -347,7 +351,7 @@ def _swe(data: dict, t: Transcript) -> None:
     turn = 0
     key = ""
     for i, m in enumerate(history):
-        role = _need(m, "role", f"history[{i}]")
+        role = _role(m, f"history[{i}]")
         text = _text(m.get("content"))
         if role == "system":
             t.parts.append(Part(turn, "system", text))
@@ -464,7 +468,7 @@ def _openai(data, t: Transcript) -> None:
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise _Missing(f"message {i} is not an object")
-        role = _need(m, "role", f"message {i}")
+        role = _role(m, f"message {i}")
         text = _text(m.get("content"))
         if role in ("system", "developer"):
             t.parts.append(Part(turn, "system", text))

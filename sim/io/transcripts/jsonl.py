@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from prunesim.errors import UserError, json_problem
+from prunesim.errors import UserError
 from prunesim.io import inputs
 
 PEEK_BYTES = 1 << 16
@@ -55,12 +55,12 @@ def read_records(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict]]:
         if b"\x00" in head:
             raise UserError(where, None, "binary file, not a transcript")
         fh.seek(0)
-        pending: tuple[int, str] | None = None  # a line that did not parse: fatal unless it is the last
+        pending: tuple[int, ValueError] | None = None  # a line that did not parse: fatal unless it is the last
         lineno = 0
         for raw in fh:
             lineno += 1
             if pending is not None and raw.strip():
-                raise UserError(f"{where}:{pending[0]}", None, f"malformed JSON: {pending[1]}")
+                raise inputs.malformed_json(where, pending[1], pending[0])
             try:
                 text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError:
@@ -69,16 +69,14 @@ def read_records(path: Path, warnings: list[str]) -> Iterator[tuple[int, dict]]:
                 continue
             try:
                 rec = json.loads(text)
-            except json.JSONDecodeError as err:
-                pending = (lineno, err.msg)
+            except ValueError as err:  # malformed, or an integer of thousands of digits
+                pending = (lineno, err)
                 continue
-            except ValueError as err:  # an integer of thousands of digits, say
-                pending = (lineno, json_problem(err))
-                continue
-            except RecursionError:
-                raise UserError(f"{where}:{lineno}", None, "JSON nested too deeply") from None
+            except RecursionError as err:
+                raise inputs.malformed_json(where, err, lineno) from None
             if not isinstance(rec, dict):
                 raise UserError(f"{where}:{lineno}", None, f"expected a JSON object, got {type(rec).__name__}")
             yield lineno, rec
         if pending is not None:
-            warnings.append(f"{where}:{pending[0]}: truncated last line ignored ({pending[1]})")
+            warnings.append(f"{where}:{pending[0]}: truncated last line ignored "
+                            f"({inputs.json_problem(pending[1], pending[0])})")

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from prunesim.errors import UserError, json_problem
+from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
 from prunesim.io.transcripts import anchor, clock, resources
 from prunesim.io.transcripts import assemble as asm
@@ -380,12 +380,8 @@ def read(path: Path) -> WorkloadData:
                     continue
                 try:
                     rec = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise UserError(f"{where}:{lineno}", None, f"malformed JSON: {err.msg}") from None
-                except ValueError as err:  # an integer of thousands of digits, say
-                    raise UserError(f"{where}:{lineno}", None, f"malformed JSON: {json_problem(err)}") from None
-                except RecursionError:
-                    raise UserError(f"{where}:{lineno}", None, "JSON nested too deeply to read") from None
+                except (ValueError, RecursionError) as err:  # malformed, thousands of digits, nested too deep
+                    raise inputs.malformed_json(where, err, lineno) from None
                 if header is None:
                     header = _check_header(rec, f"{where}:{lineno}")
                 else:
