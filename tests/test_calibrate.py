@@ -274,6 +274,19 @@ def test_validate_refuses_a_replay_without_figures(capsys):
     assert "no published figures" in capsys.readouterr().err
 
 
+def test_validate_help_lists_only_the_replays_it_can_judge(capsys):
+    """long-session and reentrancy are replays without published figures: validate's help leaves them out, and
+    naming either, or a name no replay has, is refused in one line that lists what validate takes."""
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    name_help = capsys.readouterr().out.split("positional arguments:")[1].split("options:")[0]
+    assert "oscillation" in name_help and "long-session" not in name_help and "reentrancy" not in name_help
+    for name, why in (("long-session", "no published figures"), ("no-such-replay", "is not a replay")):
+        assert main(["validate", name]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and why in err and err.endswith("(validate takes: oscillation)")
+
+
 def test_an_out_that_cannot_be_written_is_refused_before_fitting(tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("x")

@@ -9,15 +9,21 @@ from prunesim.cli.commands._common import add_engine, check_seed_blocks, engine_
 from prunesim.errors import UserError
 from prunesim.io.atomic import json_ready
 from prunesim.io.scenario_files import load
-from prunesim.studies.replay import REPLAYS, FigureReplay, get_replay
+from prunesim.studies.replay import REPLAYS, FigureReplay
 from prunesim.studies.validate import Validation, validate
 
 EXIT_MISSED = 1
 
 
+def validatable() -> list[str]:
+    """The replays with published figures: the only ones validate can judge (the others are told apart by
+    ``prunesim replay`` alone)."""
+    return sorted(n for n, r in REPLAYS.items() if isinstance(r, FigureReplay))
+
+
 def register(sub) -> None:
     p = sub.add_parser("validate", help="judge a replay's figures on blocks of seeds never used for fitting")
-    p.add_argument("name", help=f"one of: {', '.join(sorted(REPLAYS))} (replays with published figures)")
+    p.add_argument("name", help=f"one of: {', '.join(validatable())} (the replays with published figures)")
     p.add_argument("--blocks", type=positive_int, default=10, help="number of seed blocks (default 10)")
     p.add_argument("--block-size", type=positive_int, default=100, help="seeds per block (default 100)")
     p.add_argument("--first-seed", type=seed_arg, default=1000,
@@ -29,10 +35,10 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    replay = get_replay(args.name)
-    if not isinstance(replay, FigureReplay):
-        raise UserError("validate", args.name, "this replay has no published figures to validate "
-                        f"(validate: {', '.join(n for n, r in REPLAYS.items() if isinstance(r, FigureReplay))})")
+    if args.name not in validatable():
+        why = "has no published figures to validate" if args.name in REPLAYS else "is not a replay"
+        raise UserError("validate", args.name, f"{why} (validate takes: {', '.join(validatable())})")
+    replay = REPLAYS[args.name]
     check_seed_blocks(args.first_seed, args.blocks, args.block_size)
     engine = engine_choice(args, "validate", load(replay.scenario), replay.variants, args.blocks * args.block_size)
     result = validate(replay, args.blocks, args.block_size, args.first_seed, engine=engine)
