@@ -31,16 +31,20 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+GIVEN_AS = "overrides"  # what an error in the caller's overrides names: the argument, not the CLI's --set
+
+
 def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None,
-                  policy: str | type[Policy] | None = None) -> Scenario:
+                  policy: str | type[Policy] | None = None, *, given_as: str = GIVEN_AS) -> Scenario:
     """A validated scenario from a shipped name, a path, or a Scenario plus overrides.
 
     ``policy``: the policy it will run under, when not its own: the tables that policy declares may be
-    overridden, whether or not it was ever loaded before in this process.
+    overridden, whether or not it was ever loaded before in this process. ``given_as``: what an error in
+    the overrides names them as (the command line passes ``--set``).
     """
     if isinstance(name_or_path, Scenario):
-        return scenario_mod.replace(name_or_path, overrides, policy) if overrides else name_or_path
-    return scenario_mod.load(str(name_or_path), overrides, policy)
+        return scenario_mod.replace(name_or_path, overrides, policy=policy) if overrides else name_or_path
+    return scenario_mod.load(str(name_or_path), overrides, policy, given_as)
 
 
 def _check_arguments(seed, overrides, trace) -> None:
@@ -87,7 +91,7 @@ def _replay(scenario, policy, seed, overrides, workload) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
-    scenario_mod.check_replay_overrides(overrides)
+    scenario_mod.check_replay_overrides(overrides, GIVEN_AS)
     base = load_scenario("transcript" if scenario is None else scenario, overrides, policy)
     if isinstance(workload, WorkloadData):
         data = workload

@@ -77,3 +77,36 @@ def test_api_run_replays_a_transcript(tmp_path):
 def test_a_synthetic_runs_summary_json_names_no_transcript(tmp_path, gated):
     api.write(gated, tmp_path)
     assert "transcript" not in json.loads((tmp_path / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("workload", [None, FIXTURES / "openai.json"])
+@pytest.mark.parametrize("overrides", [{"window": -5}, {"no_such_key": 1}, {"window.x": 1}])
+def test_an_error_in_the_apis_overrides_names_overrides_not_the_command_lines_set(workload, overrides):
+    scenario = None if workload else "oscillation-40"
+    with pytest.raises(UserError) as err:
+        api.run(scenario, overrides=overrides, workload=workload)
+    assert "overrides" in str(err.value) and "--set" not in str(err.value)
+
+
+def test_a_turns_override_on_an_api_replay_is_refused_as_overrides():
+    with pytest.raises(UserError, match=r"^overrides: turns: cannot be set"):
+        api.run(overrides={"turns": 3}, workload=FIXTURES / "openai.json")
+
+
+@pytest.mark.parametrize("argv", [["run", "oscillation-40", "--set", "window=-5"],
+                                  ["run", "--workload", str(FIXTURES / "openai.json"), "--set", "window.x=1"],
+                                  ["compare", "oscillation-40", "--set", "no_such_key=1"]])
+def test_the_command_line_still_names_set(argv, capsys):
+    from prunesim.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--set" in err and "overrides" not in err
+
+
+def test_overrides_on_a_scenario_object_pin_the_window_as_on_a_name():
+    """Overrides given with a Scenario pin what they set, as they do with a scenario's name (a replay keeps a
+    pinned window rather than the recorded one)."""
+    by_name = api.load_scenario("transcript", {"window": 90_000})
+    by_object = api.load_scenario(api.load_scenario("transcript"), {"window": 90_000})
+    assert "window" in by_name.replay.pinned and by_object.replay.pinned == by_name.replay.pinned

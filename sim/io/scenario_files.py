@@ -399,33 +399,35 @@ def _base_path(base: str, path: Path) -> Path:
     return shipped[base]
 
 
-def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str | type | None = None) -> Scenario:
+def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str | type | None = None,
+         given_as: str = "--set") -> Scenario:
     """Load, override and validate a scenario; every problem is a :class:`UserError`. ``policy``: as in
-    :func:`from_dict`."""
+    :func:`from_dict`; ``given_as``: what the caller gave the overrides with (``--set``, or the API's
+    ``overrides``), named by an error in them."""
     path = resolve_path(name_or_path)
     data = read_scenario(path)
     data.setdefault("name", inputs.text_name(path.stem))
     if overrides:
-        data = absolute_sizes_win(apply_overrides(data, overrides), overrides)
-        where = f"{path} (with --set)"
+        data = absolute_sizes_win(apply_overrides(data, overrides, given_as), overrides)
+        where = f"{path} (with {given_as})"
     else:
         where = str(path)
     return from_dict(data, where, policy)
 
 
 def load_replay(name_or_path: str, overrides: dict[str, Any] | None = None,
-                policy: str | type | None = None) -> Scenario:
+                policy: str | type | None = None, given_as: str = "--set") -> Scenario:
     """:func:`load` for a replay of transcripts: every command that replays one refuses what it cannot take
     (:func:`check_replay_overrides`) here, so that none can forget to."""
-    check_replay_overrides(overrides)
-    return load(name_or_path, overrides, policy)
+    check_replay_overrides(overrides, given_as)
+    return load(name_or_path, overrides, policy, given_as)
 
 
 def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,
             policy: str | type | None = None) -> Scenario:
     """A new scenario with dotted-key overrides, validated (``pin``: the keys it sets are pinned, as by --set;
     ``policy`` as in :func:`from_dict`)."""
-    data = apply_overrides(scenario.to_dict(), overrides)
+    data = apply_overrides(scenario.to_dict(), overrides, "overrides")
     if pin:
         data = absolute_sizes_win(data, overrides)
     return from_dict(data, f"{scenario.name} (with overrides)", policy)

@@ -12,6 +12,7 @@ from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
 from prunesim.io.labels import policy_label
+from prunesim.io.scenario_files import load_replay
 from prunesim.io.stream import stream_run
 from prunesim.observe.recorder import MODES
 from prunesim.policies import get_policy
@@ -51,12 +52,12 @@ def main(args) -> int:
     elif out is not None:  # rows go to the files as the run makes them
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        sc = api.load_scenario(args.scenario, scenario_sets(args))
+        sc = api.load_scenario(args.scenario, scenario_sets(args), given_as="--set")
         result, _ = stream_run(sc, args.policy, args.seed, out, trace)
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        scenario = api.load_scenario(args.scenario, scenario_sets(args))
+        scenario = api.load_scenario(args.scenario, scenario_sets(args), given_as="--set")
         result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
     print_notes([result.policy], result.scenario)
     if args.json:
@@ -67,8 +68,10 @@ def main(args) -> int:
 
 
 def _replay_workload(args):
-    result = api.run(args.scenario, policy=args.policy, seed=args.seed, overrides=scenario_sets(args),
-                     workload=args.workload)
+    if args.policy is not None:
+        get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
+    base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy)  # errors name --set
+    result = api.run(base, policy=args.policy, seed=args.seed, workload=args.workload)
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result
