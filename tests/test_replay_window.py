@@ -138,3 +138,31 @@ def test_run_workload_and_fidelity_warn_once(folder, tmp_path, capsys):
     assert main(["fidelity", str(folder), "--set", "window=1300"]) == 0
     lines = one_note(capsys.readouterr().err, "1,300")
     assert len(lines) == 1 and "session.jsonl (session)" in lines[0] and "at the anchored sizes" in lines[0]
+
+
+def test_a_note_on_one_sizings_replay_is_not_the_other_sizings():
+    """The anchored sizes overrun a 64,000-token window, the calibrated ones do not: only the anchored noop
+    replay warns, in whichever order the two sizings replay, and the workload's own warnings stay the import's."""
+    data = workload([(0, "system", 1000, 0), *((t, "tool_output", 30000, 0) for t in range(1, 6))])
+    for p in data.parts[1:]:
+        p["calibrated"] = 9000
+    data.warnings.append("w.jsonl (w): an import warning")
+    runs = {sizes: sc.load("transcript", {"window": 64000, "replay.sizes": sizes}) for sizes in wl.SIZES}
+    for order in (wl.SIZES, wl.SIZES[::-1]):
+        notes = {sizes: replay(data, runs[sizes], "noop")[0].warnings for sizes in order}
+        assert notes["anchored"][0] == "w.jsonl (w): an import warning" and NOTE in notes["anchored"][-1]
+        assert notes["calibrated"] == notes["anchored"][:-1]  # the import's warning and the clock's note alone
+        assert data.warnings == ["w.jsonl (w): an import warning"]
+    calibrated = wl.sized_as(data, "calibrated")
+    calibrated.warnings.append("a note on the copy")
+    assert data.warnings == ["w.jsonl (w): an import warning"]
+
+
+@pytest.mark.parametrize("command", [["replay-dir", "{dir}", "--policies", "noop,recency", "--out", "{out}/r.csv"],
+                                     ["leaderboard", "{dir}", "--policies", "noop,recency", "--out", "{out}/lb"]])
+def test_a_calibrated_replays_note_is_shown_once_by_the_folder_commands(folder, tmp_path, capsys, command):
+    """The calibrated sizes replay a copy of the workload: its notes still reach the output, once."""
+    args = [a.format(dir=folder, out=tmp_path) for a in command]
+    assert main([*args, "--set", "window=1300", "--set", "replay.sizes=calibrated"]) == 0
+    lines = one_note(capsys.readouterr().err, "1,300")
+    assert len(lines) == 2 and sum("session.jsonl (session)" in line for line in lines) == 1

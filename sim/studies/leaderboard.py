@@ -182,7 +182,7 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
             yield path, data
             continue
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
-        summaries = {}
+        summaries, warnings = {}, dict.fromkeys(data.warnings)  # each of its replays' warnings once
         try:
             built: dict[int, Scenario] = {}  # each setting's replay scenario, built once per transcript
             for entry in entries:
@@ -190,6 +190,7 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
                     built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
                 result, _ = replay(data, entry.scenario, entry.policy, seed, scenario=built[id(entry.scenario)])
                 summaries[entry.key] = result.summary
+                warnings.update(dict.fromkeys(result.warnings))
                 if entry.key == (REFERENCE, ""):
                     bill = recorded_bill(data, result.scenario)
                 del result
@@ -197,7 +198,7 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
             held, dead = [], path
             yield path, err
             continue
-        held.append(Unit(data.name, summaries, tuple(data.warnings), bill))
+        held.append(Unit(data.name, summaries, tuple(warnings), bill))
     yield from held
 
 

@@ -295,10 +295,10 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     )
     result = run_one(scenario, policy, seed, trace="all", workload=workload)
     result.transcript = data.name
-    for note in [*replay_notes(scenario, data), forced_cut_note(data, [result])]:
-        if note and note not in data.warnings:  # the callers show the workload's warnings once it has replayed
-            data.warnings.append(note)
-    result.warnings = list(data.warnings)
+    # The import's warnings and this replay's notes; the workload itself is left as it was (a caller replays it
+    # under many policies and sizings, and shows each warning of its replays once).
+    notes = [note for note in (*replay_notes(scenario, data), forced_cut_note(data, [result])) if note]
+    result.warnings = list(dict.fromkeys([*data.warnings, *notes]))
     metrics = replay_metrics(result)
     result.summary.update(metrics)
     return result, metrics

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prunesim.cli.commands._common import (
     Tally,
@@ -38,6 +39,9 @@ from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.leaderboard import ACTIONS
 from prunesim.studies.sweep import metric_column, plan_sweep
 from prunesim.studies.transcript_replay import REPLAY_METRICS, TRANSCRIPT_SUFFIXES, expand, iter_sources, replay
+
+if TYPE_CHECKING:
+    from prunesim.runner import RunResult
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "budget", "repeats")
 COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) + tuple(
@@ -150,12 +154,13 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
         tally = Tally(bar, args.skip_bad)
 
         def process(data) -> tuple[list[str], list[str], set[str]]:
-            rows = []
+            rows, warnings = [], dict.fromkeys(data.warnings)  # each of its replays' warnings once
             for policy, scenario, point in grid.runs:
-                line, summary = _row(data, scenario, policy, args.seed, grid, point)
+                line, result = _row(data, scenario, policy, args.seed, grid, point)
                 rows.append(line)
-                idle[policy].add(summary)
-            return rows, data.warnings, {p["tool"] for p in data.parts if p.get("tool")}
+                idle[policy].add(result.summary)
+                warnings.update(dict.fromkeys(result.warnings))
+            return rows, list(warnings), {p["tool"] for p in data.parts if p.get("tool")}
 
         def commit(path, results) -> None:
             lines = [line for rows, _, _ in results for line in rows]
@@ -183,7 +188,7 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
     return tally.exit_code(), bool(written["rows"]) and tally.complete()
 
 
-def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, dict]:
+def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, RunResult]:
     result, _ = replay(data, scenario, policy, seed)
     s = result.summary
     row = {"transcript": data.name, "format": data.header["format"], "policy": policy, "turns": data.turns,
@@ -191,7 +196,7 @@ def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[st
     if grid.axes:
         row = {metric_column(k, grid.axes): v for k, v in row.items()}
         row.update(point)
-    return csv_line([format_cell(row.get(c, "")) for c in grid.columns]), s
+    return csv_line([format_cell(row.get(c, "")) for c in grid.columns]), result
 
 
 class Idle:

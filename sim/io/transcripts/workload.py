@@ -268,13 +268,13 @@ SIZES = ("anchored", "calibrated")
 def sized_as(data: WorkloadData, sizes: str) -> WorkloadData:
     """The workload with the sizes a replay uses: ``anchored`` (as stored: sizes that reproduce the recorded
     prompts, recorded output counts billed) or ``calibrated`` (the size model's alone: each part's calibrated
-    size, and outputs billed at what the calls' parts weigh), :mod:`.anchor`."""
+    size, and outputs billed at what the calls' parts weigh), :mod:`.anchor`. A calibrated copy starts with
+    the import's warnings in a list of its own: a note on one sizing's replay is not the other's."""
     if sizes == "anchored" or not any("calibrated" in p for p in data.parts) and not data.header.get("outputs"):
         return data
     parts = [({**p, "tokens": p["calibrated"]} if "calibrated" in p else p) for p in data.parts]
     header = {**data.header, "outputs": None}
-    out = WorkloadData(header, parts, data.warnings, data.path)
-    return out
+    return WorkloadData(header, parts, list(data.warnings), data.path)
 
 
 def cache_breaks(t: Transcript) -> list[dict]:
