@@ -93,7 +93,7 @@ BAD = [
     ("keep below 0", "leaderboard {folder} --set clear_tool_uses.keep=-2 --out {out}", "clear_tool_uses.keep"),
     ("threshold above the window", "leaderboard {folder} --set memory_pressure.evict_at=1.5 --out {out}",
      "above the window"),
-    ("no folder", "leaderboard {tmp}/nowhere --out {out}", "is not a folder"),
+    ("no such folder or file", "leaderboard {tmp}/nowhere --out {out}", "does not exist"),
     ("no transcript in it", "leaderboard {empty} --out {out}", "holds no transcript"),
     ("neither folder nor scenario", "leaderboard --out {out}", "give a folder of transcripts"),
     ("out is a file", "leaderboard {folder} --out {file}", "exists and is not a folder"),
@@ -117,6 +117,47 @@ def test_bad_input_is_one_line_and_exit_2(name, argv, words, folder, tmp_path, c
     assert len(errors) == 1 and words in errors[0], err
     assert not (tmp_path / "out").exists() and not (tmp_path / "p.png").exists()
     assert (tmp_path / "file").read_text() == "mine"
+
+
+@pytest.mark.parametrize("name", ["openai.json", "tiny.traj"])
+def test_one_transcript_file_is_a_leaderboard_over_one_unit_that_says_so_first(name, folder, tmp_path, capsys):
+    """As replay-dir takes it: the file's run is the only unit, and the first line says the intervals cannot
+    reach beyond it; the files are those of the same transcript alone in a folder."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(folder / name, alone / name)
+    assert main(["leaderboard", str(folder / name), "--policies", "noop,recency", "--out", str(tmp_path / "f")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"leaderboard: ONE transcript (1 transcript(s) in {folder / name}): ")
+    assert "nothing here says how a policy does on other transcripts" in first
+    assert main(["leaderboard", str(alone), "--policies", "noop,recency", "--out", str(tmp_path / "d")]) == 0
+    assert capsys.readouterr().out.startswith("leaderboard: ONE transcript")  # the unit count says it, not the path
+    for out in ("leaderboard.csv", "runs.csv"):
+        assert (tmp_path / "f" / out).read_bytes() == (tmp_path / "d" / out).read_bytes()
+    assert len(rows(tmp_path / "f" / "runs.csv")) == 2
+
+
+def test_a_workload_file_is_a_leaderboard_too_and_two_units_are_not_called_one(folder, tmp_path, capsys):
+    assert main(["import", str(folder / "openai.json"), "--out", str(tmp_path / "w.workload.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", str(tmp_path / "w.workload.jsonl"), "--policies", "noop",
+                 "--out", str(tmp_path / "lb")]) == 0
+    assert capsys.readouterr().out.startswith("leaderboard: ONE transcript (1 transcript(s) in ")
+    assert [r["unit"] for r in rows(tmp_path / "lb" / "runs.csv")] == ["openai"]
+    assert main(["leaderboard", str(folder), "--policies", "noop", "--out", str(tmp_path / "all")]) == 0
+    assert "ONE" not in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_transcript_the_leaderboard_would_write_over_is_refused(folder, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(folder / "openai.json", out / "leaderboard.json")  # a transcript under an output's name
+    before = (out / "leaderboard.json").read_bytes()
+    assert main(["leaderboard", str(out / "leaderboard.json"), "--policies", "noop", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "is an input of this command" in err
+    assert (out / "leaderboard.json").read_bytes() == before and sorted(p.name for p in out.iterdir()) == [
+        "leaderboard.json"]
 
 
 def test_a_broken_transcript_writes_nothing(folder, tmp_path, capsys):

@@ -45,6 +45,7 @@ REFERENCE = "noop"  # every ratio is against this policy, at its documented sett
 RUNS_FILE = "runs.csv"
 TABLE_FILE = "leaderboard.csv"
 META_FILE = "leaderboard.json"
+OUTPUT_FILES = (RUNS_FILE, TABLE_FILE, META_FILE)
 TABLE_COLUMNS = ("policy", "setting", "acting_threshold", "figure", "n", "median", "mean", "ci_low", "ci_high",
                  "interval")
 

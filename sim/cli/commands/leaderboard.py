@@ -39,7 +39,7 @@ def register(sub) -> None:
         "OUT/leaderboard.json. See docs/leaderboard.md.",
     )
     p.add_argument("dir", type=Path, nargs="?", help="a folder of transcripts and/or workload files (searched "
-                   "recursively); without it, --scenario is run over --seeds")
+                   "recursively), or one such file; without it, --scenario is run over --seeds")
     p.add_argument("--policies", default="all", help="comma-separated policy names, or all (default: all)")
     p.add_argument("--scenario", help="the window and policy parameters (default for transcripts: transcript); "
                    "without DIR, the synthetic scenario to run")
@@ -71,13 +71,15 @@ def main(args) -> int:
     if not transcripts and args.seed is not None:
         raise UserError("--seed", str(args.seed), "applies to a folder of transcripts; without one, use --seeds")
     if transcripts:
-        if not args.dir.is_dir():
-            raise UserError(str(args.dir), None, "is not a folder")
-        files = expand([args.dir])
+        if not args.dir.exists():
+            raise UserError(str(args.dir), None, "does not exist")
+        files = expand([args.dir])  # a folder's transcripts, or the one file named
         if not files:
             raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
         check_distinct(files)
         output.check_outside(args.out, [args.dir], "--out")
+        for name in lb.OUTPUT_FILES:  # a transcript named as one of them would be replaced by it
+            output.check_not_input(args.out / name, files, "--out")
         check_transcript_options(args)
         overrides = scenario_sets(args)
         scenario = load_replay(args.scenario or "transcript", overrides)
@@ -140,6 +142,10 @@ def main(args) -> int:
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
+    if count == 1:  # said first: the table's intervals look like any other's
+        unit = "transcript" if transcripts else "seed"
+        what = (f"ONE {unit} ({what}): a bootstrap interval over one value is that value and a share's Wilson "
+                f"interval is that of one trial, so nothing here says how a policy does on other {unit}s")
     if skipped:
         what += f" ({len(skipped)} file(s) that failed left out: --skip-bad)"
     print(format_table(table, shown, what))
