@@ -166,3 +166,12 @@ def test_a_calibrated_replays_note_is_shown_once_by_the_folder_commands(folder, 
     assert main([*args, "--set", "window=1300", "--set", "replay.sizes=calibrated"]) == 0
     lines = one_note(capsys.readouterr().err, "1,300")
     assert len(lines) == 2 and sum("session.jsonl (session)" in line for line in lines) == 1
+    assert all("tokens at the calibrated sizes (its largest" in line for line in lines)
+
+
+def test_a_grid_over_the_sizes_warns_once_per_sizing_and_says_which(folder, tmp_path, capsys):
+    (folder / "claims.workload.jsonl").unlink()
+    assert main(["replay-dir", str(folder), "--policies", "noop", "--set", "window=1300", "--grid",
+                 "replay.sizes=anchored,calibrated", "--out", str(tmp_path / "r.csv")]) == 0
+    lines = one_note(capsys.readouterr().err, "1,300")
+    assert len(lines) == 2 and sum("at the calibrated sizes" in line for line in lines) == 1

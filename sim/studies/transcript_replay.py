@@ -270,7 +270,10 @@ def forced_cut_note(data: wl.WorkloadData, results: list[RunResult]) -> str:
     cut = [r for r in results if r.policy == REFERENCE and r.summary.get("forced_truncations")]
     if not cut:
         return ""
-    label = len({r.scenario.replay.sizes for r in results}) > 1
+    # Which sizes cut, where more than one replayed or the sizes are not the stored ones: replay-dir or a
+    # leaderboard with a grid over replay.sizes shows one note per sizing, each saying which.
+    label = len({r.scenario.replay.sizes for r in results}) > 1 or any(r.scenario.replay.sizes != "anchored"
+                                                                       for r in cut)
     counts = "; ".join(f"{r.summary['forced_truncations']:,} forced cut(s), {r.summary['truncated_tokens']:,} tokens"
                        + (f" at the {r.scenario.replay.sizes} sizes" if label else "") for r in cut)
     recorded = [p for p in data.header.get("prompt_tokens") or () if p is not None]
