@@ -95,7 +95,7 @@ BAD = [
      "above the window"),
     ("no such folder or file", "leaderboard {tmp}/nowhere --out {out}", "does not exist"),
     ("no transcript in it", "leaderboard {empty} --out {out}", "holds no transcript"),
-    ("neither folder nor scenario", "leaderboard --out {out}", "give a folder of transcripts"),
+    ("neither folder nor scenario", "leaderboard --out {out}", "give a folder or file of transcripts"),
     ("out is a file", "leaderboard {folder} --out {file}", "exists and is not a folder"),
     ("pareto of nothing", "plot pareto {tmp}/none.csv --out {tmp}/p.png", "no such leaderboard"),
     ("seeds with a folder", "leaderboard {folder} --seeds 0:3 --out {out}", "--seeds"),
@@ -155,7 +155,7 @@ def test_a_transcript_the_leaderboard_would_write_over_is_refused(folder, tmp_pa
     before = (out / "leaderboard.json").read_bytes()
     assert main(["leaderboard", str(out / "leaderboard.json"), "--policies", "noop", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "is an input of this command" in err
+    assert len(err.splitlines()) == 1 and "holds leaderboard.json, a transcript this leaderboard reads" in err
     assert (out / "leaderboard.json").read_bytes() == before and sorted(p.name for p in out.iterdir()) == [
         "leaderboard.json"]
 

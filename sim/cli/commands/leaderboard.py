@@ -66,10 +66,11 @@ def main(args) -> int:
     output.check_folder(args.out, "--out")
     transcripts = args.dir is not None
     if transcripts and args.seeds is not None:
-        raise UserError("--seeds", args.seeds, "runs seeds of a synthetic --scenario; with a folder of transcripts "
-                                               "use --seed for the policies' streams")
+        raise UserError("--seeds", args.seeds, "runs seeds of a synthetic --scenario; with transcripts (a folder or "
+                                               "a file) use --seed for the policies' streams")
     if not transcripts and args.seed is not None:
-        raise UserError("--seed", str(args.seed), "applies to a folder of transcripts; without one, use --seeds")
+        raise UserError("--seed", str(args.seed), "applies to transcripts (a folder or a file); without them, "
+                                                  "use --seeds")
     if transcripts:
         if not args.dir.exists():
             raise UserError(str(args.dir), None, "does not exist")
@@ -79,15 +80,19 @@ def main(args) -> int:
         check_distinct(files)
         output.check_outside(args.out, [args.dir], "--out")
         for name in lb.OUTPUT_FILES:  # a transcript named as one of them would be replaced by it
-            output.check_not_input(args.out / name, files, "--out")
+            try:
+                output.check_not_input(args.out / name, files)
+            except UserError:
+                raise UserError("--out", str(args.out), f"holds {name}, a transcript this leaderboard reads: "
+                                f"the leaderboard's own {name} would replace it; give another folder") from None
         check_transcript_options(args)
         overrides = scenario_sets(args)
         scenario = load_replay(args.scenario or "transcript", overrides)
         seeds = None
     else:
         if args.scenario is None:
-            raise UserError("leaderboard", None, "give a folder of transcripts, or --scenario to run seeds of a "
-                                                 "synthetic scenario")
+            raise UserError("leaderboard", None, "give a folder or file of transcripts, or --scenario to run seeds "
+                                                 "of a synthetic scenario")
         scenario = load(args.scenario, scenario_sets(args))
         seeds = parse_seeds(args.seeds or "0:20")
     axes = parse_axes(args.grid)

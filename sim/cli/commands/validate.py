@@ -37,7 +37,7 @@ def register(sub) -> None:
 def main(args) -> int:
     if args.name not in validatable():
         why = "has no published figures to validate" if args.name in REPLAYS else "is not a replay"
-        raise UserError("validate", args.name, f"{why} (validate takes: {', '.join(validatable())})")
+        raise UserError("validate", args.name or "''", f"{why} (validate takes: {', '.join(validatable())})")
     replay = REPLAYS[args.name]
     check_seed_blocks(args.first_seed, args.blocks, args.block_size)
     engine = engine_choice(args, "validate", load(replay.scenario), replay.variants, args.blocks * args.block_size)
