@@ -2,16 +2,19 @@
 
 A label's box is measured with the figure's renderer (``get_window_extent``),
 so it is the box that is drawn. Each label tries a fixed list of places around
-its point (right, the right diagonals, left, the left diagonals, above, below;
-close, then a little farther) and takes a free one: inside the axes, clear of
-every marker, of every other text or legend inside the axes and of the labels
-already placed. Among the free places the one crossing the fewest lines (error
-bars, frontiers) wins, then the earliest in the list. The labels with the
-fewest free places choose first. A label with no free place is replaced by a
-number, placed the same way after every label, for the figure's key to
-resolve; a number with no free place either is left out (its point is still
-named in the key by its marker). Nothing is random: the same figure gets the
-same places.
+its point (``candidates``: right, the right diagonals, left, the left
+diagonals, above and below, centred or slid to a side; close, then a little
+farther), then its other forms (on two lines), and takes a free place: inside
+the axes, clear of every marker, of every text or legend over the axes and of
+the labels already placed, and with no other marker nearer to it than its own
+point (so that it reads as that point's label). Among the free places the one
+crossing the fewest lines (error bars, frontiers) wins, then the earliest in
+the list. The labels with the fewest free places choose first; one that finds
+none may take the place of a label placed before it, which then moves to
+another free place. A label still without a place is replaced by a number,
+placed the same way after every label, for the figure's key to resolve; a
+number with no free place either is left out (its point is still named in the
+key, by its marker). Nothing is random: the same figure gets the same places.
 """
 
 from __future__ import annotations
