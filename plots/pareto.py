@@ -31,11 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib import transforms
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from prunesim.errors import UserError, from_os_error
 from prunesim.io.labels import policy_labels
 from prunesim.io.sweep_files import parse_json
-from prunesim.plots import style
+from prunesim.plots import placement, style
 from prunesim.plots.io import as_float, read_csv
 from prunesim.plots.stats import summarize
 
@@ -160,6 +159,9 @@ def _groups(points: dict, xr: float, yr: float) -> list[list[str]]:
     return groups
 
 
+MARKER = 6.5  # points: a policy's marker
+LABEL = {"fontsize": style.SMALL, "zorder": 5,
+         "bbox": {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "#bbbbbb", "lw": 0.5, "alpha": 0.85}}
 DODGE = 5.0  # points between the error bars of policies drawn at one x
 
 
@@ -211,8 +213,9 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
             continue
         points[policy] = (px, py)
     with style.rc():
+        thresholds = []  # the frontiers' labels, placed after the points'
         if frontier:
-            hidden = _draw_frontiers(ax, board, x, y, xs, ys, look)
+            hidden, thresholds = _draw_frontiers(ax, board, x, y, xs, ys, look)
         xr = _range([p[0] for p in points.values()])
         yr = _range([p[1] for p in points.values()])
         groups = _groups(points, xr, yr)
@@ -227,7 +230,7 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
             ax.update_datalim([(px[1], py[1]), (px[2], py[2])])
         ax.autoscale_view()
         noun = "transcript" if board.meta.get("source") else "seed"
-        table = []  # the groups' members, named in a key beside the axes
+        handles, requests = {}, []
         for group in groups:
             radius = 0.0 if len(group) == 1 else FAN + FAN_PER * len(group)
             for k, policy in enumerate(group):
@@ -237,30 +240,26 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
                                                y=radius * math.sin(angle), units="points")
                 px, py = points[policy]
                 # Not clipped: a group's circle at the edge of the data would be cut by the axes.
-                (h,) = ax.plot([px[0]], [py[0]], marker=marker, ms=6.5, color=c, mec="black", mew=0.6, ls="none",
-                               transform=where, zorder=4, gid=f"point:{policy}", clip_on=False)
-                if len(group) > 1:
-                    table.append((h, f"{names[policy]}: {_value(px)}, {_value(py)}"))
+                (handles[policy],) = ax.plot([px[0]], [py[0]], marker=marker, ms=MARKER, color=c, mec="black",
+                                             mew=0.6, ls="none", transform=where, zorder=4, gid=f"point:{policy}",
+                                             clip_on=False)
             px, py = points[group[0]]
+            centre = transforms.offset_copy(ax.transData, fig=fig, x=dodge.get(group[0], 0.0), units="points")
             text = names[group[0]] if len(group) == 1 else f"{len(group)} policies (key at right)"
-            shift = radius + 6 + dodge.get(group[0], 0.0)
-            ax.annotate(text, (px[0], py[0]), xytext=(shift, 2), textcoords="offset points", fontsize=style.SMALL,
-                        va="bottom", ha="left", zorder=5, gid=f"label:{'|'.join(group)}",
-                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "#bbbbbb", "lw": 0.5,
-                              "alpha": 0.85})
-        _separate(ax, [t for t in ax.texts if (t.get_gid() or "").startswith("label:")])
-        if table:
-            style.legend_outside(ax, [h for h, _ in table], [t for _, t in table],
-                                 title=f"policies drawn around one place\n(name: {x}, {y})")
-            ax.get_legend().set_alignment("left")
-            for text in ax.get_legend().get_texts():
-                text.set_fontsize(style.SMALL)
+            # On two lines where one is too long: a family's name over its preset's, the count over the key.
+            two = text.replace(":", ":\n", 1) if len(group) == 1 else text.replace(" (", "\n(", 1)
+            requests.append(placement.Request(text, (px[0], py[0]), centre, radius + MARKER / 2,
+                                              own=tuple(handles[p] for p in group),
+                                              variants=(two,) if two != text else (),
+                                              props={**LABEL, "gid": f"label:{'|'.join(group)}"}))
         lo, hi = ax.get_ylim()
         if hi - lo < 1 and ys != "share":  # every point at one count (all zero, say): show a unit of the axis
             ax.set_ylim(min(lo, -0.1), max(hi, 1.0))
         if ys == "share":
             ax.set_ylim(-0.05, 1.05)
         ax.margins(x=0.12)
+        ax.set_xlim(ax.get_xlim())  # the limits are final before the labels are placed within them
+        ax.set_ylim(ax.get_ylim())
         definitions = board.meta.get("figures", {}) if isinstance(board.meta.get("figures"), dict) else {}
         ax.set_xlabel(_label(x, definitions, xs, noun))
         ax.set_ylabel(_label(y, definitions, ys, noun))
@@ -271,11 +270,6 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
             notes.append(f"policies at one x are set {DODGE:g} pt apart, so that each interval shows")
         if hidden and not frontier:
             notes.append(f"{hidden} other setting(s) not drawn (--frontier draws each policy's)")
-        if notes:
-            # Under the x label, in font sizes from the axes (not a share of their height), so they never meet.
-            ax.annotate(style.wrapped("; ".join(notes), 75), (0.0, 0.0), xycoords="axes fraction",
-                        xytext=(0, -3.4 * style.SMALL * 1.25), textcoords="offset points", fontsize=style.SMALL,
-                        va="top", gid="notes", annotation_clip=False)
         units = board.meta.get("units")
         source = Path(board.meta["source"]).name if board.meta.get("source") else _scenario_name(board.meta)
         title = f"{y} against {x}, with 95% intervals"  # the axes' labels say which statistic
@@ -286,7 +280,39 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
             title += f"\n{units} {where_from}"
         # Over the whole figure (the key beside the axes takes a third of its width), wrapped to it.
         fig.suptitle(style.wrapped(title, int(style.TITLE_WIDTH * style.WIDE[0] / style.FIGSIZE[0])))
+        entries = {p: f"{names[p]}: {_value(px)}, {_value(py)}" for p, (px, py) in points.items()}
+        decorate = _key_and_notes(ax, groups, handles, entries, f"(name: {x}, {y})", notes)
+        placement.place_with_key(ax, requests + thresholds, decorate)
+        fig.set_layout_engine("none")  # the labels were placed in this layout: saving must not move the axes
     return fig
+
+
+def _key_and_notes(ax, groups: list[list[str]], handles: dict, entries: dict, about: str, notes: list[str]):
+    """What ``placement.place_with_key`` redraws for each outcome: the key beside the axes (each group's
+    members, each numbered point's name) and the notes under them (with the thresholds left out)."""
+    def draw(failed: set[int], numbers: dict[int, int]) -> None:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        for text in [t for t in ax.texts if t.get_gid() == "notes"]:
+            text.remove()
+        rows = [(handles[p], entries[p] if gi not in numbers else f"[{numbers[gi]}] {entries[p]}")
+                for gi, group in enumerate(groups) if len(group) > 1 or gi in numbers for p in group]
+        if rows:
+            kinds = ["policies drawn around one place"] if any(len(g) > 1 for g in groups) else []
+            kinds += ["numbered for want of room"] if numbers else []
+            style.legend_outside(ax, [h for h, _ in rows], [t for _, t in rows],
+                                 title=",\n".join(kinds) + f"\n{about}")
+            ax.get_legend().set_alignment("left")
+            for text in ax.get_legend().get_texts():
+                text.set_fontsize(style.SMALL)
+        dropped = sum(1 for i in failed if i >= len(groups))  # the thresholds: after the groups' labels
+        lines = notes + ([f"{dropped} threshold(s) not written, for want of room"] if dropped else [])
+        if lines:
+            # Under the x label, in font sizes from the axes (not a share of their height), so they never meet.
+            ax.annotate(style.wrapped("; ".join(lines), 75), (0.0, 0.0), xycoords="axes fraction",
+                        xytext=(0, -3.4 * style.SMALL * 1.25), textcoords="offset points", fontsize=style.SMALL,
+                        va="top", gid="notes", annotation_clip=False)
+    return draw
 
 
 def _range(values: list[tuple[float, float, float]]) -> float:
@@ -294,9 +320,10 @@ def _range(values: list[tuple[float, float, float]]) -> float:
     return (max(centres) - min(centres)) if len(centres) > 1 and max(centres) > min(centres) else 1.0
 
 
-def _draw_frontiers(ax, board: Leaderboard, x: str, y: str, xs: str, ys: str, look: dict) -> int:
-    """A line through each policy's settings, ordered by acting threshold; returns the settings left out."""
-    left_out = 0
+def _draw_frontiers(ax, board: Leaderboard, x: str, y: str, xs: str, ys: str, look: dict):
+    """A line through each policy's settings, ordered by acting threshold; returns the number of settings left
+    out and the labels of their thresholds, to place."""
+    left_out, labels = 0, []
     for policy in board.policies():
         settings = board.settings(policy)
         if len(settings) < 2:
@@ -312,11 +339,11 @@ def _draw_frontiers(ax, board: Leaderboard, x: str, y: str, xs: str, ys: str, lo
         c, marker = look[policy]
         ax.plot([p[2] for p in pts], [p[3] for p in pts], color=c, lw=1.1, ls="-", marker=marker, ms=4, mfc="white",
                 mec=c, alpha=0.9, zorder=3, gid=f"frontier:{policy}")
-        for threshold, _setting, px, py in pts:
-            if threshold is not None:
-                ax.annotate(f"{threshold / 1000:g}k", (px, py), xytext=(3, -8), textcoords="offset points",
-                            fontsize=style.SMALL - 1, color=style.GREY, gid=f"threshold:{policy}")
-    return left_out
+        labels += [placement.Request(f"{threshold / 1000:g}k", (px, py), ax.transData, 2.0, numbered=False, rank=1,
+                                     props={"fontsize": style.SMALL - 1, "color": style.GREY,
+                                            "gid": f"threshold:{policy}"})
+                   for threshold, _setting, px, py in pts if threshold is not None]
+    return left_out, labels
 
 
 def _label(figure: str, definitions: dict, stat: str = "median", noun: str = "unit") -> str:
@@ -333,24 +360,6 @@ def _label(figure: str, definitions: dict, stat: str = "median", noun: str = "un
 def _value(point: tuple[float, float, float]) -> str:
     v = point[0]
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
-
-
-def _separate(ax, labels: list, tries: int = 12) -> None:
-    """Move each point label down (by its own height) until it overlaps no label placed before it."""
-    fig = ax.figure
-    if not hasattr(fig.canvas, "get_renderer"):
-        FigureCanvasAgg(fig)  # a canvas that can measure text (the figure is not pyplot's)
-    fig.draw_without_rendering()  # the layout first: where the axes sit decides where the labels are
-    renderer = fig.canvas.get_renderer()
-    placed = []
-    for label in labels:
-        for _ in range(tries):
-            box = label.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in placed):
-                break
-            dx, dy = label.xyann
-            label.xyann = (dx, dy - box.height * 72 / ax.figure.dpi - 2)
-        placed.append(label.get_window_extent(renderer))
 
 
 def _scenario_name(meta: dict) -> str:
