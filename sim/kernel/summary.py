@@ -176,38 +176,42 @@ class Kernel:
     """
 
     def __init__(self, variates_bytes: int = 64 << 20, seeds: int = 16_384):
-        self._variates: dict[tuple, tuple[np.ndarray, np.random.Generator]] = {}  # with the stream after them
+        # per (seed, pattern): the variates and the workload stream's state after them
+        self._variates: dict[tuple, tuple[np.ndarray, dict]] = {}
         self._variates_bytes = 0
         self._max_bytes = variates_bytes
-        self._policy_start: dict[int, dict] = {}
+        self._starts: dict[int, tuple[dict, dict]] = {}  # per seed: the workload and policy streams' start states
         self._max_seeds = seeds
-        self._policy_rng = np.random.Generator(np.random.PCG64(0))  # its state is set to each seed's own
+        # their states are set to each seed's own (making a seed's streams takes longer than setting a state)
+        self._workload_rng = np.random.Generator(np.random.PCG64(0))
+        self._policy_rng = np.random.Generator(np.random.PCG64(0))
 
     def _streams(self, seed: int, pattern: tuple, chunks: int) -> np.ndarray:
         """The seed's first ``chunks`` chunks of standard variates for this pattern, and the policy stream's start
         set on the kernel's policy generator."""
+        start = self._starts.get(seed)
+        if start is None:
+            rngs = streams(seed)
+            start = self._starts[seed] = rngs["workload"].bit_generator.state, rngs["policy"].bit_generator.state
+            if len(self._starts) > self._max_seeds:
+                del self._starts[next(iter(self._starts))]
         key = (seed, pattern)
         have = self._variates.get(key)
-        start = self._policy_start.get(seed)
-        if have is None or have[0].shape[1] < chunks * CHUNK or start is None:
-            rngs = streams(seed)
-            if start is None:
-                start = self._policy_start[seed] = rngs["policy"].bit_generator.state
-                if len(self._policy_start) > self._max_seeds:
-                    del self._policy_start[next(iter(self._policy_start))]
-            if have is None or have[0].shape[1] < chunks * CHUNK:
-                have = self._draw(key, have, rngs["workload"], chunks)
-        self._policy_rng.bit_generator.state = start
+        if have is None or have[0].shape[1] < chunks * CHUNK:
+            have = self._draw(key, have, start[0], chunks)
+        self._policy_rng.bit_generator.state = start[1]
         return have[0]
 
-    def _draw(self, key: tuple, have, fresh: np.random.Generator, chunks: int):
+    def _draw(self, key: tuple, have, start: dict, chunks: int):
         """Draw the chunks ``key``'s variates lack (from where its stream stopped), and forget the oldest beyond
         the bound."""
-        variates, rng = have if have is not None else (np.zeros((6, 0)), fresh)
+        variates, state = have if have is not None else (np.zeros((6, 0)), start)
+        rng = self._workload_rng
+        rng.bit_generator.state = state
         pattern = np.array(key[1], dtype=np.int64)
         blocks = [variates] + [draws.chunk_variates(rng, pattern, CHUNK)
                                for _ in range(variates.shape[1] // CHUNK, chunks)]
-        entry = (np.concatenate(blocks, axis=1), rng)
+        entry = (np.concatenate(blocks, axis=1), rng.bit_generator.state)
         self._variates_bytes += entry[0].nbytes - variates.nbytes
         self._variates.pop(key, None)
         self._variates[key] = entry
