@@ -71,6 +71,27 @@ def test_a_run_past_the_workloads_first_chunk_gives_the_engines_summary(policy):
         assert summary_bytes(kernel) == summary_bytes(simpy), differences(simpy, kernel)
 
 
+@pytest.mark.parametrize("plan", ["select_mean", "reclaim_target"])
+def test_a_pass_selecting_many_spans_gives_the_engines_summary(plan):
+    """A pass brings its largest candidates forward one at a time, and sorts the rest once past
+    kernel.loop.PARTIAL_SELECTION: runs whose passes select more spans than that must still match."""
+    from prunesim.kernel.loop import PARTIAL_SELECTION
+    from prunesim.runner import run_one
+    rng = np.random.default_rng([29, len(plan)])
+    many = 4 * PARTIAL_SELECTION
+    selected = []
+    for _ in range(4):
+        scenario = random_scenario(rng, turns=80)
+        decision = dataclasses.replace(scenario.decision, select_max=many, select_mean=float(many),
+                                       reclaim_target=1e9 if plan == "reclaim_target" else 0.0)
+        scenario = dataclasses.replace(scenario, decision=decision)
+        for seed in (1, 2):
+            simpy, kernel = summary(scenario, "naive", seed, "simpy"), summary(scenario, "naive", seed, "kernel")
+            assert summary_bytes(kernel) == summary_bytes(simpy), differences(simpy, kernel)
+            selected += [row.selected for row in run_one(scenario, "naive", seed).ledger]
+    assert max(selected) > PARTIAL_SELECTION + 1  # (the SimPy engine's record of the same passes)
+
+
 def test_shipped_oscillation_scenario_byte_identical():
     scenario = load("oscillation-40")
     for seed in range(20):

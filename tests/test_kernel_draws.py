@@ -47,7 +47,7 @@ def tool_loop_rows(scenario, seed: int):
 def compiled_rows(scenario, seed: int):
     prep = Prepared(scenario, "noop")
     kernel = Kernel()
-    variates = kernel._streams(seed, tuple(prep.pattern.tolist()), prep.chunks)
+    variates = kernel._streams(seed, tuple(prep.pattern.tolist()), prep.turns)
     rows, _, _, output, tool_s = draws.arrivals(variates, prep.turns, prep.pattern, prep.sizes, prep.p_stale,
                                                 prep.tool, prep.scale, scenario.workload.turn_unit, prep.initial,
                                                 prep.templates, prep.event_first)

@@ -90,6 +90,30 @@ def _largest_first(sp, ids, n):
         ids[j + 1] = x
 
 
+PARTIAL_SELECTION = 16  # selections made one by one; a pass that selects more sorts the rest once
+
+
+@numba.njit(cache=True)
+def _next_largest(sp, ids, q, n):
+    """Put at ``ids[q]`` the largest span of ``ids[q:n]`` (the first of equal ones), the others kept in order.
+
+    Called for q = 0, 1, ... it leaves in ``ids[:q + 1]`` what a stable largest-first sort puts first: a pass
+    selects a few of its candidates, and finding them costs fewer comparisons than sorting them all.
+    """
+    if q >= PARTIAL_SELECTION:
+        if q == PARTIAL_SELECTION:
+            _largest_first(sp, ids[q:], n - q)
+        return
+    best = q
+    for r in range(q + 1, n):
+        if sp[ids[r], 1] > sp[ids[best], 1]:
+            best = r
+    x = ids[best]
+    for r in range(best, q, -1):
+        ids[r] = ids[r - 1]
+    ids[q] = x
+
+
 @numba.njit(cache=True)
 def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ceiling, budget, trigger, lat,
              dec, select_max, protect_recent, reentrant, prune_kinds, low_water_gap, gate):
@@ -191,13 +215,14 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 if (rng.random() < dec[7]) == (turn >= sp[cand[q], 3]):
                     judged[nj] = cand[q]
                     nj += 1
-            _largest_first(sp, judged, nj)
+            # the judged spans largest first (stable), as many as the plan selects
             if dec[6] > 0:
                 total = 0
                 ns = 0
                 for q in range(nj):
                     if total >= dec[6] or ns >= select_max:
                         break
+                    _next_largest(sp, judged, q, nj)
                     total += sp[judged[q], 1]
                     ns += 1
             else:
@@ -205,6 +230,8 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (dec[5] - 1) / extra_max))
                 want = 1 + rng.binomial(extra_max, p) if extra_max else 1
                 ns = min(want, nj)
+                for q in range(ns):
+                    _next_largest(sp, judged, q, nj)
             selected = judged  # its first ns
             for q in range(ns):  # as rng.lognormal(0, sigma, ns) draws them
                 per_span[q] = max(1, np.int64(round(dec[3] * rng.lognormal(0.0, dec[4]))))

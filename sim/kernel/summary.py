@@ -171,50 +171,53 @@ class Prepared:
 class Kernel:
     """Runs summaries on the compiled kernel, keeping each seed's draws for the next scenario that runs it.
 
-    What it keeps is bounded: ``variates_bytes`` of the workload's variates (about 50 kB a seed and chunk) and
-    ``seeds`` policy streams' starts, the oldest forgotten first (drawn again if they come back).
+    What it keeps is bounded: ``variates_bytes`` of the workload's variates (48 bytes a seed and turn) and
+    ``seeds`` seeds' stream starts, the oldest forgotten first (drawn again if they come back).
     """
 
     def __init__(self, variates_bytes: int = 64 << 20, seeds: int = 16_384):
-        self._variates: dict[tuple, tuple[np.ndarray, np.random.Generator]] = {}  # with the stream after them
+        self._variates: dict[tuple, np.ndarray] = {}  # per (seed, pattern)
         self._variates_bytes = 0
         self._max_bytes = variates_bytes
-        self._policy_start: dict[int, dict] = {}
+        self._starts: dict[int, tuple[dict, dict]] = {}  # per seed: the workload and policy streams' start states
         self._max_seeds = seeds
-        self._policy_rng = np.random.Generator(np.random.PCG64(0))  # its state is set to each seed's own
+        # their states are set to each seed's own (making a seed's streams takes longer than setting a state)
+        self._workload_rng = np.random.Generator(np.random.PCG64(0))
+        self._policy_rng = np.random.Generator(np.random.PCG64(0))
 
-    def _streams(self, seed: int, pattern: tuple, chunks: int) -> np.ndarray:
-        """The seed's first ``chunks`` chunks of standard variates for this pattern, and the policy stream's start
-        set on the kernel's policy generator."""
-        key = (seed, pattern)
-        have = self._variates.get(key)
-        start = self._policy_start.get(seed)
-        if have is None or have[0].shape[1] < chunks * CHUNK or start is None:
+    def _streams(self, seed: int, pattern: tuple, turns: int) -> np.ndarray:
+        """The seed's standard variates of the first ``turns`` turns for this pattern, and the policy stream's
+        start set on the kernel's policy generator."""
+        start = self._starts.get(seed)
+        if start is None:
             rngs = streams(seed)
-            if start is None:
-                start = self._policy_start[seed] = rngs["policy"].bit_generator.state
-                if len(self._policy_start) > self._max_seeds:
-                    del self._policy_start[next(iter(self._policy_start))]
-            if have is None or have[0].shape[1] < chunks * CHUNK:
-                have = self._draw(key, have, rngs["workload"], chunks)
-        self._policy_rng.bit_generator.state = start
-        return have[0]
+            start = self._starts[seed] = rngs["workload"].bit_generator.state, rngs["policy"].bit_generator.state
+            if len(self._starts) > self._max_seeds:
+                del self._starts[next(iter(self._starts))]
+        key = (seed, pattern)
+        variates = self._variates.get(key)
+        if variates is None or variates.shape[1] < turns:
+            variates = self._draw(key, start[0], turns)
+        self._policy_rng.bit_generator.state = start[1]
+        return variates
 
-    def _draw(self, key: tuple, have, fresh: np.random.Generator, chunks: int):
-        """Draw the chunks ``key``'s variates lack (from where its stream stopped), and forget the oldest beyond
-        the bound."""
-        variates, rng = have if have is not None else (np.zeros((6, 0)), fresh)
+    def _draw(self, key: tuple, start: dict, turns: int) -> np.ndarray:
+        """Draw ``key``'s variates from its workload stream's start, whole chunks as the workload draws them, and
+        keep the first ``turns`` turns' (a run of fewer turns never reads the rest; keeping a whole chunk's
+        50 kB for each seed of a study would cost more in fresh memory than drawing it); forget the oldest
+        beyond the bound."""
+        rng = self._workload_rng
+        rng.bit_generator.state = start
         pattern = np.array(key[1], dtype=np.int64)
-        blocks = [variates] + [draws.chunk_variates(rng, pattern, CHUNK)
-                               for _ in range(variates.shape[1] // CHUNK, chunks)]
-        entry = (np.concatenate(blocks, axis=1), rng)
-        self._variates_bytes += entry[0].nbytes - variates.nbytes
-        self._variates.pop(key, None)
-        self._variates[key] = entry
+        chunks = max(1, -(-turns // CHUNK))
+        variates = np.concatenate([draws.chunk_variates(rng, pattern, CHUNK)[:, :turns - k * CHUNK]
+                                   for k in range(chunks)], axis=1)
+        old = self._variates.pop(key, None)
+        self._variates_bytes += variates.nbytes - (old.nbytes if old is not None else 0)
+        self._variates[key] = variates
         while self._variates_bytes > self._max_bytes and len(self._variates) > 1:
-            oldest = next(iter(self._variates))
-            self._variates_bytes -= self._variates.pop(oldest)[0].nbytes
-        return entry
+            self._variates_bytes -= self._variates.pop(next(iter(self._variates))).nbytes
+        return variates
 
     def summaries(self, scenario: Scenario, policy: str, seeds) -> list[dict]:
         """One summary per seed, each what run_one(scenario, policy, seed, trace="none") summarizes."""
@@ -223,7 +226,7 @@ class Kernel:
         return [self._run(prep, pattern, seed) for seed in seeds]
 
     def _run(self, prep: Prepared, pattern: tuple, seed: int) -> dict:
-        variates = self._streams(seed, pattern, prep.chunks)
+        variates = self._streams(seed, pattern, prep.turns)
         counters, floats = fold.run(prep.numbers, self._policy_rng, variates, prep.pattern, prep.sizes, prep.p_stale,
                                     prep.tool, prep.scale, prep.initial, prep.templates, prep.event_first,
                                     prep.latency, prep.dec, prep.prune_kinds, prep.gate, prep.run_numbers,

@@ -19,6 +19,8 @@ and the oscillation verdict again from a recorded trace and ledger.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from . import cost, edits, eviction, gate, passes, provenance, reaction, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
@@ -49,9 +51,16 @@ def summarize(observers) -> dict[str, object]:
         part = getattr(obs, "summary", None)
         if part is not None:
             parts.update(part(parts))
-    out = {name: parts.pop(name) for name in METRIC_NAMES if name in parts}
-    out.update(parts)
-    return out
+    return {name: parts[name] for name in _order(tuple(parts))}
+
+
+@lru_cache(maxsize=256)
+def _order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The summary's order of these keys: :data:`METRICS`' first, then the others as given (the same observers
+    give the same keys, so a study's runs look their order up rather than scan every metric's name)."""
+    named = set(METRIC_NAMES)
+    given = set(keys)
+    return tuple([name for name in METRIC_NAMES if name in given] + [key for key in keys if key not in named])
 
 
 __all__ = [
