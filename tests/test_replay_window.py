@@ -175,3 +175,22 @@ def test_a_grid_over_the_sizes_warns_once_per_sizing_and_says_which(folder, tmp_
                  "replay.sizes=anchored,calibrated", "--out", str(tmp_path / "r.csv")]) == 0
     lines = one_note(capsys.readouterr().err, "1,300")
     assert len(lines) == 2 and sum("at the calibrated sizes" in line for line in lines) == 1
+
+
+OPENAI = Path(__file__).resolve().parent / "fixtures" / "openai.json"  # a transcript that records no model
+
+
+def test_a_transcript_without_a_model_replays_on_the_billed_models_window_whatever_trigger_is_set(capsys):
+    """A trigger set alone makes the scenario's placeholder window room for it; on a transcript that records no
+    model that placeholder was taken as the runtime's window (a trigger of 10**9 replayed on a 10**9-token window).
+    The window is the documented one of the model the run is billed as, and a trigger above it is refused."""
+    from prunesim.io import prices
+
+    table = prices.load()
+    assert main(["run", "--workload", str(OPENAI), "--policy", "naive", "--set", "trigger=1000000000"]) == 2
+    err = capsys.readouterr().err
+    assert "trigger: 1000000000 is above the budget 200000 on the recorded runtime" in err
+    assert main(["run", "--workload", str(OPENAI), "--policy", "naive", "--set", "pricing.model=gpt-5"]) == 0
+    window = table["gpt-5"]["window"]
+    assert f"window {window}, soft budget {window}," in capsys.readouterr().out
+    assert window != 200000  # the check could not pass on the scenario's own placeholder

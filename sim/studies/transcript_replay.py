@@ -187,8 +187,9 @@ def recorded_changes(base: Scenario, data: wl.WorkloadData) -> dict:
         if base.pricing.model != model:
             changes["pricing.model"] = model
     window = _recorded_window(data, where)
-    if window is None and model in table:
-        window = table[model]["window"]
+    if window is None:  # the documented window of the model that ran it, else of the model it is billed as
+        documented = model if model in table else base.pricing.model
+        window = table.get(documented, {}).get("window")
     if "window" not in pinned and window is not None and window != base.window:
         changes["window"] = window
     window = changes.get("window", base.window)
