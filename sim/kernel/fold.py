@@ -101,7 +101,7 @@ def _round(x):
 
 @numba.njit(cache=CACHE)
 def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, kinds):
-    """The counters (int64, float64) and the band's (levels, seconds held) of one run.
+    """The counters (int64, float64) of one run.
 
     ``scenario``: (turns, acting trigger, budget, hard); ``cache``: the pricing's (behaviour, ttl_s, min_tokens,
     granularity, breakpoints, lookback, reuse); ``rates``: USD per token read, written, uncached, output, and
@@ -137,10 +137,9 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
     n_pend = 0
     current_pass = 0
     calls = 0
-    calls_made = 0
-    for r in range(rows):
-        calls_made += ev[r, 0] == loop.CALL
-    room = 3 * calls_made + 4  # a call stores at most three entries (the system prompt's, a held part's, its own)
+    # a call stores at most three entries (the system prompt's, a held part's, its own); the loop calls the model
+    # once a turn and once a pass
+    room = 3 * (turns + passes.shape[0]) + 4
     entries = np.zeros((room, 2), dtype=np.int64)  # (length, spans), sorted by length
     expiry = np.zeros(room)
     ne = 0
