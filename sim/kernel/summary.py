@@ -31,7 +31,7 @@ from prunesim.observe.metrics.eviction import EvictionMetrics
 from prunesim.observe.metrics.gate import GateMetrics
 from prunesim.observe.metrics.passes import PassMetrics
 from prunesim.observe.metrics.provenance import ProvenanceMetrics
-from prunesim.observe.metrics.window import SHARE_DIGITS, WindowMetrics
+from prunesim.observe.metrics.window import WindowMetrics
 from prunesim.policies import get_policy, policy_name
 from prunesim.policies.boundary import REASONS
 from prunesim.runner import streams
@@ -54,20 +54,12 @@ def _templates(rows: list[list[int]]) -> np.ndarray:
 
 class _FoldedBand(WindowMetrics):
     """The window metrics with the band's sums and quantiles taken from the fold (kernel.fold._band computes
-    them as :meth:`WindowMetrics.band` does, from the same seconds in the same order)."""
+    them as :meth:`WindowMetrics.band_sums` does, from the same seconds in the same order)."""
 
-    band_sums: tuple = ((0.0, 0.0, 0.0), -1, -1)
+    folded_band: tuple = ((0.0, 0.0, 0.0), -1, -1)
 
-    def band(self) -> dict:
-        if self.first_trigger_turn < 0:
-            return super().band()
-        (total, above, at_ceiling), p10, p90 = self.band_sums
-        return {
-            "share_above_trigger": round(above / total, SHARE_DIGITS) if total > 0 else 0.0,
-            "share_at_ceiling": round(at_ceiling / total, SHARE_DIGITS) if total > 0 else 0.0,
-            "band_p10": p10,
-            "band_p90": p90,
-        }
+    def band_sums(self) -> tuple[tuple[float, float, float], int, int]:
+        return self.folded_band
 
 
 class Prepared:
@@ -142,7 +134,7 @@ class Prepared:
             if isinstance(obs, WindowMetrics):
                 obs.peak, obs.first_trigger_turn, obs.band_floor = c[fold.PEAK], c[fold.FIRST_TRIGGER], \
                     c[fold.BAND_FLOOR]
-                obs.band_sums = f[fold.HELD:fold.HELD_AT_CEILING + 1], c[fold.BAND_P10], c[fold.BAND_P90]
+                obs.folded_band = f[fold.HELD:fold.HELD_AT_CEILING + 1], c[fold.BAND_P10], c[fold.BAND_P90]
                 obs.forced_truncations, obs.truncated_tokens = c[fold.FORCED], c[fold.TRUNCATED]
                 obs.overflow_turns, obs.lost_constraints = c[fold.OVERFLOW], c[fold.LOST_CONSTRAINTS]
                 obs.final_utilization, obs.sim_time = c[fold.FINAL], f[fold.SIM_TIME]

@@ -184,22 +184,28 @@ class WindowMetrics(Observer):
         """The post-trigger shares and quantiles, from the time held at each level."""
         if self.first_trigger_turn < 0:
             return {"share_above_trigger": 0.0, "share_at_ceiling": 0.0, "band_p10": -1, "band_p90": -1}
-        levels = sorted(self.held)
-        seconds = [self.held[u] for u in levels]
-        total = sum(seconds)
+        (total, above, at_ceiling), p10, p90 = self.band_sums()
 
-        def share(keep) -> float:
-            if total <= 0:
-                return 0.0
-            return round(sum(s for u, s in zip(levels, seconds, strict=True) if keep(u)) / total, SHARE_DIGITS)
+        def share(held: float) -> float:
+            return round(held / total, SHARE_DIGITS) if total > 0 else 0.0
 
-        p10, p90 = (time_quantile(levels, seconds, q) for q in BAND_QUANTILES)
         return {
-            "share_above_trigger": share(lambda u: u > self.trigger),
-            "share_at_ceiling": share(lambda u: u >= self.budget),
+            "share_above_trigger": share(above),
+            "share_at_ceiling": share(at_ceiling),
             "band_p10": p10,
             "band_p90": p90,
         }
+
+    def band_sums(self) -> tuple[tuple[float, float, float], int, int]:
+        """The seconds held in all, above the trigger and at the budget (each summed over the levels held,
+        ascending), and the band's quantiles (the compiled kernel sets these from its fold)."""
+        levels = sorted(self.held)
+        seconds = [self.held[u] for u in levels]
+        total = sum(seconds)
+        above = sum(s for u, s in zip(levels, seconds, strict=True) if u > self.trigger)
+        at_ceiling = sum(s for u, s in zip(levels, seconds, strict=True) if u >= self.budget)
+        p10, p90 = (time_quantile(levels, seconds, q) for q in BAND_QUANTILES)
+        return (total, above, at_ceiling), p10, p90
 
     def summary(self, so_far: dict) -> dict:
         return {
