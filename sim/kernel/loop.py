@@ -74,20 +74,10 @@ def _take(span, util, removed):
 @numba.njit(cache=True)
 def _largest_first(sp, ids, n):
     """Sort ``ids[:n]`` by their spans' tokens, largest first, ties kept in order (a stable sort, as mergesort)."""
-    if n > 32:
-        keys = np.empty(n, dtype=np.int64)
-        for q in range(n):
-            keys[q] = -sp[ids[q], 1]
-        ids[:n] = ids[:n][np.argsort(keys, kind="mergesort")]
-        return
-    for q in range(1, n):
-        x = ids[q]
-        size = sp[x, 1]
-        j = q - 1
-        while j >= 0 and sp[ids[j], 1] < size:
-            ids[j + 1] = ids[j]
-            j -= 1
-        ids[j + 1] = x
+    keys = np.empty(n, dtype=np.int64)
+    for q in range(n):
+        keys[q] = -sp[ids[q], 1]
+    ids[:n] = ids[:n][np.argsort(keys, kind="mergesort")]
 
 
 PARTIAL_SELECTION = 16  # selections made one by one; a pass that selects more sorts the rest once
