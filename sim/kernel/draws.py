@@ -10,7 +10,7 @@ reruns the same seeds (common random numbers). So the draws are split in two:
   order (a standard normal behind each lognormal, the uniform or the standard
   exponential behind each geometric draw, as numpy's generator consumes them);
   they depend only on the seed and on which draws the scenario makes, so a
-  study keeps them per seed (:class:`prunesim.kernel.summary.Prepared`);
+  study keeps them per seed (:class:`prunesim.kernel.summary.Kernel`);
 * :func:`arrivals` turns the variates of the turns a run needs into the
   loop's arrival rows with the scenario's own parameters: a lognormal size is
   ``exp(mu + sigma z)``, a geometric draw is numpy's search over the running
