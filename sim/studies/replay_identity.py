@@ -192,16 +192,17 @@ class Study(TemporaryStore):
         for model in sorted({e.model for e in train}):
             if prices.pricing(model).cache != "implicit":
                 continue
+            mine = [e for e in train if e.model == model]
+            recorded = float(sum(c.cached for e in mine for c in e.run.calls))
+            readable = dict.fromkeys(wl.SIZES, 0.0)
+            for e in mine:
+                data = self._workload(e, fitted)  # built once, replayed at each sizing
+                for sizes in wl.SIZES:
+                    calls = np.asarray(replay(data, _with_reuse(self.base, model, 1.0, sizes), "noop")[0].calls, float)
+                    readable[sizes] += calls[:, _READ].sum()
             for sizes in wl.SIZES:
-                readable = recorded = 0.0
-                for e in train:
-                    if e.model == model:
-                        calls = np.asarray(replay(self._workload(e, fitted), _with_reuse(self.base, model, 1.0, sizes),
-                                                  "noop")[0].calls, float)
-                        readable += calls[:, _READ].sum()
-                        recorded += sum(c.cached for c in e.run.calls)
-                if readable > 0:
-                    out[sizes, model] = round(min(1.0, recorded / readable), 6)
+                if readable[sizes] > 0:
+                    out[sizes, model] = round(min(1.0, recorded / readable[sizes]), 6)
         return out
 
     def _workload(self, e: _Entry, fitted: cal.Calibration | None) -> wl.WorkloadData:
