@@ -179,6 +179,12 @@ def _check_creatable(folder: Path, where: str) -> None:
         raise _creation_error(err, folder, where) from None
 
 
+def _check_can_make(folder: Path, where: str) -> None:
+    """Prove that ``folder`` can be made, or exists and takes a new file: the nearest folder that exists does."""
+    missing = _missing_parents(folder, where)
+    _check_creatable(missing[-1].parent if missing else folder, where)
+
+
 def _real_target(path: Path) -> Path:
     """The file a path writes to: the end of its chain of symbolic links (created when missing)."""
     return Path(os.path.realpath(path)) if path.is_symlink() else path
@@ -352,9 +358,7 @@ def check_file(path: str | os.PathLike, flag: str | None = None) -> None:
         return  # written to directly, when the output comes
     refuse_input(shown, where)
     _refuse_unwritable_file(shown, where)
-    parent = _real_target(shown).parent
-    missing = _missing_parents(parent, where)
-    _check_creatable(missing[-1].parent if missing else parent, where)
+    _check_can_make(_real_target(shown).parent, where)
 
 
 def check_own_kind(path: str | os.PathLike, marker: bytes, what: str, flag: str | None = None) -> None:
@@ -432,8 +436,7 @@ def check_folder(path: str | os.PathLike, flag: str | None = None) -> None:
         raise UserError(where, None, "is a broken symbolic link")
     if shown.exists():
         raise UserError(where, None, "exists and is not a folder")
-    missing = _missing_parents(shown.parent, where)
-    _check_creatable(missing[-1].parent if missing else shown.parent, where)
+    _check_can_make(shown.parent, where)
 
 
 @contextmanager
