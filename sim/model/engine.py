@@ -169,16 +169,18 @@ class Engine(Provenance):
         published as it goes instead, so that what observers hear keeps the order it happened in.
         """
         w = self.window
+        held = w.by_id()
         if self.keeps_log or self._pass_tombstones:
-            return [self.remove(span_id, cause) for span_id in span_ids if span_id in w]
-        gone, removals, bookkeep = [], [], self._removed
+            return [self.remove(span_id, cause) for span_id in span_ids if span_id in held]
+        gone, removals, bookkeep, publish = [], [], self._removed, self._on_removed_all
         for span_id in span_ids:
-            if span_id in w:
+            if span_id in held:
                 span = w.remove(span_id)
                 gone.append(span)
-                removals.append((cause, span, span.tokens, w.utilization, w.appended_total, w.removed_total))
+                if publish:
+                    removals.append((cause, span, span.tokens, w.utilization, w.appended_total, w.removed_total))
                 bookkeep(span, cause)
-        if removals and self._on_removed_all:
+        if removals:
             now, turn = self.env.now, self.turn
             for h in self._on_removed_all:
                 h(now, turn, removals)
@@ -373,7 +375,8 @@ class Engine(Provenance):
 
     def check_contract(self, action) -> None:
         """A policy may only name spans that are in the window; anything else is a bug in the policy."""
-        missing = [i for i in named_spans(action) if i not in self.window]
+        held = self.window.by_id()
+        missing = [i for i in named_spans(action) if i not in held]
         if missing:
             raise PolicyContractError(
                 f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})",

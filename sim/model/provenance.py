@@ -118,6 +118,7 @@ class Provenance:
         # What the window holds and records of each key, for the needs and history_gap.
         self.key_index = KeyIndex(needs, self.evicted) if needs is not None else None
         self.window.watcher = self.key_index
+        self._guard = getattr(self.policy, "authorize", None)  # looked up once: a miss costs an exception
         self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
         self._pass_id = 0
 
@@ -128,7 +129,7 @@ class Provenance:
 
     def authorized(self, action) -> bool:
         """Ask the policy's guard, if it has one; a refusal is recorded, never swallowed."""
-        guard = getattr(self.policy, "authorize", None)
+        guard = self._guard
         if guard is None:
             return True
         try:
@@ -166,13 +167,11 @@ class Provenance:
     def _removed(self, span: Span, event: str) -> None:
         """Bookkeeping for every span that leaves the window; under provenance, its record and tombstone."""
         self.evicted[span.id] = span
-        if self.key_index is not None:
+        if self.needs is not None:  # (the key index is kept for the needs)
             self.key_index.removed(span)
-        if span.kind == "tool_output" and span.key and self.needs is not None and span.key in self.content:
-            self.removed_turn[span.key] = self.turn  # only needs read it, for keys that may come to mind
-        if span.kind in RECORD_KINDS:
-            return
-        if not (self.keeps_log or self._pass_tombstones):
+            if span.kind == "tool_output" and span.key and span.key in self.content:
+                self.removed_turn[span.key] = self.turn  # only needs read it, for keys that may come to mind
+        if not (self.keeps_log or self._pass_tombstones) or span.kind in RECORD_KINDS:
             return
         reason = f"pass {self._pass_id}: judged stale" if event == "evict" else event
         seq = 0
