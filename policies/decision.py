@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # numpy only names a type here
     import numpy as np
 
 _tokens = attrgetter("tokens")
+_id = attrgetter("id")
 
 
 @dataclass(slots=True)
@@ -47,7 +48,7 @@ class Plan:
 
     def as_pass(self, **options) -> ModelPass:
         return ModelPass(
-            selected=tuple(s.id for s in self.selected),
+            selected=tuple(map(_id, self.selected)),
             index_tokens=self.index_tokens,
             rationale_base=self.rationale_base,
             rationale_per_span=tuple(self.rationale_per_span),

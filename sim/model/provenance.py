@@ -27,13 +27,14 @@ from prunesim.policies.base import ModelPass
 
 FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
 RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone", "tombstone_digest")  # records of edits, not content
+MARKER_KINDS = frozenset({*RECORD_KINDS, "placeholder", "warning"})  # and a runtime's own messages
 # NAMING_KINDS: spans that record a removal in the window besides a tombstone: a rationale (the edit's own
 # record), a placeholder (it stands where the span was) and a model-written summary (it carries the content).
 
 
 def is_marker(span: Span) -> bool:
     """A record or a runtime's own message rather than content: its removal is no lost work."""
-    return span.kind in RECORD_KINDS or span.kind in ("placeholder", "warning") or SUMMARY_TAG in span.tags
+    return span.kind in MARKER_KINDS or SUMMARY_TAG in span.tags
 
 
 class Provenance:
@@ -255,14 +256,11 @@ class Provenance:
         nothing names now is never named again. The run's figures do not change.
         """
         keep = self._referenced()
-        kept: dict[int, Span] = {}
-        for sid, span in self.evicted.items():
-            if sid in keep:
-                kept[sid] = span
-                continue
-            if not is_marker(span):
-                self._forgotten_unrecorded += 1
-            if self.key_index is not None:  # named by nothing in the window: it traced nothing
+        kept = {sid: span for sid, span in self.evicted.items() if sid in keep}
+        forgotten = [span for sid, span in self.evicted.items() if sid not in keep]
+        self._forgotten_unrecorded += len(forgotten) - sum(map(is_marker, forgotten))
+        if self.key_index is not None:  # named by nothing in the window: they traced nothing
+            for span in forgotten:
                 self.key_index.forgotten(span)
         self.evicted = kept
         if self.key_index is not None:
