@@ -25,7 +25,8 @@ from prunesim.model.spans import SUMMARY_TAG, Span
 from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import ModelPass
 
-FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
+FORGET_AT = 512  # removed spans kept before the engine forgets those nothing names any more (few enough to
+# be in the CPU's cache still when they are walked: 4,096 took the walk from 0.4 to 1.2 us a naive turn)
 RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone", "tombstone_digest")  # records of edits, not content
 MARKER_KINDS = frozenset({*RECORD_KINDS, "placeholder", "warning"})  # and a runtime's own messages
 # NAMING_KINDS: spans that record a removal in the window besides a tombstone: a rationale (the edit's own
