@@ -161,13 +161,9 @@ class SyntheticToolLoop:
                 key = key or self.command_key(turn)
                 self._keys[turn] = key
                 self._keys.pop(turn - MAX_REPEAT_GAP, None)
-            plan = TurnPlan(
-                turn=turn,
-                reasoning=Arrival("reasoning", r_tok, f"think-{turn}", r_st),
-                tool_call=Arrival("tool_call", c_tok, key, o_st),
-                tool_output=Arrival("tool_output", o_tok, key, o_st),
-                tool_latency_s=t_s,
-            )
+            # turn, reasoning, tool call, tool output, tool latency: by position (a call by keyword costs twice as much)
+            plan = TurnPlan(turn, Arrival("reasoning", r_tok, f"think-{turn}", r_st),
+                            Arrival("tool_call", c_tok, key, o_st), Arrival("tool_output", o_tok, key, o_st), t_s)
             for ev in self.events.get(turn, ()):
                 arrival = _event_arrival(ev)
                 if ev.replaces_output and ev.kind == "tool_output":
