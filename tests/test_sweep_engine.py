@@ -3,7 +3,7 @@
 import pytest
 from prunesim.cli import main
 from prunesim.kernel import choice
-from prunesim.studies.sweep import RUNS_FILE, choose_engines, plan_sweep, run_sweep
+from prunesim.studies.sweep import RUNS_FILE, choose_engines, describe_engines, plan_sweep, run_sweep
 
 pytest.importorskip("numba")  # the kernel extra
 
@@ -62,3 +62,10 @@ def test_the_kernel_refuses_what_it_does_not_cover_before_anything_is_written(tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("prunesim: error: --engine") and says in err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_the_engine_line_names_each_reason_with_the_points_it_holds_for(monkeypatch):
+    plan = plan_sweep("oscillation-40", {"decision.concurrent": [True, False]}, ["naive"], SEEDS)
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 0)
+    assert describe_engines(plan, choose_engines(plan, "auto")) == (
+        "engine: kernel for naive at 1 of 2 grid points; simpy for naive at 1 of 2 grid points: decision.concurrent")
