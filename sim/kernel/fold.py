@@ -46,7 +46,7 @@ def callees_digest() -> str:
 # after an edit of loop.py alone, run would load the loop compiled before it. So this file names the callees
 # it was last saved with (tests/test_hostile_round5.py checks the name is current); while they differ, the
 # functions here compile afresh in each process instead of loading a stale cache.
-CALLEES = "f909c802cbc5a22f"
+CALLEES = "38b3675283593477"
 CACHE = callees_digest() == CALLEES
 
 # Counters (the int64 result), by index.
@@ -478,21 +478,20 @@ def _window_end(c, sp, names, arrivals, kinds):
     """The run end's figures: evictions nothing in the window records, and the markers' tokens left."""
     rationale, placeholder, summary, tombstone = kinds[0], kinds[1], kinds[2], kinds[3]
     named = np.zeros(sp.shape[0], dtype=np.bool_)
-    for sid in range(1, sp.shape[0]):
-        s = sp[sid]
-        if s[_IN_WINDOW]:
-            kind = s[_KIND]
+    for sid in range(1, sp.shape[0]):  # (the table indexed, not its rows taken: a row's view costs two counts)
+        if sp[sid, _IN_WINDOW]:
+            kind = sp[sid, _KIND]
             if kind == rationale or kind == placeholder or kind == summary:
-                for q in range(s[_NAMES_START], s[_NAMES_START] + s[_NAMES_COUNT]):
+                for q in range(sp[sid, _NAMES_START], sp[sid, _NAMES_START] + sp[sid, _NAMES_COUNT]):
                     named[names[q]] = True
             if kind == tombstone:
-                c[TOMBSTONE_TOKENS] += s[_TOKENS]
+                c[TOMBSTONE_TOKENS] += sp[sid, _TOKENS]
             if kind == placeholder:
-                c[PLACEHOLDER_TOKENS] += s[_TOKENS]
+                c[PLACEHOLDER_TOKENS] += sp[sid, _TOKENS]
     for sid in range(1, sp.shape[0]):
-        s = sp[sid]
-        if s[_REMOVED] and not named[sid]:
-            marker = True if s[_SOURCE] < 0 else arrivals[s[_SOURCE], MARKER] != 0  # a pass's own spans are records
+        if sp[sid, _REMOVED] and not named[sid]:
+            source = sp[sid, _SOURCE]
+            marker = True if source < 0 else arrivals[source, MARKER] != 0  # a pass's own spans are records
             if not marker:
                 c[UNRECORDED] += 1
 
