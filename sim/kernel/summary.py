@@ -19,6 +19,7 @@ import dataclasses
 
 import numpy as np
 from prunesim.kernel import draws, fold, loop
+from prunesim.kernel.seeds import start_states
 from prunesim.model.provenance import is_marker
 from prunesim.model.scenario import Scenario
 from prunesim.model.spans import KINDS, SYSTEM_PROMPT, Span
@@ -182,8 +183,12 @@ class Kernel:
         start set on the kernel's policy generator."""
         start = self._starts.get(seed)
         if start is None:
-            rngs = streams(seed)
-            start = self._starts[seed] = rngs["workload"].bit_generator.state, rngs["policy"].bit_generator.state
+            if isinstance(seed, int) and seed >= 0:
+                start = start_states(seed)
+            else:  # (a seed numpy's SeedSequence takes that kernel.seeds does not: its own machinery)
+                rngs = streams(seed)
+                start = rngs["workload"].bit_generator.state, rngs["policy"].bit_generator.state
+            self._starts[seed] = start
             if len(self._starts) > self._max_seeds:
                 del self._starts[next(iter(self._starts))]
         key = (seed, pattern)
@@ -202,8 +207,8 @@ class Kernel:
         rng.bit_generator.state = start
         pattern = np.array(key[1], dtype=np.int64)
         chunks = max(1, -(-turns // CHUNK))
-        variates = np.concatenate([draws.chunk_variates(rng, pattern, CHUNK)[:, :turns - k * CHUNK]
-                                   for k in range(chunks)], axis=1)
+        parts = [draws.chunk_variates(rng, pattern, CHUNK, min(CHUNK, turns - k * CHUNK)) for k in range(chunks)]
+        variates = parts[0] if chunks == 1 else np.concatenate(parts, axis=1)
         old = self._variates.pop(key, None)
         self._variates_bytes += variates.nbytes - (old.nbytes if old is not None else 0)
         self._variates[key] = variates

@@ -1,0 +1,39 @@
+"""The kernel's seeding against numpy's: the same PCG64 states as prunesim.runner.streams, seed for seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from prunesim.runner import streams
+
+pytest.importorskip("numba", reason="the kernel is the optional extra prunesim[kernel]")
+
+from prunesim.kernel.seeds import start_states  # noqa: E402  (needs numba)
+
+# Seeds of every width SeedSequence distinguishes: one 32-bit word, two, more than its pool of four.
+EDGES = [0, 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**96 + 5, 2**128 - 1, 2**128,
+         2**160 + 2**33 + 9, 3**200]
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_start_states_are_numpys_seed_for_seed(block):
+    """Thousands of seeds: the study's 0..N, random 32- and 64-bit ones and the widths at the pool's edges."""
+    rng = np.random.default_rng([block, 29])
+    seeds = (list(range(block * 500, block * 500 + 500)) + rng.integers(0, 2**32, 500).tolist()
+             + rng.integers(0, 2**63, 500).tolist() + EDGES)
+    for seed in seeds:
+        want = streams(seed)
+        workload, policy = start_states(seed)
+        assert workload == want["workload"].bit_generator.state, seed
+        assert policy == want["policy"].bit_generator.state, seed
+
+
+def test_the_states_draw_numpys_numbers():
+    """Set on a generator, the states give the numbers the streams' own generators give."""
+    for seed in (0, 7, 2**40 + 3):
+        workload, policy = start_states(seed)
+        want = streams(seed)
+        for state, name in ((workload, "workload"), (policy, "policy")):
+            rng = np.random.Generator(np.random.PCG64(0))
+            rng.bit_generator.state = state
+            assert rng.standard_normal(50).tolist() == want[name].standard_normal(50).tolist()
