@@ -16,6 +16,7 @@ candidate scenarios draws them once.
 from __future__ import annotations
 
 import dataclasses
+from functools import lru_cache
 
 import numpy as np
 from prunesim.kernel import draws, fold, loop
@@ -24,7 +25,7 @@ from prunesim.model.provenance import is_marker
 from prunesim.model.scenario import Scenario
 from prunesim.model.spans import KINDS, SYSTEM_PROMPT, Span
 from prunesim.model.workload import CHUNK, early_factor
-from prunesim.observe import RunContext, build_observers
+from prunesim.observe import REGISTRY, RunContext
 from prunesim.observe.metrics import summarize
 from prunesim.observe.metrics.cost import CostMetrics
 from prunesim.observe.metrics.edits import EditMetrics
@@ -40,13 +41,22 @@ from prunesim.runner import streams
 KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
 POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY, "slack-gated": loop.SLACK_GATED}
 CACHE_CODE = {"explicit": fold.EXPLICIT, "implicit": fold.IMPLICIT, "none": fold.NO_CACHE}
+PRUNE_KINDS = np.array([KIND_CODE["prune_index"], KIND_CODE["prune_rationale"]], dtype=np.int64)
+MARKER_KINDS = np.array([KIND_CODE[k] for k in ("prune_rationale", "placeholder", "summary", "tombstone")],
+                        dtype=np.int64)
 
 
 def _template(kind: str, tokens: int, stale_after: int, pinned: bool = False, tags=(), replaces: bool = False,
               keyed: bool = False) -> list[int]:
-    span = Span(0, kind, tokens, 0, "", stale_after, pinned, frozenset(tags))
-    return [KIND_CODE[kind], tokens, stale_after, pinned, span.offerable, span.is_constraint, is_marker(span),
-            SYSTEM_PROMPT in span.tags, replaces, keyed]
+    return [KIND_CODE[kind], tokens, stale_after, pinned, *_span_flags(kind, pinned, frozenset(tags)), replaces, keyed]
+
+
+@lru_cache(maxsize=1024)
+def _span_flags(kind: str, pinned: bool, tags: frozenset) -> tuple[bool, bool, bool, bool]:
+    """A span's offerable, constraint, marker and system-prompt flags, as its Span says (they depend on its kind,
+    pin and tags only: a scenario's spans share a few of them, and a Span costs more to make than to look up)."""
+    span = Span(0, kind, 0, 0, "", 0, pinned, tags)
+    return span.offerable, span.is_constraint, is_marker(span), SYSTEM_PROMPT in span.tags
 
 
 def _templates(rows: list[list[int]]) -> np.ndarray:
@@ -61,6 +71,10 @@ class _FoldedBand(WindowMetrics):
 
     def band_sums(self) -> tuple[tuple[float, float, float], int, int]:
         return self.folded_band
+
+
+# The observers whose state a run's counters set (each found once per Prepared, not looked for at every run).
+_ROLES = (WindowMetrics, PassMetrics, GateMetrics, EvictionMetrics, ProvenanceMetrics, CostMetrics, EditMetrics)
 
 
 class Prepared:
@@ -102,7 +116,7 @@ class Prepared:
         # the loop's
         self.dec = np.array([d.index_base, d.index_per_candidate, d.rationale_base, d.rationale_per_span,
                              d.rationale_sigma, d.select_mean, d.reclaim_target, d.selection_quality])
-        self.prune_kinds = np.array([KIND_CODE["prune_index"], KIND_CODE["prune_rationale"]], dtype=np.int64)
+        self.prune_kinds = PRUNE_KINDS
         self.latency = np.array([lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s])
         self.gate = np.zeros(3)
         if name == "slack-gated":
@@ -117,47 +131,52 @@ class Prepared:
         # the fold's
         p = scenario.pricing
         self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
-        self.observers = [_FoldedBand(self.context) if isinstance(o, WindowMetrics) else o
-                          for o in build_observers(self.context)]
-        cost = next(o for o in self.observers if isinstance(o, CostMetrics))
+        self.observers = [(_FoldedBand if cls is WindowMetrics else cls)(self.context) for cls in REGISTRY.values()]
+        self._roles = {cls: next((o for o in self.observers if isinstance(o, cls)), None) for cls in _ROLES}
+        cost = self._roles[CostMetrics]
         self.run_numbers = np.array([scenario.turns, self.acting_trigger, scenario.budget, scenario.hard])
         self.cache = np.array([CACHE_CODE[p.cache], p.ttl_s, p.min_tokens, p.granularity, p.breakpoints,
                                p.lookback, p.reuse], dtype=np.float64)
         self.rates = np.array([*cost._rates, cost._rewrite_rate])
-        self.marker_kinds = np.array([KIND_CODE[k] for k in ("prune_rationale", "placeholder", "summary",
-                                                               "tombstone")], dtype=np.int64)
+        self.marker_kinds = MARKER_KINDS
 
     def summary(self, counters: np.ndarray, floats: np.ndarray) -> dict:
         """The summary dict from a run's counters: set on the observers, then their own ``summary`` code."""
         c = counters.tolist()
         f = floats.tolist()
-        for obs in self.observers:
-            if isinstance(obs, WindowMetrics):
-                obs.peak, obs.first_trigger_turn, obs.band_floor = c[fold.PEAK], c[fold.FIRST_TRIGGER], \
-                    c[fold.BAND_FLOOR]
-                obs.folded_band = f[fold.HELD:fold.HELD_AT_CEILING + 1], c[fold.BAND_P10], c[fold.BAND_P90]
-                obs.forced_truncations, obs.truncated_tokens = c[fold.FORCED], c[fold.TRUNCATED]
-                obs.overflow_turns, obs.lost_constraints = c[fold.OVERFLOW], c[fold.LOST_CONSTRAINTS]
-                obs.final_utilization, obs.sim_time = c[fold.FINAL], f[fold.SIM_TIME]
-            elif isinstance(obs, PassMetrics):
-                (obs.pass_count, obs.passes_first, obs.passes_second, obs.trend.last, obs.trend.gaps,
-                 obs.trend.sum_gap, obs.trend.sum_order_gap, obs.first_pass_turn, obs.last_pass_turn,
-                 obs.sum_index, obs.sum_rationale, obs.sum_evicted, obs.sum_after, obs.net_negative,
-                 obs.zero_yield, obs.cut_passes, obs.in_band, obs.evicted_spans) = c[fold.PASSES:fold.EVICTED_SPANS + 1]
-            elif isinstance(obs, GateMetrics):
-                obs.decisions = dict(zip(REASONS, c[fold.GATE_RUN:fold.GATE_INSUFFICIENT + 1], strict=True))
-                obs.fallbacks, obs.fallback_tokens = c[fold.FALLBACKS], c[fold.FALLBACK_TOKENS]
-            elif isinstance(obs, EvictionMetrics):
-                (obs.non_model, obs.non_model_tokens, obs.evicted_spans, obs.needed_spans, obs.evicted_tokens,
-                 obs.needed_tokens) = c[fold.NON_MODEL:fold.NEEDED_TOKENS + 1]
-            elif isinstance(obs, ProvenanceMetrics):
-                obs.unrecorded_evictions, obs.tombstone_tokens = c[fold.UNRECORDED], c[fold.TOMBSTONE_TOKENS]
-            elif isinstance(obs, CostMetrics):
-                (obs.input_billed, obs.output_billed, obs.decision_billed, obs.decision_output, obs.read, obs.write,
-                 obs.uncached, obs.invalidations, obs.invalidated) = c[fold.INPUT:fold.INVALIDATED + 1]
-                obs.cost, obs.decision_cost, obs.invalidation_cost = f[fold.COST:fold.INVALIDATION_COST + 1]
-            elif isinstance(obs, EditMetrics):
-                obs.placeholder_tokens = c[fold.PLACEHOLDER_TOKENS]
+        roles = self._roles
+        obs = roles[WindowMetrics]
+        if obs is not None:
+            obs.peak, obs.first_trigger_turn, obs.band_floor = c[fold.PEAK], c[fold.FIRST_TRIGGER], c[fold.BAND_FLOOR]
+            obs.folded_band = f[fold.HELD:fold.HELD_AT_CEILING + 1], c[fold.BAND_P10], c[fold.BAND_P90]
+            obs.forced_truncations, obs.truncated_tokens = c[fold.FORCED], c[fold.TRUNCATED]
+            obs.overflow_turns, obs.lost_constraints = c[fold.OVERFLOW], c[fold.LOST_CONSTRAINTS]
+            obs.final_utilization, obs.sim_time = c[fold.FINAL], f[fold.SIM_TIME]
+        obs = roles[PassMetrics]
+        if obs is not None:
+            (obs.pass_count, obs.passes_first, obs.passes_second, obs.trend.last, obs.trend.gaps,
+             obs.trend.sum_gap, obs.trend.sum_order_gap, obs.first_pass_turn, obs.last_pass_turn,
+             obs.sum_index, obs.sum_rationale, obs.sum_evicted, obs.sum_after, obs.net_negative,
+             obs.zero_yield, obs.cut_passes, obs.in_band, obs.evicted_spans) = c[fold.PASSES:fold.EVICTED_SPANS + 1]
+        obs = roles[GateMetrics]
+        if obs is not None:
+            obs.decisions = dict(zip(REASONS, c[fold.GATE_RUN:fold.GATE_INSUFFICIENT + 1], strict=True))
+            obs.fallbacks, obs.fallback_tokens = c[fold.FALLBACKS], c[fold.FALLBACK_TOKENS]
+        obs = roles[EvictionMetrics]
+        if obs is not None:
+            (obs.non_model, obs.non_model_tokens, obs.evicted_spans, obs.needed_spans, obs.evicted_tokens,
+             obs.needed_tokens) = c[fold.NON_MODEL:fold.NEEDED_TOKENS + 1]
+        obs = roles[ProvenanceMetrics]
+        if obs is not None:
+            obs.unrecorded_evictions, obs.tombstone_tokens = c[fold.UNRECORDED], c[fold.TOMBSTONE_TOKENS]
+        obs = roles[CostMetrics]
+        if obs is not None:
+            (obs.input_billed, obs.output_billed, obs.decision_billed, obs.decision_output, obs.read, obs.write,
+             obs.uncached, obs.invalidations, obs.invalidated) = c[fold.INPUT:fold.INVALIDATED + 1]
+            obs.cost, obs.decision_cost, obs.invalidation_cost = f[fold.COST:fold.INVALIDATION_COST + 1]
+        obs = roles[EditMetrics]
+        if obs is not None:
+            obs.placeholder_tokens = c[fold.PLACEHOLDER_TOKENS]
         return summarize(self.observers)
 
 
