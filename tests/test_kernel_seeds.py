@@ -37,3 +37,26 @@ def test_the_states_draw_numpys_numbers():
             rng = np.random.Generator(np.random.PCG64(0))
             rng.bit_generator.state = state
             assert rng.standard_normal(50).tolist() == want[name].standard_normal(50).tolist()
+
+
+def test_a_generator_handed_by_its_addresses_draws_what_numbas_conversion_draws():
+    """kernel.bitgen: the same numbers (uniforms, normals, lognormals, binomials, exponentials) as numba's
+    conversion of the Generator draws, and the Python object's state moves with them."""
+    import numba
+    from prunesim.kernel.bitgen import addresses, generator_at
+
+    def draws(rng, n):
+        out = np.empty(5 * n)
+        for i in range(n):
+            out[5 * i], out[5 * i + 1] = rng.random(), rng.standard_normal()
+            out[5 * i + 2], out[5 * i + 3] = rng.lognormal(0.0, 0.7), rng.binomial(6, 0.35)
+            out[5 * i + 4] = rng.standard_exponential()
+        return out
+
+    converted = numba.njit(draws)
+    at = numba.njit(lambda pointers, n: draws(generator_at(pointers), n))
+    for seed in (0, 11, 2**33):
+        ours, theirs = np.random.Generator(np.random.PCG64(seed)), np.random.Generator(np.random.PCG64(seed))
+        assert at(addresses(ours), 2_000).tolist() == converted(theirs, 2_000).tolist()
+        assert ours.bit_generator.state == theirs.bit_generator.state
+        assert ours.random() == theirs.random()

@@ -24,6 +24,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from prunesim.kernel import draws, loop
+from prunesim.kernel.bitgen import generator_at
 from prunesim.kernel.draws import MARKER, SYSTEM
 from prunesim.observe.metrics.window import BAND_QUANTILES, QUANTILE_TOLERANCE
 
@@ -31,11 +32,11 @@ _P10, _P90 = BAND_QUANTILES
 
 
 def callees_digest() -> str:
-    """What the functions here compile in from other files: the sources of draws.py and loop.py, and the
-    window metrics' quantile constants ("" when a source cannot be read)."""
+    """What the functions here compile in from other files: the sources of bitgen.py, draws.py and loop.py, and
+    the window metrics' quantile constants ("" when a source cannot be read)."""
     h = hashlib.sha256(repr((BAND_QUANTILES, QUANTILE_TOLERANCE)).encode())
     try:
-        for name in ("draws.py", "loop.py"):
+        for name in ("bitgen.py", "draws.py", "loop.py"):
             h.update(Path(__file__).with_name(name).read_bytes())
     except OSError:
         return ""
@@ -46,7 +47,7 @@ def callees_digest() -> str:
 # after an edit of loop.py alone, run would load the loop compiled before it. So this file names the callees
 # it was last saved with (tests/test_hostile_round5.py checks the name is current); while they differ, the
 # functions here compile afresh in each process instead of loading a stale cache.
-CALLEES = "5066a96e29c39d00"
+CALLEES = "db8c786d631a5b32"
 CACHE = callees_digest() == CALLEES
 
 # Counters (the int64 result), by index.
@@ -502,15 +503,21 @@ def _window_end(c, sp, names, arrivals, kinds):
 
 
 @numba.njit(cache=CACHE)
-def run(numbers, rng, variates, pattern, sizes, p_stale, tool, scale, initial, templates, event_first, latency, dec,
-        prune_kinds, gate, run_numbers, cache, rates, marker_kinds):
+def variates(workload_rng, pattern, n, keep):
+    """draws.chunk_variates from the generator at ``workload_rng`` (bitgen.addresses)."""
+    return draws.chunk_variates(generator_at(workload_rng), pattern, n, keep)
+
+
+@numba.njit(cache=CACHE)
+def run(numbers, policy_rng, variates, pattern, sizes, p_stale, tool, scale, initial, templates, event_first, latency,
+        dec, prune_kinds, gate, run_numbers, cache, rates, marker_kinds):
     """One run, compiled end to end: the workload's arrivals (draws.arrivals), the turns (loop.simulate), the
     counters (:func:`fold`); one call, so that no intermediate table crosses into Python."""
     rows, n_init, first, output, tool_s = draws.arrivals(variates, numbers[N_TURNS], pattern, sizes, p_stale, tool,
                                                          scale, numbers[N_TURN_UNIT] != 0, initial, templates,
                                                          event_first)
     ev, times, table, names, passes, now = loop.simulate(
-        numbers[N_POLICY], rng, rows, n_init, first, output, tool_s, numbers[N_CEILING], numbers[N_BUDGET],
-        numbers[N_TRIGGER], latency, dec, numbers[N_SELECT_MAX], numbers[N_PROTECT_RECENT],
+        numbers[N_POLICY], generator_at(policy_rng), rows, n_init, first, output, tool_s, numbers[N_CEILING],
+        numbers[N_BUDGET], numbers[N_TRIGGER], latency, dec, numbers[N_SELECT_MAX], numbers[N_PROTECT_RECENT],
         numbers[N_REENTRANT] != 0, prune_kinds, numbers[N_LOW_WATER], gate)
     return fold(ev, times, table, names, passes, rows, now, run_numbers, cache, rates, marker_kinds)

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 from prunesim.kernel import draws, fold, loop
+from prunesim.kernel.bitgen import addresses
 from prunesim.kernel.seeds import start_states
 from prunesim.model.provenance import is_marker
 from prunesim.model.scenario import Scenario
@@ -196,6 +197,8 @@ class Kernel:
         # their states are set to each seed's own (making a seed's streams takes longer than setting a state)
         self._workload_rng = np.random.Generator(np.random.PCG64(0))
         self._policy_rng = np.random.Generator(np.random.PCG64(0))
+        # what the compiled code draws from: their addresses (kernel.bitgen), valid while the kernel keeps them
+        self._workload_at, self._policy_at = addresses(self._workload_rng), addresses(self._policy_rng)
 
     def _streams(self, seed: int, pattern: tuple, turns: int) -> np.ndarray:
         """The seed's standard variates of the first ``turns`` turns for this pattern, and the policy stream's
@@ -226,7 +229,7 @@ class Kernel:
         rng.bit_generator.state = start
         pattern = np.array(key[1], dtype=np.int64)
         chunks = max(1, -(-turns // CHUNK))
-        parts = [draws.chunk_variates(rng, pattern, CHUNK, min(CHUNK, turns - k * CHUNK)) for k in range(chunks)]
+        parts = [fold.variates(self._workload_at, pattern, CHUNK, min(CHUNK, turns - k * CHUNK)) for k in range(chunks)]
         variates = parts[0] if chunks == 1 else np.concatenate(parts, axis=1)
         old = self._variates.pop(key, None)
         self._variates_bytes += variates.nbytes - (old.nbytes if old is not None else 0)
@@ -243,7 +246,7 @@ class Kernel:
 
     def _run(self, prep: Prepared, pattern: tuple, seed: int) -> dict:
         variates = self._streams(seed, pattern, prep.turns)
-        counters, floats = fold.run(prep.numbers, self._policy_rng, variates, prep.pattern, prep.sizes, prep.p_stale,
+        counters, floats = fold.run(prep.numbers, self._policy_at, variates, prep.pattern, prep.sizes, prep.p_stale,
                                     prep.tool, prep.scale, prep.initial, prep.templates, prep.event_first,
                                     prep.latency, prep.dec, prep.prune_kinds, prep.gate, prep.run_numbers,
                                     prep.cache, prep.rates, prep.marker_kinds)
