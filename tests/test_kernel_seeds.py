@@ -54,7 +54,7 @@ def test_a_generator_handed_by_its_addresses_draws_what_numbas_conversion_draws(
         return out
 
     converted = numba.njit(draws)
-    at = numba.njit(lambda pointers, n: draws(generator_at(pointers), n))
+    at = numba.njit(lambda pointers, n: converted(generator_at(pointers), n))
     for seed in (0, 11, 2**33):
         ours, theirs = np.random.Generator(np.random.PCG64(seed)), np.random.Generator(np.random.PCG64(seed))
         assert at(addresses(ours), 2_000).tolist() == converted(theirs, 2_000).tolist()
