@@ -500,6 +500,7 @@ def _window_end(c, sp, names, arrivals, kinds):
 # The scalars of :func:`run`, in its ``numbers`` array.
 (N_POLICY, N_TURNS, N_TURN_UNIT, N_CEILING, N_BUDGET, N_TRIGGER, N_SELECT_MAX, N_PROTECT_RECENT, N_REENTRANT,
  N_LOW_WATER) = range(10)
+NUMBERS = 10
 
 
 @numba.njit(cache=CACHE)

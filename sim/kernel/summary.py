@@ -105,15 +105,17 @@ class Prepared:
         self.tool = np.array([np.log(max(lat.tool_mean_s, 1e-9)) - lat.tool_sigma**2 / 2, lat.tool_sigma])
         scale = [early_factor(w, 1 + k * CHUNK, CHUNK) for k in range(self.chunks)]
         self.scale = (np.concatenate(scale) if scale[0] is not None else np.ones(self.chunks * CHUNK))[:self.turns]
-        self.initial = _templates([_template(s.kind, s.tokens, s.stale_after, s.pinned, s.tags) for s in w.initial])
         events = sorted((e for e in w.events if 1 <= e.turn <= scenario.turns), key=lambda e: e.turn)
-        self.templates = _templates([_template("reasoning", 0, 0), _template("tool_call", 0, 0),
-                                     _template("tool_output", 0, 0)]
-                                    + [_template(e.kind, e.tokens, e.stale_after, e.pinned, e.tags,
-                                                 e.replaces_output and e.kind == "tool_output", bool(e.key))
-                                       for e in events])
-        turns_of = np.array([e.turn for e in events], dtype=np.int64)
-        self.event_first = np.searchsorted(turns_of, np.arange(1, scenario.turns + 2)).astype(np.int64)
+        rows = [_template(s.kind, s.tokens, s.stale_after, s.pinned, s.tags) for s in w.initial]
+        rows += [_template("reasoning", 0, 0), _template("tool_call", 0, 0), _template("tool_output", 0, 0)]
+        rows += [_template(e.kind, e.tokens, e.stale_after, e.pinned, e.tags,
+                           e.replaces_output and e.kind == "tool_output", bool(e.key)) for e in events]
+        table = _templates(rows)  # the initial spans' templates, then the loop's own kinds and the scripted events'
+        self.initial, self.templates = table[:len(w.initial)], table[len(w.initial):]
+        event_first = np.zeros(scenario.turns + 1, dtype=np.int64)  # turn t's events start at event_first[t - 1]
+        for e in events:
+            event_first[e.turn:] += 1
+        self.event_first = event_first
         # the loop's
         self.dec = np.array([d.index_base, d.index_per_candidate, d.rationale_base, d.rationale_per_span,
                              d.rationale_sigma, d.select_mean, d.reclaim_target, d.selection_quality])
@@ -123,17 +125,21 @@ class Prepared:
         if name == "slack-gated":
             acts_at = scenario.trigger - scenario.gate.lead
             self.gate = np.array([acts_at, acts_at - scenario.gate.low_water_gap, scenario.gate.margin_factor])
-        numbers = {fold.N_POLICY: POLICY_CODE[name], fold.N_TURNS: scenario.turns, fold.N_TURN_UNIT: w.turn_unit,
-                   fold.N_CEILING: scenario.budget if scenario.hard else scenario.window,
-                   fold.N_BUDGET: scenario.budget, fold.N_TRIGGER: scenario.trigger, fold.N_SELECT_MAX: d.select_max,
-                   fold.N_PROTECT_RECENT: d.protect_recent_turns, fold.N_REENTRANT: d.reentrant and name == "naive",
-                   fold.N_LOW_WATER: scenario.recency.low_water_gap if name == "recency" else 0}
-        self.numbers = np.array([numbers[i] for i in range(len(numbers))], dtype=np.int64)
+        numbers = [0] * fold.NUMBERS
+        numbers[fold.N_POLICY], numbers[fold.N_TURNS], numbers[fold.N_TURN_UNIT] = POLICY_CODE[name], self.turns, \
+            w.turn_unit
+        numbers[fold.N_CEILING] = scenario.budget if scenario.hard else scenario.window
+        numbers[fold.N_BUDGET], numbers[fold.N_TRIGGER] = scenario.budget, scenario.trigger
+        numbers[fold.N_SELECT_MAX], numbers[fold.N_PROTECT_RECENT] = d.select_max, d.protect_recent_turns
+        numbers[fold.N_REENTRANT] = d.reentrant and name == "naive"
+        numbers[fold.N_LOW_WATER] = scenario.recency.low_water_gap if name == "recency" else 0
+        self.numbers = np.array(numbers, dtype=np.int64)
         # the fold's
         p = scenario.pricing
         self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
         self.observers = [(_FoldedBand if cls is WindowMetrics else cls)(self.context) for cls in REGISTRY.values()]
-        self._roles = {cls: next((o for o in self.observers if isinstance(o, cls)), None) for cls in _ROLES}
+        by_class = {WindowMetrics if type(o) is _FoldedBand else type(o): o for o in self.observers}
+        self._roles = {cls: by_class.get(cls) for cls in _ROLES}
         cost = self._roles[CostMetrics]
         self.run_numbers = np.array([scenario.turns, self.acting_trigger, scenario.budget, scenario.hard])
         self.cache = np.array([CACHE_CODE[p.cache], p.ttl_s, p.min_tokens, p.granularity, p.breakpoints,
