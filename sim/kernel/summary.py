@@ -135,15 +135,15 @@ class Prepared:
         numbers[fold.N_LOW_WATER] = scenario.recency.low_water_gap if name == "recency" else 0
         self.numbers = np.array(numbers, dtype=np.int64)
         # the fold's
-        p = scenario.pricing
         self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
         self.observers = [(_FoldedBand if cls is WindowMetrics else cls)(self.context) for cls in REGISTRY.values()]
         by_class = {WindowMetrics if type(o) is _FoldedBand else type(o): o for o in self.observers}
         self._roles = {cls: by_class.get(cls) for cls in _ROLES}
         cost = self._roles[CostMetrics]
         self.run_numbers = np.array([scenario.turns, self.acting_trigger, scenario.budget, scenario.hard])
-        self.cache = np.array([CACHE_CODE[p.cache], p.ttl_s, p.min_tokens, p.granularity, p.breakpoints,
-                               p.lookback, p.reuse], dtype=np.float64)
+        cache = cost.cache  # (the prompt cache's own settings, as the fold mirrors it)
+        self.cache = np.array([CACHE_CODE[cache.behaviour], cache.ttl, cache.min_tokens, cache.g, cache.breakpoints,
+                               cache.lookback, cache.reuse], dtype=np.float64)
         self.rates = np.array([*cost._rates, cost._rewrite_rate])
         self.marker_kinds = MARKER_KINDS
 
