@@ -111,16 +111,23 @@ def geometric(variate, p):
 
 
 @numba.njit(cache=True)
-def size(z, sizes, which, drawn, scale):
+def size(z, dist, drawn, scale):
     """One token size: the lognormal ``exp(mu + sigma z)`` (the mean without a sigma), times ``scale``, rounded
-    and clipped as lognormal_sizes does. ``sizes[which]``: (mu, sigma, mean, min, max)."""
-    v = np.exp(sizes[which, 0] + sizes[which, 1] * z) if drawn else sizes[which, 2]
+    and clipped as lognormal_sizes does. ``dist``: (mu, sigma, mean, min, max), a tuple (an array given to a
+    function costs two reference counts a call: three calls a turn)."""
+    mu, sigma, mean, low, high = dist
+    v = np.exp(mu + sigma * z) if drawn else mean
     v = np.rint(v * scale)
-    if v < sizes[which, 3]:
-        v = sizes[which, 3]
-    if v > sizes[which, 4]:
-        v = sizes[which, 4]
+    if v < low:
+        v = low
+    if v > high:
+        v = high
     return np.int64(v)
+
+
+@numba.njit(cache=True)
+def _dist(sizes, which):
+    return sizes[which, 0], sizes[which, 1], sizes[which, 2], sizes[which, 3], sizes[which, 4]
 
 
 @numba.njit(cache=True, inline="always")
@@ -154,11 +161,12 @@ def arrivals(variates, turns, pattern, sizes, p_stale, tool, scale, turn_unit, i
     first = np.zeros(turns, dtype=np.int64)
     output = np.zeros(turns, dtype=np.int64)
     tool_s = np.zeros(turns)
+    reasoning, call, tool_output = _dist(sizes, 0), _dist(sizes, 1), _dist(sizes, 2)
     for i in range(turns):
         turn = i + 1
-        r_tok = size(variates[0, i], sizes, 0, pattern[DRAWS_REASONING], 1.0)
-        c_tok = size(variates[1, i], sizes, 1, pattern[DRAWS_CALL], 1.0)
-        o_tok = size(variates[2, i], sizes, 2, pattern[DRAWS_OUTPUT], scale[i])
+        r_tok = size(variates[0, i], reasoning, pattern[DRAWS_REASONING], 1.0)
+        c_tok = size(variates[1, i], call, pattern[DRAWS_CALL], 1.0)
+        o_tok = size(variates[2, i], tool_output, pattern[DRAWS_OUTPUT], scale[i])
         r_stale = geometric(variates[3, i], p_stale[0])
         o_stale = geometric(variates[4, i], p_stale[1])
         if pattern[DRAWS_TOOL]:
