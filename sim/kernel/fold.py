@@ -381,6 +381,7 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
         hold_level[n_hold], hold_time[n_hold] = level, now - since
         n_hold += 1
     c[FIRST_TRIGGER], c[BAND_FLOOR] = first_trigger, band_floor
+    n_hold = _timed_only(hold_level, hold_time, n_hold)
     levels, seconds = _held(hold_level[:n_hold], hold_time[:n_hold])
     if first_trigger >= 0:
         _band(c, f, levels, seconds, trigger, budget)
@@ -427,6 +428,25 @@ def _half(c, turn, first_trigger, turns):
         c[FIRST_HALF] += 1
     else:
         c[SECOND_HALF] += 1
+
+
+@numba.njit(cache=CACHE)
+def _timed_only(levels, seconds, n):
+    """Drop the points held for no time, when some point was held for some; returns how many are left.
+
+    Most of a run's points last no time (the spans that enter or leave at one moment). Once the band's time is
+    positive, such a point changes none of its figures: each sum it enters gains +0.0 (the same float), and a
+    level held for no time is never the first at which the running time reaches a share above zero, so no
+    quantile is one. Without them the levels' sort has half as many to order. (With no time held at all the
+    quantiles count the levels instead, and all are kept.)"""
+    if not (seconds[:n] > 0).any():
+        return n
+    m = 0
+    for q in range(n):
+        if seconds[q] > 0:
+            levels[m], seconds[m] = levels[q], seconds[q]
+            m += 1
+    return m
 
 
 @numba.njit(cache=CACHE)
