@@ -73,7 +73,7 @@ def record_bytes(scenario: Scenario) -> int:
     arrivals = len(scenario.workload.initial) + 3 * turns + len(scenario.workload.events)
     spans = arrivals + 2 * turns + 8
     rows = 7 * turns + 4 * spans
-    loop = rows * (11 + 1) * 8 + spans * (13 + 3) * 8 + (turns + 1) * 17 * 8 + (16 + 8 * turns) * 8
+    loop = rows * (11 + 1) * 8 + spans * (13 + 5) * 8 + (turns + 1) * 17 * 8  # (its span table, order, scratch, names)
     fold = rows * (2 + 4) * 8 + spans * (2 * 8 + 1) + 3 * 2 * turns * 3 * 8
     return arrivals * 10 * 8 + loop + fold
 
