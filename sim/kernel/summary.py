@@ -1,8 +1,9 @@
 """A kernel run's summary: the compiled draws, loop and fold, then the observers' own summary code on the counters.
 
 :class:`Kernel` runs what :func:`prunesim.runner.run_one` runs for ``trace="none"``
-(the policy's tables filled in as there, the run's random streams from
-:func:`prunesim.runner.streams`): the workload's arrivals
+(the policy's tables filled in as there, the run's random streams as
+:func:`prunesim.runner.streams` makes them, by :mod:`prunesim.kernel.seeds`,
+handed to compiled code by :mod:`prunesim.kernel.bitgen`): the workload's arrivals
 (:mod:`prunesim.kernel.draws`), the turn loop (:mod:`prunesim.kernel.loop`)
 and the metrics' counters (:mod:`prunesim.kernel.fold`), all compiled. The
 counters are then set on the registered observers, and
