@@ -60,3 +60,26 @@ def test_a_generator_handed_by_its_addresses_draws_what_numbas_conversion_draws(
         assert at(addresses(ours), 2_000).tolist() == converted(theirs, 2_000).tolist()
         assert ours.bit_generator.state == theirs.bit_generator.state
         assert ours.random() == theirs.random()
+
+
+def test_a_copied_or_pickled_kernel_draws_from_its_own_generators():
+    """The addresses a kernel hands to compiled code are its own generators': a deep copy or an unpickled kernel
+    takes its copies' addresses, and gives the same summaries after the original is gone."""
+    import copy
+    import gc
+    import pickle
+
+    from prunesim.kernel.bitgen import addresses
+    from prunesim.kernel.differential import random_scenario, summary_bytes
+    from prunesim.kernel.summary import Kernel
+
+    scenario = random_scenario(np.random.default_rng(17))
+    kernel = Kernel()
+    want = [summary_bytes(s) for s in kernel.summaries(scenario, "naive", [1, 2])]
+    copies = [copy.deepcopy(kernel), pickle.loads(pickle.dumps(kernel))]
+    for other in copies:
+        assert other._policy_at.tolist() == addresses(other._policy_rng).tolist()
+    del kernel
+    gc.collect()
+    for other in copies:
+        assert [summary_bytes(s) for s in other.summaries(scenario, "naive", [1, 2])] == want

@@ -228,6 +228,16 @@ class Kernel:
         # what the compiled code draws from: their addresses (kernel.bitgen), valid while the kernel keeps them
         self._workload_at, self._policy_at = addresses(self._workload_rng), addresses(self._policy_rng)
 
+    def __getstate__(self) -> dict:
+        """A copy or a pickle of a kernel keeps its generators, not their addresses (they would be the original's)."""
+        state = dict(self.__dict__)
+        del state["_workload_at"], state["_policy_at"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._workload_at, self._policy_at = addresses(self._workload_rng), addresses(self._policy_rng)
+
     def _streams(self, seed: int, pattern: tuple, turns: int) -> np.ndarray:
         """The seed's standard variates of the first ``turns`` turns for this pattern, and the policy stream's
         start set on the kernel's policy generator."""
