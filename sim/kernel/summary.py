@@ -77,6 +77,8 @@ class _FoldedBand(WindowMetrics):
 
 # The summary's keys after the prefix the observers' parts give in its order, by the keys the parts give.
 _MOVED: dict[tuple[str, ...], tuple[str, ...]] = {}
+# The draws' patterns as fold.variates takes them, by their flags.
+_PATTERNS: dict[tuple, np.ndarray] = {}
 # The observers whose state a run's counters set (each found once per Prepared, not looked for at every run).
 _ROLES = (WindowMetrics, PassMetrics, GateMetrics, EvictionMetrics, ProvenanceMetrics, CostMetrics, EditMetrics)
 
@@ -107,7 +109,7 @@ class Prepared:
         self.p_stale = p_stale
         self.tool = np.array([np.log(max(lat.tool_mean_s, 1e-9)) - lat.tool_sigma**2 / 2, lat.tool_sigma])
         scale = [early_factor(w, 1 + k * CHUNK, CHUNK) for k in range(self.chunks)]
-        self.scale = (np.concatenate(scale) if scale[0] is not None else np.ones(self.chunks * CHUNK))[:self.turns]
+        self.scale = np.concatenate(scale)[:self.turns] if scale[0] is not None else np.ones(self.turns)
         events = sorted((e for e in w.events if 1 <= e.turn <= scenario.turns), key=lambda e: e.turn)
         rows = [_template(s.kind, s.tokens, s.stale_after, s.pinned, s.tags) for s in w.initial]
         rows += [_template("reasoning", 0, 0), _template("tool_call", 0, 0), _template("tool_output", 0, 0)]
@@ -150,6 +152,10 @@ class Prepared:
                                cache.lookback, cache.reuse], dtype=np.float64)
         self.rates = np.array([*cost._rates, cost._rewrite_rate])
         self.marker_kinds = MARKER_KINDS
+        # fold.run's arguments after the generator and the variates, in its order
+        self.run_arrays = (self.pattern, self.sizes, self.p_stale, self.tool, self.scale, self.initial, self.templates,
+                           self.event_first, self.latency, self.dec, self.prune_kinds, self.gate, self.run_numbers,
+                           self.cache, self.rates, self.marker_kinds)
 
     def summary(self, counters: np.ndarray, floats: np.ndarray) -> dict:
         """The summary dict from a run's counters: set on the observers, then their own ``summary`` code."""
@@ -265,10 +271,14 @@ class Kernel:
         beyond the bound."""
         rng = self._workload_rng
         rng.bit_generator.state = start
-        pattern = np.array(key[1], dtype=np.int64)
-        chunks = max(1, -(-turns // CHUNK))
-        parts = [fold.variates(self._workload_at, pattern, CHUNK, min(CHUNK, turns - k * CHUNK)) for k in range(chunks)]
-        variates = parts[0] if chunks == 1 else np.concatenate(parts, axis=1)
+        pattern = _PATTERNS.get(key[1])
+        if pattern is None:
+            pattern = _PATTERNS[key[1]] = np.array(key[1], dtype=np.int64)  # (256 patterns at most)
+        if turns <= CHUNK:
+            variates = fold.variates(self._workload_at, pattern, CHUNK, turns)
+        else:
+            variates = np.concatenate([fold.variates(self._workload_at, pattern, CHUNK, min(CHUNK, turns - k * CHUNK))
+                                       for k in range(-(-turns // CHUNK))], axis=1)
         old = self._variates.pop(key, None)
         self._variates_bytes += variates.nbytes - (old.nbytes if old is not None else 0)
         self._variates[key] = variates
@@ -284,10 +294,7 @@ class Kernel:
 
     def _run(self, prep: Prepared, pattern: tuple, seed: int) -> dict:
         variates = self._streams(seed, pattern, prep.turns)
-        counters, floats = fold.run(prep.numbers, self._policy_at, variates, prep.pattern, prep.sizes, prep.p_stale,
-                                    prep.tool, prep.scale, prep.initial, prep.templates, prep.event_first,
-                                    prep.latency, prep.dec, prep.prune_kinds, prep.gate, prep.run_numbers,
-                                    prep.cache, prep.rates, prep.marker_kinds)
+        counters, floats = fold.run(prep.numbers, self._policy_at, variates, *prep.run_arrays)
         return prep.summary(counters, floats)
 
 
