@@ -24,8 +24,8 @@ ENGINES = ("simpy", "kernel", "auto")
 FOLDED_OBSERVERS = ("WindowMetrics", "PassMetrics", "GateMetrics", "EvictionMetrics", "ProvenanceMetrics",
                     "EditLogCheck", "EditMetrics", "ReactionMetrics", "CostMetrics")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
-# Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 14 us of CPU a turn (noop; naive
-# about 48: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
+# Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 13 us of CPU a turn (noop; naive
+# about 46: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
 # result): only millions of turns win that back. Once compiled, loading takes about 0.3 s: 100,000 turns do.
 AUTO_MIN_TURNS = 2_000_000
 AUTO_MIN_TURNS_COMPILED = 100_000
