@@ -24,8 +24,8 @@ ENGINES = ("simpy", "kernel", "auto")
 FOLDED_OBSERVERS = ("WindowMetrics", "PassMetrics", "GateMetrics", "EvictionMetrics", "ProvenanceMetrics",
                     "EditLogCheck", "EditMetrics", "ReactionMetrics", "CostMetrics")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
-# Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 12 us of CPU a turn (noop; naive
-# about 48: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
+# Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 13 us of CPU a turn (noop; naive
+# about 46: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
 # result): only millions of turns win that back. Once compiled, loading takes about 0.3 s: 100,000 turns do.
 AUTO_MIN_TURNS = 2_000_000
 AUTO_MIN_TURNS_COMPILED = 100_000
@@ -73,7 +73,7 @@ def record_bytes(scenario: Scenario) -> int:
     arrivals = len(scenario.workload.initial) + 3 * turns + len(scenario.workload.events)
     spans = arrivals + 2 * turns + 8
     rows = 7 * turns + 4 * spans
-    loop = rows * (11 + 1) * 8 + spans * (13 + 3) * 8 + (turns + 1) * 17 * 8 + (16 + 8 * turns) * 8
+    loop = rows * (11 + 1) * 8 + spans * (13 + 5) * 8 + (turns + 1) * 17 * 8  # (its span table, order, scratch, names)
     fold = rows * (2 + 4) * 8 + spans * (2 * 8 + 1) + 3 * 2 * turns * 3 * 8
     return arrivals * 10 * 8 + loop + fold
 

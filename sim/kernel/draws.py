@@ -8,7 +8,8 @@ reruns the same seeds (common random numbers). So the draws are split in two:
 
 * :func:`chunk_variates` draws a chunk's *standard* variates in the workload's
   order (a standard normal behind each lognormal, the uniform or the standard
-  exponential behind each geometric draw, as numpy's generator consumes them);
+  exponential behind each geometric draw, as numpy's generator consumes them),
+  no further in the stream than the run reads;
   they depend only on the seed and on which draws the scenario makes, so a
   study keeps them per seed (:class:`prunesim.kernel.summary.Kernel`);
 * :func:`arrivals` turns the variates of the turns a run needs into the
@@ -42,27 +43,51 @@ DRAWS_REASONING, DRAWS_CALL, DRAWS_OUTPUT, SEARCH_REASONING, SEARCH_OUTPUT, DRAW
     SEARCH_REPEAT = range(8)
 
 
-@numba.njit(cache=True)
-def _geometric_variates(rng, search, n):
-    return rng.random(n) if search else rng.standard_exponential(n)
+NORMAL, UNIFORM, EXPONENTIAL = range(3)  # the standard variate behind a draw
 
 
 @numba.njit(cache=True)
-def chunk_variates(rng, pattern, n):
-    """One chunk's standard variates, drawn from ``rng`` in the workload's order; rows: the reasoning, call and
-    output normals, the reasoning and output staleness variates, the tool latency normals (a row of zeros for
-    a draw the pattern does not make). The repeats' draws are made (they move the stream) and not kept."""
-    out = np.zeros((6, n))
-    for row, flag in ((0, DRAWS_REASONING), (1, DRAWS_CALL), (2, DRAWS_OUTPUT)):
-        if pattern[flag]:
-            out[row] = rng.standard_normal(n)
-    out[3] = _geometric_variates(rng, pattern[SEARCH_REASONING], n)
-    out[4] = _geometric_variates(rng, pattern[SEARCH_OUTPUT], n)
-    if pattern[DRAWS_TOOL]:
-        out[5] = rng.standard_normal(n)
-    if pattern[DRAWS_REPEATS]:
-        rng.random(n)
-        _geometric_variates(rng, pattern[SEARCH_REPEAT], n)
+def _row(rng, out, row, variate, n, keep):
+    """Draw ``n`` standard variates in order (as ``rng.standard_normal(n)``, ``random(n)`` or
+    ``standard_exponential(n)`` draws them), the first ``keep`` kept in ``out[row]`` (``row`` < 0: none)."""
+    for i in range(n):
+        if variate == NORMAL:
+            v = rng.standard_normal()
+        elif variate == UNIFORM:
+            v = rng.random()
+        else:
+            v = rng.standard_exponential()
+        if i < keep and row >= 0:
+            out[row, i] = v
+
+
+@numba.njit(cache=True)
+def chunk_variates(rng, pattern, n, keep):
+    """A chunk's standard variates, drawn from ``rng`` in the workload's order, the first ``keep`` turns' kept;
+    rows: the reasoning, call and output normals, the reasoning and output staleness variates, the tool latency
+    normals (a row of zeros for a draw the pattern does not make). The repeats' draws move the stream and are
+    not kept.
+
+    With ``keep < n`` the chunk is the run's last: what follows its last kept variate in the stream is never
+    read, so its last row is drawn only as far as kept and the repeats not at all (a 60-turn run of a fresh seed
+    draws about 4,200 variates rather than up to 8,192; each row before still takes the whole chunk's, to move
+    the stream as the workload does).
+    """
+    out = np.zeros((6, keep))
+    rows = [(0, NORMAL, pattern[DRAWS_REASONING]), (1, NORMAL, pattern[DRAWS_CALL]),
+            (2, NORMAL, pattern[DRAWS_OUTPUT]), (3, UNIFORM if pattern[SEARCH_REASONING] else EXPONENTIAL, 1),
+            (4, UNIFORM if pattern[SEARCH_OUTPUT] else EXPONENTIAL, 1), (5, NORMAL, pattern[DRAWS_TOOL]),
+            (-1, UNIFORM, pattern[DRAWS_REPEATS]),
+            (-1, UNIFORM if pattern[SEARCH_REPEAT] else EXPONENTIAL, pattern[DRAWS_REPEATS])]
+    last = 0  # the last row the run reads
+    for q in range(6):
+        if rows[q][2]:
+            last = q
+    for q in range(len(rows)):
+        row, variate, drawn = rows[q]
+        if not drawn or (keep < n and q > last):
+            continue
+        _row(rng, out, row, variate, keep if keep < n and q == last else n, keep)
     return out
 
 
@@ -86,16 +111,23 @@ def geometric(variate, p):
 
 
 @numba.njit(cache=True)
-def size(z, sizes, which, drawn, scale):
+def size(z, dist, drawn, scale):
     """One token size: the lognormal ``exp(mu + sigma z)`` (the mean without a sigma), times ``scale``, rounded
-    and clipped as lognormal_sizes does. ``sizes[which]``: (mu, sigma, mean, min, max)."""
-    v = np.exp(sizes[which, 0] + sizes[which, 1] * z) if drawn else sizes[which, 2]
+    and clipped as lognormal_sizes does. ``dist``: (mu, sigma, mean, min, max), a tuple (an array given to a
+    function costs two reference counts a call: three calls a turn)."""
+    mu, sigma, mean, low, high = dist
+    v = np.exp(mu + sigma * z) if drawn else mean
     v = np.rint(v * scale)
-    if v < sizes[which, 3]:
-        v = sizes[which, 3]
-    if v > sizes[which, 4]:
-        v = sizes[which, 4]
+    if v < low:
+        v = low
+    if v > high:
+        v = high
     return np.int64(v)
+
+
+@numba.njit(cache=True)
+def _dist(sizes, which):
+    return sizes[which, 0], sizes[which, 1], sizes[which, 2], sizes[which, 3], sizes[which, 4]
 
 
 @numba.njit(cache=True, inline="always")
@@ -129,11 +161,12 @@ def arrivals(variates, turns, pattern, sizes, p_stale, tool, scale, turn_unit, i
     first = np.zeros(turns, dtype=np.int64)
     output = np.zeros(turns, dtype=np.int64)
     tool_s = np.zeros(turns)
+    reasoning, call, tool_output = _dist(sizes, 0), _dist(sizes, 1), _dist(sizes, 2)
     for i in range(turns):
         turn = i + 1
-        r_tok = size(variates[0, i], sizes, 0, pattern[DRAWS_REASONING], 1.0)
-        c_tok = size(variates[1, i], sizes, 1, pattern[DRAWS_CALL], 1.0)
-        o_tok = size(variates[2, i], sizes, 2, pattern[DRAWS_OUTPUT], scale[i])
+        r_tok = size(variates[0, i], reasoning, pattern[DRAWS_REASONING], 1.0)
+        c_tok = size(variates[1, i], call, pattern[DRAWS_CALL], 1.0)
+        o_tok = size(variates[2, i], tool_output, pattern[DRAWS_OUTPUT], scale[i])
         r_stale = geometric(variates[3, i], p_stale[0])
         o_stale = geometric(variates[4, i], p_stale[1])
         if pattern[DRAWS_TOOL]:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from prunesim.kernel import draws, loop
+from prunesim.kernel.bitgen import generator_at
 from prunesim.kernel.draws import MARKER, SYSTEM
 from prunesim.observe.metrics.window import BAND_QUANTILES, QUANTILE_TOLERANCE
 
@@ -31,11 +32,11 @@ _P10, _P90 = BAND_QUANTILES
 
 
 def callees_digest() -> str:
-    """What the functions here compile in from other files: the sources of draws.py and loop.py, and the
-    window metrics' quantile constants ("" when a source cannot be read)."""
+    """What the functions here compile in from other files: the sources of bitgen.py, draws.py and loop.py, and
+    the window metrics' quantile constants ("" when a source cannot be read)."""
     h = hashlib.sha256(repr((BAND_QUANTILES, QUANTILE_TOLERANCE)).encode())
     try:
-        for name in ("draws.py", "loop.py"):
+        for name in ("bitgen.py", "draws.py", "loop.py"):
             h.update(Path(__file__).with_name(name).read_bytes())
     except OSError:
         return ""
@@ -46,7 +47,7 @@ def callees_digest() -> str:
 # after an edit of loop.py alone, run would load the loop compiled before it. So this file names the callees
 # it was last saved with (tests/test_hostile_round5.py checks the name is current); while they differ, the
 # functions here compile afresh in each process instead of loading a stale cache.
-CALLEES = "f909c802cbc5a22f"
+CALLEES = "13bcd5f30f04d8fe"
 CACHE = callees_digest() == CALLEES
 
 # Counters (the int64 result), by index.
@@ -380,6 +381,7 @@ def fold(ev, times, sp, names, passes, arrivals, now, scenario, cache, rates, ki
         hold_level[n_hold], hold_time[n_hold] = level, now - since
         n_hold += 1
     c[FIRST_TRIGGER], c[BAND_FLOOR] = first_trigger, band_floor
+    n_hold = _timed_only(hold_level, hold_time, n_hold)
     levels, seconds = _held(hold_level[:n_hold], hold_time[:n_hold])
     if first_trigger >= 0:
         _band(c, f, levels, seconds, trigger, budget)
@@ -429,13 +431,37 @@ def _half(c, turn, first_trigger, turns):
 
 
 @numba.njit(cache=CACHE)
+def _timed_only(levels, seconds, n):
+    """Drop the points held for no time, when some point was held for some; returns how many are left.
+
+    Most of a run's points last no time (the spans that enter or leave at one moment). Once the band's time is
+    positive, such a point changes none of its figures: each sum it enters gains +0.0 (the same float), and a
+    level held for no time is never the first at which the running time reaches a share above zero, so no
+    quantile is one. Without them the levels' sort has half as many to order. (With no time held at all the
+    quantiles count the levels instead, and all are kept.)"""
+    if not (seconds[:n] > 0).any():
+        return n
+    m = 0
+    for q in range(n):
+        if seconds[q] > 0:
+            levels[m], seconds[m] = levels[q], seconds[q]
+            m += 1
+    return m
+
+
+@numba.njit(cache=CACHE)
 def _held(levels, seconds):
     """Seconds held at each distinct level, ascending, each summed in the order held (as a dict would)."""
-    order = np.argsort(levels, kind="mergesort")
-    out_levels = np.zeros(levels.shape[0], dtype=np.int64)
-    out_seconds = np.zeros(levels.shape[0])
+    n = levels.shape[0]
+    # Each level with its place in the order held, as one distinct key: sorted, the keys give the levels ascending
+    # and equal ones in the order held, the order a stable sort gives (a merge sort took a tenth of a naive run).
+    keys = levels * n + np.arange(n)
+    keys.sort()
+    out_levels = np.zeros(n, dtype=np.int64)
+    out_seconds = np.zeros(n)
     m = -1
-    for q in order:
+    for key in keys:
+        q = key % n
         if m < 0 or out_levels[m] != levels[q]:
             m += 1
             out_levels[m] = levels[q]
@@ -478,21 +504,20 @@ def _window_end(c, sp, names, arrivals, kinds):
     """The run end's figures: evictions nothing in the window records, and the markers' tokens left."""
     rationale, placeholder, summary, tombstone = kinds[0], kinds[1], kinds[2], kinds[3]
     named = np.zeros(sp.shape[0], dtype=np.bool_)
-    for sid in range(1, sp.shape[0]):
-        s = sp[sid]
-        if s[_IN_WINDOW]:
-            kind = s[_KIND]
+    for sid in range(1, sp.shape[0]):  # (the table indexed, not its rows taken: a row's view costs two counts)
+        if sp[sid, _IN_WINDOW]:
+            kind = sp[sid, _KIND]
             if kind == rationale or kind == placeholder or kind == summary:
-                for q in range(s[_NAMES_START], s[_NAMES_START] + s[_NAMES_COUNT]):
+                for q in range(sp[sid, _NAMES_START], sp[sid, _NAMES_START] + sp[sid, _NAMES_COUNT]):
                     named[names[q]] = True
             if kind == tombstone:
-                c[TOMBSTONE_TOKENS] += s[_TOKENS]
+                c[TOMBSTONE_TOKENS] += sp[sid, _TOKENS]
             if kind == placeholder:
-                c[PLACEHOLDER_TOKENS] += s[_TOKENS]
+                c[PLACEHOLDER_TOKENS] += sp[sid, _TOKENS]
     for sid in range(1, sp.shape[0]):
-        s = sp[sid]
-        if s[_REMOVED] and not named[sid]:
-            marker = True if s[_SOURCE] < 0 else arrivals[s[_SOURCE], MARKER] != 0  # a pass's own spans are records
+        if sp[sid, _REMOVED] and not named[sid]:
+            source = sp[sid, _SOURCE]
+            marker = True if source < 0 else arrivals[source, MARKER] != 0  # a pass's own spans are records
             if not marker:
                 c[UNRECORDED] += 1
 
@@ -500,18 +525,25 @@ def _window_end(c, sp, names, arrivals, kinds):
 # The scalars of :func:`run`, in its ``numbers`` array.
 (N_POLICY, N_TURNS, N_TURN_UNIT, N_CEILING, N_BUDGET, N_TRIGGER, N_SELECT_MAX, N_PROTECT_RECENT, N_REENTRANT,
  N_LOW_WATER) = range(10)
+NUMBERS = 10
 
 
 @numba.njit(cache=CACHE)
-def run(numbers, rng, variates, pattern, sizes, p_stale, tool, scale, initial, templates, event_first, latency, dec,
-        prune_kinds, gate, run_numbers, cache, rates, marker_kinds):
+def variates(workload_rng, pattern, n, keep):
+    """draws.chunk_variates from the generator at ``workload_rng`` (bitgen.addresses)."""
+    return draws.chunk_variates(generator_at(workload_rng), pattern, n, keep)
+
+
+@numba.njit(cache=CACHE)
+def run(numbers, policy_rng, variates, pattern, sizes, p_stale, tool, scale, initial, templates, event_first, latency,
+        dec, prune_kinds, gate, run_numbers, cache, rates, marker_kinds):
     """One run, compiled end to end: the workload's arrivals (draws.arrivals), the turns (loop.simulate), the
     counters (:func:`fold`); one call, so that no intermediate table crosses into Python."""
     rows, n_init, first, output, tool_s = draws.arrivals(variates, numbers[N_TURNS], pattern, sizes, p_stale, tool,
                                                          scale, numbers[N_TURN_UNIT] != 0, initial, templates,
                                                          event_first)
     ev, times, table, names, passes, now = loop.simulate(
-        numbers[N_POLICY], rng, rows, n_init, first, output, tool_s, numbers[N_CEILING], numbers[N_BUDGET],
-        numbers[N_TRIGGER], latency, dec, numbers[N_SELECT_MAX], numbers[N_PROTECT_RECENT],
+        numbers[N_POLICY], generator_at(policy_rng), rows, n_init, first, output, tool_s, numbers[N_CEILING],
+        numbers[N_BUDGET], numbers[N_TRIGGER], latency, dec, numbers[N_SELECT_MAX], numbers[N_PROTECT_RECENT],
         numbers[N_REENTRANT] != 0, prune_kinds, numbers[N_LOW_WATER], gate)
     return fold(ev, times, table, names, passes, rows, now, run_numbers, cache, rates, marker_kinds)

@@ -35,21 +35,19 @@ def _log(ev, times, n, code, turn, a, b, c, d, e, f, now, util, added, removed):
 
 @numba.njit(cache=True, inline="always")
 def _add(sp, order, n_order, sid, tokens, ceiling, util, added):
-    """Window.add: place span ``sid`` at the end, cut to the ceiling; returns (kept, cut, n_order, util, added)."""
+    """Window.add: place span ``sid`` at the end, cut to the ceiling; returns (kept, cut, n_order, util, added).
+
+    Written without a branch: numba counts references to the arrays an inlined function is given, and prunes
+    the counts only where the function is one straight block (a branch here cost four atomic counts a span).
+    """
     room = ceiling - util
-    cut = tokens - room if room > 0 else tokens
-    if cut > 0:
-        tokens -= cut
-    else:
-        cut = 0
-    sp[sid, 1] = tokens
-    if tokens > 0:
-        sp[sid, 11] = 1
-        order[n_order] = sid
-        n_order += 1
-        util += tokens
-        added += tokens
-    return tokens, cut, n_order, util, added
+    cut = max(0, tokens - room if room > 0 else tokens)
+    kept = tokens - cut
+    placed = kept > 0
+    sp[sid, 1] = kept
+    sp[sid, 11] = placed  # (a fresh id's row is zeros: 0 when nothing is kept)
+    order[n_order] = sid  # (past the order's end when nothing is kept: the next placement writes over it)
+    return kept, cut, n_order + placed, util + kept, added + kept
 
 
 @numba.njit(cache=True)
@@ -64,11 +62,12 @@ def _compact(sp, order, n_order):
 
 
 @numba.njit(cache=True, inline="always")
-def _take(span, util, removed):
-    """Window.remove: the span (its table row) leaves; returns (utilization, removed total)."""
-    span[11] = 0
-    span[12] = 1
-    return util - span[1], removed + span[1]
+def _take(sp, sid, util, removed):
+    """Window.remove: span ``sid`` leaves; returns (utilization, removed total). (Indexed, not given its row: a
+    row's view costs two reference counts.)"""
+    sp[sid, 11] = 0
+    sp[sid, 12] = 1
+    return util - sp[sid, 1], removed + sp[sid, 1]
 
 
 @numba.njit(cache=True)
@@ -84,24 +83,34 @@ PARTIAL_SELECTION = 16  # selections made one by one; a pass that selects more s
 
 
 @numba.njit(cache=True)
-def _next_largest(sp, ids, q, n):
-    """Put at ``ids[q]`` the largest span of ``ids[q:n]`` (the first of equal ones), the others kept in order.
+def _largest_prefix(sp, ids, tokens, n, limit, reclaim):
+    """Bring the largest spans of ``ids[:n]`` forward one at a time (the first of equal ones, the others kept in
+    order), until ``limit`` are or, with a ``reclaim`` target (> 0), their tokens reach it; returns how many.
+    ``tokens[:n]`` holds their sizes, and moves with them (compared in one array, not looked up in the table:
+    half the selection's time).
 
-    Called for q = 0, 1, ... it leaves in ``ids[:q + 1]`` what a stable largest-first sort puts first: a pass
-    selects a few of its candidates, and finding them costs fewer comparisons than sorting them all.
+    It leaves in ``ids[:k]`` what a stable largest-first sort puts first: a pass selects a few of its candidates,
+    and finding them costs fewer comparisons than sorting them all.
     """
-    if q >= PARTIAL_SELECTION:
-        if q == PARTIAL_SELECTION:
+    total = 0
+    q = 0
+    while q < n and q < limit and not (reclaim > 0 and total >= reclaim):
+        if q < PARTIAL_SELECTION:
+            best = q
+            for r in range(q + 1, n):
+                if tokens[r] > tokens[best]:
+                    best = r
+            x, size = ids[best], tokens[best]
+            for r in range(best, q, -1):
+                ids[r], tokens[r] = ids[r - 1], tokens[r - 1]
+            ids[q], tokens[q] = x, size
+        elif q == PARTIAL_SELECTION:
             _largest_first(sp, ids[q:], n - q)
-        return
-    best = q
-    for r in range(q + 1, n):
-        if sp[ids[r], 1] > sp[ids[best], 1]:
-            best = r
-    x = ids[best]
-    for r in range(best, q, -1):
-        ids[r] = ids[r - 1]
-    ids[q] = x
+            for r in range(q, n):
+                tokens[r] = sp[ids[r], 1]
+        total += tokens[q]
+        q += 1
+    return q
 
 
 @numba.njit(cache=True)
@@ -125,13 +134,14 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     # Span table, by id (ids start at 1): kind, tokens, turn, stale_at, pinned, pass_id, source (arrival
     # row, -1 for a pass's own spans), offerable, constraint, names start, names count, in window, removed.
     sp = np.zeros((cap, 13), dtype=np.int64)
-    names = np.zeros(16 + 8 * turns, dtype=np.int64)
+    names = np.zeros(cap, dtype=np.int64)  # (a span is named once at most: the pass naming it evicts it)
     n_names = 0
     order = np.zeros(cap, dtype=np.int64)  # ids in window order (removed ones compacted away lazily)
     n_order = 0
     # Scratch of a consultation: the candidates (or recency's choice), those judged stale, the selections' sizes.
     cand = np.empty(cap, dtype=np.int64)
     judged = np.empty(cap, dtype=np.int64)
+    judged_tokens = np.empty(cap, dtype=np.int64)
     # (a pass selects at most the candidates, at most every span: select_max may be far more, as a decision
     # field's bound only)
     per_span = np.empty(max(1, min(select_max, cap)), dtype=np.int64)
@@ -203,38 +213,30 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             nj = 0
             for q in range(nc):  # one uniform a candidate, drawn in order as rng.random(nc) draws them
                 if (rng.random() < dec[7]) == (turn >= sp[cand[q], 3]):
-                    judged[nj] = cand[q]
+                    judged[nj], judged_tokens[nj] = cand[q], sp[cand[q], 1]
                     nj += 1
             # the judged spans largest first (stable), as many as the plan selects
             if dec[6] > 0:
-                total = 0
-                ns = 0
-                for q in range(nj):
-                    if total >= dec[6] or ns >= select_max:
-                        break
-                    _next_largest(sp, judged, q, nj)
-                    total += sp[judged[q], 1]
-                    ns += 1
+                ns = _largest_prefix(sp, judged, judged_tokens, nj, select_max, dec[6])
             else:
                 extra_max = max(0, select_max - 1)
                 p = 0.0 if extra_max == 0 else min(1.0, max(0.0, (dec[5] - 1) / extra_max))
                 want = 1 + rng.binomial(extra_max, p) if extra_max else 1
-                ns = min(want, nj)
-                for q in range(ns):
-                    _next_largest(sp, judged, q, nj)
-            selected = judged  # its first ns
+                ns = _largest_prefix(sp, judged, judged_tokens, nj, min(want, nj), 0.0)
             for q in range(ns):  # as rng.lognormal(0, sigma, ns) draws them
                 per_span[q] = max(1, np.int64(round(dec[3] * rng.lognormal(0.0, dec[4]))))
             own = False
             if reentrant:
                 own = rng.random() < dec[7]
             rationale_base = np.int64(dec[2])
-            rationale_tokens = rationale_base + per_span[:ns].sum()
+            rationale_tokens = rationale_base
+            for q in range(ns):
+                rationale_tokens += per_span[q]
             overhead = index_tokens + rationale_tokens
             if policy == SLACK_GATED:  # evaluate_boundary, then the pass or the fallback
                 selected_tokens = 0
                 for q in range(ns):
-                    selected_tokens += sp[selected[q], 1]
+                    selected_tokens += sp[judged[q], 1]
                 headroom = budget - util
                 margin = margin_factor * rationale_tokens
                 if headroom < 0:
@@ -261,23 +263,22 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             n_order = _compact(sp, order, n_order)
             need = util - target
             last = turn - protect_recent
-            chosen = cand
             nc = 0
             for q in range(n_order):
                 if need <= 0:
                     break
                 cid = order[q]
                 if sp[cid, 11] and sp[cid, 7] and sp[cid, 2] <= last:
-                    chosen[nc] = cid
+                    cand[nc] = cid
                     nc += 1
                     need -= sp[cid, 1]
             if nc:
                 freed = 0
                 for q in range(nc):
-                    s = sp[chosen[q]]
-                    util, removed = _take(s, util, removed)
-                    freed += s[1]
-                    n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, chosen[q], s[1], 0, 0, 0, now,
+                    sid = cand[q]
+                    util, removed = _take(sp, sid, util, removed)
+                    freed += sp[sid, 1]
+                    n = _log(ev, times, n, REMOVE, turn, NONMODEL_RECENCY + fallback, sid, sp[sid, 1], 0, 0, 0, now,
                              util, added, removed)
                 n = _log(ev, times, n, NON_MODEL, turn, nc, freed, fallback, 0, 0, 0, now, util, added, removed)
         if run_pass:
@@ -293,18 +294,18 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                         continue
                     excluded = False
                     for r in range(ns):
-                        if selected[r] == sid:
+                        if judged[r] == sid:
                             excluded = True
                     if excluded:
                         continue
-                    s = sp[sid]
-                    util, removed = _take(s, util, removed)
-                    n = _log(ev, times, n, REMOVE, turn, DROP, sid, s[1], 0, 0, 0, now, util, added, removed)
-                    n = _log(ev, times, n, TRUNC, turn, FORCED_DROP, s[0], s[1], 0, 0, -1, now, util, added, removed)
+                    util, removed = _take(sp, sid, util, removed)
+                    n = _log(ev, times, n, REMOVE, turn, DROP, sid, sp[sid, 1], 0, 0, 0, now, util, added, removed)
+                    n = _log(ev, times, n, TRUNC, turn, FORCED_DROP, sp[sid, 0], sp[sid, 1], 0, 0, -1, now, util, added,
+                             removed)
             next_id += 1
             sid = next_id
-            s = sp[sid]
-            s[0], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = k_index, turn, turn, 0, n_pass, -1, 1, 0
+            sp[sid, 0], sp[sid, 2], sp[sid, 3], sp[sid, 4] = k_index, turn, turn, 0
+            sp[sid, 5], sp[sid, 6], sp[sid, 7], sp[sid, 8] = n_pass, -1, 1, 0
             tokens, cut, n_order, util, added = _add(sp, order, n_order, sid, index_tokens, ceiling, util, added)
             if tokens > 0:
                 n = _log(ev, times, n, APPEND, turn, sid, tokens, 0, 0, 0, 0, now, util, added, removed)
@@ -329,19 +330,16 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             if rationale:
                 next_id += 1
                 note = next_id
-                s = sp[note]
-                s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8] = (k_rationale, rationale, turn, turn + 1, 0,
-                                                                        n_pass, -1, 1, 0)
-                s[9] = n_names
-                s[10] = written
+                sp[note, 0], sp[note, 1], sp[note, 2], sp[note, 3] = k_rationale, rationale, turn, turn + 1
+                sp[note, 5], sp[note, 6], sp[note, 7], sp[note, 9], sp[note, 10] = n_pass, -1, 1, n_names, written
                 if n_names + written > names.shape[0]:
                     bigger = np.zeros(2 * names.shape[0] + written, dtype=np.int64)
                     bigger[:n_names] = names[:n_names]
                     names = bigger
                 for q in range(written):
-                    names[n_names + q] = selected[q]
+                    names[n_names + q] = judged[q]
                 n_names += written
-                s[11] = 1
+                sp[note, 11] = 1
                 order[n_order] = note
                 n_order += 1
                 util += rationale
@@ -359,22 +357,21 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             if own and rationale and sp[note, 11]:  # a reentrant plan: its own justification was a candidate
                 n_victims += 1
             for q in range(n_victims):
-                sid = selected[q] if q < written else note
-                s = sp[sid]
-                if s[11]:
-                    util, removed = _take(s, util, removed)
-                    n = _log(ev, times, n, REMOVE, turn, EVICT, sid, s[1], 0, 0, 0, now, util, added,
-                                        removed)
-                    evicted += s[1]
+                sid = judged[q] if q < written else note
+                if sp[sid, 11]:
+                    util, removed = _take(sp, sid, util, removed)
+                    n = _log(ev, times, n, REMOVE, turn, EVICT, sid, sp[sid, 1], 0, 0, 0, now, util, added, removed)
+                    evicted += sp[sid, 1]
                     spans += 1
-                    stale += 1 if sid == note else int(turn >= s[3])  # the engine counts its own rationale as stale
+                    # (the engine counts its own rationale as stale)
+                    stale += 1 if sid == note else int(turn >= sp[sid, 3])
             net = evicted - index_kept - rationale
             in_band = budget - before < overhead
-            pr = passes[n_pass - 1]
-            pr[0], pr[1], pr[2], pr[3], pr[4], pr[5], pr[6], pr[7], pr[8] = (n_pass, turn, 0, before, peak, util,
-                                                                            budget - before, nc, ns)
-            pr[9], pr[10], pr[11], pr[12], pr[13], pr[14], pr[15], pr[16] = (spans, index_kept, rationale, evicted,
-                                                                             net, was_cut, stale, in_band)
+            k = n_pass - 1
+            passes[k, 0], passes[k, 1], passes[k, 3], passes[k, 4], passes[k, 5] = n_pass, turn, before, peak, util
+            passes[k, 6], passes[k, 7], passes[k, 8], passes[k, 9] = budget - before, nc, ns, spans
+            passes[k, 10], passes[k, 11], passes[k, 12], passes[k, 13] = index_kept, rationale, evicted, net
+            passes[k, 14], passes[k, 15], passes[k, 16] = was_cut, stale, in_band
             n = _log(ev, times, n, PASS, turn, n_pass - 1, 0, 0, 0, 0, 0, now, util, added, removed)
         n = _log(ev, times, n, TURN_END, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
     return ev[:n], times[:n], sp[:next_id + 1], names[:n_names], passes[:n_pass], now
