@@ -79,6 +79,7 @@ _RUNTIME = "runtime"
 _FALLBACK = "fallback"
 _EDIT = "edit"  # a runtime policy's clearing or compaction (placeholders, summaries): the policy's own edit
 _EDIT_CAUSES = frozenset({"cleared", "restored", "summarized", "summary_dropped"})
+_UNRECORDED = frozenset({"prune_pass"})  # what an unrecorded run's cost observer does not hear
 _PASS = "pass"  # an eviction of a model-driven pass: charged to the pass whose decision call came last
 
 
@@ -125,6 +126,11 @@ class CostMetrics(Observer):
         self.refetch_cost = 0.0
         self.pass_costs: dict[int, list] = {}  # pass id -> [decision cost, invalidated tokens, invalidation cost]
         self.pass_rows: dict[int, tuple[int, int]] = {}  # pass id -> (turn, net)
+
+    @property
+    def muted(self) -> frozenset[str]:
+        """A run that keeps no per-pass costs has nothing to take from a pass's record."""
+        return frozenset() if self.keep_calls else _UNRECORDED
 
     # -- the window ----------------------------------------------------------------
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:

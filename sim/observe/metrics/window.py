@@ -114,6 +114,10 @@ class WindowMetrics(Observer):
         self.lost_constraints = 0
         self.final_utilization = 0
         self.sim_time = 0.0
+        # Under a hard budget no turn ends above it, and the run's end gives the final utilization: the turn's
+        # end has nothing to tell (one handler call a turn saved).
+        if self.hard:
+            self.muted = frozenset({"turn_end"})
 
     def _hold(self, time: float, utilization: int) -> None:
         """Credit the time since the last point to its level; ``utilization`` holds from ``time`` on."""
