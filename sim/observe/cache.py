@@ -311,17 +311,18 @@ class PromptCache:
 
     # -- invalidation accounting -----------------------------------------------------
     def _invalidated(self, time: float, read: int) -> tuple[int, object]:
-        if self._first_edit is None:
-            return 0, None
+        """What the call that read ``read`` tokens lost to the edits since the previous call (``_first_edit`` set)."""
         source = self._first_source
         alive = self._extent_expiry >= time  # an entry that had expired anyway was not lost to the edit
-        survived = self._floor(self._extent - self._removed)
+        survived = self._extent - self._removed
+        survived -= survived % self.g
         if survived < self.min_tokens:
             survived = 0
-        self._forget_edits()
+        self._removed = 0  # the edits are accounted for (_forget_edits, written out: once a pass)
+        self._first_edit = self._first_source = None
         if not alive:
             return 0, None
-        lost = round(self.reuse * survived) - read
+        lost = (survived if self.reuse == 1.0 else round(self.reuse * survived)) - read
         return (lost, source) if lost > 0 else (0, None)
 
     def _forget_edits(self) -> None:

@@ -96,6 +96,8 @@ def time_quantile(levels: list[int], seconds: list[float], q: float) -> int:
 
 
 class WindowMetrics(Observer):
+    deferred = True  # read when the run is over; of a span, only its kind and tags
+
     def __init__(self, run):
         self.turns = run.scenario.turns
         self.trigger = run.acting_trigger
@@ -148,8 +150,8 @@ class WindowMetrics(Observer):
             self.since, self.level = time, utilization
             if utilization < self.band_floor:
                 self.band_floor = utilization
-        if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
-            self.lost_constraints += 1
+        if not span.offerable and span.is_constraint and cause != "summarized":  # a summary that carries a
+            self.lost_constraints += 1  # constraint keeps it (an offerable span is no constraint: one test)
 
     def on_spans_removed(self, time, turn, removals) -> None:
         """The removals of one change, folded: they come at one time, so the time since the last point goes to
@@ -163,9 +165,10 @@ class WindowMetrics(Observer):
             self.since, self.level = time, utilization
             if utilization < self.band_floor:
                 self.band_floor = utilization
-        for cause, span, _, _, _, _ in removals:
-            if span.is_constraint and cause != "summarized":
-                self.lost_constraints += 1
+        if removals[0][0] != "summarized":  # one cause for the whole change
+            for _, span, _, _, _, _ in removals:
+                if not span.offerable and span.is_constraint:
+                    self.lost_constraints += 1
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
         self.forced_truncations += 1
