@@ -153,7 +153,7 @@ class CostMetrics(Observer):
         self._total -= freed
 
     def on_spans_removed(self, time, turn, removals) -> None:
-        """The removals of one change (one cause), kept for the next call like any other (see :meth:`on_span_removed`)."""
+        """The removals of one change (one cause), kept for the next call like any other (see on_span_removed)."""
         source = self._source(removals[0][0])
         pending = self._pending
         freed_all = 0
