@@ -208,11 +208,11 @@ class PromptCache:
         if self._calls == 1 and self._system_end is None:
             self.system = (stable, stable_spans) if stable is not None else (prompt, spans)
         behaviour = self.behaviour
-        if behaviour == "none":
-            self._forget_edits()
-            return 0, 0, prompt, 0, None
         if behaviour == "explicit":
             readable = self._explicit(time, prompt, spans, stable, stable_spans)
+        elif behaviour == "none":
+            self._forget_edits()
+            return 0, 0, prompt, 0, None
         else:
             readable = self._implicit(time, prompt, spans)
         read = readable if self.reuse == 1.0 else round(self.reuse * readable)
@@ -224,7 +224,8 @@ class PromptCache:
             self._cut(stable, stable_spans)  # the transient tail is gone after this call
         entries = self.entries
         if entries:
-            self._extent, self._extent_expiry = entries[-1].length, entries[-1].expiry
+            last = entries[-1]
+            self._extent, self._extent_expiry = last.length, last.expiry
         else:
             self._extent, self._extent_expiry = 0, -1.0
         if len(entries) > self._cleanup_at:
@@ -234,10 +235,13 @@ class PromptCache:
 
     def _explicit(self, time: float, prompt: int, spans: int, stable: int | None, stable_spans: int) -> int:
         lookback = self.lookback
-        system = self.system if self.breakpoints >= 2 and self.system is not None and self.system[0] < prompt \
-            else None
-        held = (stable, stable_spans) if self.breakpoints >= 3 and stable is not None and stable < prompt else None
-        warmed, self._warmed = self._warmed, None
+        system = self.system
+        if system is not None and (system[0] >= prompt or self.breakpoints < 2):
+            system = None
+        held = (stable, stable_spans) if stable is not None and stable < prompt and self.breakpoints >= 3 else None
+        warmed = self._warmed
+        if warmed is not None:
+            self._warmed = None  # read once, by this call
         entries = self.entries
         found = None
         for e in reversed(entries):  # longest first; every entry is a prefix of the window
