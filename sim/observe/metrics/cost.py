@@ -128,15 +128,17 @@ class CostMetrics(Observer):
         self.pass_rows: dict[int, tuple[int, int]] = {}  # pass id -> (turn, net)
 
     @property
-    def muted(self) -> frozenset[str]:
-        """A run that keeps no per-pass costs has nothing to take from a pass's record."""
-        return frozenset() if self.keep_calls else _UNRECORDED
+    def keep_calls(self) -> bool:
+        """Keep a row per call and each pass's costs (a recorded run). Setting it sets how the observer is heard:
+        a run that keeps neither has nothing to take from a pass's record, and nothing reads the observer before
+        the run ends, so it is deferred (prunesim.model.events; of a span it reads only the id and tags)."""
+        return self._keep_calls
 
-    @property
-    def deferred(self) -> bool:
-        """Heard in batches (prunesim.model.events) unless a recorder reads its rows and pass costs as the run goes;
-        of a span it reads only the id and tags."""
-        return not self.keep_calls
+    @keep_calls.setter
+    def keep_calls(self, keep: bool) -> None:
+        self._keep_calls = keep
+        self.muted = frozenset() if keep else _UNRECORDED
+        self.deferred = not keep
 
     # -- the window ----------------------------------------------------------------
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
@@ -267,11 +269,11 @@ class CostMetrics(Observer):
             self.decision_cost += cost
             if pass_id:  # a prune pass (a compaction has none: its edits are charged as the policy's, not a pass's)
                 self._pass = pass_id
-                if self.keep_calls:
+                if self._keep_calls:
                     self.pass_costs[pass_id] = [cost, 0, 0.0]
         if invalidated:
             invalidated = self._blame(invalidated, source)
-        if self.keep_calls:
+        if self._keep_calls:
             self.calls.append((self.call_count, time, turn, int(decision), pass_id,
                                prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
 

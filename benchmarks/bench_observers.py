@@ -1,0 +1,120 @@
+"""What the observers cost a turn of naive on oscillation-40, run as ``prunesim run --trace none`` runs it.
+
+    python benchmarks/bench_observers.py                  # 20,000 turns, fastest of 5
+    python benchmarks/bench_observers.py --turns 5000 --repeat 3
+
+Printed, from one process:
+
+- the handler calls per turn, by kind and observer (the bus's bindings, counted
+  as they are heard; a deferred observer's are counted when its batch is heard);
+- CPU time per turn (the fastest of ``--repeat`` rounds, each configuration in
+  turn): the run as it is; with each registered observer muted (bound to
+  nothing but ``run_end``, so its summary is computed but means nothing); with
+  all of them muted; and with the deferred observers' batch at other sizes
+  (``1``: each event heard as it comes, as a live observer hears it);
+- the engine with no observer at all (``bench_floor.py``'s row of that name).
+
+The figures of docs/performance.md, "What the observers cost a turn", come
+from this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+
+import bench_floor  # beside this script: python puts the script's folder first on the path
+from prunesim import observe, runner
+from prunesim.io import scenario_files
+from prunesim.model import events
+from prunesim.runner import run_one
+
+BATCHES = (1, 64, 256, 4096)
+
+
+def counted_calls(sc) -> collections.Counter:
+    """(kind, observer) -> handler calls in one run, each observer's handlers wrapped where the bus finds them."""
+    counts: collections.Counter = collections.Counter()
+    build = runner.build_observers
+
+    def counting(run):
+        built = build(run)
+        for obs in built:
+            for kind in events.KINDS:
+                method = events.METHOD[kind]
+                if getattr(type(obs), method) is getattr(events.Observer, method):
+                    continue
+                handler, key = getattr(obs, method), (kind, type(obs).__name__)
+
+                def wrapped(*args, _h=handler, _key=key):
+                    counts[_key] += 1
+                    return _h(*args)
+                setattr(obs, method, wrapped)  # the bus binds the instance's attribute
+        return built
+
+    runner.build_observers = counting
+    try:
+        run_one(sc, "naive", 0, trace="none")
+    finally:
+        runner.build_observers = build
+    return counts
+
+
+def muting(names):
+    """``build_observers`` with the observers of these classes bound to nothing but ``run_end``."""
+    build = runner.build_observers
+
+    def muted(run):
+        built = build(run)
+        for obs in built:
+            if type(obs).__name__ in names:
+                obs.muted = frozenset(events.KINDS) - {"run_end"}
+        return built
+    return muted
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    sc = scenario_files.load(bench_floor.SCENARIO, {"turns": args.turns})
+    counts = counted_calls(sc)
+    print(f"handler calls per turn ({args.turns:,} turns of naive), {sum(counts.values()) / args.turns:.2f} in all:")
+    for (kind, name), n in counts.most_common():
+        if n >= args.turns / 100:
+            print(f"  {kind:16s} {name:18s} {n / args.turns:6.3f}")
+
+    names = [cls.__name__ for cls in observe.REGISTRY.values()]
+    # An install from before deferred observers (c908ce8) has no batch: the same rows, the batches left out.
+    build, batch = runner.build_observers, getattr(events, "DEFERRED_BATCH", None)
+    configs = {"as it is": (build, batch)}
+    configs.update({f"{name} muted": (muting({name}), batch) for name in names})
+    configs["all muted"] = (muting(set(names)), batch)
+    if batch is not None:
+        configs.update({f"batch {n}": (build, n) for n in BATCHES})
+    best = dict.fromkeys([*configs, "the engine with no observer"], float("inf"))
+    for _ in range(args.repeat):
+        for label, (builder, size) in configs.items():
+            runner.build_observers = builder
+            if size is not None:
+                events.DEFERRED_BATCH = size
+            try:
+                best[label] = min(best[label], bench_floor.timed(lambda: run_one(sc, "naive", 0, trace="none")))
+            finally:
+                runner.build_observers = build
+                if batch is not None:
+                    events.DEFERRED_BATCH = batch
+        best["the engine with no observer"] = min(best["the engine with no observer"],
+                                                  bench_floor.timed(lambda: bench_floor.engine_alone(sc, "naive")))
+    us = {label: t / args.turns * 1e6 for label, t in best.items()}
+    print(f"CPU us per turn, fastest of {args.repeat} (deferred batch {batch or 'none'}):")
+    for label, value in us.items():
+        saved = f"  ({us['as it is'] - value:+.2f} against as it is)" if label != "as it is" else ""
+        print(f"  {label:30s} {value:6.2f}{saved}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
