@@ -28,14 +28,17 @@ import bench_floor  # beside this script: python puts the script's folder first 
 from prunesim import observe, runner
 from prunesim.io import scenario_files
 from prunesim.model import events
+from prunesim.observe.metrics.cost import CostMetrics
 from prunesim.runner import run_one
 
 BATCHES = (1, 64, 256, 4096)
 
 
-def counted_calls(sc) -> collections.Counter:
-    """(kind, observer) -> handler calls in one run, each observer's handlers wrapped where the bus finds them."""
+def counted_calls(sc) -> tuple[collections.Counter, list]:
+    """(kind, observer) -> handler calls in one run, each observer's handlers wrapped where the bus finds them;
+    and what the cost observer heard, in order: (handler name, arguments)."""
     counts: collections.Counter = collections.Counter()
+    heard: list[tuple] = []
     build = runner.build_observers
 
     def counting(run):
@@ -46,9 +49,12 @@ def counted_calls(sc) -> collections.Counter:
                 if getattr(type(obs), method) is getattr(events.Observer, method):
                     continue
                 handler, key = getattr(obs, method), (kind, type(obs).__name__)
+                log = heard if isinstance(obs, CostMetrics) else None
 
-                def wrapped(*args, _h=handler, _key=key):
+                def wrapped(*args, _h=handler, _key=key, _log=log, _name=method):
                     counts[_key] += 1
+                    if _log is not None:
+                        _log.append((_name, args))
                     return _h(*args)
                 setattr(obs, method, wrapped)  # the bus binds the instance's attribute
         return built
@@ -58,7 +64,44 @@ def counted_calls(sc) -> collections.Counter:
         run_one(sc, "naive", 0, trace="none")
     finally:
         runner.build_observers = build
-    return counts
+    return counts, heard
+
+
+def heard_again(sc, heard: list) -> tuple[float, float]:
+    """CPU seconds a fresh cost observer takes to hear ``heard`` in a loop that does nothing else; and the mean
+    number of spans its window held at a model call."""
+    obs = CostMetrics(observe.RunContext(sc, "naive", 0, sc.trigger, "none"))
+    handlers = {name: getattr(obs, name) for name, _ in heard}
+    spans, calls = 0, 0
+
+    def hear() -> None:
+        for name, args in heard:
+            handlers[name](*args)
+
+    seconds = bench_floor.timed(hear)
+    fresh = CostMetrics(observe.RunContext(sc, "naive", 0, sc.trigger, "none"))
+    for name, args in heard:
+        if name == "on_model_call":
+            spans, calls = spans + len(fresh._ids), calls + 1
+        getattr(fresh, name)(*args)
+    return seconds, spans / max(calls, 1)
+
+
+def in_batches(sc) -> float | None:
+    """CPU seconds of one run spent hearing the deferred observers' batches (None: no deferred observers)."""
+    flush = getattr(events.Bus, "flush", None)
+    if flush is None:
+        return None
+    spent = [0.0]
+
+    def timed_flush(self, *args):
+        spent[0] += bench_floor.timed(lambda: flush(self, *args))
+    events.Bus.flush = timed_flush
+    try:
+        run_one(sc, "naive", 0, trace="none")
+    finally:
+        events.Bus.flush = flush
+    return spent[0]
 
 
 def muting(names):
@@ -80,7 +123,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     sc = scenario_files.load(bench_floor.SCENARIO, {"turns": args.turns})
-    counts = counted_calls(sc)
+    counts, heard = counted_calls(sc)
     print(f"handler calls per turn ({args.turns:,} turns of naive), {sum(counts.values()) / args.turns:.2f} in all:")
     for (kind, name), n in counts.most_common():
         if n >= args.turns / 100:
@@ -109,6 +152,13 @@ def main(argv=None) -> int:
         best["the engine with no observer"] = min(best["the engine with no observer"],
                                                   bench_floor.timed(lambda: bench_floor.engine_alone(sc, "naive")))
     us = {label: t / args.turns * 1e6 for label, t in best.items()}
+    again = [heard_again(sc, heard) for _ in range(args.repeat)]
+    batches = [in_batches(sc) for _ in range(args.repeat)]
+    print(f"the cost observer's {len(heard) / args.turns:.2f} events a turn heard again in a loop: "
+          f"{min(a[0] for a in again) / args.turns * 1e6:.2f} us a turn (its window: {again[0][1]:.1f} spans at a "
+          f"call, on average)")
+    if batches[0] is not None:
+        print(f"hearing the deferred observers' batches: {min(batches) / args.turns * 1e6:.2f} us a turn")
     print(f"CPU us per turn, fastest of {args.repeat} (deferred batch {batch or 'none'}):")
     for label, value in us.items():
         saved = f"  ({us['as it is'] - value:+.2f} against as it is)" if label != "as it is" else ""
