@@ -318,12 +318,10 @@ class PromptCache:
         """What the call that read ``read`` tokens lost to the edits since the previous call (``_first_edit`` set)."""
         source = self._first_source
         alive = self._extent_expiry >= time  # an entry that had expired anyway was not lost to the edit
-        survived = self._extent - self._removed
-        survived -= survived % self.g
+        survived = self._floor(self._extent - self._removed)
         if survived < self.min_tokens:
             survived = 0
-        self._removed = 0  # the edits are accounted for (_forget_edits, written out: once a pass)
-        self._first_edit = self._first_source = None
+        self._forget_edits()
         if not alive:
             return 0, None
         lost = (survived if self.reuse == 1.0 else round(self.reuse * survived)) - read

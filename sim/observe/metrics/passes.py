@@ -212,26 +212,23 @@ class PassMetrics(Observer):
     def on_prune_pass(self, time: float, record: PassRecord) -> None:
         if self.first_trigger_turn < 0:
             self._follow_trigger()
-        # One unpacking, not a field lookup per counter: a pass comes about every other turn.
-        (_, turn, _, _, _, after, _, _, _, evicted_spans, index, rationale, evicted, net, cut, _,
-         in_band) = record
         self.pass_count += 1
         if self.first_trigger_turn >= 0:
-            self._count_half(turn)
+            self._count_half(record.turn)
         else:  # classified once the first trigger is known (usually none: passes follow the trigger)
-            self.early_pass_turns.append(turn)
+            self.early_pass_turns.append(record.turn)
         if self.first_pass_turn < 0:
-            self.first_pass_turn = turn
-        self.last_pass_turn = turn
-        self.sum_index += index
-        self.sum_rationale += rationale
-        self.sum_evicted += evicted
-        self.sum_after += after
-        self.evicted_spans += evicted_spans
-        self.net_negative += net < 0
-        self.zero_yield += evicted_spans == 0
-        self.cut_passes += cut
-        self.in_band += in_band
+            self.first_pass_turn = record.turn
+        self.last_pass_turn = record.turn
+        self.sum_index += record.index
+        self.sum_rationale += record.rationale
+        self.sum_evicted += record.evicted
+        self.sum_after += record.utilization_after
+        self.evicted_spans += record.evicted_spans
+        self.net_negative += record.net < 0
+        self.zero_yield += record.evicted_spans == 0
+        self.cut_passes += record.cut
+        self.in_band += record.in_band
 
     def _count_half(self, turn: int) -> None:
         half = half_of(turn, self.first_trigger_turn, self.turns)

@@ -96,7 +96,7 @@ def time_quantile(levels: list[int], seconds: list[float], q: float) -> int:
 
 
 class WindowMetrics(Observer):
-    deferred = True  # read when the run is over; of a span, only its kind and tags
+    deferred = True  # read when the run is over; of a span it reads only its kind and tags
 
     def __init__(self, run):
         self.turns = run.scenario.turns
@@ -150,8 +150,8 @@ class WindowMetrics(Observer):
             self.since, self.level = time, utilization
             if utilization < self.band_floor:
                 self.band_floor = utilization
-        if not span.offerable and span.is_constraint and cause != "summarized":  # a summary that carries a
-            self.lost_constraints += 1  # constraint keeps it (an offerable span is no constraint: one test)
+        if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
+            self.lost_constraints += 1
 
     def on_spans_removed(self, time, turn, removals) -> None:
         """The removals of one change, folded: they come at one time, so the time since the last point goes to
@@ -167,7 +167,7 @@ class WindowMetrics(Observer):
                 self.band_floor = utilization
         if removals[0][0] != "summarized":  # one cause for the whole change
             for _, span, _, _, _, _ in removals:
-                if not span.offerable and span.is_constraint:
+                if span.is_constraint:
                     self.lost_constraints += 1
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
