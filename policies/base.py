@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 if TYPE_CHECKING:  # numpy only names a type here: listing the policies starts without it
     import numpy as np
@@ -23,9 +23,9 @@ if TYPE_CHECKING:  # numpy only names a type here: listing the policies starts w
     from prunesim.model.spans import Span
 
 
-@dataclass(frozen=True, slots=True)
-class WindowView:
-    """What a policy may see at the end of a turn. Treat ``spans`` as read-only."""
+class WindowView(NamedTuple):
+    """What a policy may see at the end of a turn: read-only (a named tuple, which the engine builds every
+    turn at a fraction of a frozen dataclass's cost). Treat ``spans`` as read-only too."""
 
     turn: int
     utilization: int

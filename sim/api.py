@@ -65,6 +65,8 @@ def run(
     overrides: dict[str, Any] | None = None,
     trace: str = "all",
     workload=None,
+    *,
+    given_as: str = GIVEN_AS,
 ) -> RunResult:
     """Run one scenario under one policy with one seed.
 
@@ -79,7 +81,7 @@ def run(
     if policy is not None:
         get_policy(policy)  # first: a policy from a file or a plugin may declare its own table
     if workload is not None:
-        return _replay(scenario, policy, seed, overrides, workload)
+        return _replay(scenario, policy, seed, overrides, workload, given_as)
     if scenario is None:
         raise UserError("api.run", None, "give a scenario or a workload")
     from prunesim.runner import run_one
@@ -87,11 +89,11 @@ def run(
     return run_one(load_scenario(scenario, overrides, policy), policy, seed, trace=trace)
 
 
-def _replay(scenario, policy, seed, overrides, workload) -> RunResult:
+def _replay(scenario, policy, seed, overrides, workload, given_as: str) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
-    scenario_mod.check_replay_overrides(overrides, GIVEN_AS)
+    scenario_mod.check_replay_overrides(overrides, given_as)
     base = load_scenario("transcript" if scenario is None else scenario, overrides, policy)
     if isinstance(workload, WorkloadData):
         data = workload
@@ -102,7 +104,7 @@ def _replay(scenario, policy, seed, overrides, workload) -> RunResult:
             raise UserError(str(workload), None, "holds no run")
         if next(runs, None) is not None:
             raise UserError(str(workload), None, "holds several runs; import it and pass one workload file")
-    result, _ = replay(data, base, policy, seed)
+    result, _ = replay(data, base, policy, seed, given_as=given_as)
     return result
 
 

@@ -89,3 +89,27 @@ def test_recency_matches_the_reference_run_for_run(oscillation, monkeypatch):
         ref = run_one(oscillation, "reference-recency", seed)
         assert real.summary == ref.summary
         assert real.recorder.trace == ref.recorder.trace
+
+
+def test_the_view_a_policy_receives_is_read_only(oscillation):
+    import numpy as np
+    from prunesim.model.engine import Engine
+    from prunesim.model.workload import SyntheticToolLoop
+
+    seen = []
+
+    class Tamper(Policy):
+        name = "tamper"
+
+        def decide(self, view):
+            seen.append(view.turn)
+            with pytest.raises(AttributeError):
+                view.utilization = 0  # a policy cannot change what the engine shows it
+            assert view.headroom == view.budget - view.utilization
+            return []
+
+    sc = oscillation
+    rng = np.random.default_rng(0)
+    workload = SyntheticToolLoop(sc.workload, 5, sc.latency.tool_mean_s, sc.latency.tool_sigma, rng)
+    Engine(sc, Tamper(sc, rng), workload).run()
+    assert seen == [1, 2, 3, 4, 5]

@@ -124,6 +124,22 @@ def test_a_workload_from_an_unknown_model_is_one_line_and_exit_2(tmp_path, capsy
                  "pricing.model=gpt-5"]) == 0
 
 
+def test_through_the_api_the_hints_name_overrides_not_the_command_lines_flag(tmp_path):
+    from prunesim import api
+    from prunesim.errors import UserError
+
+    wl.write(tmp_path / "w.jsonl", recording([0.0, 1.0, 2.0], model="acme/llama-9"))
+    with pytest.raises(UserError) as err:
+        api.run(workload=tmp_path / "w.jsonl", policy="noop")
+    assert "'acme/llama-9' is not in prices.toml" in str(err.value)
+    assert "overrides pricing.model=NAME" in str(err.value) and "--set" not in str(err.value)
+    unnamed = api.run(workload=FIXTURES / "openai.json", policy="noop")
+    note = next(n for n in unnamed.warnings if "records no model" in n)
+    assert "overrides pricing.model=NAME" in note and "--set" not in note
+    # the setting it names works through the API
+    assert api.run(workload=tmp_path / "w.jsonl", policy="noop", overrides={"pricing.model": "gpt-5"}).summary
+
+
 def test_the_leaderboard_reports_each_policy_at_its_documented_setting_and_at_each_grid_point(tmp_path, capsys):
     (tmp_path / "in").mkdir()
     wl.write(tmp_path / "in" / "w.jsonl", recording([0.0, 10.0, 20.0]))

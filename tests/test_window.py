@@ -1,3 +1,4 @@
+import pytest
 from prunesim.model.spans import Span
 from prunesim.model.window import Window
 
@@ -51,3 +52,16 @@ def test_shrink_removes_only_the_cut():
     assert w.utilization == 100
     assert w.shrink(1, 0) == 100
     assert len(w) == 0
+
+
+def test_the_by_id_mapping_is_read_only_and_follows_the_window_through_an_insert():
+    w = Window(size=1000, budget=800, hard=True)
+    w.append(span(1, 100))
+    w.append(span(3, 100))
+    by_id = w.by_id()
+    w.insert(span(2, 50), 1)  # an insert rebuilds the order: the mapping handed out before must see it
+    w.remove(1)
+    assert list(by_id) == [2, 3] and by_id[2].tokens == 50
+    assert [s.id for s in w.spans()] == [2, 3]
+    with pytest.raises(TypeError):
+        by_id[4] = span(4, 10)

@@ -169,16 +169,18 @@ class Engine(Provenance):
         published as it goes instead, so that what observers hear keeps the order it happened in.
         """
         w = self.window
+        held = w.by_id()
         if self.keeps_log or self._pass_tombstones:
-            return [self.remove(span_id, cause) for span_id in span_ids if span_id in w]
-        gone, removals, bookkeep = [], [], self._removed
+            return [self.remove(span_id, cause) for span_id in span_ids if span_id in held]
+        gone, removals, bookkeep, publish = [], [], self._removed, self._on_removed_all
         for span_id in span_ids:
-            if span_id in w:
+            if span_id in held:
                 span = w.remove(span_id)
                 gone.append(span)
-                removals.append((cause, span, span.tokens, w.utilization, w.appended_total, w.removed_total))
+                if publish:
+                    removals.append((cause, span, span.tokens, w.utilization, w.appended_total, w.removed_total))
                 bookkeep(span, cause)
-        if removals and self._on_removed_all:
+        if removals:
             now, turn = self.env.now, self.turn
             for h in self._on_removed_all:
                 h(now, turn, removals)
@@ -227,7 +229,7 @@ class Engine(Provenance):
                 self.deciding = True
                 self.env.process(self.concurrent_pass(action))
             else:
-                yield from self.apply(action)
+                yield from self.apply(action)  # most actions take no simulated time: nothing to yield
 
     def concurrent_pass(self, action: ModelPass):
         if self.authorized(action):
@@ -335,12 +337,13 @@ class Engine(Provenance):
 
     # -- actions ---------------------------------------------------------------
     def apply(self, action):
+        """Check and apply one action; what it still takes in simulated time (a model call), to ``yield from``."""
         self.check_contract(action)
         if not self.authorized(action):
-            return
+            return ()
         if isinstance(action, ModelPass):
-            yield from self.model_pass(action)
-        elif isinstance(action, Evict):
+            return self.model_pass(action)
+        if isinstance(action, Evict):
             self.evict(action)
         elif isinstance(action, Truncate):
             self.truncate(action)
@@ -351,7 +354,7 @@ class Engine(Provenance):
         elif isinstance(action, Restore):
             self.restore(action)
         elif isinstance(action, Compact):
-            yield from self.compact(action)
+            return self.compact(action)
         elif isinstance(action, Warn):
             self.warn(action)
         elif isinstance(action, BoundaryEvent):
@@ -360,6 +363,7 @@ class Engine(Provenance):
         else:
             raise PolicyContractError(f"policy {self.policy.name!r} returned {action!r}, which is not an action",
                                       type(self.policy))
+        return ()
 
     def as_actions(self, answer) -> list:
         """What ``decide`` answered, when it is not a list: any iterable of actions will do, anything else is
@@ -371,7 +375,8 @@ class Engine(Provenance):
 
     def check_contract(self, action) -> None:
         """A policy may only name spans that are in the window; anything else is a bug in the policy."""
-        missing = [i for i in named_spans(action) if i not in self.window]
+        held = self.window.by_id()
+        missing = [i for i in named_spans(action) if i not in held]
         if missing:
             raise PolicyContractError(
                 f"policy {self.policy.name!r} named span(s) {missing} that are not in the window (turn {self.turn})",
@@ -403,26 +408,26 @@ class Engine(Provenance):
         turns go on meanwhile, so their arrivals compete with the rationale for
         the room left under the ceiling.
         """
-        w = self.window
-        self.pass_count += 1
+        w, env = self.window, self.env
+        self.pass_count = pass_id = self.pass_count + 1
         pass_turn = self.turn
         before = w.utilization
         in_window = p.placement == "window"
-        kind_opts = dict(pass_id=self.pass_count, pinned=p.protect_artifacts)
+        wanted = p.rationale_tokens
         # The pass's prompt must fit under the ceiling: a runtime at its limit drops
         # the oldest prunable content to make room (a forced truncation, lost content).
-        if w.utilization + p.index_tokens > w.ceiling:
+        if before + p.index_tokens > w.ceiling:
             self.make_room(p.index_tokens, exclude=frozenset(p.selected))
         if in_window:
-            index = self.append(Span(w.new_id(), "prune_index", p.index_tokens, self.turn, stale_at=self.turn,
-                                     **kind_opts))
+            index = self.append(Span(w.new_id(), "prune_index", p.index_tokens, pass_turn, stale_at=pass_turn,
+                                     pinned=p.protect_artifacts, pass_id=pass_id))
             index_kept = index.tokens
         else:  # the index is read from the edit log: billed, but it must still fit the call
             index_kept = min(p.index_tokens, max(0, w.ceiling - w.utilization))
         prompt = before + index_kept
-        delay = self.model_latency(prompt, p.rationale_tokens)
-        if not self.env.advance(delay):
-            yield self.env.timeout(delay)
+        delay = self.model_latency(prompt, wanted)
+        if not env.advance(delay):
+            yield env.timeout(delay)
         # The rationale is written selection by selection; a hard ceiling cuts it short.
         room = max(0, w.ceiling - w.utilization - (0 if in_window else index_kept))
         written = 0
@@ -432,36 +437,40 @@ class Engine(Provenance):
                 break
             rationale += extra
             written += 1
-        cut = rationale < p.rationale_tokens
+        cut = rationale < wanted
         chosen = p.selected[:written]
-        self._model_call(prompt, rationale, True, self.pass_count)
+        self._model_call(prompt, rationale, True, pass_id)
+        turn = self.turn  # a concurrent runtime's agent went on meanwhile
         if in_window and rationale:
-            note = Span(w.new_id(), "prune_rationale", rationale, self.turn, stale_at=self.turn + 1,
-                        names=tuple(chosen), **kind_opts)
-            w.append(note)
+            note = Span(w.new_id(), "prune_rationale", rationale, turn, stale_at=turn + 1, pinned=p.protect_artifacts,
+                        pass_id=pass_id, names=tuple(chosen))
+            w.add(note)  # it fits: the room was measured for it
             if self._on_appended:
                 self._appended(note, rationale)
         if cut and self._on_truncation:
-            self._truncated("rationale_cut", "prune_rationale", p.rationale_tokens, rationale, False, written)
+            self._truncated("rationale_cut", "prune_rationale", wanted, rationale, False, written)
         peak = w.utilization
         self._pass_started(p, chosen, index_kept, rationale)
+        evicted = stale = 0
         gone = self.remove_each(chosen, "evict")
-        turn = self.turn
-        evicted, spans, stale = sum(s.tokens for s in gone), len(gone), sum(turn >= s.stale_at for s in gone)
-        if getattr(p, "prune_own_rationale", False) and in_window and rationale and note.id in w:
+        for span in gone:
+            evicted += span.tokens
+            stale += turn >= span.stale_at
+        spans = len(gone)
+        if p.prune_own_rationale and in_window and rationale and note.id in w:
             # A reentrant plan: its own justification was one of its candidates.
             evicted += self.remove(note.id, "evict").tokens
             spans += 1
             stale += 1
         self._pass_tombstones = 0
-        net = evicted - index_kept - rationale
-        in_band = w.budget - before < p.overhead
-        record = PassRecord(
-            self.pass_count, pass_turn, self.env.now, before, peak, w.utilization, w.budget - before,
-            p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut), stale, int(in_band),
-        )
-        for h in self.bus.prune_pass:
-            h(self.env.now, record)
+        if self.bus.prune_pass:
+            net = evicted - index_kept - rationale
+            in_band = w.budget - before < p.index_tokens + wanted  # the pass's overhead
+            record = PassRecord(pass_id, pass_turn, env.now, before, peak, w.utilization, w.budget - before,
+                                p.candidates, len(p.selected), spans, index_kept, rationale, evicted, net, int(cut),
+                                stale, int(in_band))
+            for h in self.bus.prune_pass:
+                h(env.now, record)
 
     def make_room(self, tokens: int, exclude: frozenset[int] = frozenset()) -> None:
         """Drop the oldest unpinned spans until ``tokens`` fit under the ceiling."""

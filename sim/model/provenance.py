@@ -25,15 +25,18 @@ from prunesim.model.spans import SUMMARY_TAG, Span
 from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import ModelPass
 
-FORGET_AT = 4096  # removed spans kept before the engine forgets those nothing names any more
+# Removed spans kept before the engine forgets those nothing names any more: few enough that the walk meets them
+# still in the CPU's cache (at 4,096 it cost naive about three times as much a turn).
+FORGET_AT = 512
 RECORD_KINDS = ("prune_index", "prune_rationale", "tombstone", "tombstone_digest")  # records of edits, not content
+MARKER_KINDS = frozenset({*RECORD_KINDS, "placeholder", "warning"})  # and a runtime's own messages
 # NAMING_KINDS: spans that record a removal in the window besides a tombstone: a rationale (the edit's own
 # record), a placeholder (it stands where the span was) and a model-written summary (it carries the content).
 
 
 def is_marker(span: Span) -> bool:
     """A record or a runtime's own message rather than content: its removal is no lost work."""
-    return span.kind in RECORD_KINDS or span.kind in ("placeholder", "warning") or SUMMARY_TAG in span.tags
+    return span.kind in MARKER_KINDS or SUMMARY_TAG in span.tags
 
 
 class Provenance:
@@ -118,6 +121,7 @@ class Provenance:
         # What the window holds and records of each key, for the needs and history_gap.
         self.key_index = KeyIndex(needs, self.evicted) if needs is not None else None
         self.window.watcher = self.key_index
+        self._guard = getattr(self.policy, "authorize", None)  # looked up once: a miss costs an exception
         self._pass_tombstones = 0  # tombstone size asked by the pass being applied (0: none)
         self._pass_id = 0
 
@@ -128,7 +132,7 @@ class Provenance:
 
     def authorized(self, action) -> bool:
         """Ask the policy's guard, if it has one; a refusal is recorded, never swallowed."""
-        guard = getattr(self.policy, "authorize", None)
+        guard = self._guard
         if guard is None:
             return True
         try:
@@ -166,13 +170,11 @@ class Provenance:
     def _removed(self, span: Span, event: str) -> None:
         """Bookkeeping for every span that leaves the window; under provenance, its record and tombstone."""
         self.evicted[span.id] = span
-        if self.key_index is not None:
+        if self.needs is not None:  # (the key index is kept for the needs)
             self.key_index.removed(span)
-        if span.kind == "tool_output" and span.key and self.needs is not None and span.key in self.content:
-            self.removed_turn[span.key] = self.turn  # only needs read it, for keys that may come to mind
-        if span.kind in RECORD_KINDS:
-            return
-        if not (self.keeps_log or self._pass_tombstones):
+            if span.kind == "tool_output" and span.key and span.key in self.content:
+                self.removed_turn[span.key] = self.turn  # only needs read it, for keys that may come to mind
+        if not (self.keeps_log or self._pass_tombstones) or span.kind in RECORD_KINDS:
             return
         reason = f"pass {self._pass_id}: judged stale" if event == "evict" else event
         seq = 0
@@ -256,14 +258,11 @@ class Provenance:
         nothing names now is never named again. The run's figures do not change.
         """
         keep = self._referenced()
-        kept: dict[int, Span] = {}
-        for sid, span in self.evicted.items():
-            if sid in keep:
-                kept[sid] = span
-                continue
-            if not is_marker(span):
-                self._forgotten_unrecorded += 1
-            if self.key_index is not None:  # named by nothing in the window: it traced nothing
+        kept = {sid: span for sid, span in self.evicted.items() if sid in keep}
+        forgotten = [span for sid, span in self.evicted.items() if sid not in keep]
+        self._forgotten_unrecorded += len(forgotten) - sum(map(is_marker, forgotten))
+        if self.key_index is not None:  # named by nothing in the window: they traced nothing
+            for span in forgotten:
                 self.key_index.forgotten(span)
         self.evicted = kept
         if self.key_index is not None:

@@ -60,7 +60,7 @@ class Span:
     key: str = ""
     stale_at: int = 1 << 30
     pinned: bool = False
-    tags: frozenset[str] = field(default_factory=frozenset)
+    tags: frozenset[str] = frozenset()  # (one shared empty set: no call per span)
     # Prune-pass number that created this span (prune_index / prune_rationale), else -1.
     pass_id: int = -1
     # For a rationale: the ids of the spans its plan names. For a summary: the ids of the removed

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from prunesim.model.scenario import ScriptedEvent, SizeDist, Workload
@@ -29,7 +29,7 @@ class Arrival:
     key: str = ""
     stale_after: int = 1_000_000_000
     pinned: bool = False
-    tags: frozenset[str] = field(default_factory=frozenset)
+    tags: frozenset[str] = frozenset()  # (one shared empty set: no call per arrival)
     tool: str = ""  # the tool that made a call or an output, when the workload knows it
     # Resources a replayed tool call (and its output) fetches and uses (prunesim.model.reaction); synthetic: none.
     fetches: tuple[str, ...] = ()
@@ -46,7 +46,7 @@ class TurnPlan:
     tool_call: Arrival
     tool_output: Arrival
     tool_latency_s: float
-    extra: list[Arrival] = field(default_factory=list)
+    extra: tuple[Arrival, ...] | list[Arrival] = ()  # (a tuple by default: no list built per turn)
     # Spans tagged with one of these leave the window before the model call: the replayed
     # runtime removed them itself (a recorded compaction), not the policy under test.
     drop_tags: frozenset[str] = frozenset()
@@ -131,6 +131,7 @@ class SyntheticToolLoop:
         ]
 
     def _chunk(self, first: int, n: int) -> Iterator[TurnPlan]:
+        """The plans of turns ``first .. first + n - 1`` up to the run's last turn (all ``n`` drawn)."""
         p, rng = self.params, self.rng
         reasoning = lognormal_sizes(rng, p.reasoning, n)
         call = lognormal_sizes(rng, p.tool_call, n)
@@ -150,6 +151,8 @@ class SyntheticToolLoop:
             repeats = (again, back)
         for i, (r_tok, c_tok, o_tok, r_st, o_st, t_s) in enumerate(zip(*columns, strict=True)):
             turn = first + i
+            if turn > self.turns:
+                return
             if repeats is None:
                 key = self.command_key(turn)
             else:
@@ -158,13 +161,9 @@ class SyntheticToolLoop:
                 key = key or self.command_key(turn)
                 self._keys[turn] = key
                 self._keys.pop(turn - MAX_REPEAT_GAP, None)
-            plan = TurnPlan(
-                turn=turn,
-                reasoning=Arrival("reasoning", r_tok, f"think-{turn}", r_st),
-                tool_call=Arrival("tool_call", c_tok, key, o_st),
-                tool_output=Arrival("tool_output", o_tok, key, o_st),
-                tool_latency_s=t_s,
-            )
+            # turn, reasoning, tool call, tool output, tool latency: by position (a call by keyword costs twice as much)
+            plan = TurnPlan(turn, Arrival("reasoning", r_tok, f"think-{turn}", r_st),
+                            Arrival("tool_call", c_tok, key, o_st), Arrival("tool_output", o_tok, key, o_st), t_s)
             for ev in self.events.get(turn, ()):
                 arrival = _event_arrival(ev)
                 if ev.replaces_output and ev.kind == "tool_output":
@@ -172,7 +171,7 @@ class SyntheticToolLoop:
                     if arrival.key:
                         plan.tool_call = Arrival("tool_call", plan.tool_call.tokens, arrival.key, arrival.stale_after)
                 else:
-                    plan.extra.append(arrival)
+                    plan.extra = [*plan.extra, arrival]
             if p.turn_unit:
                 as_unit(plan)
             yield plan
@@ -181,8 +180,5 @@ class SyntheticToolLoop:
         first = 1
         while first <= self.turns:
             # Always draw a whole chunk: turn t gets the same arrivals whatever the run length.
-            for plan in self._chunk(first, CHUNK):
-                if plan.turn > self.turns:
-                    return
-                yield plan
+            yield from self._chunk(first, CHUNK)
             first += CHUNK

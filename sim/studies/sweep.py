@@ -24,6 +24,10 @@ Running the same sweep again skips the runs whose ``run_id`` is already in
 
 ``run_id`` is a stable hash of the resolved scenario dict, the policy, the seed
 and the prunesim version: the same run gets the same id on any machine.
+
+Each (grid point, policy) runs on the engine :func:`choose_engines` gives it: the SimPy engine, or the
+compiled kernel (:mod:`prunesim.kernel`) where it covers the runs. The two give the same summaries byte for
+byte, so the engine is not part of the sweep's description: a sweep may be resumed on either.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file nam
     read_runs,
     read_table,
 )
+from prunesim.kernel.choice import KernelRefused, auto_min_turns, kernel_gap, pick
 from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
@@ -273,9 +278,74 @@ def _append(fd: int, text: str, path: Path) -> None:
         raise from_os_error(err, path) from None
 
 
+# -- engines ------------------------------------------------------------------
+Pair = tuple[int, str]  # (grid point, policy)
+
+
+def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = False) -> dict[Pair, str]:
+    """The engine of each (grid point, policy) of ``plan``, chosen before any run (``requested``: ``--engine``).
+
+    ``kernel`` refuses a pair the kernel does not cover, and ``--traces`` (the kernel makes summaries, not
+    traces); ``auto`` gives the kernel the pairs it covers when their runs add up to enough turns to pay for
+    loading it (:func:`prunesim.kernel.choice.auto_min_turns`), SimPy the rest.
+    """
+    pairs = sorted({(s.point, s.policy) for s in plan.runs})
+    if requested == "simpy" or not pairs:
+        pick(requested, [], 0)  # the name is still checked
+        return dict.fromkeys(pairs, "simpy")
+    if traces:
+        if requested == "kernel":
+            raise KernelRefused("--engine", "kernel", "--traces writes each run's trace, which only the SimPy "
+                                "engine records: use --engine simpy or auto")
+        return dict.fromkeys(pairs, "simpy")
+    runs: dict[Pair, int] = {}
+    for spec in plan.runs:
+        runs[(spec.point, spec.policy)] = runs.get((spec.point, spec.policy), 0) + 1
+    covered = [p for p in pairs if not kernel_gap(plan.scenarios[p[0]], p[1])]
+    turns = sum(runs[p] * plan.scenarios[p[0]].turns for p in covered)
+    return {p: pick(requested, [(plan.scenarios[p[0]], p[1])], turns) for p in pairs}
+
+
+def describe_engines(plan: SweepPlan, engines: dict[Pair, str]) -> str:
+    """One line: which engine runs which policy's grid points, and why the others stay on SimPy."""
+    few = f"too few turns to pay for loading the kernel (below {auto_min_turns():,})"
+    parts = []
+    for policy in plan.policies:
+        mine = {p: e for p, e in engines.items() if p[1] == policy}
+        on_kernel = sum(e == "kernel" for e in mine.values())
+        if on_kernel:
+            parts.append(f"kernel for {policy}{_of_points(on_kernel, len(mine))}")
+        reasons: dict[str, int] = {}
+        for p, e in mine.items():
+            if e == "simpy":
+                reason = kernel_gap(plan.scenarios[p[0]], policy) or few
+                reasons[reason] = reasons.get(reason, 0) + 1
+        parts += [f"simpy for {policy}{_of_points(n, len(mine))}: {reason}" for reason, n in reasons.items()]
+    return "engine: " + "; ".join(parts)
+
+
+def _of_points(n: int, points: int) -> str:
+    return f" at {n} of {points} grid points" if n < points else ""
+
+
+_KERNEL = None  # this process's compiled kernel, loaded at its first run (it keeps each seed's draws)
+
+
+def _kernel_summaries(scenario: Scenario, policy: str, seeds: list[int]) -> list[dict]:
+    global _KERNEL
+    if _KERNEL is None:
+        from prunesim.kernel.summary import Kernel
+        _KERNEL = Kernel()
+    return _KERNEL.summaries(scenario, policy, seeds)
+
+
 # -- running ------------------------------------------------------------------
-def run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]], traces_dir: str | None):
-    """Worker entry point: run each (run_id, seed); returns [(run_id, summary)]."""
+def run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]], traces_dir: str | None,
+              engine: str = "simpy"):
+    """Worker entry point: run each (run_id, seed) on ``engine``; returns [(run_id, summary)]."""
+    if engine == "kernel":  # summaries only: choose_engines keeps --traces on SimPy
+        summaries = _kernel_summaries(scenario, policy, [seed for _, seed in items])
+        return [(rid, summary) for (rid, _), summary in zip(items, summaries, strict=True)]
     out = []
     for rid, seed in items:
         result = run_one(scenario, policy, seed, trace="all" if traces_dir else "none")
@@ -285,8 +355,9 @@ def run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]],
     return out
 
 
-def _batches(plan: SweepPlan, pending: list[RunSpec], jobs: int) -> list[tuple]:
-    """Runs grouped by (grid point, policy) into chunks small enough to balance the workers."""
+def _batches(plan: SweepPlan, pending: list[RunSpec], jobs: int, engines: dict[Pair, str]) -> list[tuple]:
+    """Runs grouped by (grid point, policy) into chunks small enough to balance the workers, each with its
+    engine."""
     size = max(1, min(32, math.ceil(len(pending) / max(1, jobs * 16))))
     groups: dict[tuple[int, str], list[RunSpec]] = {}
     for spec in pending:
@@ -294,7 +365,8 @@ def _batches(plan: SweepPlan, pending: list[RunSpec], jobs: int) -> list[tuple]:
     out = []
     for (point, policy), specs in groups.items():
         for i in range(0, len(specs), size):
-            out.append((plan.scenarios[point], policy, [(s.run_id, s.seed) for s in specs[i : i + size]]))
+            out.append((plan.scenarios[point], policy, [(s.run_id, s.seed) for s in specs[i : i + size]],
+                        engines.get((point, policy), "simpy")))
     return out
 
 
@@ -314,8 +386,8 @@ def _worker_init(lock_fd: int) -> None:
 
 def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock_fd: int) -> Iterator[list]:
     if jobs <= 1 or len(batches) <= 1:
-        for sc, policy, items in batches:
-            yield run_batch(sc, policy, items, traces_dir)
+        for sc, policy, items, engine in batches:
+            yield run_batch(sc, policy, items, traces_dir, engine)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -328,7 +400,8 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     finished = False
     try:
-        futures = [pool.submit(run_batch, sc, policy, items, traces_dir) for sc, policy, items in batches]
+        futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
+                   for sc, policy, items, engine in batches]
         for fut in as_completed(futures):
             yield fut.result()
         finished = True
@@ -390,7 +463,8 @@ class DaskRunner:
         from distributed import as_completed
 
         futures = [
-            self.client.submit(run_batch, sc, policy, items, traces_dir, pure=False) for sc, policy, items in batches
+            self.client.submit(run_batch, sc, policy, items, traces_dir, engine, pure=False)
+            for sc, policy, items, engine in batches
         ]
         try:
             for fut in as_completed(futures):
@@ -492,27 +566,32 @@ def execute(
     scheduler: str | None = None,
     traces: bool = False,
     progress: bool = True,
+    engine: str = "simpy",
 ) -> SweepStats:
-    """Run every run of ``plan`` not yet in ``out/runs.csv``; resumable, locked, crash-safe."""
+    """Run every run of ``plan`` not yet in ``out/runs.csv``; resumable, locked, crash-safe.
+
+    ``engine``: ``simpy``, ``kernel`` or ``auto``, for each (grid point, policy) as :func:`choose_engines`
+    decides."""
     started = time.perf_counter()
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     if jobs < 1:
         raise UserError("--jobs", str(jobs), "must be at least 1")
     check_executor(executor, scheduler)
+    engines = choose_engines(plan, engine, traces)
     out = Path(out)
     output.check_folder(out, "--out")
     if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
     dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
     try:
-        return _execute(plan, out, jobs, dask, traces, progress, started)
+        return _execute(plan, out, jobs, dask, traces, progress, started, engines)
     finally:
         if dask is not None:
             dask.close()
 
 
 def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
-             started: float) -> SweepStats:
+             started: float, engines: dict[Pair, str]) -> SweepStats:
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -550,7 +629,8 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             for policy in plan.policies:
                 spec = next(s for s in plan.runs if s.policy == policy)
                 items = [(spec.run_id, spec.seed)]
-                probes[spec.run_id] = run_batch(plan.scenarios[spec.point], policy, items, traces_dir)[0][1]
+                probes[spec.run_id] = run_batch(plan.scenarios[spec.point], policy, items, traces_dir,
+                                                engines[(spec.point, policy)])[0][1]
             reported = {k for summary in probes.values() for k in summary}
             metrics = [m for m in METRIC_NAMES if m in reported] + sorted(reported - set(METRIC_NAMES))
             fixed = list(ID_COLUMNS) + list(plan.axes)
@@ -581,7 +661,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
-            batches = _batches(plan, pending, jobs)
+            batches = _batches(plan, pending, jobs, engines)
             if dask is not None:
                 results = dask.results(batches, traces_dir)
             else:
@@ -687,8 +767,10 @@ def run_sweep(
     scheduler: str | None = None,
     traces: bool = False,
     progress: bool = False,
+    engine: str = "simpy",
 ) -> list[dict]:
-    """Run (or resume) a sweep into ``out`` and return its tidy table, one dict per run.
+    """Run (or resume) a sweep into ``out`` and return its tidy table, one dict per run (``engine``: see
+    :func:`execute`).
 
     >>> import tempfile
     >>> out = tempfile.mkdtemp()
@@ -698,7 +780,8 @@ def run_sweep(
     >>> import shutil; shutil.rmtree(out)
     """
     plan = plan_sweep(scenario, grid, policies, seeds, overrides)
-    execute(plan, out, jobs=jobs, executor=executor, scheduler=scheduler, traces=traces, progress=progress)
+    execute(plan, out, jobs=jobs, executor=executor, scheduler=scheduler, traces=traces, progress=progress,
+            engine=engine)
     return read_runs(out)
 
 

@@ -165,7 +165,7 @@ def _where(data: wl.WorkloadData) -> str:
     return data.name if not source or source == data.name else f"{source} ({data.name})"
 
 
-def recorded_changes(base: Scenario, data: wl.WorkloadData) -> dict:
+def recorded_changes(base: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> dict:
     """The overrides that put the recorded runtime under ``base``: model, window, budget, trigger (class docs).
 
     Raises :class:`UserError` for a model prices.toml does not know and for a
@@ -183,7 +183,8 @@ def recorded_changes(base: Scenario, data: wl.WorkloadData) -> dict:
         if model not in table:
             known = ", ".join(sorted(table))
             raise UserError(where, "model", f"{data.header.get('model')!r} is not in prices.toml: bill the run as a "
-                            f"known model with --set pricing.model=NAME, or give every [pricing] key (known: {known})")
+                            f"known model with {given_as} pricing.model=NAME, or give every [pricing] key "
+                            f"(known: {known})")
         if base.pricing.model != model:
             changes["pricing.model"] = model
     window = _recorded_window(data, where)
@@ -219,9 +220,11 @@ def _recorded_window(data: wl.WorkloadData, where: str) -> int | None:
 _RESOLVED: dict[tuple, tuple[Scenario, Scenario]] = {}  # (id(base), changes) -> (base, scenario): one per model
 
 
-def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
-    """The base scenario, run for exactly the workload's turns, on the recorded runtime (:func:`recorded_changes`)."""
-    changes = recorded_changes(base, data)
+def replay_scenario(base: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> Scenario:
+    """The base scenario, run for exactly the workload's turns, on the recorded runtime (:func:`recorded_changes`).
+
+    ``given_as``: what the caller sets values with (``--set``, or the API's ``overrides``), named in its errors."""
+    changes = recorded_changes(base, data, given_as)
     if not changes:
         return base
     key = (id(base), tuple(sorted(changes.items())))
@@ -234,14 +237,14 @@ def replay_scenario(base: Scenario, data: wl.WorkloadData) -> Scenario:
         recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
                              if k != "turns")
         raise UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
-                        "set --set window=... too, or a smaller value") from None
+                        f"set {given_as} window=... too, or a smaller value") from None
     if len(_RESOLVED) > 256:
         _RESOLVED.clear()
     _RESOLVED[key] = (base, scenario)
     return scenario
 
 
-def replay_notes(scenario: Scenario, data: wl.WorkloadData) -> list[str]:
+def replay_notes(scenario: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> list[str]:
     """What a reader of the replay must know about it: an unrecorded model or clock (:func:`forced_cut_note`:
     a window that cut content)."""
     where = _where(data)
@@ -250,10 +253,10 @@ def replay_notes(scenario: Scenario, data: wl.WorkloadData) -> list[str]:
     if scenario.replay.recorded and "pricing" not in scenario.replay.pinned:
         if not model:
             notes.append(f"{where}: the transcript records no model: billed as {scenario.pricing.model} on a "
-                         f"{scenario.window:,}-token window (set --set pricing.model=NAME)")
+                         f"{scenario.window:,}-token window (set {given_as} pricing.model=NAME)")
         elif not named:
             notes.append(f"{where}: the transcript records no model: billed as {model}, which "
-                         f"{data.header.get('format')} runs by default (set --set pricing.model=NAME)")
+                         f"{data.header.get('format')} runs by default (set {given_as} pricing.model=NAME)")
     if scenario.replay.clock == "recorded" and not data.header.get("call_times"):
         notes.append(f"{where}: {data.header.get('format')} records no time per model call: the replay's clock is "
                      "the latency model's, so pauses in the real session do not expire caches")
@@ -285,13 +288,14 @@ def forced_cut_note(data: wl.WorkloadData, results: list[RunResult]) -> str:
 
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
-           trace: str = "all", scenario: Scenario | None = None) -> tuple[RunResult, dict]:
+           trace: str = "all", scenario: Scenario | None = None, given_as: str = "--set") -> tuple[RunResult, dict]:
     """Run the workload under ``policy`` on its recorded runtime; the run and its replay metrics.
 
     ``scenario``: ``replay_scenario(base, data)``, for a caller that replays one workload under many
-    policies and builds it once."""
+    policies and builds it once; ``given_as``: what the caller set values with (``--set``, or the API's
+    ``overrides``), named in its errors and notes."""
     if scenario is None:
-        scenario = replay_scenario(base, data)
+        scenario = replay_scenario(base, data, given_as)
     data = wl.sized_as(data, scenario.replay.sizes)
     workload = wl.TranscriptWorkload(
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after,
@@ -301,7 +305,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     result.transcript = data.name
     # The import's warnings and this replay's notes; the workload itself is left as it was (a caller replays it
     # under many policies and sizings, and shows each warning of its replays once).
-    notes = [note for note in (*replay_notes(scenario, data), forced_cut_note(data, [result])) if note]
+    notes = [note for note in (*replay_notes(scenario, data, given_as), forced_cut_note(data, [result])) if note]
     result.warnings = list(dict.fromkeys([*data.warnings, *notes]))
     metrics = replay_metrics(result)
     result.summary.update(metrics)

@@ -71,7 +71,7 @@ def _replay_workload(args):
     if args.policy is not None:
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
     base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy)  # errors name --set
-    result = api.run(base, policy=args.policy, seed=args.seed, workload=args.workload)
+    result = api.run(base, policy=args.policy, seed=args.seed, workload=args.workload, given_as="--set")
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result

@@ -6,11 +6,11 @@ import os
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_set, out_arg, parse_seeds, parse_sets, warn_memory
+from prunesim.cli.commands._common import add_engine, add_set, out_arg, parse_seeds, parse_sets, warn_memory
 from prunesim.errors import UserError
 from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
-from prunesim.studies.sweep import EXECUTORS, RUNS_FILE, execute, plan_sweep
+from prunesim.studies.sweep import EXECUTORS, RUNS_FILE, choose_engines, describe_engines, execute, plan_sweep
 
 
 def register(sub) -> None:
@@ -38,6 +38,7 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--executor", default="local", help=f"one of: {', '.join(EXECUTORS)} (default local)")
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="a running Dask scheduler (with --executor dask)")
+    add_engine(p)
     p.set_defaults(func=main)
 
 
@@ -56,6 +57,9 @@ def main(args) -> int:
     for line in inert_axes(plan.axes, plan.policies):  # before any run: an axis that moves nothing is a mistake
         print(line, file=sys.stderr)
     warn_memory(max(sc.turns for sc in plan.scenarios), recorded=args.traces, runs_at_once=jobs)
+    if args.engine != "simpy":  # which engine runs what, before any run (execute chooses the same)
+        print(f"sweep: {describe_engines(plan, choose_engines(plan, args.engine, args.traces))}", file=sys.stderr,
+              flush=True)
     stats = execute(
         plan,
         args.out,
@@ -64,6 +68,7 @@ def main(args) -> int:
         scheduler=args.scheduler,
         traces=args.traces,
         progress=not args.quiet,
+        engine=args.engine,
     )
     state = "complete" if stats.complete else "incomplete"
     per_policy = {p: sum(1 for r in plan.runs if r.policy == p) // len(plan.seeds) for p in plan.policies}

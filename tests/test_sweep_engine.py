@@ -1,0 +1,71 @@
+"""`prunesim sweep --engine`: the compiled kernel runs the grid points it covers, with the same runs.csv."""
+
+import pytest
+from prunesim.cli import main
+from prunesim.kernel import choice
+from prunesim.studies.sweep import RUNS_FILE, choose_engines, describe_engines, plan_sweep, run_sweep
+
+pytest.importorskip("numba")  # the kernel extra
+
+GRID = {"trigger": [20000, 22000]}
+SEEDS = range(4)
+
+
+def test_the_kernel_writes_the_same_runs_csv_as_the_simpy_engine(tmp_path):
+    run_sweep("oscillation-40", GRID, ["naive", "recency"], SEEDS, tmp_path / "simpy", jobs=1)
+    run_sweep("oscillation-40", GRID, ["naive", "recency"], SEEDS, tmp_path / "kernel", jobs=1, engine="kernel")
+    assert (tmp_path / "kernel" / RUNS_FILE).read_bytes() == (tmp_path / "simpy" / RUNS_FILE).read_bytes()
+    assert (tmp_path / "kernel" / "sweep.json").read_bytes() == (tmp_path / "simpy" / "sweep.json").read_bytes()
+
+
+def test_a_sweep_begun_on_one_engine_is_finished_on_the_other(tmp_path):
+    whole = tmp_path / "whole"
+    run_sweep("oscillation-40", GRID, ["naive"], SEEDS, whole, jobs=1)
+    part = tmp_path / "part"
+    run_sweep("oscillation-40", GRID, ["naive"], SEEDS, part, jobs=1)
+    lines = (part / RUNS_FILE).read_text().splitlines(keepends=True)
+    (part / RUNS_FILE).write_text("".join(lines[:3]))  # the header and two runs: a sweep stopped early
+    rows = run_sweep("oscillation-40", GRID, ["naive"], SEEDS, part, jobs=1, engine="kernel")
+    assert len(rows) == 2 * len(SEEDS)
+    assert (part / RUNS_FILE).read_bytes() == (whole / RUNS_FILE).read_bytes()
+
+
+def test_auto_gives_the_kernel_what_it_covers_and_simpy_the_rest(monkeypatch):
+    plan = plan_sweep("oscillation-40", GRID, ["naive", "tombstoned"], SEEDS)
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 0)
+    engines = choose_engines(plan, "auto")
+    assert engines == {(0, "naive"): "kernel", (1, "naive"): "kernel",
+                       (0, "tombstoned"): "simpy", (1, "tombstoned"): "simpy"}
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 10**12)  # too little work to pay for loading it
+    assert set(choose_engines(plan, "auto").values()) == {"simpy"}
+    assert set(choose_engines(plan, "auto", traces=True).values()) == {"simpy"}
+
+
+def test_the_command_line_says_which_engine_runs_what(tmp_path, capsys):
+    out = tmp_path / "s"
+    assert main(["sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,tombstoned",
+                 "--seeds", "0:2", "--jobs", "1", "--quiet", "--engine", "auto", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if x.startswith("sweep: engine:"))
+    assert "simpy for tombstoned: policy 'tombstoned'" in line
+    assert "simpy for naive: too few turns" in line or "kernel for naive" in line
+
+
+@pytest.mark.parametrize("extra, says", [(["--policies", "naive,tombstoned"], "policy 'tombstoned'"),
+                                          (["--policies", "naive", "--traces"], "--traces"),
+                                          (["--policies", "naive", "--set", "decision.concurrent=true"],
+                                           "decision.concurrent")])
+def test_the_kernel_refuses_what_it_does_not_cover_before_anything_is_written(tmp_path, capsys, extra, says):
+    out = tmp_path / "s"
+    assert main(["sweep", "oscillation-40", "--seeds", "0:2", "--jobs", "1", "--quiet", "--engine", "kernel",
+                 "--out", str(out), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("prunesim: error: --engine") and says in err
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_the_engine_line_names_each_reason_with_the_points_it_holds_for(monkeypatch):
+    plan = plan_sweep("oscillation-40", {"decision.concurrent": [True, False]}, ["naive"], SEEDS)
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 0)
+    assert describe_engines(plan, choose_engines(plan, "auto")) == (
+        "engine: kernel for naive at 1 of 2 grid points; simpy for naive at 1 of 2 grid points: decision.concurrent")
