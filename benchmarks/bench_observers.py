@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import sys
 
 import bench_floor  # beside this script: python puts the script's folder first on the path
@@ -143,6 +144,7 @@ def main(argv=None) -> int:
             runner.build_observers = builder
             if size is not None:
                 events.DEFERRED_BATCH = size
+            gc.collect()  # every configuration starts from the same heap: a collection due mid-run lands on none
             try:
                 best[label] = min(best[label], bench_floor.timed(lambda: run_one(sc, "naive", 0, trace="none")))
             finally:
