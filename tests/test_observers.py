@@ -6,7 +6,9 @@ import pytest
 from prunesim import observe
 from prunesim.io import scenario_files as sc
 from prunesim.io.transcripts.workload import TranscriptWorkload, WorkloadData
+from prunesim.model import events
 from prunesim.model.events import KINDS, Bus, Observer, PassRecord
+from prunesim.model.spans import Span
 from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 from prunesim.observe.recorder import LEDGER_COLUMNS, Recorder
 from prunesim.runner import run_one
@@ -184,3 +186,103 @@ def test_muting_single_removals_mutes_the_changes_made_of_them():
     muted.muted = frozenset({"span_removed"})
     bus = Bus([Removals(), muted, Changes()])
     assert len(bus.spans_removed) == 2 and len(bus.span_removed) == 2
+
+
+# -- deferred observers ------------------------------------------------------------------------------
+class Heard(Observer):
+    """Writes down what it hears of the frequent kinds (of a span, only its id), and when the run ends."""
+
+    def __init__(self, deferred: bool):
+        self.deferred = deferred
+        self.rows: list[tuple] = []
+
+    def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total):
+        self.rows.append(("append", time, turn, span.id, kept, utilization))
+
+    def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total):
+        self.rows.append((cause, time, turn, span.id, freed, utilization))
+
+    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0):
+        self.rows.append(("call", time, turn, prompt_tokens, output_tokens, pass_id))
+
+    def on_prune_pass(self, time, record):
+        self.rows.append(("pass", time, record.turn, record.pass_id))
+
+    def on_run_end(self, end):
+        self.rows.append(("end", end.time_s, end.utilization))
+
+
+class Watcher(Heard):
+    """A live observer that notes, at each turn's end, how much a deferred one has heard so far."""
+
+    def __init__(self, other: Heard):
+        super().__init__(deferred=False)
+        self.other = other
+        self.behind = 0
+
+    def on_turn_end(self, time, turn, utilization, appended_total, removed_total):
+        self.behind = max(self.behind, len(self.rows) - len(self.other.rows))
+
+
+def test_a_deferred_observer_hears_every_event_in_order_before_the_run_ends():
+    """Several batches' worth of events: the deferred observer hears them later than a live one (it is behind
+    during the run), but all of them, in the same order and with the same arguments, before ``run_end``."""
+    deferred = Heard(deferred=True)
+    live = Watcher(deferred)
+    run_one(sc.load("oscillation-40", {"turns": 600}), "naive", 0, trace="none", observers=[deferred, live])
+    assert len(live.rows) > 3 * events.DEFERRED_BATCH
+    assert live.behind > 0
+    assert deferred.rows == live.rows and deferred.rows[-1][0] == "end"
+
+
+def test_deferred_handlers_are_kept_in_one_entry_per_kind_and_run_end_flushes_first():
+    a, b, c = Heard(deferred=True), Heard(deferred=False), Heard(deferred=True)
+    bus = Bus([a, b, c])
+    assert len(bus.span_appended) == 2 and bus.span_appended[0] == b.on_span_appended  # live, then the keeper
+    assert bus.run_end == (bus.flush, a.on_run_end, b.on_run_end, c.on_run_end)
+    for h in bus.model_call:
+        h(1.0, 1, 100, 10, False)
+    assert b.rows and not a.rows and not c.rows
+    bus.flush()
+    assert a.rows == b.rows == c.rows
+
+
+def test_the_cost_observer_is_deferred_only_when_nothing_reads_its_rows_during_the_run():
+    sc_ = sc.load("oscillation-40", {"turns": 10})
+    window, passes, cost = (observe.REGISTRY[name](observe.RunContext(sc_, "naive", 0, sc_.trigger, "none"))
+                            for name in ("window", "passes", "cost"))
+    assert window.deferred and passes.deferred and cost.deferred and "prune_pass" in cost.muted
+    cost.keep_calls = True  # what a streaming recorder's attach does: it writes the rows as they come
+    assert not cost.deferred and not cost.muted
+
+
+def test_the_pass_metrics_take_the_first_trigger_from_the_window_metrics():
+    """Passes before the first trigger, then the trigger, then more: the pass metrics that follow the window
+    metrics count the halves as those that hear every append do."""
+    scenario = sc.load("oscillation-40", {"turns": 40})
+    run = observe.RunContext(scenario, "naive", 0, scenario.trigger)
+    window, following = build_observers_named(run, "window", "passes")
+    hearing = observe.REGISTRY["passes"](run)
+    assert "span_appended" in following.muted and "span_appended" not in hearing.muted
+
+    def record(pass_id, turn):
+        return PassRecord(pass_id, turn, float(turn), 0, 0, 0, 0, 3, 1, 1, 100, 50, 400, 250, 0, 1, 0)
+
+    span = Span(1, "tool_output", 100, 1)
+    pass_id = 0
+    for turn in range(1, 41):
+        utilization = scenario.trigger if turn >= 12 else scenario.trigger - 1000
+        for obs in (window, hearing):
+            obs.on_span_appended(float(turn), turn, span, 100, utilization, 0, 0)
+        if turn in (3, 7, 12, 15, 30, 38):
+            pass_id += 1
+            for obs in (following, hearing):
+                obs.on_prune_pass(float(turn), record(pass_id, turn))
+    so_far = {"band_width": 500}
+    assert following.summary(so_far) == hearing.summary(so_far)
+    assert following.summary(so_far)["passes_first_half"] + following.summary(so_far)["passes_second_half"] == 4
+
+
+def build_observers_named(run, *names):
+    built = observe.build_observers(run)
+    return [next(o for o in built if type(o) is observe.REGISTRY[name]) for name in names]

@@ -51,7 +51,11 @@ REGISTRY: dict[str, type] = {
 
 def build_observers(run: RunContext) -> list:
     """One fresh instance of every registered observer, in registry order."""
-    return [cls(run) for cls in REGISTRY.values()]
+    built = {name: cls(run) for name, cls in REGISTRY.items()}
+    window, passes = built.get("window"), built.get("passes")
+    if isinstance(window, WindowMetrics) and isinstance(passes, PassMetrics):
+        passes.follow(window)  # the pass metrics' first trigger is the window metrics': no second look at each append
+    return list(built.values())
 
 
 __all__ = ["REGISTRY", "RunContext", "build_observers"]

@@ -208,11 +208,11 @@ class PromptCache:
         if self._calls == 1 and self._system_end is None:
             self.system = (stable, stable_spans) if stable is not None else (prompt, spans)
         behaviour = self.behaviour
-        if behaviour == "none":
-            self._forget_edits()
-            return 0, 0, prompt, 0, None
         if behaviour == "explicit":
             readable = self._explicit(time, prompt, spans, stable, stable_spans)
+        elif behaviour == "none":
+            self._forget_edits()
+            return 0, 0, prompt, 0, None
         else:
             readable = self._implicit(time, prompt, spans)
         read = readable if self.reuse == 1.0 else round(self.reuse * readable)
@@ -224,7 +224,8 @@ class PromptCache:
             self._cut(stable, stable_spans)  # the transient tail is gone after this call
         entries = self.entries
         if entries:
-            self._extent, self._extent_expiry = entries[-1].length, entries[-1].expiry
+            last = entries[-1]
+            self._extent, self._extent_expiry = last.length, last.expiry
         else:
             self._extent, self._extent_expiry = 0, -1.0
         if len(entries) > self._cleanup_at:
@@ -234,10 +235,13 @@ class PromptCache:
 
     def _explicit(self, time: float, prompt: int, spans: int, stable: int | None, stable_spans: int) -> int:
         lookback = self.lookback
-        system = self.system if self.breakpoints >= 2 and self.system is not None and self.system[0] < prompt \
-            else None
-        held = (stable, stable_spans) if self.breakpoints >= 3 and stable is not None and stable < prompt else None
-        warmed, self._warmed = self._warmed, None
+        system = self.system
+        if system is not None and (system[0] >= prompt or self.breakpoints < 2):
+            system = None
+        held = (stable, stable_spans) if stable is not None and stable < prompt and self.breakpoints >= 3 else None
+        warmed = self._warmed
+        if warmed is not None:
+            self._warmed = None  # read once, by this call
         entries = self.entries
         found = None
         for e in reversed(entries):  # longest first; every entry is a prefix of the window
@@ -311,8 +315,7 @@ class PromptCache:
 
     # -- invalidation accounting -----------------------------------------------------
     def _invalidated(self, time: float, read: int) -> tuple[int, object]:
-        if self._first_edit is None:
-            return 0, None
+        """What the call that read ``read`` tokens lost to the edits since the previous call (``_first_edit`` set)."""
         source = self._first_source
         alive = self._extent_expiry >= time  # an entry that had expired anyway was not lost to the edit
         survived = self._floor(self._extent - self._removed)
@@ -321,7 +324,7 @@ class PromptCache:
         self._forget_edits()
         if not alive:
             return 0, None
-        lost = round(self.reuse * survived) - read
+        lost = (survived if self.reuse == 1.0 else round(self.reuse * survived)) - read
         return (lost, source) if lost > 0 else (0, None)
 
     def _forget_edits(self) -> None:

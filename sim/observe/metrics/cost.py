@@ -79,6 +79,7 @@ _RUNTIME = "runtime"
 _FALLBACK = "fallback"
 _EDIT = "edit"  # a runtime policy's clearing or compaction (placeholders, summaries): the policy's own edit
 _EDIT_CAUSES = frozenset({"cleared", "restored", "summarized", "summary_dropped"})
+_UNRECORDED = frozenset({"prune_pass"})  # what an unrecorded run's cost observer does not hear
 _PASS = "pass"  # an eviction of a model-driven pass: charged to the pass whose decision call came last
 
 
@@ -112,7 +113,7 @@ class CostMetrics(Observer):
         self._ids: list[int] = []
         self._tokens: list[int] = []
         self._total = 0
-        self._pending: list[tuple] = []  # (span id, cause, tokens freed, latest pass) not yet applied
+        self._pending: list[tuple] = []  # (span id, tokens freed, whose edit: see _source) not yet applied
         self._sources: dict[str, object] = {}  # cause -> whose edit it is (_source_of), looked up once
         self.calls: list[tuple] = []  # a streaming recorder writes these out and empties the list as it goes
         self.call_count = 0
@@ -126,6 +127,19 @@ class CostMetrics(Observer):
         self.pass_costs: dict[int, list] = {}  # pass id -> [decision cost, invalidated tokens, invalidation cost]
         self.pass_rows: dict[int, tuple[int, int]] = {}  # pass id -> (turn, net)
 
+    @property
+    def keep_calls(self) -> bool:
+        """Keep a row per call and each pass's costs (a recorded run). Setting it sets how the observer is heard:
+        a run that keeps neither has nothing to take from a pass's record, and nothing reads the observer before
+        the run ends, so it is deferred (prunesim.model.events; of a span it reads only the id and tags)."""
+        return self._keep_calls
+
+    @keep_calls.setter
+    def keep_calls(self, keep: bool) -> None:
+        self._keep_calls = keep
+        self.muted = frozenset() if keep else _UNRECORDED
+        self.deferred = not keep
+
     # -- the window ----------------------------------------------------------------
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
         self._ids.append(span.id)
@@ -137,35 +151,38 @@ class CostMetrics(Observer):
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         # Removals come in bursts (a pass's evictions, a hard ceiling's drops) and matter only to the next
         # call: kept here, applied in order by _apply_removals (one loop, one cut of the cache).
-        self._pending.append((span.id, cause, freed, self._pass))
+        self._pending.append((span.id, freed, self._source(cause)))
         self._total -= freed
 
     def on_spans_removed(self, time, turn, removals) -> None:
-        """The removals of one change, kept for the next call like any other (see :meth:`on_span_removed`)."""
-        pass_id = self._pass
+        """The removals of one change (one cause), kept for the next call like any other (see on_span_removed)."""
+        source = self._source(removals[0][0])
         pending = self._pending
-        for cause, span, freed, _, _, _ in removals:
-            pending.append((span.id, cause, freed, pass_id))
-            self._total -= freed
+        freed_all = 0
+        for _, span, freed, _, _, _ in removals:
+            pending.append((span.id, freed, source))
+            freed_all += freed
+        self._total -= freed_all
+
+    def _source(self, cause: str) -> object:
+        """Whose edit a removal with this cause is, as the cache is told: the latest pass's id for a pass's
+        eviction, else :func:`_source_of`'s name (looked up once per cause)."""
+        source = self._sources.get(cause)
+        if source is None:
+            source = self._sources[cause] = _source_of(cause)
+        return self._pass if source is _PASS else source
 
     def _apply_removals(self) -> None:
         """Take the removals since the last call out of the window, in order, and tell the cache where they were."""
         ids, tokens = self._ids, self._tokens
         changes = []
-        for span_id, cause, freed, pass_id in self._pending:
-            if ids and ids[0] == span_id:  # the oldest span: most forced drops at a hard ceiling
-                i = offset = 0
-            else:
-                try:
-                    i = ids.index(span_id)
-                except ValueError:  # a span the window never held: it took nothing out
-                    self._total += freed
-                    continue
-                offset = sum(tokens[:i])
-            source = self._sources.get(cause)
-            if source is None:
-                source = self._sources[cause] = _source_of(cause)
-            changes.append((offset, i, freed, pass_id if source is _PASS else source))
+        for span_id, freed, source in self._pending:
+            try:
+                i = ids.index(span_id)
+            except ValueError:  # a span the window never held: it took nothing out
+                self._total += freed
+                continue
+            changes.append((sum(tokens[:i]), i, freed, source))
             left = tokens[i] - freed
             if left > 0:  # cut down: it stays, changed from its start on
                 tokens[i] = left
@@ -252,11 +269,11 @@ class CostMetrics(Observer):
             self.decision_cost += cost
             if pass_id:  # a prune pass (a compaction has none: its edits are charged as the policy's, not a pass's)
                 self._pass = pass_id
-                if self.keep_calls:
+                if self._keep_calls:
                     self.pass_costs[pass_id] = [cost, 0, 0.0]
         if invalidated:
             invalidated = self._blame(invalidated, source)
-        if self.keep_calls:
+        if self._keep_calls:
             self.calls.append((self.call_count, time, turn, int(decision), pass_id,
                                prompt_tokens, read, write, uncached, output_tokens, invalidated, usd(cost)))
 

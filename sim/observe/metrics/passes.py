@@ -170,6 +170,8 @@ def half_of(turn: int, first_trigger_turn: int, turns: int) -> int | None:
 
 
 class PassMetrics(Observer):
+    deferred = True  # read when the run is over; it hears records, not spans
+
     def __init__(self, run):
         self.turns = run.scenario.turns
         self.trigger = run.acting_trigger
@@ -182,16 +184,34 @@ class PassMetrics(Observer):
         self.first_pass_turn = self.last_pass_turn = -1
         self.sum_index = self.sum_rationale = self.sum_evicted = self.sum_after = 0
         self.net_negative = self.zero_yield = self.cut_passes = self.in_band = self.evicted_spans = 0
+        self._window = None  # window metrics whose first trigger this follows (see follow)
+
+    def follow(self, window) -> None:
+        """Take the first trigger from ``window`` (the run's window metrics, which define it) instead of hearing
+        every append for it: the passes before it are classified at the next pass or at the summary, in order."""
+        self._window = window
+        self.muted = frozenset({"span_appended"})
 
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
         # The first trigger as the window metrics define it: the first recorded point at the trigger.
         if self.first_trigger_turn < 0 and utilization >= self.trigger:
-            self.first_trigger_turn = turn
-            for early in self.early_pass_turns:  # they precede every later pass, so the order holds
-                self._count_half(early)
-            self.early_pass_turns.clear()
+            self._triggered(turn)
+
+    def _triggered(self, turn: int) -> None:
+        self.first_trigger_turn = turn
+        for early in self.early_pass_turns:  # they precede every later pass, so the order holds
+            self._count_half(early)
+        self.early_pass_turns.clear()
+
+    def _follow_trigger(self) -> None:
+        """The first trigger, once the followed window metrics have seen it."""
+        window = self._window
+        if window is not None and self.first_trigger_turn < 0 and window.first_trigger_turn >= 0:
+            self._triggered(window.first_trigger_turn)
 
     def on_prune_pass(self, time: float, record: PassRecord) -> None:
+        if self.first_trigger_turn < 0:
+            self._follow_trigger()
         self.pass_count += 1
         if self.first_trigger_turn >= 0:
             self._count_half(record.turn)
@@ -220,6 +240,8 @@ class PassMetrics(Observer):
             self.passes_second += 1
 
     def summary(self, so_far: dict) -> dict:
+        if self.first_trigger_turn < 0:
+            self._follow_trigger()
         n = self.pass_count
         overhead = self.sum_index + self.sum_rationale
         net = self.sum_evicted - overhead

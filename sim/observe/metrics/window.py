@@ -96,6 +96,8 @@ def time_quantile(levels: list[int], seconds: list[float], q: float) -> int:
 
 
 class WindowMetrics(Observer):
+    deferred = True  # read when the run is over; of a span it reads only its kind and tags
+
     def __init__(self, run):
         self.turns = run.scenario.turns
         self.trigger = run.acting_trigger
@@ -114,6 +116,10 @@ class WindowMetrics(Observer):
         self.lost_constraints = 0
         self.final_utilization = 0
         self.sim_time = 0.0
+        # Under a hard budget no turn ends above it, and the run's end gives the final utilization: the turn's
+        # end has nothing to tell (one handler call a turn saved).
+        if self.hard:
+            self.muted = frozenset({"turn_end"})
 
     def _hold(self, time: float, utilization: int) -> None:
         """Credit the time since the last point to its level; ``utilization`` holds from ``time`` on."""
@@ -159,9 +165,10 @@ class WindowMetrics(Observer):
             self.since, self.level = time, utilization
             if utilization < self.band_floor:
                 self.band_floor = utilization
-        for cause, span, _, _, _, _ in removals:
-            if span.is_constraint and cause != "summarized":
-                self.lost_constraints += 1
+        if removals[0][0] != "summarized":  # one cause for the whole change
+            for _, span, _, _, _, _ in removals:
+                if span.is_constraint:
+                    self.lost_constraints += 1
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
         self.forced_truncations += 1
