@@ -1111,7 +1111,7 @@ def test_20_claude_code_and_codex_bills_are_checked_the_same_way(tmp_path):
 
 
 # -- 21. a stopped sweep ends its workers ----------------------------------------------------
-def _batch_that_blocks_or_waits(scenario, policy, items, traces_dir):
+def _batch_that_blocks_or_waits(scenario, policy, items, traces_dir, engine="simpy"):
     """In a worker: the "slow" batch notes its pid and would run for a long while; the other returns once the
     slow one is running, so that the sweep is stopped with a batch in flight."""
     import time
@@ -1134,7 +1134,8 @@ def test_21_a_sweep_stopped_mid_batch_ends_its_workers_instead_of_waiting(tmp_pa
     monkeypatch.setattr(sweep_mod, "run_batch", _batch_that_blocks_or_waits)
     lock = os.open(os.devnull, os.O_RDONLY)
     try:
-        results = sweep_mod._local_results([(None, "slow", []), (None, "fast", [])], 2, str(tmp_path), lock)
+        results = sweep_mod._local_results([(None, "slow", [], "simpy"), (None, "fast", [], "simpy")], 2, str(tmp_path),
+                                            lock)
         assert next(results) == []  # the fast batch: the slow one is running now
         results.close()  # what SIGTERM or Ctrl-C does to the loop that reads the results
     finally:
