@@ -850,6 +850,9 @@ BROKEN_POLICIES = {
     "returns_a_number": (_POLICY_HEAD + "    def decide(self, view):\n        return 5\n", "not a list of actions"),
     "returns_a_non_action": (_POLICY_HEAD + "    def decide(self, view):\n        return ['evict it all']\n",
                              "which is not an action"),
+    # a view is a named tuple: iterable, but not the actions (not "returned 1, which is not an action")
+    "returns_its_view": (_POLICY_HEAD + "    def decide(self, view):\n        return view\n",
+                         "returned the WindowView it was given from decide, not a list of actions"),
     "no_decide": (_POLICY_HEAD, "does not implement decide"),
     "exits_on_import": ("import sys\nsys.exit(3)\n", "SystemExit"),
 }

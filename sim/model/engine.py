@@ -217,7 +217,7 @@ class Engine(Provenance):
         Most turns the policy answers nothing: then nothing is to be done, and no generator is made for it.
         """
         actions = (decide or self.policy.decide)(self.view())
-        if not isinstance(actions, (list, tuple)):
+        if actions.__class__ is not list and actions.__class__ is not tuple:  # (a view is a tuple too)
             actions = self.as_actions(actions)
         return self.act(actions) if actions else ()
 
@@ -368,8 +368,9 @@ class Engine(Provenance):
     def as_actions(self, answer) -> list:
         """What ``decide`` answered, when it is not a list: any iterable of actions will do, anything else is
         the policy's bug (named as such, not left to fail inside the engine)."""
-        if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
-            raise PolicyContractError(f"policy {self.policy.name!r} returned {answer!r} from decide, "
+        if isinstance(answer, (str, bytes, WindowView)) or not hasattr(answer, "__iter__"):
+            shown = "the WindowView it was given" if isinstance(answer, WindowView) else repr(answer)
+            raise PolicyContractError(f"policy {self.policy.name!r} returned {shown} from decide, "
                                       "not a list of actions", type(self.policy))
         return list(answer)
 
