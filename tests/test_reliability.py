@@ -853,6 +853,9 @@ BROKEN_POLICIES = {
     # a view is a named tuple: iterable, but not the actions (not "returned 1, which is not an action")
     "returns_its_view": (_POLICY_HEAD + "    def decide(self, view):\n        return view\n",
                          "returned the WindowView it was given from decide, not a list of actions"),
+    # the view's spans are the window's own snapshot, shared with the engine: a policy cannot reorder them under it
+    "reorders_its_view": (_POLICY_HEAD + "    def decide(self, view):\n        view.unpinned.reverse()\n"
+                          "        return []\n", "AttributeError"),
     "no_decide": (_POLICY_HEAD, "does not implement decide"),
     "exits_on_import": ("import sys\nsys.exit(3)\n", "SystemExit"),
 }
