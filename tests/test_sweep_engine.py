@@ -69,3 +69,13 @@ def test_the_engine_line_names_each_reason_with_the_points_it_holds_for(monkeypa
     monkeypatch.setattr(choice, "auto_min_turns", lambda: 0)
     assert describe_engines(plan, choose_engines(plan, "auto")) == (
         "engine: kernel for naive at 1 of 2 grid points; simpy for naive at 1 of 2 grid points: decision.concurrent")
+
+
+def test_under_auto_with_traces_the_engine_line_gives_traces_as_the_reason(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 0)  # enough work for the kernel: --traces alone keeps SimPy
+    out = tmp_path / "s"
+    assert main(["sweep", "oscillation-40", "--set", "turns=5", "--policies", "naive,tombstoned", "--seeds", "0:2",
+                 "--jobs", "1", "--quiet", "--engine", "auto", "--traces", "--out", str(out)]) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("sweep: engine:"))
+    assert line == ("sweep: engine: simpy for naive: --traces (only the SimPy engine records a run's trace); "
+                    "simpy for tombstoned: policy 'tombstoned' (the kernel runs noop, naive, recency, slack-gated)")

@@ -58,8 +58,8 @@ def main(args) -> int:
         print(line, file=sys.stderr)
     warn_memory(max(sc.turns for sc in plan.scenarios), recorded=args.traces, runs_at_once=jobs)
     if args.engine != "simpy":  # which engine runs what, before any run (execute chooses the same)
-        print(f"sweep: {describe_engines(plan, choose_engines(plan, args.engine, args.traces))}", file=sys.stderr,
-              flush=True)
+        engines = choose_engines(plan, args.engine, args.traces)
+        print(f"sweep: {describe_engines(plan, engines, args.traces)}", file=sys.stderr, flush=True)
     stats = execute(
         plan,
         args.out,
