@@ -142,3 +142,4 @@ def test_a_view_kept_past_its_turn_holds_snapshots_of_the_spans_and_the_live_map
     assert first.spans is spans and tuple(first.unpinned) == unpinned  # as they were at turn 1
     assert list(first.by_id) != list(by_id) and dict(first.by_id) == dict(engine.window.by_id())
     assert first._replace(utilization=0).utilization == 0 and first._replace(utilization=0).spans is spans
+    assert kept[-1][0].by_id is first.by_id  # one mapping for the window's life: its identity marks no turn
