@@ -17,6 +17,7 @@ import math
 import numbers
 import operator
 import typing
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 from prunesim.model.engine import PolicyContractError
@@ -41,8 +42,8 @@ def checked_decide(policy):
 
     def checked(view):
         answer = decide(view)
-        if isinstance(answer, (str, bytes, WindowView)) or not hasattr(answer, "__iter__"):
-            return answer  # not a list of actions (a view is iterable, as a named tuple): the engine says so
+        if isinstance(answer, (str, bytes, WindowView, AbstractSet)) or not hasattr(answer, "__iter__"):
+            return answer  # not a list of actions (a view is a named tuple, a set unordered): the engine says so
         return [_plain(action, cls, view.turn) for action in answer]
 
     return checked

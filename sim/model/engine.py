@@ -8,6 +8,8 @@ what any observer computes. :func:`prunesim.runner.run_one` builds it.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 import simpy
 from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
@@ -372,6 +374,11 @@ class Engine(Provenance):
             shown = "the WindowView it was given" if isinstance(answer, WindowView) else repr(answer)
             raise PolicyContractError(f"policy {self.policy.name!r} returned {shown} from decide, "
                                       "not a list of actions", type(self.policy))
+        if isinstance(answer, AbstractSet):  # the actions apply in order, and a set's order is its hashes'
+            raise PolicyContractError(f"policy {self.policy.name!r} returned a {type(answer).__name__} of actions "
+                                      "from decide: a set's order (which the actions apply in) changes from one "
+                                      "process to the next with Python's string hashing; return a list",
+                                      type(self.policy))
         return list(answer)
 
     def check_contract(self, action) -> None:
