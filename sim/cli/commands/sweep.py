@@ -69,9 +69,10 @@ def main(args) -> int:
     if args.engine != "simpy":  # which engine runs what, before any run (execute chooses the same)
         engines = choose_engines(plan, args.engine, args.traces)
         print(f"sweep: {describe_engines(plan, engines, args.traces)}", file=sys.stderr, flush=True)
-        # the kernel holds each run's whole record, so that its workers at once need that many times it
+        # the kernel holds each run's whole record, so that its workers at once need that many times it (on this
+        # machine: a --scheduler's workers are elsewhere)
         on_kernel = [plan.scenarios[point] for (point, _), engine in engines.items() if engine == "kernel"]
-        if on_kernel:
+        if on_kernel and not args.scheduler:
             largest = max(on_kernel, key=record_bytes)
             kernel_runs = sum(engines.get((r.point, r.policy)) == "kernel" for r in plan.runs)
             warn_kernel_memory(record_bytes(largest), largest.turns, min(jobs, kernel_runs))
