@@ -25,7 +25,11 @@ if TYPE_CHECKING:  # numpy only names a type here: listing the policies starts w
 
 class WindowView(NamedTuple):
     """What a policy may see at the end of a turn: read-only (a named tuple, which the engine builds every
-    turn at a fraction of a frozen dataclass's cost). Treat ``spans`` as read-only too."""
+    turn at a fraction of a frozen dataclass's cost; ``_replace`` makes a changed copy).
+
+    ``spans`` and ``unpinned`` are the window's snapshots of this turn, tuples shared with the engine;
+    ``by_id`` is the window's own mapping, live: kept past this turn it follows the window (copy it to
+    remember). The spans are the engine's: read them, never set their fields (docs/policies.md)."""
 
     turn: int
     utilization: int

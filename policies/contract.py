@@ -17,10 +17,11 @@ import math
 import numbers
 import operator
 import typing
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 from prunesim.model.engine import PolicyContractError
-from prunesim.policies.base import Action, BoundaryEvent, ModelPass
+from prunesim.policies.base import Action, BoundaryEvent, ModelPass, WindowView
 
 # The fields each action declares as an int, as a tuple of ints, as a string and as a flag: of every action
 # there is (the union ``Action``), so that a new action is checked as soon as it exists.
@@ -41,8 +42,8 @@ def checked_decide(policy):
 
     def checked(view):
         answer = decide(view)
-        if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
-            return answer  # not a list of actions: the engine says so
+        if isinstance(answer, (str, bytes, WindowView, AbstractSet)) or not hasattr(answer, "__iter__"):
+            return answer  # not a list of actions (a view is a named tuple, a set unordered): the engine says so
         return [_plain(action, cls, view.turn) for action in answer]
 
     return checked

@@ -94,7 +94,7 @@ def _replay(scenario, policy, seed, overrides, workload, given_as: str) -> RunRe
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
     scenario_mod.check_replay_overrides(overrides, given_as)
-    base = load_scenario("transcript" if scenario is None else scenario, overrides, policy)
+    base = load_scenario("transcript" if scenario is None else scenario, overrides, policy, given_as=given_as)
     if isinstance(workload, WorkloadData):
         data = workload
     else:

@@ -113,3 +113,33 @@ def test_the_view_a_policy_receives_is_read_only(oscillation):
     workload = SyntheticToolLoop(sc.workload, 5, sc.latency.tool_mean_s, sc.latency.tool_sigma, rng)
     Engine(sc, Tamper(sc, rng), workload).run()
     assert seen == [1, 2, 3, 4, 5]
+
+
+def test_a_view_kept_past_its_turn_holds_snapshots_of_the_spans_and_the_live_mapping(oscillation):
+    """docs/policies.md: ``spans`` and ``unpinned`` stay as they were; ``by_id`` follows the window, through the
+    inserts of placeholders too."""
+    import numpy as np
+    from prunesim.model.engine import Engine
+    from prunesim.model.workload import SyntheticToolLoop
+    from prunesim.policies.base import Clear
+
+    kept = []
+
+    class Keeper(Policy):
+        name = "keeper"
+
+        def decide(self, view):
+            kept.append((view, view.spans, tuple(view.unpinned), dict(view.by_id)))
+            outputs = [s.id for s in view.unpinned if s.kind == "tool_output"]
+            return [Clear(tuple(outputs[:1]), (3,))] if view.turn % 2 and outputs else []  # a placeholder inserted
+
+    sc = oscillation
+    rng = np.random.default_rng(0)
+    workload = SyntheticToolLoop(sc.workload, 6, sc.latency.tool_mean_s, sc.latency.tool_sigma, rng)
+    engine = Engine(sc, Keeper(sc, rng), workload)
+    engine.run()
+    first, spans, unpinned, by_id = kept[0]
+    assert first.spans is spans and tuple(first.unpinned) == unpinned  # as they were at turn 1
+    assert list(first.by_id) != list(by_id) and dict(first.by_id) == dict(engine.window.by_id())
+    assert first._replace(utilization=0).utilization == 0 and first._replace(utilization=0).spans is spans
+    assert kept[-1][0].by_id is first.by_id  # one mapping for the window's life: its identity marks no turn

@@ -138,6 +138,11 @@ def test_through_the_api_the_hints_name_overrides_not_the_command_lines_flag(tmp
     assert "overrides pricing.model=NAME" in note and "--set" not in note
     # the setting it names works through the API
     assert api.run(workload=tmp_path / "w.jsonl", policy="noop", overrides={"pricing.model": "gpt-5"}).summary
+    # one name in every message of a replay: the overrides' own errors too
+    for given_as in ("overrides", "--set"):
+        with pytest.raises(UserError) as err:
+            api.run(workload=tmp_path / "w.jsonl", policy="noop", overrides={"bogus": 1}, given_as=given_as)
+        assert f"(with {given_as}): bogus: unknown key" in str(err.value)
 
 
 def test_the_leaderboard_reports_each_policy_at_its_documented_setting_and_at_each_grid_point(tmp_path, capsys):

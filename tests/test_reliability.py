@@ -850,6 +850,17 @@ BROKEN_POLICIES = {
     "returns_a_number": (_POLICY_HEAD + "    def decide(self, view):\n        return 5\n", "not a list of actions"),
     "returns_a_non_action": (_POLICY_HEAD + "    def decide(self, view):\n        return ['evict it all']\n",
                              "which is not an action"),
+    # a view is a named tuple: iterable, but not the actions (not "returned 1, which is not an action")
+    "returns_its_view": (_POLICY_HEAD + "    def decide(self, view):\n        return view\n",
+                         "returned the WindowView it was given from decide, not a list of actions"),
+    # the view's spans are the window's own snapshot, shared with the engine: a policy cannot reorder them under it
+    "reorders_its_view": (_POLICY_HEAD + "    def decide(self, view):\n        view.unpinned.reverse()\n"
+                          "        return []\n", "AttributeError"),
+    # the actions apply in order, and a set of them is ordered by hashes that change with PYTHONHASHSEED
+    "returns_a_set": ("from prunesim.policies.base import Evict\n" + _POLICY_HEAD +
+                      "    def decide(self, view):\n        ids = [s.id for s in view.unpinned if s.offerable]\n"
+                      "        return {Evict((i,), reason=str(i)) for i in ids[:2]}\n",
+                      "returned a set of actions from decide"),
     "no_decide": (_POLICY_HEAD, "does not implement decide"),
     "exits_on_import": ("import sys\nsys.exit(3)\n", "SystemExit"),
 }

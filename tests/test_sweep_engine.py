@@ -69,3 +69,33 @@ def test_the_engine_line_names_each_reason_with_the_points_it_holds_for(monkeypa
     monkeypatch.setattr(choice, "auto_min_turns", lambda: 0)
     assert describe_engines(plan, choose_engines(plan, "auto")) == (
         "engine: kernel for naive at 1 of 2 grid points; simpy for naive at 1 of 2 grid points: decision.concurrent")
+
+
+def test_under_auto_with_traces_the_engine_line_gives_traces_as_the_reason(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 0)  # enough work for the kernel: --traces alone keeps SimPy
+    out = tmp_path / "s"
+    assert main(["sweep", "oscillation-40", "--set", "turns=5", "--policies", "naive,tombstoned", "--seeds", "0:2",
+                 "--jobs", "1", "--quiet", "--engine", "auto", "--traces", "--out", str(out)]) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("sweep: engine:"))
+    assert line == ("sweep: engine: simpy for naive: --traces (only the SimPy engine records a run's trace); "
+                    "simpy for tombstoned: policy 'tombstoned' (the kernel runs noop, naive, recency, slack-gated)")
+
+
+def test_kernel_runs_that_would_not_fit_in_memory_together_are_warned_of(tmp_path, capsys, monkeypatch):
+    from prunesim.cli.commands import _common
+    from prunesim.io import scenario_files
+
+    monkeypatch.setattr(_common, "machine_memory", lambda: 64 << 20)  # a machine of 64 MB
+    need = choice.record_bytes(scenario_files.load("oscillation-40", {"turns": 20000}))
+    assert need > 64 << 20
+    out = tmp_path / "s"
+    assert main(["sweep", "oscillation-40", "--set", "turns=20000", "--policies", "naive", "--seeds", "0:1",
+                 "--jobs", "1", "--quiet", "--engine", "kernel", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    warning = next(x for x in err.splitlines() if x.startswith("prunesim: warning:"))
+    assert f"turns=20,000 on the kernel holds up to {need / 2**20:,.0f} MB of run records; this machine has 64 MB" \
+        in warning
+    monkeypatch.setattr(_common, "machine_memory", lambda: 1 << 40)
+    assert main(["sweep", "oscillation-40", "--set", "turns=20000", "--policies", "naive", "--seeds", "0:1",
+                 "--jobs", "1", "--quiet", "--engine", "kernel", "--out", str(tmp_path / "t")]) == 0
+    assert "warning" not in capsys.readouterr().err

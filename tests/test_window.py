@@ -65,3 +65,13 @@ def test_the_by_id_mapping_is_read_only_and_follows_the_window_through_an_insert
     assert [s.id for s in w.spans()] == [2, 3]
     with pytest.raises(TypeError):
         by_id[4] = span(4, 10)
+
+
+def test_the_spans_it_hands_out_cannot_be_reordered_under_it():
+    w = Window(size=1000, budget=800, hard=True)
+    for i in (1, 2, 3):
+        w.append(span(i, 100))
+    for shared in (w.spans(), w.unpinned()):  # the same object until the window changes (a policy's view holds it)
+        with pytest.raises(AttributeError):
+            shared.reverse()
+    assert [s.id for s in w.unpinned()] == [1, 2, 3]  # what a forced drop walks, oldest first

@@ -8,6 +8,8 @@ what any observer computes. :func:`prunesim.runner.run_one` builds it.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 import simpy
 from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
@@ -217,7 +219,7 @@ class Engine(Provenance):
         Most turns the policy answers nothing: then nothing is to be done, and no generator is made for it.
         """
         actions = (decide or self.policy.decide)(self.view())
-        if not isinstance(actions, (list, tuple)):
+        if actions.__class__ is not list and actions.__class__ is not tuple:  # (a view is a tuple too)
             actions = self.as_actions(actions)
         return self.act(actions) if actions else ()
 
@@ -368,9 +370,15 @@ class Engine(Provenance):
     def as_actions(self, answer) -> list:
         """What ``decide`` answered, when it is not a list: any iterable of actions will do, anything else is
         the policy's bug (named as such, not left to fail inside the engine)."""
-        if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
-            raise PolicyContractError(f"policy {self.policy.name!r} returned {answer!r} from decide, "
+        if isinstance(answer, (str, bytes, WindowView)) or not hasattr(answer, "__iter__"):
+            shown = "the WindowView it was given" if isinstance(answer, WindowView) else repr(answer)
+            raise PolicyContractError(f"policy {self.policy.name!r} returned {shown} from decide, "
                                       "not a list of actions", type(self.policy))
+        if isinstance(answer, AbstractSet):  # the actions apply in order, and a set's order is its hashes'
+            raise PolicyContractError(f"policy {self.policy.name!r} returned a {type(answer).__name__} of actions "
+                                      "from decide: a set's order (which the actions apply in) changes from one "
+                                      "process to the next with Python's string hashing; return a list",
+                                      type(self.policy))
         return list(answer)
 
     def check_contract(self, action) -> None:

@@ -41,8 +41,10 @@ class Window:
         self._spans: dict[int, Span] = {}  # one dict for the window's life (insert rebuilds it in place)
         self._by_id = MappingProxyType(self._spans)
         self._unpinned: dict[int, Span] = {}  # the unpinned spans, in window order (what a runtime may drop)
-        self._list: list[Span] | None = None  # spans() as last built; None once the window changed
-        self._unpinned_list: list[Span] | None = None
+        # spans() as last built; None once the window changed. Tuples: they are handed to the policy in its
+        # view, and a list it sorted or reversed in place would be what the engine drops from next.
+        self._list: tuple[Span, ...] | None = None
+        self._unpinned_list: tuple[Span, ...] | None = None
         self.utilization = 0
         self.appended_total = 0
         self.removed_total = 0
@@ -56,17 +58,17 @@ class Window:
     def headroom(self) -> int:
         return self.budget - self.utilization
 
-    def spans(self) -> list[Span]:
-        """Spans in window order (oldest first). A snapshot: do not change it (it is shared until the
-        window changes, so that reading an unchanged window twice costs nothing)."""
+    def spans(self) -> tuple[Span, ...]:
+        """Spans in window order (oldest first). A snapshot, and a tuple: it is shared until the window
+        changes (reading an unchanged window twice costs nothing), so nobody may change it."""
         if self._list is None:
-            self._list = list(self._spans.values())
+            self._list = tuple(self._spans.values())
         return self._list
 
-    def unpinned(self) -> list[Span]:
+    def unpinned(self) -> tuple[Span, ...]:
         """The unpinned spans in window order (a snapshot, shared like :meth:`spans`)."""
         if self._unpinned_list is None:
-            self._unpinned_list = list(self._unpinned.values())
+            self._unpinned_list = tuple(self._unpinned.values())
         return self._unpinned_list
 
     def by_id(self):

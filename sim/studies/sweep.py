@@ -306,9 +306,11 @@ def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = Fal
     return {p: pick(requested, [(plan.scenarios[p[0]], p[1])], turns) for p in pairs}
 
 
-def describe_engines(plan: SweepPlan, engines: dict[Pair, str]) -> str:
-    """One line: which engine runs which policy's grid points, and why the others stay on SimPy."""
-    few = f"too few turns to pay for loading the kernel (below {auto_min_turns():,})"
+def describe_engines(plan: SweepPlan, engines: dict[Pair, str], traces: bool = False) -> str:
+    """One line: which engine runs which policy's grid points, and why the others stay on SimPy (``traces``:
+    ``--traces``, as given to :func:`choose_engines`)."""
+    few = ("--traces (only the SimPy engine records a run's trace)" if traces else
+           f"too few turns to pay for loading the kernel (below {auto_min_turns():,})")
     parts = []
     for policy in plan.policies:
         mine = {p: e for p, e in engines.items() if p[1] == policy}

@@ -270,6 +270,19 @@ def warn_memory(turns: int, recorded: bool, runs_at_once: int = 1) -> None:
           f"this machine has {_size(have)}: expect the run to fail or swap", file=sys.stderr)
 
 
+def warn_kernel_memory(record_bytes: int, turns: int, runs_at_once: int) -> None:
+    """A warning on stderr when ``runs_at_once`` kernel runs, each holding ``record_bytes`` of its record
+    (:func:`prunesim.kernel.choice.record_bytes`, ``turns`` turns), would not fit in memory."""
+    need = record_bytes * max(1, runs_at_once)
+    have = machine_memory()
+    if have is None or need <= have:
+        return
+    runs = f" ({runs_at_once} runs at once)" if runs_at_once > 1 else ""
+    print(f"prunesim: warning: turns={turns:,} on the kernel holds up to {_size(need)} of run records{runs}; this "
+          f"machine has {_size(have)}: expect workers to fail or swap (fewer --jobs, or --engine simpy, which "
+          "streams a run)", file=sys.stderr)
+
+
 def _size(n: int) -> str:
     for unit, scale in (("PB", 2**50), ("TB", 2**40), ("GB", 2**30)):
         if n >= scale:
