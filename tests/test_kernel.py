@@ -121,6 +121,19 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused(monkeypatch)
         pick("fast", [(plain, "naive")], 1)
 
 
+def test_a_numba_older_than_the_kernel_is_built_for_keeps_the_runs_on_simpy(monkeypatch):
+    import numba
+
+    monkeypatch.setattr(numba, "__version__", "0.59.1")
+    assert kernel_gap(Scenario(), "naive") == ("this install: numba 0.59.1 (the kernel needs 0.68 or later: "
+                                              "pip install 'prunesim[kernel]')")
+    assert pick("auto", [(Scenario(), "naive")], 10 * AUTO_MIN_TURNS) == "simpy"
+    with pytest.raises(UserError, match="numba 0.59.1"):
+        pick("kernel", [(Scenario(), "naive")], 1)
+    monkeypatch.setattr(numba, "__version__", "0.70.0rc1")
+    assert kernel_gap(Scenario(), "naive") == ""
+
+
 def test_auto_asks_for_less_work_once_the_kernel_is_compiled():
     summary(Scenario(), "naive", 0, "kernel")  # compiled now, and kept in numba's cache
     from prunesim.kernel import fold

@@ -24,6 +24,9 @@ ENGINES = ("simpy", "kernel", "auto")
 FOLDED_OBSERVERS = ("WindowMetrics", "PassMetrics", "GateMetrics", "EvictionMetrics", "ProvenanceMetrics",
                     "EditLogCheck", "EditMetrics", "ReactionMetrics", "CostMetrics")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
+# kernel/bitgen.py builds numba's own value of a Generator (numba's data model, tested on 0.68): an older numba
+# keeps the runs on SimPy (and pyproject asks for this one).
+MIN_NUMBA = (0, 68)
 # Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 13 us of CPU a turn (noop; naive
 # about 46: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
 # result): only millions of turns win that back. Once compiled, loading takes about 0.3 s: 100,000 turns do.
@@ -60,10 +63,22 @@ def kernel_gap(scenario: Scenario, policy) -> str:
     if unknown:  # an observer the kernel's fold does not feed would miss the run's events
         return f"the observer {unknown[0]!r}"
     try:
-        import numba  # noqa: F401  (an optional extra)
+        import numba  # (an optional extra)
     except ImportError:
         return "this install: numba is not installed (pip install 'prunesim[kernel]')"
+    if numba_version(numba.__version__) < MIN_NUMBA:
+        return (f"this install: numba {numba.__version__} (the kernel needs {'.'.join(map(str, MIN_NUMBA))} or "
+                "later: pip install 'prunesim[kernel]')")
     return ""
+
+
+def numba_version(text: str) -> tuple[int, int]:
+    """(major, minor) of a numba version string ("0.68.1", "0.69.0rc1"); (0, 0) when it is not one."""
+    parts = text.split(".")
+    try:
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0) if len(parts) > 1 else 0
+    except ValueError:
+        return 0, 0
 
 
 def record_bytes(scenario: Scenario) -> int:
