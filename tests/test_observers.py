@@ -286,3 +286,23 @@ def test_the_pass_metrics_take_the_first_trigger_from_the_window_metrics():
 def build_observers_named(run, *names):
     built = observe.build_observers(run)
     return [next(o for o in built if type(o) is observe.REGISTRY[name]) for name in names]
+
+
+@pytest.mark.parametrize(("policy", "overrides", "exercised"), [
+    ("slack-gated", {"gate.fallback": "truncate", "gate.truncate_keep": 50}, "fallback_evictions"),  # shrunk in place
+    ("clear-tool-uses", {"clear_tool_uses.trigger": 15000}, "clearings"),  # placeholders inserted
+    ("llm-summary", {"llm_summary.threshold": 0.5, "llm_summary.unit": "window"}, "compactions"),  # a summary inserted
+    ("noop", {"budget_kind": "soft"}, "overflow_turns"),  # turns that end above the budget
+])
+def test_deferred_observers_summarize_a_run_as_if_they_heard_each_event_as_it_came(monkeypatch, policy, overrides,
+                                                                                     exercised):
+    """The deferral rule (prunesim.model.events): a deferred observer reads of a span only what never changes once
+    it is in the window. Heard at once (a batch of one) or only when the run ends (one batch of everything), the
+    run's summary is the same, on runs whose spans are cut in place and whose edits insert spans."""
+    scenario = sc.load("oscillation-40", {"turns": 300, **overrides})
+    summaries = []
+    for batch in (1, 1 << 30):
+        monkeypatch.setattr(events, "DEFERRED_BATCH", batch)
+        summaries.append(run_one(scenario, policy, 0, trace="none").summary)
+    assert summaries[0][exercised] > 0
+    assert summaries[0] == summaries[1]
