@@ -116,7 +116,8 @@ class WindowMetrics(Observer):
         self.lost_constraints = 0
         self.final_utilization = 0
         self.sim_time = 0.0
-        # Under a hard budget no turn ends above it, and the run's end gives the final utilization: the turn's
+        # Under a hard budget no overflow turn is counted (a replayed runtime's turn may still end above it: its
+        # content enters whole and is cut at the call), and the run's end gives the final utilization: the turn's
         # end has nothing to tell (one handler call a turn saved).
         if self.hard:
             self.muted = frozenset({"turn_end"})
