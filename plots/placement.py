@@ -54,8 +54,7 @@ class Request:
 @dataclass
 class Placement:
     texts: list  # per request, the Text drawn (None when left out)
-    numbers: dict[int, int]  # request index -> the number drawn (or meant) in its place
-    failed: set[int]  # requests drawn as a number or not at all
+    failed: set[int]  # requests drawn as a number or not at all (numbers_of numbers them)
 
 
 @dataclass
@@ -202,7 +201,7 @@ def place(ax, requests: list[Request], failed: set[int] = frozenset()) -> Placem
     numbers = numbers_of(requests, failed)
     for i in numbers:
         put_any(i) or put_moving_one(i)
-    return Placement(texts, numbers, failed)
+    return Placement(texts, failed)
 
 
 def numbers_of(requests: list[Request], failed: set[int]) -> dict[int, int]:
