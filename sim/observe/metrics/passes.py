@@ -188,7 +188,9 @@ class PassMetrics(Observer):
 
     def follow(self, window) -> None:
         """Take the first trigger from ``window`` (the run's window metrics, which define it) instead of hearing
-        every append for it: the passes before it are classified at the next pass or at the summary, in order."""
+        every append for it: the passes before it are classified at the next pass or at the summary, in order.
+        ``window`` must hear each append before this hears the next pass's record (both deferred, as registered,
+        or ``window`` live): a window metrics heard later would give the trigger too late."""
         self._window = window
         self.muted = frozenset({"span_appended"})
 
