@@ -48,7 +48,7 @@ class Plan:
 
     def as_pass(self, **options) -> ModelPass:
         # selected, index_tokens, rationale_base, rationale_per_span, candidates: by position, as a keyword
-        # call costs a quarter more, on most turns of a model-driven policy
+        # call of the frozen dataclass costs a fifth more (docs/performance.md), on most turns of a model-driven policy
         return ModelPass(tuple(map(_id, self.selected)), self.index_tokens, self.rationale_base,
                          tuple(self.rationale_per_span), len(self.candidates), **options)
 
