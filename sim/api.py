@@ -76,6 +76,7 @@ def run(
     transcript file (any format ``prunesim import`` reads), or a
     :class:`~prunesim.io.transcripts.workload.WorkloadData`; the scenario then
     defaults to ``"transcript"`` and the summary holds the replay metrics.
+    ``given_as``: what errors and hints call ``overrides`` (a command line passes ``"--set"``).
     """
     _check_arguments(seed, overrides, trace)
     if policy is not None:
@@ -86,7 +87,7 @@ def run(
         raise UserError("api.run", None, "give a scenario or a workload")
     from prunesim.runner import run_one
 
-    return run_one(load_scenario(scenario, overrides, policy), policy, seed, trace=trace)
+    return run_one(load_scenario(scenario, overrides, policy, given_as=given_as), policy, seed, trace=trace)
 
 
 def _replay(scenario, policy, seed, overrides, workload, given_as: str) -> RunResult:

@@ -88,6 +88,14 @@ def test_an_error_in_the_apis_overrides_names_overrides_not_the_command_lines_se
     assert "overrides" in str(err.value) and "--set" not in str(err.value)
 
 
+@pytest.mark.parametrize("workload", [None, FIXTURES / "openai.json"])
+def test_given_as_names_the_overrides_in_a_synthetic_run_as_in_a_replay(workload):
+    scenario = None if workload else "oscillation-40"
+    with pytest.raises(UserError) as err:
+        api.run(scenario, overrides={"no_such_key": 1}, workload=workload, given_as="--set")
+    assert "(with --set): no_such_key: unknown key" in str(err.value)
+
+
 def test_a_turns_override_on_an_api_replay_is_refused_as_overrides():
     with pytest.raises(UserError, match=r"^overrides: turns: cannot be set"):
         api.run(overrides={"turns": 3}, workload=FIXTURES / "openai.json")
