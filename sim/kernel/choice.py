@@ -27,9 +27,11 @@ KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
 # kernel/bitgen.py builds numba's own value of a Generator (numba's data model, tested on 0.68): an older numba
 # keeps the runs on SimPy (and pyproject asks for this one).
 MIN_NUMBA = (0, 68)
-# Turns (runs x turns) below which auto keeps SimPy. The kernel saves at least 13 us of CPU a turn (noop; naive
-# about 46: benchmarks/bench_kernel.py). Its first use in an install compiles it for 10 to 25 s (numba keeps the
-# result): only millions of turns win that back. Once compiled, loading takes about 0.3 s: 100,000 turns do.
+# Turns (runs x turns) below which auto keeps SimPy. In runs of 60 turns the kernel saves 13 us of CPU a turn (noop;
+# naive about 46: benchmarks/bench_kernel.py); in long runs, where SimPy has no run's set-up to spread, a noop turn
+# still saves about 5 (SimPy's 5.7 us a turn: benchmarks/bench_floor.py). Its first use in an install compiles it
+# for 10 to 25 s (numba keeps the result): only millions of turns win that back. Once compiled, loading takes
+# about 0.3 s: 100,000 turns do.
 AUTO_MIN_TURNS = 2_000_000
 AUTO_MIN_TURNS_COMPILED = 100_000
 # The kernel holds a whole run's record (its arrivals, every event row, the span table) until the fold has read it:
