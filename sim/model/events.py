@@ -123,11 +123,13 @@ class Observer:
 
     def on_spans_removed(self, time: float, turn: int, removals: list) -> None:
         """Several spans left the window at once, as one change of one cause (a pass's evictions, a non-model
-        eviction, a replayed runtime's drop): ``removals`` holds one ``(cause, span, freed, utilization, appended_total,
-        removed_total)`` per span, in the order they left, each as :meth:`on_span_removed` would hear it.
+        eviction): ``removals`` holds one ``(cause, span, freed, utilization, appended_total, removed_total)``
+        per span, in the order they left, each as :meth:`on_span_removed` would hear it.
 
         This base method hands each to :meth:`on_span_removed`, so an observer that overrides only that one
-        hears every removal; one that folds a whole change at once overrides this instead (or as well)."""
+        hears every removal. One that folds a whole change at once overrides this as well, not instead: a
+        removal published on its own (a forced drop, a replayed runtime's drop, a clearing's, and every removal
+        of a run that keeps an edit log or leaves tombstones) reaches :meth:`on_span_removed` only."""
         for cause, span, freed, utilization, appended_total, removed_total in removals:
             self.on_span_removed(time, turn, cause, span, freed, utilization, appended_total, removed_total)
 
