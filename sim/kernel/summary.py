@@ -75,8 +75,6 @@ class _FoldedBand(WindowMetrics):
         return self.folded_band
 
 
-# The summary's keys after the prefix the observers' parts give in its order, by the keys the parts give.
-_MOVED: dict[tuple[str, ...], tuple[str, ...]] = {}
 # The draws' patterns as fold.variates takes them, by their flags.
 _PATTERNS: dict[tuple, np.ndarray] = {}
 # The observers whose state a run's counters set (each found once per Prepared, not looked for at every run).
@@ -142,7 +140,6 @@ class Prepared:
         # the fold's
         self.context = RunContext(scenario, name, scenario.seed, self.acting_trigger, "none")
         self.observers = [(_FoldedBand if cls is WindowMetrics else cls)(self.context) for cls in REGISTRY.values()]
-        self._parts = [obs.summary for obs in self.observers if getattr(obs, "summary", None) is not None]
         by_class = {WindowMetrics if type(o) is _FoldedBand else type(o): o for o in self.observers}
         self._roles = {cls: by_class.get(cls) for cls in _ROLES}
         cost = self._roles[CostMetrics]
@@ -194,25 +191,7 @@ class Prepared:
         obs = roles[EditMetrics]
         if obs is not None:
             obs.placeholder_tokens = c[fold.PLACEHOLDER_TOKENS]
-        return self._summarize()
-
-    def _summarize(self) -> dict:
-        """What ``summarize(self.observers)`` gives, in fewer steps a run: the observers' parts asked for in order
-        (each seeing the earlier ones), then the few keys summarize's order puts elsewhere moved there, where
-        summarize builds a second dict of all 97 figures (17 us a run rather than 21 for these observers). The
-        keys to move are found once for the keys the parts give, by summarize itself."""
-        parts: dict = {}
-        for part in self._parts:
-            parts.update(part(parts))
-        keys = tuple(parts)
-        moved = _MOVED.get(keys)
-        if moved is None:  # (the observers' state is the run's: summarize gives this run's summary)
-            order = tuple(summarize(self.observers))
-            same = next((i for i, (a, b) in enumerate(zip(keys, order, strict=True)) if a != b), len(order))
-            moved = _MOVED[keys] = order[same:]
-        for key in moved:
-            parts[key] = parts.pop(key)
-        return parts
+        return summarize(self.observers)
 
 
 class Kernel:

@@ -51,16 +51,22 @@ def summarize(observers) -> dict[str, object]:
         part = getattr(obs, "summary", None)
         if part is not None:
             parts.update(part(parts))
-    return {name: parts[name] for name in _order(tuple(parts))}
+    for name in _out_of_order(tuple(parts)):  # moved to the end in order: the rest already stands in it
+        parts[name] = parts.pop(name)
+    return parts
 
 
 @lru_cache(maxsize=256)
-def _order(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """The summary's order of these keys: :data:`METRICS`' first, then the others as given (the same observers
-    give the same keys, so a study's runs look their order up rather than scan every metric's name)."""
+def _out_of_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys from the first one out of the summary's order on, in that order: :data:`METRICS`' names first,
+    then the others as given. The observers give nearly all of theirs in order already, so moving these few
+    costs less than building the summary again (the same observers give the same keys: a study's runs look
+    them up)."""
     named = set(METRIC_NAMES)
     given = set(keys)
-    return tuple([name for name in METRIC_NAMES if name in given] + [key for key in keys if key not in named])
+    order = [name for name in METRIC_NAMES if name in given] + [key for key in keys if key not in named]
+    same = next((i for i, (a, b) in enumerate(zip(keys, order, strict=True)) if a != b), len(order))
+    return tuple(order[same:])
 
 
 __all__ = [
