@@ -46,7 +46,7 @@ class TurnPlan:
     tool_call: Arrival
     tool_output: Arrival
     tool_latency_s: float
-    extra: tuple[Arrival, ...] | list[Arrival] = ()  # (a tuple by default: no list built per turn)
+    extra: tuple[Arrival, ...] = ()  # (a tuple: none built for a turn without extras)
     # Spans tagged with one of these leave the window before the model call: the replayed
     # runtime removed them itself (a recorded compaction), not the policy under test.
     drop_tags: frozenset[str] = frozenset()
@@ -171,7 +171,7 @@ class SyntheticToolLoop:
                     if arrival.key:
                         plan.tool_call = Arrival("tool_call", plan.tool_call.tokens, arrival.key, arrival.stale_after)
                 else:
-                    plan.extra = [*plan.extra, arrival]
+                    plan.extra = (*plan.extra, arrival)
             if p.turn_unit:
                 as_unit(plan)
             yield plan

@@ -621,7 +621,7 @@ class TranscriptWorkload:
                 tool_call=slots.get("tool_call", Arrival("tool_call", 0)),
                 tool_output=slots.get("tool_output", Arrival("tool_output", 0)),
                 tool_latency_s=0.0,
-                extra=extra,
+                extra=tuple(extra),
                 drop_tags=frozenset({drop_tag(turn)}) if turn in drops else frozenset(),
                 call_at_s=times[turn - 1] if turn <= len(times) else None,
                 before_call=[self._arrival(p) for p in ahead.get(turn, ())],
