@@ -82,7 +82,7 @@ def run(
     if policy is not None:
         get_policy(policy)  # first: a policy from a file or a plugin may declare its own table
     if workload is not None:
-        return _replay(scenario, policy, seed, overrides, workload, given_as)
+        return _replay(scenario, policy, seed, overrides, workload, given_as, trace)
     if scenario is None:
         raise UserError("api.run", None, "give a scenario or a workload")
     from prunesim.runner import run_one
@@ -90,7 +90,7 @@ def run(
     return run_one(load_scenario(scenario, overrides, policy, given_as=given_as), policy, seed, trace=trace)
 
 
-def _replay(scenario, policy, seed, overrides, workload, given_as: str) -> RunResult:
+def _replay(scenario, policy, seed, overrides, workload, given_as: str, trace: str) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
@@ -105,7 +105,7 @@ def _replay(scenario, policy, seed, overrides, workload, given_as: str) -> RunRe
             raise UserError(str(workload), None, "holds no run")
         if next(runs, None) is not None:
             raise UserError(str(workload), None, "holds several runs; import it and pass one workload file")
-    result, _ = replay(data, base, policy, seed, given_as=given_as)
+    result, _ = replay(data, base, policy, seed, trace=trace, given_as=given_as)
     return result
 
 

@@ -9,7 +9,7 @@ from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies import Policy
 from prunesim.policies.base import Evict, ModelPass
 from prunesim.runner import run_one
-from prunesim.studies.transcript_replay import replay
+from prunesim.studies.transcript_replay import replay, replay_metrics
 
 
 # -- hand-made transcripts ---------------------------------------------------------
@@ -90,6 +90,22 @@ def test_needed_evictions_on_a_transcript_are_outputs_called_again_later():
     assert m["eviction_precision"] == pytest.approx(1 - 400 / 500)
     assert s["needed_evicted_tokens"] == 400  # the replay's figures replace the synthetic ones in the summary
     assert s["non_model_evictions"] == 1 and s["fallback_evictions"] == 0
+
+
+@pytest.mark.parametrize("trace", ["none", "turns"])
+def test_replay_metrics_need_no_trace(trace):
+    # Heard as the run goes: the same figures as the full trace gives, whatever the run keeps.
+    data = transcript([call("cat a", 400), call("ls", 100), call("cat a", 300), call("pytest", 200), call("cat a"),
+                       call("ls")])
+    policy = evicting({2: ("cat a",), 3: ("ls", "cat a"), 5: ("cat a",)})
+    full, heard = replay(data, base(), policy, trace="all")
+    quiet, quiet_heard = replay(data, base(), policy, trace=trace)
+    assert heard == quiet_heard == replay_metrics(full)
+    assert quiet.summary == full.summary
+    assert len(quiet.recorder.trace["event"]) < len(full.recorder.trace["event"])
+    assert heard["repeats_after_prune"] >= 2 and heard["needed_evicted_spans"] >= 2  # the figures are exercised
+    with pytest.raises(ValueError, match="trace is"):
+        replay_metrics(quiet)
 
 
 # -- hand-made windows: synthetic runs ------------------------------------------

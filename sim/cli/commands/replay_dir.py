@@ -189,7 +189,7 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
 
 
 def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, RunResult]:
-    result, _ = replay(data, scenario, policy, seed)
+    result, _ = replay(data, scenario, policy, seed, trace="none")  # rows of summaries: no trace kept
     s = result.summary
     row = {"transcript": data.name, "format": data.header["format"], "policy": policy, "turns": data.turns,
            "budget": result.scenario.budget, **s}

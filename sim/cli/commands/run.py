@@ -44,7 +44,7 @@ def main(args) -> int:
     if trace != "none" and out is None:
         raise UserError("--trace", trace, "needs --out DIR: without it nothing is written")
     if args.workload is not None:
-        result = _replay_workload(args)  # replay metrics read the trace: always recorded
+        result = _replay_workload(args, trace)
         if out is not None:
             api.write(result, out)
     elif args.scenario is None:
@@ -67,11 +67,11 @@ def main(args) -> int:
     return 0
 
 
-def _replay_workload(args):
+def _replay_workload(args, trace: str):
     if args.policy is not None:
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
     base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy)  # errors name --set
-    result = api.run(base, policy=args.policy, seed=args.seed, workload=args.workload, given_as="--set")
+    result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload, given_as="--set")
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result
