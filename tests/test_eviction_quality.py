@@ -9,7 +9,8 @@ from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies import Policy
 from prunesim.policies.base import Evict, ModelPass
 from prunesim.runner import run_one
-from prunesim.studies.transcript_replay import replay, replay_metrics
+from prunesim.studies.transcript_replay import expand, iter_workloads, replay, replay_metrics
+from shared_traces import needs, traces_dir
 
 
 # -- hand-made transcripts ---------------------------------------------------------
@@ -106,6 +107,22 @@ def test_replay_metrics_need_no_trace(trace):
     assert heard["repeats_after_prune"] >= 2 and heard["needed_evicted_spans"] >= 2  # the figures are exercised
     with pytest.raises(ValueError, match="trace is"):
         replay_metrics(quiet)
+
+
+@needs("mini-swe-agent-dev", "claude-code-dev")
+@pytest.mark.parametrize(("folder", "trigger"), [("mini-swe-agent-dev", 12000), ("claude-code-dev", 40000)])
+def test_real_replays_give_the_same_figures_with_no_trace(folder, trigger):
+    base_scenario = sc.load("transcript", {"trigger": trigger})  # low enough that every policy acts
+    exercised = 0
+    for path in expand([traces_dir() / folder]):
+        for data in iter_workloads(path):
+            for policy in ("naive", "recency", "clear-tool-uses"):
+                full, heard = replay(data, base_scenario, policy, trace="all")
+                quiet, _ = replay(data, base_scenario, policy, trace="none")
+                assert quiet.summary == full.summary, (path.name, policy)
+                assert replay_metrics(full) == heard and not quiet.recorder.trace["seq"]
+                exercised += bool(heard["repeats_after_prune"] or heard["needed_evicted_spans"])
+    assert exercised  # some replays removed content a later call asked for
 
 
 # -- hand-made windows: synthetic runs ------------------------------------------
