@@ -35,11 +35,14 @@ GIVEN_AS = "overrides"  # what an error in the caller's overrides names: the arg
 
 
 def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None,
-                  policy: str | type[Policy] | None = None, *, given_as: str = GIVEN_AS) -> Scenario:
+                  policy: str | type[Policy] | list | tuple | None = None, *, given_as: str = GIVEN_AS,
+                  ) -> Scenario:
     """A validated scenario from a shipped name, a path, or a Scenario plus overrides.
 
-    ``policy``: the policy it will run under, when not its own: the tables that policy declares may be
-    overridden, whether or not it was ever loaded before in this process. ``given_as``: what an error in
+    ``policy``: the policy it will run under, when not its own, or a list of them: the tables those policies
+    declare may be overridden, whether or not they were ever loaded before in this process, and the tables
+    they read are checked against the scenario (only those: a table no policy in play reads is never a
+    reason to refuse). ``given_as``: what an error in
     the overrides names them as (the command line passes ``--set``).
     """
     if isinstance(name_or_path, Scenario):

@@ -69,7 +69,7 @@ from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import get_policy
-from prunesim.runner import run_one
+from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
 
 TRACES_DIR = "traces"
@@ -153,10 +153,12 @@ def plan_sweep(
     overrides = dict(overrides or {})
     for name in policies or ():  # first: a policy from a file or a plugin may declare its own scenario table
         get_policy(name, where="--policies")
+    # With axes, each point is checked for the policies that run it (below), not the base for all of them.
+    checked = () if axes else policies
     if isinstance(scenario, Scenario):
-        base = scenario_mod.replace(scenario, overrides) if overrides else scenario
+        base = scenario_mod.replace(scenario, overrides, policy=checked) if overrides else scenario
     else:
-        base = scenario_mod.load(str(scenario), overrides)
+        base = scenario_mod.load(str(scenario), overrides, checked)
     axes = {name: axis_values(values) for name, values in (axes or {}).items()}
     base_dict = base.to_dict()
     policies = list(policies) if policies else [base.policy]
@@ -181,6 +183,7 @@ def plan_sweep(
     points: list[dict[str, Any]] = []
     scenarios: list[Scenario] = []
     dicts: list[dict] = []
+    wheres: list[str] = []
     index: dict[str, int] = {}
     per_policy: dict[str, list[int]] = {}
     for policy in policies:
@@ -200,7 +203,10 @@ def plan_sweep(
                 points.append(point)
                 scenarios.append(sc)
                 dicts.append(sc.to_dict())
+                wheres.append(where if point else f"{base.name} (with --set)" if overrides else base.name)
             i = index[key]
+            # a point is refused for what the policies that run it read, not for another policy's tables
+            check_tables(scenarios[i], get_policy(policy), wheres[i])
             text = json.dumps(atomic.json_ready(dicts[i]), sort_keys=True)
             if text in seen_scenarios:
                 raise UserError("--grid", None, "two grid points give the same scenario (a value is repeated)")

@@ -34,7 +34,8 @@ from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import DEFAULT, get_counter
 from prunesim.model.scenario import Scenario
-from prunesim.runner import RunResult, run_one
+from prunesim.policies import get_policy
+from prunesim.runner import RunResult, check_tables, run_one
 from prunesim.studies.repeats import RepeatTally
 
 TRANSCRIPT_SUFFIXES = (".json", ".traj", ".jsonl")
@@ -232,16 +233,32 @@ def replay_scenario(base: Scenario, data: wl.WorkloadData, given_as: str = "--se
     if hit is not None and hit[0] is base:
         return hit[1]
     try:
-        scenario = replace(base, changes, pin=False)
+        scenario = replace(base, changes, pin=False, policy=())  # the tables: for the policy that runs (replay)
     except UserError as err:  # a value set with --set the recorded runtime cannot take (a trigger above its window)
-        recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
-                             if k != "turns")
-        raise UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
-                        f"set {given_as} window=... too, or a smaller value") from None
+        raise _on_recorded_runtime(err, data, changes, given_as) from None
     if len(_RESOLVED) > 256:
         _RESOLVED.clear()
     _RESOLVED[key] = (base, scenario)
     return scenario
+
+
+def _on_recorded_runtime(err: UserError, data: wl.WorkloadData, changes: dict, given_as: str) -> UserError:
+    """``err``, met on the scenario that puts the recorded runtime under the caller's: named as that file's."""
+    recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
+                         if k != "turns")
+    if not recorded:
+        return UserError(_where(data), err.key, err.problem)
+    return UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
+                     f"set {given_as} window=... too, or a smaller value")
+
+
+def _check_tables(scenario: Scenario, base: Scenario, data: wl.WorkloadData, policy, given_as: str) -> None:
+    """The tables the replay's policy reads, checked on the recorded runtime (a value set for the caller's
+    window may not fit the one the transcript ran on)."""
+    try:
+        check_tables(scenario, get_policy(policy or scenario.policy), _where(data))
+    except UserError as err:
+        raise _on_recorded_runtime(err, data, recorded_changes(base, data, given_as), given_as) from None
 
 
 def replay_notes(scenario: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> list[str]:
@@ -298,6 +315,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     ``overrides``), named in its errors and notes."""
     if scenario is None:
         scenario = replay_scenario(base, data, given_as)
+    _check_tables(scenario, base, data, policy, given_as)
     data = wl.sized_as(data, scenario.replay.sizes)
     workload = wl.TranscriptWorkload(
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after,

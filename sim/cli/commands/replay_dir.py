@@ -95,7 +95,7 @@ def main(args) -> int:
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
     overrides = scenario_sets(args)
-    base = load_replay(args.scenario, overrides)
+    base = load_replay(args.scenario, overrides, policies)
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)

@@ -52,12 +52,12 @@ def main(args) -> int:
     elif out is not None:  # rows go to the files as the run makes them
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        sc = api.load_scenario(args.scenario, scenario_sets(args), given_as="--set")
+        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
         result, _ = stream_run(sc, args.policy, args.seed, out, trace)
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        scenario = api.load_scenario(args.scenario, scenario_sets(args), given_as="--set")
+        scenario = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
         result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
     print_notes([result.policy], result.scenario)
     if args.json:
