@@ -42,7 +42,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,12 +288,14 @@ def _append(fd: int, text: str, path: Path) -> None:
 Pair = tuple[int, str]  # (grid point, policy)
 
 
-def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = False) -> dict[Pair, str]:
+def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = False,
+                   done: Collection[str] = frozenset()) -> dict[Pair, str]:
     """The engine of each (grid point, policy) of ``plan``, chosen before any run (``requested``: ``--engine``).
 
     ``kernel`` refuses a pair the kernel does not cover, and ``--traces`` (the kernel makes summaries, not
-    traces); ``auto`` gives the kernel the pairs it covers when their runs add up to enough turns to pay for
-    loading it (:func:`prunesim.kernel.choice.auto_min_turns`), SimPy the rest.
+    traces); ``auto`` gives the kernel the pairs it covers when their runs still to run (not in ``done``, the
+    run ids runs.csv holds: a resumed sweep weighs what is left) add up to enough turns to pay for loading it
+    (:func:`prunesim.kernel.choice.auto_min_turns`), SimPy the rest.
     """
     pairs = sorted({(s.point, s.policy) for s in plan.runs})
     if requested == "simpy" or not pairs:
@@ -304,12 +306,23 @@ def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = Fal
             raise KernelRefused("--engine", "kernel", "--traces writes each run's trace, which only the SimPy "
                                 "engine records: use --engine simpy or auto")
         return dict.fromkeys(pairs, "simpy")
-    runs: dict[Pair, int] = {}
+    runs: dict[Pair, int] = dict.fromkeys(pairs, 0)
     for spec in plan.runs:
-        runs[(spec.point, spec.policy)] = runs.get((spec.point, spec.policy), 0) + 1
+        if spec.run_id not in done:
+            runs[(spec.point, spec.policy)] += 1
     covered = [p for p in pairs if not kernel_gap(plan.scenarios[p[0]], p[1])]
     turns = sum(runs[p] * plan.scenarios[p[0]].turns for p in covered)
     return {p: pick(requested, [(plan.scenarios[p[0]], p[1])], turns) for p in pairs}
+
+
+def finished_runs(out: str | Path) -> frozenset[str]:
+    """The run ids ``out/runs.csv`` holds already (none when there is no such file, or one that cannot be read:
+    running the sweep says what is wrong with it), for a caller that describes the engines before it runs."""
+    try:
+        _, body, _ = read_table(Path(out) / RUNS_FILE, RUNS_FILE, own=True)
+    except (UserError, OSError):
+        return frozenset()
+    return frozenset(row[0] for row in body if row)
 
 
 def describe_engines(plan: SweepPlan, engines: dict[Pair, str], traces: bool = False) -> str:
@@ -592,14 +605,14 @@ def execute(
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
     dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
     try:
-        return _execute(plan, out, jobs, dask, traces, progress, started, engines)
+        return _execute(plan, out, jobs, dask, traces, progress, started, engines, engine)
     finally:
         if dask is not None:
             dask.close()
 
 
 def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
-             started: float, engines: dict[Pair, str]) -> SweepStats:
+             started: float, engines: dict[Pair, str], requested: str) -> SweepStats:
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -669,6 +682,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
+            engines = choose_engines(plan, requested, traces, done)  # what is left to run, read under the lock
             batches = _batches(plan, pending, jobs, engines)
             if dask is not None:
                 results = dask.results(batches, traces_dir)
