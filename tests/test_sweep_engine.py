@@ -132,3 +132,12 @@ def test_a_nearly_finished_sweep_resumed_with_auto_runs_what_is_left_on_simpy(tm
     out, err = capsys.readouterr()
     assert "sweep: engine: simpy for naive: too few turns" in err and "3 run now, 5 already done" in out
     assert (part / RUNS_FILE).read_bytes() == (whole / RUNS_FILE).read_bytes()
+
+
+def test_a_concurrent_runtime_runs_on_the_kernel_for_the_policies_that_never_run_a_pass(tmp_path, capsys):
+    args = ["sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "noop,recency", "--seeds", "0:3",
+            "--jobs", "1", "--quiet", "--set", "decision.concurrent=true"]
+    assert main([*args, "--out", str(tmp_path / "simpy")]) == 0
+    assert main([*args, "--engine", "kernel", "--out", str(tmp_path / "kernel")]) == 0
+    assert "kernel for noop; kernel for recency" in capsys.readouterr().err
+    assert (tmp_path / "kernel" / RUNS_FILE).read_bytes() == (tmp_path / "simpy" / RUNS_FILE).read_bytes()
