@@ -35,11 +35,14 @@ GIVEN_AS = "overrides"  # what an error in the caller's overrides names: the arg
 
 
 def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None,
-                  policy: str | type[Policy] | None = None, *, given_as: str = GIVEN_AS) -> Scenario:
+                  policy: str | type[Policy] | list | tuple | None = None, *, given_as: str = GIVEN_AS,
+                  ) -> Scenario:
     """A validated scenario from a shipped name, a path, or a Scenario plus overrides.
 
-    ``policy``: the policy it will run under, when not its own: the tables that policy declares may be
-    overridden, whether or not it was ever loaded before in this process. ``given_as``: what an error in
+    ``policy``: the policy it will run under, when not its own, or a list of them: the tables those policies
+    declare may be overridden, whether or not they were ever loaded before in this process, and the tables
+    they read are checked against the scenario (only those: a table no policy in play reads is never a
+    reason to refuse). ``given_as``: what an error in
     the overrides names them as (the command line passes ``--set``).
     """
     if isinstance(name_or_path, Scenario):
@@ -82,7 +85,7 @@ def run(
     if policy is not None:
         get_policy(policy)  # first: a policy from a file or a plugin may declare its own table
     if workload is not None:
-        return _replay(scenario, policy, seed, overrides, workload, given_as)
+        return _replay(scenario, policy, seed, overrides, workload, given_as, trace)
     if scenario is None:
         raise UserError("api.run", None, "give a scenario or a workload")
     from prunesim.runner import run_one
@@ -90,7 +93,7 @@ def run(
     return run_one(load_scenario(scenario, overrides, policy, given_as=given_as), policy, seed, trace=trace)
 
 
-def _replay(scenario, policy, seed, overrides, workload, given_as: str) -> RunResult:
+def _replay(scenario, policy, seed, overrides, workload, given_as: str, trace: str) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
     from prunesim.studies.transcript_replay import iter_workloads, replay
 
@@ -105,7 +108,7 @@ def _replay(scenario, policy, seed, overrides, workload, given_as: str) -> RunRe
             raise UserError(str(workload), None, "holds no run")
         if next(runs, None) is not None:
             raise UserError(str(workload), None, "holds several runs; import it and pass one workload file")
-    result, _ = replay(data, base, policy, seed, given_as=given_as)
+    result, _ = replay(data, base, policy, seed, trace=trace, given_as=given_as)
     return result
 
 

@@ -92,6 +92,34 @@ class RunResult:
         return to_pandas(dict(self.recorder.trace))
 
 
+def tables_read(cls: type[Policy]) -> tuple[str, ...]:
+    """The scenario tables a policy reads: those it declares, and those its parameters name (a wrapper's reads
+    its planner's, :meth:`~prunesim.policies.Policy.parameters`). Only these are checked for its runs."""
+    names = dict.fromkeys(cls.tables)
+    names.update(dict.fromkeys(p.partition(".")[0] for p in cls.parameters()))
+    return tuple(names)
+
+
+def check_tables(scenario: Scenario, cls: type[Policy], where: str) -> None:
+    """Check the tables ``cls`` reads against ``scenario`` (:class:`UserError` naming ``where``): a table only
+    another policy reads is not this run's concern, so a value that would be wrong for that policy never
+    refuses this one (a ``[gate]`` lead above the budget, for a naive run)."""
+    for name in tables_read(cls):
+        table = scenario.tables.get(name)
+        if table is not None:
+            table.check(name, where, scenario)
+
+
+def scenario_for(scenario: Scenario, cls: type[Policy]) -> Scenario:
+    """``scenario`` as ``cls`` runs it: tables of its own the scenario lacks take their defaults (a policy the
+    scenario was loaded without), and the tables it reads are checked (:func:`check_tables`)."""
+    missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
+    if missing:
+        scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
+    check_tables(scenario, cls, f"{scenario.name} under {cls.name}")
+    return scenario
+
+
 def run_one(
     scenario: Scenario, policy: str | type[Policy] | None = None, seed: int | None = None, trace: str = "all",
     workload=None, recorder: Recorder | None = None, edit_log: EditLog | None = None, observers=(),
@@ -111,9 +139,7 @@ def run_one(
     """
     cls = get_policy(policy or scenario.policy)
     name = policy_name(policy or scenario.policy)
-    missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
-    if missing:  # a policy the scenario was loaded without: its own tables take their defaults
-        scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
+    scenario = scenario_for(scenario, cls)
     seed = scenario.seed if seed is None else seed
     rngs = streams(seed)
     policy_obj = cls(scenario, rngs["policy"])

@@ -74,6 +74,35 @@ def test_api_run_replays_a_transcript(tmp_path):
         api.run()
 
 
+def test_a_replay_keeps_the_trace_it_is_asked_for_and_the_same_summary():
+    # A replay's figures are heard as it runs: trace "none" keeps no rows (and no call rows), as a synthetic run.
+    runs = {trace: api.run(workload=FIXTURES / "mini.traj.json", policy="recency", trace=trace,
+                           overrides={"budget": 60, "trigger": 40, "recency.low_water_gap": 0})
+            for trace in ("none", "turns", "all")}
+    rows = {trace: r.recorder.trace["event"] for trace, r in runs.items()}
+    assert rows["none"] == [] and not runs["none"].calls
+    assert rows["turns"] and set(rows["turns"]) == {"turn_end"}
+    assert "append" in rows["all"] and "turn_end" not in rows["all"]
+    full = runs["all"].summary
+    assert full["repeats"] == 2 and full["policy_evicted_tokens"] > 0
+    assert all(r.summary == full for r in runs.values())
+
+
+def test_run_workload_writes_the_trace_its_flag_asks_for(tmp_path):
+    from cli_capture import cli
+
+    files = {}
+    for trace in ("turns", "all"):
+        code, _, err = cli("run", "--workload", FIXTURES / "mini.traj.json", "--policy", "recency", "--set",
+                           "budget=60", "--set", "trigger=40", "--out", tmp_path / trace, "--trace", trace)
+        assert code == 0, err
+        files[trace] = (tmp_path / trace / "trace.csv").read_text().splitlines()
+    events = {trace: {line.split(",")[3] for line in lines[1:]} for trace, lines in files.items()}
+    assert events["turns"] == {"turn_end"} and "append" in events["all"]
+    summaries = [json.loads((tmp_path / t / "summary.json").read_text()) for t in files]
+    assert summaries[0] == summaries[1] and summaries[0]["metrics"]["repeats"] == 2
+
+
 def test_a_synthetic_runs_summary_json_names_no_transcript(tmp_path, gated):
     api.write(gated, tmp_path)
     assert "transcript" not in json.loads((tmp_path / "summary.json").read_text())

@@ -9,7 +9,8 @@ from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies import Policy
 from prunesim.policies.base import Evict, ModelPass
 from prunesim.runner import run_one
-from prunesim.studies.transcript_replay import replay
+from prunesim.studies.transcript_replay import expand, iter_workloads, replay, replay_metrics
+from shared_traces import needs, traces_dir
 
 
 # -- hand-made transcripts ---------------------------------------------------------
@@ -90,6 +91,38 @@ def test_needed_evictions_on_a_transcript_are_outputs_called_again_later():
     assert m["eviction_precision"] == pytest.approx(1 - 400 / 500)
     assert s["needed_evicted_tokens"] == 400  # the replay's figures replace the synthetic ones in the summary
     assert s["non_model_evictions"] == 1 and s["fallback_evictions"] == 0
+
+
+@pytest.mark.parametrize("trace", ["none", "turns"])
+def test_replay_metrics_need_no_trace(trace):
+    # Heard as the run goes: the same figures as the full trace gives, whatever the run keeps.
+    data = transcript([call("cat a", 400), call("ls", 100), call("cat a", 300), call("pytest", 200), call("cat a"),
+                       call("ls")])
+    policy = evicting({2: ("cat a",), 3: ("ls", "cat a"), 5: ("cat a",)})
+    full, heard = replay(data, base(), policy, trace="all")
+    quiet, quiet_heard = replay(data, base(), policy, trace=trace)
+    assert heard == quiet_heard == replay_metrics(full)
+    assert quiet.summary == full.summary
+    assert len(quiet.recorder.trace["event"]) < len(full.recorder.trace["event"])
+    assert heard["repeats_after_prune"] >= 2 and heard["needed_evicted_spans"] >= 2  # the figures are exercised
+    with pytest.raises(ValueError, match="trace is"):
+        replay_metrics(quiet)
+
+
+@needs("mini-swe-agent-dev", "claude-code-dev")
+@pytest.mark.parametrize(("folder", "trigger"), [("mini-swe-agent-dev", 12000), ("claude-code-dev", 40000)])
+def test_real_replays_give_the_same_figures_with_no_trace(folder, trigger):
+    base_scenario = sc.load("transcript", {"trigger": trigger})  # low enough that every policy acts
+    exercised = 0
+    for path in expand([traces_dir() / folder]):
+        for data in iter_workloads(path):
+            for policy in ("naive", "recency", "clear-tool-uses"):
+                full, heard = replay(data, base_scenario, policy, trace="all")
+                quiet, _ = replay(data, base_scenario, policy, trace="none")
+                assert quiet.summary == full.summary, (path.name, policy)
+                assert replay_metrics(full) == heard and not quiet.recorder.trace["seq"]
+                exercised += bool(heard["repeats_after_prune"] or heard["needed_evicted_spans"])
+    assert exercised  # some replays removed content a later call asked for
 
 
 # -- hand-made windows: synthetic runs ------------------------------------------

@@ -37,6 +37,36 @@ def test_random_scenarios_give_the_engines_summary_byte_for_byte(policy, draw):
         assert summary_bytes(kernel) == summary_bytes(simpy), differences(simpy, kernel)
 
 
+def _concurrent(scenario: Scenario) -> Scenario:
+    return dataclasses.replace(scenario, decision=dataclasses.replace(scenario.decision, concurrent=True))
+
+
+@pytest.mark.parametrize("policy", ["noop", "recency"])
+@pytest.mark.parametrize("draw", range(20))
+def test_a_concurrent_runtime_gives_the_engines_summary_byte_for_byte_where_no_pass_runs(policy, draw):
+    rng = np.random.default_rng([draw, len(policy), 7])
+    scenario = _concurrent(random_scenario(rng))
+    assert kernel_gap(scenario, policy) == ""
+    for seed in rng.integers(0, 2**32, 3).tolist():
+        simpy, kernel = summary(scenario, policy, seed, "simpy"), summary(scenario, policy, seed, "kernel")
+        assert summary_bytes(kernel) == summary_bytes(simpy), differences(simpy, kernel)
+        # what justifies it: the flag changes nothing in SimPy's own runs of these policies
+        in_line = dataclasses.replace(scenario, decision=dataclasses.replace(scenario.decision, concurrent=False))
+        assert summary_bytes(simpy) == summary_bytes(summary(in_line, policy, seed, "simpy"))
+
+
+def test_a_concurrent_runtime_changes_the_runs_of_a_policy_that_runs_passes():
+    # The null: under naive the flag does move SimPy's figures (passes decided while the agent goes on), so the
+    # comparison above could see a difference, and the kernel, which runs passes in line, must refuse it.
+    rng = np.random.default_rng(3)
+    moved = 0
+    for _ in range(6):
+        scenario = random_scenario(rng)
+        moved += summary(scenario, "naive", 1, "simpy") != summary(_concurrent(scenario), "naive", 1, "simpy")
+    assert moved
+    assert kernel_gap(_concurrent(scenario), "naive") == "decision.concurrent"
+
+
 def test_the_random_scenarios_exercise_what_the_kernel_claims():
     """Not a vacuous comparison: the drawn runs prune, cut rationales, hit the ceiling, read and rewrite the
     prompt cache of each behaviour, lose constraints and leave evictions nothing records."""
@@ -107,12 +137,15 @@ def test_what_the_kernel_does_not_cover_runs_on_simpy_or_is_refused(monkeypatch)
     concurrent = dataclasses.replace(plain, decision=dataclasses.replace(plain.decision, concurrent=True))
     truncating = dataclasses.replace(plain, tables={"gate": Gate(fallback="truncate")})
     for scenario, policy in ((plain, "tombstoned"), (truncating, "slack-gated"), (needs, "naive"),
-                             (concurrent, "naive")):
+                             (concurrent, "naive"), (concurrent, "slack-gated")):
         assert kernel_gap(scenario, policy)
         assert pick("auto", [(scenario, policy)], 10 * AUTO_MIN_TURNS) == "simpy"
         with pytest.raises(UserError, match="--engine: the kernel does not cover"):
             pick("kernel", [(scenario, policy)], 1)
     assert pick("auto", [(plain, "naive")], 10 * AUTO_MIN_TURNS) == "kernel"
+    for policy in ("noop", "recency"):  # they never run a pass: how one would run is not theirs to read
+        assert kernel_gap(concurrent, policy) == ""
+        assert pick("kernel", [(concurrent, policy)], 1) == "kernel"
     with monkeypatch.context() as m:  # an observer the fold does not feed: SimPy, where it hears the run
         m.setitem(REGISTRY, "mine", type("MyObserver", (), {}))
         assert kernel_gap(plain, "naive") == "the observer 'mine'"

@@ -99,3 +99,45 @@ def test_kernel_runs_that_would_not_fit_in_memory_together_are_warned_of(tmp_pat
     assert main(["sweep", "oscillation-40", "--set", "turns=20000", "--policies", "naive", "--seeds", "0:1",
                  "--jobs", "1", "--quiet", "--engine", "kernel", "--out", str(tmp_path / "t")]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_auto_weighs_the_runs_left_to_run_not_all_planned(monkeypatch):
+    plan = plan_sweep("oscillation-40", GRID, ["naive"], SEEDS)  # 8 runs of 40 turns: 320 turns
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 200)
+    assert set(choose_engines(plan, "auto").values()) == {"kernel"}
+    done = {s.run_id for s in plan.runs[:5]}  # 3 runs (120 turns) left
+    assert set(choose_engines(plan, "auto", done=done).values()) == {"simpy"}
+    assert set(choose_engines(plan, "auto", done={s.run_id for s in plan.runs[:3]}).values()) == {"kernel"}
+    assert set(choose_engines(plan, "kernel", done=done).values()) == {"kernel"}  # asked for: still given
+
+
+def test_a_nearly_finished_sweep_resumed_with_auto_runs_what_is_left_on_simpy(tmp_path, capsys, monkeypatch):
+    from prunesim.studies import sweep
+
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    args = ["sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive", "--seeds", "0:4",
+            "--jobs", "1", "--quiet"]
+    assert main([*args, "--out", str(whole)]) == 0
+    assert main([*args, "--out", str(part)]) == 0
+    lines = (part / RUNS_FILE).read_text().splitlines(keepends=True)
+    (part / RUNS_FILE).write_text("".join(lines[:6]))  # the header and 5 of 8 runs
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 200)  # the whole sweep's 320 turns would pay, 120 not
+
+    def no_kernel(*_):
+        raise AssertionError("the kernel ran the runs left")
+
+    monkeypatch.setattr(sweep, "_kernel_summaries", no_kernel)
+    capsys.readouterr()
+    assert main([*args, "--engine", "auto", "--out", str(part)]) == 0
+    out, err = capsys.readouterr()
+    assert "sweep: engine: simpy for naive: too few turns" in err and "3 run now, 5 already done" in out
+    assert (part / RUNS_FILE).read_bytes() == (whole / RUNS_FILE).read_bytes()
+
+
+def test_a_concurrent_runtime_runs_on_the_kernel_for_the_policies_that_never_run_a_pass(tmp_path, capsys):
+    args = ["sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "noop,recency", "--seeds", "0:3",
+            "--jobs", "1", "--quiet", "--set", "decision.concurrent=true"]
+    assert main([*args, "--out", str(tmp_path / "simpy")]) == 0
+    assert main([*args, "--engine", "kernel", "--out", str(tmp_path / "kernel")]) == 0
+    assert "kernel for noop; kernel for recency" in capsys.readouterr().err
+    assert (tmp_path / "kernel" / RUNS_FILE).read_bytes() == (tmp_path / "simpy" / RUNS_FILE).read_bytes()

@@ -25,6 +25,7 @@ import os
 import tomllib
 import types
 import typing
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -293,13 +294,18 @@ def read_toml(path: Path, what: str = "scenario file") -> dict:
         raise UserError(where, None, "malformed TOML: nested too deeply to read") from None
 
 
-def from_dict(data: dict, where: str = "<scenario>", policy: str | type | None = None) -> Scenario:
+def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequence | None = None) -> Scenario:
     """A validated scenario from plain data; the policies' own tables are built from their declarations.
 
     ``policy``: the policy the scenario will run under when it is not the one the data names (a name or a
-    Policy subclass): its tables are known too, whatever was loaded before in the process. A ``[pricing]``
-    table is completed from the model's entry in prices.toml first.
+    Policy subclass), or several (a compare, a sweep): their tables are known too, whatever was loaded before
+    in the process. Every table is read and typed, but checked against the scenario only for the policies
+    that will run (these, else the data's; none for ``()``: :func:`~prunesim.runner.check_tables`), so a
+    ``[gate]`` that would be wrong for slack-gated does not refuse a naive run; ``run_one`` checks the tables
+    of the policy it runs. A ``[pricing]`` table is completed from the model's entry in prices.toml first.
     """
+    named = [] if policy is None else [policy] if isinstance(policy, str | type) else list(policy)
+    in_play = named if policy is not None else [data.get("policy")]  # () checks no policy's tables
     if isinstance(data.get("policy"), str):  # a policy from a file or a plugin declares its tables once loaded
         inputs.note_policy(data["policy"])
         try:
@@ -314,8 +320,8 @@ def from_dict(data: dict, where: str = "<scenario>", policy: str | type | None =
     if any(isinstance(v, dict) and k not in fields and k not in known for k, v in data.items()):
         known = policies.tables(plugins=True)  # a table only an installed plugin may declare
     own = dict(policies.get_policy(data["policy"]).tables) if isinstance(data.get("policy"), str) else {}
-    if policy is not None:
-        own.update(policies.get_policy(policy).tables)
+    for one in named:
+        own.update(policies.get_policy(one).tables)
     known = {**known, **own}
     declared = {name: cls for name, cls in known.items()
                 if name in policies.builtin_tables() or name in data or name in own}
@@ -326,8 +332,10 @@ def from_dict(data: dict, where: str = "<scenario>", policy: str | type | None =
     scenario = _build(Scenario, data, "", where)
     scenario.tables = {name: _coerce(raw_tables.get(name, {}), cls, name, where) for name, cls in declared.items()}
     scenario.check(where)
-    for name, table in scenario.tables.items():
-        table.check(name, where, scenario)
+    from prunesim.runner import check_tables  # late: reading a scenario file need not import the engine
+
+    for one in dict.fromkeys(in_play or ()):
+        check_tables(scenario, policies.get_policy(one), where)
     return scenario
 
 
@@ -399,7 +407,7 @@ def _base_path(base: str, path: Path) -> Path:
     return shipped[base]
 
 
-def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str | type | None = None,
+def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str | type | Sequence | None = None,
          given_as: str = "--set") -> Scenario:
     """Load, override and validate a scenario; every problem is a :class:`UserError`. ``policy``: as in
     :func:`from_dict`; ``given_as``: what the caller gave the overrides with (``--set``, or the API's
@@ -416,7 +424,7 @@ def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str
 
 
 def load_replay(name_or_path: str, overrides: dict[str, Any] | None = None,
-                policy: str | type | None = None, given_as: str = "--set") -> Scenario:
+                policy: str | type | Sequence | None = None, given_as: str = "--set") -> Scenario:
     """:func:`load` for a replay of transcripts: every command that replays one refuses what it cannot take
     (:func:`check_replay_overrides`) here, so that none can forget to."""
     check_replay_overrides(overrides, given_as)
@@ -424,7 +432,7 @@ def load_replay(name_or_path: str, overrides: dict[str, Any] | None = None,
 
 
 def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,
-            policy: str | type | None = None) -> Scenario:
+            policy: str | type | Sequence | None = None) -> Scenario:
     """A new scenario with dotted-key overrides, validated (``pin``: the keys it sets are pinned, as by --set;
     ``policy`` as in :func:`from_dict`)."""
     data = apply_overrides(scenario.to_dict(), overrides, "overrides")

@@ -4,8 +4,10 @@ The kernel covers synthetic runs of the built-in ``noop``, ``naive``, ``recency`
 and ``slack-gated`` (its ``recency`` fallback) policies under every workload
 field (sizes, staleness, repeats, keys, scripted events, ``tool_output_early``,
 ``turn_unit``), both budget kinds, every pricing and prompt cache, and every
-decision field but ``concurrent``. Anything else (another policy, needs, a
-concurrent pass, another gate fallback, a user's policy, an observer added to
+decision field; ``concurrent`` (a model-driven pass run beside the agent's turns)
+only for ``noop`` and ``recency``, which never run a pass, so that it changes
+nothing in their runs. Anything else (another policy, needs, a concurrent pass
+of naive or slack-gated, another gate fallback, a user's policy, an observer added to
 the registry, traces, transcripts, a run too long for the kernel's record of it)
 runs on the SimPy engine: ``auto`` never approximates, and ``--engine kernel`` refuses it.
 """
@@ -24,6 +26,9 @@ ENGINES = ("simpy", "kernel", "auto")
 FOLDED_OBSERVERS = ("WindowMetrics", "PassMetrics", "GateMetrics", "EvictionMetrics", "ProvenanceMetrics",
                     "EditLogCheck", "EditMetrics", "ReactionMetrics", "CostMetrics")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
+# Those that never return a model-driven pass: decision.concurrent (how the engine runs a pass) never acts in their
+# runs, so the kernel, which runs passes in line, gives their summaries with it set too.
+PASSLESS_POLICIES = ("noop", "recency")
 # kernel/bitgen.py builds numba's own value of a Generator (numba's data model, tested on 0.68): an older numba
 # keeps the runs on SimPy (and pyproject asks for this one).
 MIN_NUMBA = (0, 68)
@@ -55,7 +60,7 @@ def kernel_gap(scenario: Scenario, policy) -> str:
             return f"gate.fallback = {gate.fallback!r} (the kernel runs the recency fallback)"
     if scenario.need.enabled:
         return "[need] (the agent's needs)"
-    if scenario.decision.concurrent:
+    if scenario.decision.concurrent and policy not in PASSLESS_POLICIES:
         return "decision.concurrent"
     need = record_bytes(scenario)
     if need > MAX_RECORD_BYTES:

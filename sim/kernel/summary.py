@@ -16,7 +16,6 @@ candidate scenarios draws them once.
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
 
 import numpy as np
@@ -38,7 +37,7 @@ from prunesim.observe.metrics.provenance import ProvenanceMetrics
 from prunesim.observe.metrics.window import WindowMetrics
 from prunesim.policies import get_policy, policy_name
 from prunesim.policies.boundary import REASONS
-from prunesim.runner import streams
+from prunesim.runner import scenario_for, streams
 
 KIND_CODE = {kind: i for i, kind in enumerate(KINDS)}
 POLICY_CODE = {"noop": loop.NOOP, "naive": loop.NAIVE, "recency": loop.RECENCY, "slack-gated": loop.SLACK_GATED}
@@ -87,10 +86,7 @@ class Prepared:
     def __init__(self, scenario: Scenario, policy: str, rng: np.random.Generator | None = None):
         cls = get_policy(policy)
         self.name = name = policy_name(policy)
-        missing = {t: table() for t, table in cls.tables.items() if t not in scenario.tables}
-        if missing:  # as run_one: a policy's own tables take their defaults when the scenario has none
-            scenario = dataclasses.replace(scenario, tables={**scenario.tables, **missing})
-        self.scenario = scenario
+        self.scenario = scenario = scenario_for(scenario, cls)  # as run_one: its tables filled in and checked
         # (the policy's object only says where it acts; ``rng`` is any generator: the object draws nothing)
         self.acting_trigger = cls(scenario, rng or np.random.default_rng(0)).acting_trigger()
         w, lat, d = scenario.workload, scenario.latency, scenario.decision

@@ -120,8 +120,10 @@ def parse_params(text: str, scenario: Scenario, targets: Targets, flag: str = "-
         else:
             raise UserError(flag, name, f"no bounds: give {name}=LOW:HIGH or a [bounds] entry in {targets.path}")
         out.append(Param(name, lo, hi, isinstance(value, int)))
-    try:  # the optimizer starts at the centre of the bounds: it must be a valid scenario
-        from_dict(apply_overrides(data, {p.name: p.value(0.5) for p in out}), flag)
+    try:  # the optimizer starts at the centre of the bounds: it must be a valid scenario for every variant
+        centre = apply_overrides(data, {p.name: p.value(0.5) for p in out})
+        for v in targets.variants:
+            from_dict(apply_overrides(centre, v.overrides), flag, v.policy)
     except UserError as err:
         raise UserError(flag, text, f"the centre of the bounds is not a valid scenario: {err.key}: {err.problem}") \
             from None
@@ -197,7 +199,7 @@ class Objective:
             runs = {}
             for v in self.variants:
                 data = apply_overrides(apply_overrides(self.base, values), v.overrides)
-                sc = from_dict(data, f"candidate {values}")
+                sc = from_dict(data, f"candidate {values}", v.policy)  # infeasible for what its policy reads
                 runs[v.label] = self.engine.summaries(v.label, sc, v.policy, self.seeds)
         except KernelRefused:
             raise

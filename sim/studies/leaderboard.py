@@ -189,7 +189,8 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
             for entry in entries:
                 if id(entry.scenario) not in built:
                     built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
-                result, _ = replay(data, entry.scenario, entry.policy, seed, scenario=built[id(entry.scenario)])
+                result, _ = replay(data, entry.scenario, entry.policy, seed, trace="none",
+                                   scenario=built[id(entry.scenario)])
                 summaries[entry.key] = result.summary
                 warnings.update(dict.fromkeys(result.warnings))
                 if entry.key == (REFERENCE, ""):

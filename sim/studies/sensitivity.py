@@ -96,7 +96,7 @@ def sensitivity(replay: FigureReplay, base: Scenario, seeds: Sequence[int], base
         values = {p.name: p.value((x - p.low) / (p.high - p.low)) for p, x in zip(params, row, strict=True)}
         runs = {}
         for v in variants:
-            sc = from_dict(apply_overrides(apply_overrides(data, values), v.overrides), f"sample {values}")
+            sc = from_dict(apply_overrides(apply_overrides(data, values), v.overrides), f"sample {values}", v.policy)
             runs[v.label] = engine.summaries(v.label, sc, v.policy, seeds)
         for j, f in enumerate(figures):
             stats[i, j] = statistic(f, [r[f.metric] for r in runs[f.variant]])

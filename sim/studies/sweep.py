@@ -42,7 +42,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,7 +69,7 @@ from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import get_policy
-from prunesim.runner import run_one
+from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
 
 TRACES_DIR = "traces"
@@ -153,10 +153,12 @@ def plan_sweep(
     overrides = dict(overrides or {})
     for name in policies or ():  # first: a policy from a file or a plugin may declare its own scenario table
         get_policy(name, where="--policies")
+    # With axes, each point is checked for the policies that run it (below), not the base for all of them.
+    checked = () if axes else policies
     if isinstance(scenario, Scenario):
-        base = scenario_mod.replace(scenario, overrides) if overrides else scenario
+        base = scenario_mod.replace(scenario, overrides, policy=checked) if overrides else scenario
     else:
-        base = scenario_mod.load(str(scenario), overrides)
+        base = scenario_mod.load(str(scenario), overrides, checked)
     axes = {name: axis_values(values) for name, values in (axes or {}).items()}
     base_dict = base.to_dict()
     policies = list(policies) if policies else [base.policy]
@@ -181,6 +183,7 @@ def plan_sweep(
     points: list[dict[str, Any]] = []
     scenarios: list[Scenario] = []
     dicts: list[dict] = []
+    wheres: list[str] = []
     index: dict[str, int] = {}
     per_policy: dict[str, list[int]] = {}
     for policy in policies:
@@ -200,7 +203,10 @@ def plan_sweep(
                 points.append(point)
                 scenarios.append(sc)
                 dicts.append(sc.to_dict())
+                wheres.append(where if point else f"{base.name} (with --set)" if overrides else base.name)
             i = index[key]
+            # a point is refused for what the policies that run it read, not for another policy's tables
+            check_tables(scenarios[i], get_policy(policy), wheres[i])
             text = json.dumps(atomic.json_ready(dicts[i]), sort_keys=True)
             if text in seen_scenarios:
                 raise UserError("--grid", None, "two grid points give the same scenario (a value is repeated)")
@@ -282,12 +288,14 @@ def _append(fd: int, text: str, path: Path) -> None:
 Pair = tuple[int, str]  # (grid point, policy)
 
 
-def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = False) -> dict[Pair, str]:
+def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = False,
+                   done: Collection[str] = frozenset()) -> dict[Pair, str]:
     """The engine of each (grid point, policy) of ``plan``, chosen before any run (``requested``: ``--engine``).
 
     ``kernel`` refuses a pair the kernel does not cover, and ``--traces`` (the kernel makes summaries, not
-    traces); ``auto`` gives the kernel the pairs it covers when their runs add up to enough turns to pay for
-    loading it (:func:`prunesim.kernel.choice.auto_min_turns`), SimPy the rest.
+    traces); ``auto`` gives the kernel the pairs it covers when their runs still to run (not in ``done``, the
+    run ids runs.csv holds: a resumed sweep weighs what is left) add up to enough turns to pay for loading it
+    (:func:`prunesim.kernel.choice.auto_min_turns`), SimPy the rest.
     """
     pairs = sorted({(s.point, s.policy) for s in plan.runs})
     if requested == "simpy" or not pairs:
@@ -298,12 +306,23 @@ def choose_engines(plan: SweepPlan, requested: str = "simpy", traces: bool = Fal
             raise KernelRefused("--engine", "kernel", "--traces writes each run's trace, which only the SimPy "
                                 "engine records: use --engine simpy or auto")
         return dict.fromkeys(pairs, "simpy")
-    runs: dict[Pair, int] = {}
+    runs: dict[Pair, int] = dict.fromkeys(pairs, 0)
     for spec in plan.runs:
-        runs[(spec.point, spec.policy)] = runs.get((spec.point, spec.policy), 0) + 1
+        if spec.run_id not in done:
+            runs[(spec.point, spec.policy)] += 1
     covered = [p for p in pairs if not kernel_gap(plan.scenarios[p[0]], p[1])]
     turns = sum(runs[p] * plan.scenarios[p[0]].turns for p in covered)
     return {p: pick(requested, [(plan.scenarios[p[0]], p[1])], turns) for p in pairs}
+
+
+def finished_runs(out: str | Path) -> frozenset[str]:
+    """The run ids ``out/runs.csv`` holds already (none when there is no such file, or one that cannot be read:
+    running the sweep says what is wrong with it), for a caller that describes the engines before it runs."""
+    try:
+        _, body, _ = read_table(Path(out) / RUNS_FILE, RUNS_FILE, own=True)
+    except (UserError, OSError):
+        return frozenset()
+    return frozenset(row[0] for row in body if row)
 
 
 def describe_engines(plan: SweepPlan, engines: dict[Pair, str], traces: bool = False) -> str:
@@ -586,14 +605,14 @@ def execute(
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
     dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
     try:
-        return _execute(plan, out, jobs, dask, traces, progress, started, engines)
+        return _execute(plan, out, jobs, dask, traces, progress, started, engines, engine)
     finally:
         if dask is not None:
             dask.close()
 
 
 def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, traces: bool, progress: bool,
-             started: float, engines: dict[Pair, str]) -> SweepStats:
+             started: float, engines: dict[Pair, str], requested: str) -> SweepStats:
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -663,6 +682,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
+            engines = choose_engines(plan, requested, traces, done)  # what is left to run, read under the lock
             batches = _batches(plan, pending, jobs, engines)
             if dask is not None:
                 results = dask.results(batches, traces_dir)

@@ -276,7 +276,7 @@ def _variants(raw, where: str, scenario: Scenario) -> dict[str, Variant]:
         if not isinstance(overrides, dict):
             raise UserError(where, f"{key}.set", "must be a table of parameter = value")
         overrides = _flatten(overrides)
-        from_dict(apply_overrides(scenario.to_dict(), overrides, where=where), f"{where} ({key}.set)")
+        from_dict(apply_overrides(scenario.to_dict(), overrides, where=where), f"{where} ({key}.set)", policy)
         out[label] = Variant(label, policy, overrides)
     return out
 
@@ -295,7 +295,8 @@ def _flatten(table: dict, prefix: str = "") -> dict:
 def variant_scenario(scenario: Scenario, variant: Variant) -> Scenario:
     if not variant.overrides:
         return scenario
-    return from_dict(apply_overrides(scenario.to_dict(), variant.overrides), f"{scenario.name} ({variant.label})")
+    return from_dict(apply_overrides(scenario.to_dict(), variant.overrides), f"{scenario.name} ({variant.label})",
+                     variant.policy)
 
 
 def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenario: Scenario) -> Target:

@@ -34,8 +34,9 @@ from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import DEFAULT, get_counter
 from prunesim.model.scenario import Scenario
-from prunesim.observe.metrics.eviction import is_policy_cause, precision
-from prunesim.runner import RunResult, run_one
+from prunesim.policies import get_policy
+from prunesim.runner import RunResult, check_tables, run_one
+from prunesim.studies.repeats import RepeatTally
 
 TRANSCRIPT_SUFFIXES = (".json", ".traj", ".jsonl")
 REFERENCE = "noop"  # the policy that replays the recorded run as it ran (the runtime's own removals only)
@@ -232,16 +233,32 @@ def replay_scenario(base: Scenario, data: wl.WorkloadData, given_as: str = "--se
     if hit is not None and hit[0] is base:
         return hit[1]
     try:
-        scenario = replace(base, changes, pin=False)
+        scenario = replace(base, changes, pin=False, policy=())  # the tables: for the policy that runs (replay)
     except UserError as err:  # a value set with --set the recorded runtime cannot take (a trigger above its window)
-        recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
-                             if k != "turns")
-        raise UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
-                        f"set {given_as} window=... too, or a smaller value") from None
+        raise _on_recorded_runtime(err, data, changes, given_as) from None
     if len(_RESOLVED) > 256:
         _RESOLVED.clear()
     _RESOLVED[key] = (base, scenario)
     return scenario
+
+
+def _on_recorded_runtime(err: UserError, data: wl.WorkloadData, changes: dict, given_as: str) -> UserError:
+    """``err``, met on the scenario that puts the recorded runtime under the caller's: named as that file's."""
+    recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
+                         if k != "turns")
+    if not recorded:
+        return UserError(_where(data), err.key, err.problem)
+    return UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
+                     f"set {given_as} window=... too, or a smaller value")
+
+
+def _check_tables(scenario: Scenario, base: Scenario, data: wl.WorkloadData, policy, given_as: str) -> None:
+    """The tables the replay's policy reads, checked on the recorded runtime (a value set for the caller's
+    window may not fit the one the transcript ran on)."""
+    try:
+        check_tables(scenario, get_policy(policy or scenario.policy), _where(data))
+    except UserError as err:
+        raise _on_recorded_runtime(err, data, recorded_changes(base, data, given_as), given_as) from None
 
 
 def replay_notes(scenario: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> list[str]:
@@ -291,94 +308,48 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
            trace: str = "all", scenario: Scenario | None = None, given_as: str = "--set") -> tuple[RunResult, dict]:
     """Run the workload under ``policy`` on its recorded runtime; the run and its replay metrics.
 
+    ``trace``: what the run keeps, as :func:`~prunesim.runner.run_one` takes it; the replay metrics are heard
+    as the run goes (:class:`~prunesim.studies.repeats.RepeatTally`), so they need no trace.
     ``scenario``: ``replay_scenario(base, data)``, for a caller that replays one workload under many
     policies and builds it once; ``given_as``: what the caller set values with (``--set``, or the API's
     ``overrides``), named in its errors and notes."""
     if scenario is None:
         scenario = replay_scenario(base, data, given_as)
+    _check_tables(scenario, base, data, policy, given_as)
     data = wl.sized_as(data, scenario.replay.sizes)
     workload = wl.TranscriptWorkload(
         data, scenario.workload.reasoning_stale_after, scenario.workload.output_stale_after,
         clock=scenario.replay.clock == "recorded", cache_breaks=scenario.replay.cache_breaks,
     )
-    result = run_one(scenario, policy, seed, trace="all", workload=workload)
+    tally = RepeatTally()
+    result = run_one(scenario, policy, seed, trace=trace, workload=workload, observers=[tally])
     result.transcript = data.name
     # The import's warnings and this replay's notes; the workload itself is left as it was (a caller replays it
     # under many policies and sizings, and shows each warning of its replays once).
     notes = [note for note in (*replay_notes(scenario, data, given_as), forced_cut_note(data, [result])) if note]
     result.warnings = list(dict.fromkeys([*data.warnings, *notes]))
-    metrics = replay_metrics(result)
+    metrics = tally.metrics(result.summary.get("policy_evicted_tokens", 0))
     result.summary.update(metrics)
     return result, metrics
 
 
 def replay_metrics(result: RunResult) -> dict:
-    """Repeats of a content key against what the policy had removed, and which evictions were needed.
+    """The replay metrics of a run recorded with ``trace="all"``, read back from its trace.
 
     See the module docstring. Returns the repeat metrics and the transcript
     variant of ``needed_evicted_spans``, ``needed_evicted_tokens`` and
-    ``eviction_precision`` (:mod:`prunesim.observe.metrics.eviction`).
+    ``eviction_precision`` (:mod:`prunesim.observe.metrics.eviction`), as
+    :func:`replay` computes them while the run goes.
     """
+    if result.recorder.mode != "all":
+        raise ValueError(f"the replay metrics read every change of the window: this run's trace is "
+                         f"{result.recorder.mode!r}, not 'all'")
+    tally = RepeatTally()
     t = result.recorder.trace
-    rows = list(zip(t["event"], t["kind"], t["span_id"], t["key"], t["turn"], t["delta"], strict=True))
-    # Where each key is called: an evicted output is needed when its key is called again after the eviction.
-    last_call: dict[str, int] = {}
-    for i, (event, kind, _sid, key, _turn, _delta) in enumerate(rows):
-        if event == "append" and kind == "tool_call" and key:
-            last_call[key] = i
-    latest: dict[str, int] = {}  # key -> span id of its latest output (of its latest call while it has none)
-    has_output: set[str] = set()
-    removed_at: dict[int, int] = {}  # span id -> turn it left the window (latest spans only)
-    held: dict[int, tuple[str, str, int]] = {}  # span id -> (key, kind, tokens left), spans in the window
-    called: set[str] = set()
-    needed_ids: set[int] = set()
-    needed_tokens = 0
-    repeats = after = inside = 0
-    gaps: list[int] = []
-    for i, (event, kind, span_id, key, turn, delta) in enumerate(rows):
+    for event, kind, span_id, key, turn, delta in zip(t["event"], t["kind"], t["span_id"], t["key"], t["turn"],
+                                                      t["delta"], strict=True):
         if event == "append":
-            if not key or kind not in ("tool_call", "tool_output"):
-                continue
-            if kind == "tool_call":
-                if key in called:
-                    repeats += 1
-                    content = latest[key]
-                    if content in held:
-                        inside += 1
-                    else:
-                        after += 1
-                        gaps.append(turn - removed_at[content])
-                called.add(key)
-                if key not in has_output:
-                    latest[key] = span_id
-            else:
-                has_output.add(key)
-                latest[key] = span_id
-            held[span_id] = (key, kind, delta)
-        elif span_id in held and (delta < 0 or event == "summary_dropped"):
-            k, held_kind, left = held[span_id]
-            if held_kind == "tool_output" and is_policy_cause(event) and last_call.get(k, -1) > i:
-                needed_tokens -= delta
-                needed_ids.add(span_id)
-            # Content a summary carries stays held until a summary drops it (a row that frees nothing when an
-            # earlier summary carried it); a truncation that leaves part of the span keeps it in the window.
-            if event == "summarized":
-                continue
-            left = 0 if event == "summary_dropped" else left + delta
-            if left > 0:
-                held[span_id] = (k, held_kind, left)
-                continue
-            del held[span_id]
-            if latest.get(k) == span_id:
-                removed_at[span_id] = turn
-    evicted_tokens = result.summary.get("policy_evicted_tokens", 0)
-    return {
-        "repeats": repeats,
-        "repeats_after_prune": after,
-        "repeats_in_window": inside,
-        "repeat_gap_mean": round(sum(gaps) / len(gaps), 3) if gaps else 0.0,
-        "repeat_gap_max": max(gaps) if gaps else 0,
-        "needed_evicted_spans": len(needed_ids),
-        "needed_evicted_tokens": needed_tokens,
-        "eviction_precision": precision(needed_tokens, evicted_tokens),
-    }
+            tally.appended(turn, kind, span_id, key, delta)
+        else:
+            tally.removed(turn, event, span_id, delta)
+    return tally.metrics(result.summary.get("policy_evicted_tokens", 0))

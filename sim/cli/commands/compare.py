@@ -45,7 +45,7 @@ def main(args) -> int:
     if args.out is not None:
         if output.names_folder(args.out):
             raise UserError("--out", args.out, "names a folder; give a file")
-    scenario = api.load_scenario(args.scenario, parse_sets(args.set), given_as="--set")
+    scenario = api.load_scenario(args.scenario, parse_sets(args.set), policies, given_as="--set")
     if args.out is not None:  # after reading the scenario (its extends chain): an output onto any of it is refused
         output.check_file(args.out, "--out")
     print_notes(policies, scenario)

@@ -87,13 +87,13 @@ def main(args) -> int:
                                 f"the leaderboard's own {name} would replace it; give another folder") from None
         check_transcript_options(args)
         overrides = scenario_sets(args)
-        scenario = load_replay(args.scenario or "transcript", overrides)
+        scenario = load_replay(args.scenario or "transcript", overrides, policies)
         seeds = None
     else:
         if args.scenario is None:
             raise UserError("leaderboard", None, "give a folder or file of transcripts, or --scenario to run seeds "
                                                  "of a synthetic scenario")
-        scenario = load(args.scenario, scenario_sets(args))
+        scenario = load(args.scenario, scenario_sets(args), policies)
         seeds = parse_seeds(args.seeds or "0:20")
     axes = parse_axes(args.grid)
     for param in axes:

@@ -95,7 +95,7 @@ def main(args) -> int:
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
     overrides = scenario_sets(args)
-    base = load_replay(args.scenario, overrides)
+    base = load_replay(args.scenario, overrides, policies)
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)
@@ -189,7 +189,7 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
 
 
 def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, RunResult]:
-    result, _ = replay(data, scenario, policy, seed)
+    result, _ = replay(data, scenario, policy, seed, trace="none")  # rows of summaries: no trace kept
     s = result.summary
     row = {"transcript": data.name, "format": data.header["format"], "policy": policy, "turns": data.turns,
            "budget": result.scenario.budget, **s}

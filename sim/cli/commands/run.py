@@ -44,7 +44,7 @@ def main(args) -> int:
     if trace != "none" and out is None:
         raise UserError("--trace", trace, "needs --out DIR: without it nothing is written")
     if args.workload is not None:
-        result = _replay_workload(args)  # replay metrics read the trace: always recorded
+        result = _replay_workload(args, trace)
         if out is not None:
             api.write(result, out)
     elif args.scenario is None:
@@ -52,12 +52,12 @@ def main(args) -> int:
     elif out is not None:  # rows go to the files as the run makes them
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        sc = api.load_scenario(args.scenario, scenario_sets(args), given_as="--set")
+        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
         result, _ = stream_run(sc, args.policy, args.seed, out, trace)
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        scenario = api.load_scenario(args.scenario, scenario_sets(args), given_as="--set")
+        scenario = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
         result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
     print_notes([result.policy], result.scenario)
     if args.json:
@@ -67,11 +67,11 @@ def main(args) -> int:
     return 0
 
 
-def _replay_workload(args):
+def _replay_workload(args, trace: str):
     if args.policy is not None:
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
     base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy)  # errors name --set
-    result = api.run(base, policy=args.policy, seed=args.seed, workload=args.workload, given_as="--set")
+    result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload, given_as="--set")
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result

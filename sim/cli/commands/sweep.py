@@ -19,7 +19,15 @@ from prunesim.errors import UserError
 from prunesim.kernel.choice import record_bytes
 from prunesim.policies import parse_names
 from prunesim.studies.grid import inert_axes, parse_axes
-from prunesim.studies.sweep import EXECUTORS, RUNS_FILE, choose_engines, describe_engines, execute, plan_sweep
+from prunesim.studies.sweep import (
+    EXECUTORS,
+    RUNS_FILE,
+    choose_engines,
+    describe_engines,
+    execute,
+    finished_runs,
+    plan_sweep,
+)
 
 
 def register(sub) -> None:
@@ -67,14 +75,15 @@ def main(args) -> int:
         print(line, file=sys.stderr)
     warn_memory(max(sc.turns for sc in plan.scenarios), recorded=args.traces, runs_at_once=jobs)
     if args.engine != "simpy":  # which engine runs what, before any run (execute chooses the same)
-        engines = choose_engines(plan, args.engine, args.traces)
+        done = finished_runs(args.out)  # a resumed sweep weighs what is left to run
+        engines = choose_engines(plan, args.engine, args.traces, done)
         print(f"sweep: {describe_engines(plan, engines, args.traces)}", file=sys.stderr, flush=True)
         # the kernel holds each run's whole record, so that its workers at once need that many times it (on this
         # machine: a --scheduler's workers are elsewhere)
         on_kernel = [plan.scenarios[point] for (point, _), engine in engines.items() if engine == "kernel"]
         if on_kernel and not args.scheduler:
             largest = max(on_kernel, key=record_bytes)
-            kernel_runs = sum(engines.get((r.point, r.policy)) == "kernel" for r in plan.runs)
+            kernel_runs = sum(engines.get((r.point, r.policy)) == "kernel" for r in plan.runs if r.run_id not in done)
             warn_kernel_memory(record_bytes(largest), largest.turns, min(jobs, kernel_runs))
     stats = execute(
         plan,
