@@ -69,7 +69,7 @@ def plan_pass(
     if protected:
         candidates = [s for s in candidates if s.id not in protected]
     n = len(candidates)
-    index_tokens = int(round(params.index_base + params.index_per_candidate * n))
+    index_tokens = round(params.index_base + params.index_per_candidate * n)
     # The model's staleness judgement, right with probability `selection_quality`.
     quality = params.selection_quality
     draws = rng.random(n).tolist()
@@ -93,5 +93,6 @@ def plan_pass(
         want = 1 + int(rng.binomial(extra_max, p)) if extra_max else 1
         selected = judged[:want]
     noise = rng.lognormal(0.0, params.rationale_sigma, len(selected)).tolist() if selected else []
-    per_span = [max(1, int(round(params.rationale_per_span * x))) for x in noise]
+    per_token = params.rationale_per_span
+    per_span = [max(1, round(per_token * x)) for x in noise]  # (round of a float is an int)
     return Plan(candidates, selected, index_tokens, int(params.rationale_base), per_span)

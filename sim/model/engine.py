@@ -140,9 +140,10 @@ class Engine(Provenance):
     # -- window changes ----------------------------------------------------------
     def place(self, arrival: Arrival) -> Span:
         """An arrival enters the window as a new span of this turn."""
-        return self.append(Span(self.window.new_id(), arrival.kind, arrival.tokens, self.turn, key=arrival.key,
-                                stale_at=self.turn + arrival.stale_after, pinned=arrival.pinned, tags=arrival.tags,
-                                tool=arrival.tool, call=arrival.call))
+        turn = self.turn
+        return self.append(Span(self.window.new_id(), arrival.kind, arrival.tokens, turn, arrival.key,
+                                turn + arrival.stale_after, arrival.pinned, arrival.tags, tool=arrival.tool,
+                                call=arrival.call))
 
     def append(self, span: Span, index: int | None = None) -> Span:
         """Place ``span`` at the end of the window, or at ``index`` in window order."""
@@ -221,6 +222,8 @@ class Engine(Provenance):
         actions = (decide or self.policy.decide)(self.view())
         if actions.__class__ is not list and actions.__class__ is not tuple:  # (a view is a tuple too)
             actions = self.as_actions(actions)
+        if len(actions) == 1 and not self.concurrent:  # most answers: one action, applied in the agent's turn
+            return self.apply(actions[0])
         return self.act(actions) if actions else ()
 
     def act(self, actions):
