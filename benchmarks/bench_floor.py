@@ -14,10 +14,17 @@ Before timing anything it checks that the floor reproduces prunesim's summary
 figures (``FIGURES``) on a few seeds: a floor that computed less would flatter
 nobody but would measure nothing.
 
+The floor also runs without its metrics, to split it: without the band (the
+window metrics' time at each level), without the bill (the prompt cache and
+the dollars), and without either, the *bare simulation*: the draws, the window
+arithmetic and naive's pass. Each part is checked too, on the figures it
+still computes.
+
 Timed, in one process and in turn (``--repeat`` rounds, the fastest of each
-taken, CPU time): the floor; ``prunesim run oscillation-40 --set turns=N
---trace none`` through the command line's own ``main`` for each policy; a bare
-SimPy loop of two timeouts a turn. Printed: turns per second, the ratio of naive
+taken, CPU time, each run after a full garbage collection so that none pays for
+the garbage of the one before): the floor and its three parts; ``prunesim run
+oscillation-40 --set turns=N --trace none`` through the command line's own
+``main`` for each policy; a bare SimPy loop of two timeouts a turn. Printed: turns per second, the ratio of naive
 to the floor (the goal: at least 0.8), and every policy's ratio to the SimPy loop.
 ``--clock timeouts`` runs prunesim without the engine's clock shortcut (every
 model call and tool run a SimPy timeout), to measure what the shortcut pays.
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import resource
 import sys
@@ -52,11 +60,17 @@ from prunesim.runner import EDIT_LOG_TAIL, run_one, streams
 
 SCENARIO = "oscillation-40"
 POLICIES = ("noop", "recency", "naive", "slack-gated", "tombstoned")
-FIGURES = ("sim_time_s", "final_utilization", "peak_utilization", "first_trigger_turn", "band_floor",
-           "share_above_trigger", "share_at_ceiling", "band_p10", "band_p90", "forced_truncations",
-           "truncated_tokens", "passes", "sum_net_tokens", "cut_passes", "policy_evicted_tokens",
-           "needed_evicted_tokens", "input_tokens_billed", "cache_read_tokens", "cache_write_tokens",
-           "invalidated_tokens", "cost_usd")
+# The figures the floor computes as prunesim does: the simulation's own (the clock, the window, the passes'
+# counters), the band's and the bill's.
+SIMULATED = ("sim_time_s", "final_utilization", "forced_truncations", "truncated_tokens", "passes", "sum_net_tokens",
+             "cut_passes", "policy_evicted_tokens", "needed_evicted_tokens")
+BANDED = ("peak_utilization", "first_trigger_turn", "band_floor", "share_above_trigger", "share_at_ceiling",
+          "band_p10", "band_p90")
+BILLED = ("input_tokens_billed", "cache_read_tokens", "cache_write_tokens", "invalidated_tokens", "cost_usd")
+FIGURES = SIMULATED + BANDED + BILLED
+# The floor's variants: (row, band metrics computed, bill computed).
+FLOORS = (("floor", True, True), ("floor without the band", False, True), ("floor without the bill", True, False),
+          ("floor without either (the bare simulation)", False, False))
 CHUNK = 1024
 
 
@@ -73,8 +87,10 @@ def _sizes(rng, dist, n, scale=None):
     return np.clip(np.rint(draws), dist.min, dist.max).astype(np.int64)
 
 
-def floor_naive(sc, seed: int) -> dict:
-    """naive on ``sc`` (a turn-unit synthetic workload, hard budget, no repeats), as plain Python."""
+def floor_naive(sc, seed: int, band: bool = True, bill: bool = True) -> dict:
+    """naive on ``sc`` (a turn-unit synthetic workload, hard budget, no repeats), as plain Python; without
+    ``band`` the window metrics' band is not followed, without ``bill`` no call is billed (their figures are
+    then left at their starting values)."""
     wp, lat, dp, pricing = sc.workload, sc.latency, sc.decision, sc.pricing
     assert sc.hard and wp.turn_unit and wp.repeat_rate == 0 and not wp.events and not dp.reentrant
     rngs = streams(seed)
@@ -117,19 +133,23 @@ def floor_naive(sc, seed: int) -> dict:
         if tokens > 0:
             window[st["next_id"]] = [tokens, turn, stale_at, artifact, pinned]
             st["util"] += tokens
-            c_ids.append(st["next_id"])
-            c_tok.append(tokens)
-            point(st["util"], turn, True)
+            if bill:
+                c_ids.append(st["next_id"])
+                c_tok.append(tokens)
+            if band:
+                point(st["util"], turn, True)
         return tokens
 
     def remove(span_id: int, turn: int, source) -> int:
         tokens = window.pop(span_id)[0]
         st["util"] -= tokens
-        pending.append((span_id, tokens, source))
-        point(st["util"], turn, False)
+        if bill:
+            pending.append((span_id, tokens, source))
+        if band:
+            point(st["util"], turn, False)
         return tokens
 
-    def bill(prompt: int, output: int) -> None:
+    def charge(prompt: int, output: int) -> None:  # the cost observer's bill of a model call
         if pending:
             changes = []
             for span_id, freed, source in pending:
@@ -186,7 +206,8 @@ def floor_naive(sc, seed: int) -> dict:
                 break
             rationale += extra
             written += 1
-        bill(prompt, rationale)
+        if bill:
+            charge(prompt, rationale)
         cut = rationale < r_base + sum(per_span)
         if rationale:
             add(rationale, turn, turn + 1, True)
@@ -225,7 +246,8 @@ def floor_naive(sc, seed: int) -> dict:
             if turn > sc.turns:
                 break
             prompt = st["util"]
-            bill(prompt, r + c)
+            if bill:
+                charge(prompt, r + c)
             st["now"] = st["now"] + (base + per_in * prompt + per_out * (r + c))
             st["now"] = st["now"] + t_s
             add(r + c + o, turn, turn + max(r_st, o_st), False)
@@ -261,18 +283,24 @@ def _summary(st: dict, held: dict, sc) -> dict:
 
 
 def check(turns: int, seeds) -> None:
-    """The floor must give prunesim's figures, or it is not naive's floor."""
+    """The floor must give prunesim's figures, or it is not naive's floor; its parts, the figures they keep."""
+    sc = scenario_files.load(SCENARIO, {"turns": turns})
     for seed in seeds:
-        sc = scenario_files.load(SCENARIO, {"turns": turns})
-        ours = floor_naive(sc, seed)
-        theirs = {k: run_one(sc, "naive", seed).summary[k] for k in FIGURES}
-        bad = {k: (ours[k], theirs[k]) for k in FIGURES if ours[k] != theirs[k]}
-        if bad:
-            raise SystemExit(f"the floor differs from prunesim at {turns} turns, seed {seed}: {bad}")
-    print(f"floor = prunesim on {len(FIGURES)} figures, {turns} turns, seeds {list(seeds)}")
+        theirs = run_one(sc, "naive", seed).summary
+        for row, band, bill in FLOORS:
+            ours = floor_naive(sc, seed, band, bill)
+            kept = SIMULATED + BANDED * band + BILLED * bill
+            bad = {k: (ours[k], theirs[k]) for k in kept if ours[k] != theirs[k]}
+            if bad:
+                raise SystemExit(f"the {row} differs from prunesim at {turns} turns, seed {seed}: {bad}")
+    print(f"floor = prunesim on {len(FIGURES)} figures (its parts on those they compute), {turns} turns, "
+          f"seeds {list(seeds)}")
 
 
-def timed(fn) -> float:
+def timed(fn, collect: bool = False) -> float:
+    """CPU seconds ``fn()`` takes; with ``collect``, timed after a full garbage collection."""
+    if collect:
+        gc.collect()
     cpu = _cpu()
     fn()
     return _cpu() - cpu
@@ -321,27 +349,34 @@ def main(argv=None) -> int:
     policies = args.policies.split(",")
     check(3000, range(3))
     sc = scenario_files.load(SCENARIO, {"turns": args.turns})
-    best = {name: float("inf") for name in ["floor", "simpy", "alone", "listened", *policies]}
+    runs = {row: (lambda b=band, c=bill: floor_naive(sc, 0, b, c)) for row, band, bill in FLOORS}
+    runs.update({policy: (lambda p=policy: prunesim_run(p, args.turns)) for policy in policies})
+    runs.update(alone=lambda: engine_alone(sc, "naive"),
+                listened=lambda: engine_alone(sc, "naive", observers=[Listener()]),
+                simpy=lambda: simpy_loop(args.turns))
+    best = dict.fromkeys(runs, float("inf"))
     for _ in range(args.repeat):  # in turn, so that every loop meets the same load
-        best["floor"] = min(best["floor"], timed(lambda: floor_naive(sc, 0)))
-        for policy in policies:
-            best[policy] = min(best[policy], timed(lambda p=policy: prunesim_run(p, args.turns)))
-        best["alone"] = min(best["alone"], timed(lambda: engine_alone(sc, "naive")))
-        best["listened"] = min(best["listened"], timed(lambda: engine_alone(sc, "naive", observers=[Listener()])))
-        best["simpy"] = min(best["simpy"], timed(lambda: simpy_loop(args.turns)))
+        for name, run in runs.items():
+            best[name] = min(best[name], timed(run, collect=True))
     rate = {k: args.turns / v for k, v in best.items()}
     print(f"{args.turns:,} turns, fastest of {args.repeat}, CPU time, clock {args.clock}; "
           f"SimPy loop {rate['simpy']:,.0f} turns/s")
     print(f"floor (naive, metrics in the loop): {rate['floor']:,.0f} turns/s, "
           f"{rate['floor'] / rate['simpy']:.3f} of SimPy")
-    print("| policy | turns/s (CPU) | / SimPy loop | / floor |")
-    print("| --- | ---: | ---: | ---: |")
+    print("| floor | us/turn (CPU) | / floor |")
+    print("| --- | ---: | ---: |")
+    for row, _, _ in FLOORS:
+        print(f"| {row} | {best[row] / args.turns * 1e6:.2f} | {rate[row] / rate['floor']:.3f} |")
+    print("| policy | turns/s (CPU) | us/turn | / SimPy loop | / floor |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     for policy in policies:
         vs_floor = f"{rate[policy] / rate['floor']:.3f}" if policy == "naive" else ""
-        print(f"| {policy} | {rate[policy]:,.0f} | {rate[policy] / rate['simpy']:.3f} | {vs_floor} |")
+        print(f"| {policy} | {rate[policy]:,.0f} | {best[policy] / args.turns * 1e6:.2f} | "
+              f"{rate[policy] / rate['simpy']:.3f} | {vs_floor} |")
     for key, row in (("alone", "naive, the engine with no observer"),
                      ("listened", "naive, the engine with one observer that does nothing")):
-        print(f"| {row} | {rate[key]:,.0f} | {rate[key] / rate['simpy']:.3f} | {rate[key] / rate['floor']:.3f} |")
+        print(f"| {row} | {rate[key]:,.0f} | {best[key] / args.turns * 1e6:.2f} | {rate[key] / rate['simpy']:.3f} | "
+              f"{rate[key] / rate['floor']:.3f} |")
     return 0
 
 

@@ -143,3 +143,11 @@ def test_a_view_kept_past_its_turn_holds_snapshots_of_the_spans_and_the_live_map
     assert list(first.by_id) != list(by_id) and dict(first.by_id) == dict(engine.window.by_id())
     assert first._replace(utilization=0).utilization == 0 and first._replace(utilization=0).spans is spans
     assert kept[-1][0].by_id is first.by_id  # one mapping for the window's life: its identity marks no turn
+
+
+def test_a_model_pass_is_a_value_equal_and_hashed_by_its_fields():
+    # Not frozen (it is built on most turns of a model-driven policy), but compared and hashed as a frozen one was.
+    first, same = ModelPass((3, 1), 10, 5, (2, 2), 4), ModelPass((3, 1), 10, 5, (2, 2), 4)
+    assert first == same and hash(first) == hash(same) and len({first, same}) == 1
+    other = ModelPass((3, 1), 11, 5, (2, 2), 4)
+    assert first != other and len({first, other}) == 2

@@ -17,7 +17,7 @@ from prunesim.model.needs import NeedModel
 from prunesim.model.provenance import Provenance
 from prunesim.model.reaction import Content, Reaction
 from prunesim.model.scenario import Scenario
-from prunesim.model.spans import PLACEHOLDER_OF, RUNTIME_DROP, SUMMARY_TAG, Span
+from prunesim.model.spans import NO_TAGS, PLACEHOLDER_OF, RUNTIME_DROP, SUMMARY_TAG, Span
 from prunesim.model.window import Window
 from prunesim.model.workload import Arrival, TurnPlan
 from prunesim.policies.base import (
@@ -140,9 +140,10 @@ class Engine(Provenance):
     # -- window changes ----------------------------------------------------------
     def place(self, arrival: Arrival) -> Span:
         """An arrival enters the window as a new span of this turn."""
-        return self.append(Span(self.window.new_id(), arrival.kind, arrival.tokens, self.turn, key=arrival.key,
-                                stale_at=self.turn + arrival.stale_after, pinned=arrival.pinned, tags=arrival.tags,
-                                tool=arrival.tool, call=arrival.call))
+        turn = self.turn
+        return self.append(Span(self.window.new_id(), arrival.kind, arrival.tokens, turn, arrival.key,
+                                turn + arrival.stale_after, arrival.pinned, arrival.tags, tool=arrival.tool,
+                                call=arrival.call))
 
     def append(self, span: Span, index: int | None = None) -> Span:
         """Place ``span`` at the end of the window, or at ``index`` in window order."""
@@ -221,6 +222,8 @@ class Engine(Provenance):
         actions = (decide or self.policy.decide)(self.view())
         if actions.__class__ is not list and actions.__class__ is not tuple:  # (a view is a tuple too)
             actions = self.as_actions(actions)
+        if len(actions) == 1 and not self.concurrent:  # most answers: one action, applied in the agent's turn
+            return self.apply(actions[0])
         return self.act(actions) if actions else ()
 
     def act(self, actions):
@@ -427,8 +430,10 @@ class Engine(Provenance):
         if before + p.index_tokens > w.ceiling:
             self.make_room(p.index_tokens, exclude=frozenset(p.selected))
         if in_window:
-            index = self.append(Span(w.new_id(), "prune_index", p.index_tokens, pass_turn, stale_at=pass_turn,
-                                     pinned=p.protect_artifacts, pass_id=pass_id))
+            # Both of the pass's spans by position (id, kind, tokens, turn, key, stale_at, pinned, tags, pass_id,
+            # names): by keyword they cost a pass 0.27 us more (docs/performance.md).
+            index = self.append(Span(w.new_id(), "prune_index", p.index_tokens, pass_turn, "", pass_turn,
+                                     p.protect_artifacts, NO_TAGS, pass_id))
             index_kept = index.tokens
         else:  # the index is read from the edit log: billed, but it must still fit the call
             index_kept = min(p.index_tokens, max(0, w.ceiling - w.utilization))
@@ -450,8 +455,8 @@ class Engine(Provenance):
         self._model_call(prompt, rationale, True, pass_id)
         turn = self.turn  # a concurrent runtime's agent went on meanwhile
         if in_window and rationale:
-            note = Span(w.new_id(), "prune_rationale", rationale, turn, stale_at=turn + 1, pinned=p.protect_artifacts,
-                        pass_id=pass_id, names=tuple(chosen))
+            note = Span(w.new_id(), "prune_rationale", rationale, turn, "", turn + 1, p.protect_artifacts, NO_TAGS,
+                        pass_id, tuple(chosen))
             w.add(note)  # it fits: the room was measured for it
             if self._on_appended:
                 self._appended(note, rationale)

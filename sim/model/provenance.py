@@ -258,9 +258,13 @@ class Provenance:
         nothing names now is never named again. The run's figures do not change.
         """
         keep = self._referenced()
-        kept = {sid: span for sid, span in self.evicted.items() if sid in keep}
-        forgotten = [span for sid, span in self.evicted.items() if sid not in keep]
-        self._forgotten_unrecorded += len(forgotten) - sum(map(is_marker, forgotten))
+        kept, forgotten = {}, []
+        for sid, span in self.evicted.items():
+            if sid in keep:
+                kept[sid] = span
+            else:
+                forgotten.append(span)
+        self._forgotten_unrecorded += sum(1 for span in forgotten if not is_marker(span))
         if self.key_index is not None:  # named by nothing in the window: they traced nothing
             for span in forgotten:
                 self.key_index.forgotten(span)

@@ -43,6 +43,8 @@ PLACEHOLDER_OF = "replaced:"
 SYSTEM_PROMPT = "system_prompt"
 SUMMARY_TAG = "compaction"
 
+NO_TAGS: frozenset[str] = frozenset()  # one shared empty set: no call per span
+
 
 @dataclass(slots=True)
 class Span:
@@ -60,7 +62,7 @@ class Span:
     key: str = ""
     stale_at: int = 1 << 30
     pinned: bool = False
-    tags: frozenset[str] = frozenset()  # (one shared empty set: no call per span)
+    tags: frozenset[str] = NO_TAGS
     # Prune-pass number that created this span (prune_index / prune_rationale), else -1.
     pass_id: int = -1
     # For a rationale: the ids of the spans its plan names. For a summary: the ids of the removed

@@ -94,8 +94,8 @@ def as_unit(plan: TurnPlan) -> None:
     every part of it is.
     """
     out, r, c = plan.tool_output, plan.reasoning, plan.tool_call
-    plan.tool_output = Arrival("tool_output", r.tokens + c.tokens + out.tokens, out.key,
-                               max(r.stale_after, out.stale_after), out.pinned, out.tags, out.tool)
+    out.tokens += r.tokens + c.tokens  # (the plan's own output, made for this turn: changed in place)
+    out.stale_after = max(r.stale_after, out.stale_after)
     plan.unit = True
 
 
