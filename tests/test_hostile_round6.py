@@ -55,3 +55,12 @@ def test_a_long_replay_written_with_no_trace_keeps_its_whole_edit_log(tmp_path):
         out[trace] = (tmp_path / trace / "editlog.jsonl").read_text()
     assert out["none"].count("\n") > 1024 and out["none"] == out["turns"]
 
+
+def test_a_scenario_file_that_names_no_policy_runs_under_the_default_one(tmp_path):
+    """Checking the tables of the policy in play took the data's ``policy`` key, absent from a file that relies
+    on the default: every such file was an internal error."""
+    scenario = tmp_path / "plain.toml"
+    scenario.write_text("turns = 5\n")
+    code, out, err = cli("run", scenario)
+    assert code == 0 and err == "", err
+    assert out.startswith("plain under naive, seed 0: 5 turns")
