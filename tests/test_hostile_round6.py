@@ -64,3 +64,21 @@ def test_a_scenario_file_that_names_no_policy_runs_under_the_default_one(tmp_pat
     code, out, err = cli("run", scenario)
     assert code == 0 and err == "", err
     assert out.startswith("plain under naive, seed 0: 5 turns")
+
+
+def test_a_grid_point_is_not_refused_for_the_scenario_files_own_policy_when_it_is_not_swept(tmp_path):
+    """A scenario file whose own policy is slack-gated, swept under naive only: its point trigger=18,000 puts
+    slack-gated's gate above the budget, which no run of the sweep reads (the same --set, without a grid, ran).
+    Sweeping slack-gated there is still refused."""
+    from prunesim.studies.sweep import plan_sweep
+
+    scenario = tmp_path / "gated.toml"
+    scenario.write_text('extends = "reentrancy-60"\npolicy = "slack-gated"\n')
+    plan = plan_sweep(str(scenario), {"trigger": [0, 18000]}, ["naive"], [0])
+    assert [plan.scenarios[r.point].trigger for r in plan.runs] == [0, 18000]
+    code, _, err = cli("sweep", scenario, "--policies", "naive", "--grid", "trigger=0,18000", "--seeds", "0:2",
+                       "--out", tmp_path / "sweep")
+    assert code == 0, err
+    code, _, err = cli("sweep", scenario, "--grid", "trigger=0,18000", "--seeds", "0:2", "--out", tmp_path / "own")
+    assert code == 2 and err.startswith("prunesim: error: --grid point trigger=18000: gate.lead: -16000")
+    assert not (tmp_path / "own").exists()

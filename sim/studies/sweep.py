@@ -198,7 +198,7 @@ def plan_sweep(
                 # Like --set: an absolute budget or trigger turns off sizing to each transcript.
                 data = scenario_mod.absolute_sizes_win(
                     scenario_mod.apply_overrides(base_dict, params, where="--grid"), params)
-                sc = scenario_mod.from_dict(data, where) if point else base
+                sc = scenario_mod.from_dict(data, where, ()) if point else base  # checked below, per policy
                 index[key] = len(points)
                 points.append(point)
                 scenarios.append(sc)
