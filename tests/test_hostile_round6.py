@@ -82,3 +82,30 @@ def test_a_grid_point_is_not_refused_for_the_scenario_files_own_policy_when_it_i
     code, _, err = cli("sweep", scenario, "--grid", "trigger=0,18000", "--seeds", "0:2", "--out", tmp_path / "own")
     assert code == 2 and err.startswith("prunesim: error: --grid point trigger=18000: gate.lead: -16000")
     assert not (tmp_path / "own").exists()
+
+
+def test_a_fresh_auto_sweep_at_the_threshold_runs_every_run_on_the_engine_its_line_names(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """A fresh sweep of 320 turns where auto needs 300: its stderr line says the kernel. The first run (the
+    column probe) ran there, then the choice made again under the lock counted that probe as done (280 turns
+    left) and ran the other seven on SimPy: the kernel loaded for one run, and the line untrue."""
+    import pytest
+
+    pytest.importorskip("numba")
+    from prunesim.cli import main
+    from prunesim.kernel import choice
+    from prunesim.studies import sweep
+
+    engines = []
+    monkeypatch.setattr(choice, "auto_min_turns", lambda: 300)
+    real_batch = sweep.run_batch
+
+    def spy(scenario, policy, items, traces_dir, engine="simpy"):
+        engines.extend([engine] * len(items))
+        return real_batch(scenario, policy, items, traces_dir, engine)
+
+    monkeypatch.setattr(sweep, "run_batch", spy)
+    assert main(["sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive", "--seeds",
+                 "0:4", "--jobs", "1", "--quiet", "--engine", "auto", "--out", str(tmp_path / "s")]) == 0
+    assert "sweep: engine: kernel for naive" in capsys.readouterr().err
+    assert engines == ["kernel"] * 8

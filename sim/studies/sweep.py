@@ -662,6 +662,9 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         _repair(runs_path, columns)
         _, body, _ = read_table(runs_path, RUNS_FILE, header=columns, own=True)
         done = {row[0] for row in body}
+        # What is left to run, read under the lock: a resumed sweep weighs it; a fresh sweep's probes (run above on
+        # the engines chosen for every run) count as left to run, so that its other runs take the same engines.
+        engines = choose_engines(plan, requested, traces, frozenset(done))
         planned = {s.run_id for s in plan.runs}
         stray = done - planned
         if stray:
@@ -682,7 +685,6 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
-            engines = choose_engines(plan, requested, traces, done)  # what is left to run, read under the lock
             batches = _batches(plan, pending, jobs, engines)
             if dask is not None:
                 results = dask.results(batches, traces_dir)
