@@ -109,3 +109,20 @@ def test_a_fresh_auto_sweep_at_the_threshold_runs_every_run_on_the_engine_its_li
                  "0:4", "--jobs", "1", "--quiet", "--engine", "auto", "--out", str(tmp_path / "s")]) == 0
     assert "sweep: engine: kernel for naive" in capsys.readouterr().err
     assert engines == ["kernel"] * 8
+
+
+def test_replay_dir_with_a_grid_checks_the_points_it_runs_not_the_base(tmp_path):
+    """replay-dir --grid runs only the grid's points (unlike a leaderboard, which also runs every policy at its
+    documented setting): a base [gate] the grid replaces was refused for slack-gated, as sweep does not."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "mini.traj.json").write_bytes((FIXTURES / "mini.traj.json").read_bytes())
+    scenario = tmp_path / "wide.toml"
+    scenario.write_text('extends = "transcript"\n[gate]\nlead = -190000\n')  # the gate above the 200k budget
+    code, out, err = cli("replay-dir", folder, "--scenario", scenario, "--policies", "naive,slack-gated",
+                         "--grid", "slack-gated:gate.lead=0,1000")
+    assert code == 0, err
+    assert [line.split(",")[2:4] for line in out.splitlines()[1:]] == [["naive", ""], ["slack-gated", "0"],
+                                                                       ["slack-gated", "1000"]]
+    code, out, err = cli("replay-dir", folder, "--scenario", scenario, "--policies", "naive,slack-gated")
+    assert code == 2 and not out and err.count("\n") == 1 and "gate.lead: -190000" in err
