@@ -126,3 +126,13 @@ def test_replay_dir_with_a_grid_checks_the_points_it_runs_not_the_base(tmp_path)
                                                                        ["slack-gated", "1000"]]
     code, out, err = cli("replay-dir", folder, "--scenario", scenario, "--policies", "naive,slack-gated")
     assert code == 2 and not out and err.count("\n") == 1 and "gate.lead: -190000" in err
+
+
+def test_a_grid_point_refused_for_a_value_given_with_set_says_so(tmp_path):
+    """The gate is wrong because of --set trigger=18000, at every point of a grid over an unrelated parameter:
+    the line named the first grid point alone, as if its margin were at fault."""
+    code, out, err = cli("sweep", "reentrancy-60", "--policies", "slack-gated", "--set", "trigger=18000", "--grid",
+                         "gate.margin_factor=1,2", "--seeds", "0:2", "--out", tmp_path / "s")
+    assert code == 2 and not out and err.count("\n") == 1
+    assert err.startswith("prunesim: error: --grid point gate.margin_factor=1 (with --set): gate.lead: -16000")
+    assert not (tmp_path / "s").exists()

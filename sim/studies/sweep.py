@@ -194,6 +194,7 @@ def plan_sweep(
             key = json.dumps(atomic.json_ready(point), sort_keys=True)
             if key not in index:
                 where = "--grid point " + " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items())
+                where += " (with --set)" if overrides else ""  # a value set there may be the one at fault
                 params = {split_axis(k)[1]: v for k, v in point.items()}
                 # Like --set: an absolute budget or trigger turns off sizing to each transcript.
                 data = scenario_mod.absolute_sizes_win(
