@@ -136,3 +136,62 @@ def test_a_grid_point_refused_for_a_value_given_with_set_says_so(tmp_path):
     assert code == 2 and not out and err.count("\n") == 1
     assert err.startswith("prunesim: error: --grid point gate.margin_factor=1 (with --set): gate.lead: -16000")
     assert not (tmp_path / "s").exists()
+
+
+POLICY_FILE = '''
+from dataclasses import dataclass
+
+from prunesim.errors import UserError
+from prunesim.policies import Policy
+
+
+@dataclass
+class Limit:
+    cap: int = 1000
+
+    def check(self, key, where, scenario):
+        if self.cap > scenario.budget:
+            raise UserError(where, f"{key}.cap", f"{self.cap} is above the budget {scenario.budget}")
+
+
+@dataclass
+class Knob:
+    level: int = 3
+
+
+class Capped(Policy):
+    name = "capped"
+    summary = "never prunes; reads [limit]"
+    tables = {"limit": Limit}
+
+    def decide(self, view):
+        return []
+
+
+class Knobbed(Policy):
+    name = "knobbed"
+    summary = "never prunes; reads [knob], which has no check"
+    tables = {"knob": Knob}
+
+    def decide(self, view):
+        return []
+'''
+
+
+def test_a_grid_point_is_checked_with_the_default_of_a_table_the_scenario_does_not_set(tmp_path):
+    """A policy from a file whose table's default (cap 1,000) is wrong at the grid point budget=900: the sweep
+    planned it unchecked (the scenario had no such table), then its first run refused it naming no flag."""
+    (tmp_path / "capped.py").write_text(POLICY_FILE)
+    code, out, err = cli("sweep", "oscillation-40", "--policies", f"{tmp_path / 'capped.py'}:Capped", "--grid",
+                         "budget=900,950", "--set", "trigger=800", "--seeds", "0:2", "--out", tmp_path / "s")
+    assert code == 2 and not out and err.count("\n") == 1, err
+    assert err == "prunesim: error: --grid point budget=900 (with --set): limit.cap: 1000 is above the budget 900\n"
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_policy_table_with_no_check_method_is_one_line_not_a_crash(tmp_path):
+    (tmp_path / "knobbed.py").write_text(POLICY_FILE)
+    code, out, err = cli("run", "oscillation-40", "--policy", f"{tmp_path / 'knobbed.py'}:Knobbed")
+    assert code == 2 and not out
+    assert err == ("prunesim: error: policy 'knobbed': [knob]: declares a table with no check(key, where, "
+                   "scenario) method\n")
