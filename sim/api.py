@@ -105,7 +105,8 @@ def _replay(scenario, policy, seed, overrides, workload, given_as: str, trace: s
 
 
 def write(result: RunResult, out_dir: str | Path) -> list[Path]:
-    """Write a run's files (trace, ledger, events, summary) into ``out_dir``."""
+    """Write a run's files (trace, ledger, events, summary) into ``out_dir``: a run recorded with ``trace`` "turns"
+    or "all" (one run with "none" kept no ledger, events or calls: a ValueError)."""
     from prunesim.io.results import write_run
 
     return write_run(result, Path(out_dir))

@@ -195,3 +195,21 @@ def test_a_policy_table_with_no_check_method_is_one_line_not_a_crash(tmp_path):
     assert code == 2 and not out
     assert err == ("prunesim: error: policy 'knobbed': [knob]: declares a table with no check(key, where, "
                    "scenario) method\n")
+
+
+def test_writing_a_run_that_kept_nothing_is_refused_not_written_with_an_empty_ledger(tmp_path):
+    """api.run(..., trace="none") keeps no ledger, events or calls: api.write wrote them as empty files beside a
+    summary that counts passes (a replay, which always kept everything before, now keeps what it is asked)."""
+    import pytest
+    from prunesim import api
+
+    quiet = api.run(workload=FIXTURES / "mini.traj.json", policy="naive", trace="none",
+                    overrides={"budget": 60, "trigger": 40})
+    assert quiet.summary["passes"] > 0
+    with pytest.raises(ValueError, match="kept no ledger, events or calls"):
+        api.write(quiet, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    kept = api.run(workload=FIXTURES / "mini.traj.json", policy="naive", trace="turns",
+                   overrides={"budget": 60, "trigger": 40})
+    api.write(kept, tmp_path / "out")
+    assert (tmp_path / "out" / "ledger.csv").read_text().count("\n") == 1 + kept.summary["passes"]
