@@ -213,3 +213,15 @@ def test_writing_a_run_that_kept_nothing_is_refused_not_written_with_an_empty_le
                    overrides={"budget": 60, "trigger": 40})
     api.write(kept, tmp_path / "out")
     assert (tmp_path / "out" / "ledger.csv").read_text().count("\n") == 1 + kept.summary["passes"]
+
+
+def test_a_replays_variant_is_checked_for_the_policy_it_runs_under(tmp_path):
+    """seed-000's "naive @20k" variant sets trigger=20000: on a base whose own policy is slack-gated (its gate
+    then above the budget) the variant, which runs naive, was refused for slack-gated's table."""
+    from prunesim.io import scenario_files as sc
+    from prunesim.studies.replay import OSCILLATION
+
+    scenario = tmp_path / "gated.toml"
+    scenario.write_text('extends = "reentrancy-60"\npolicy = "slack-gated"\n')
+    _, runs = OSCILLATION.run_variants([0], base=sc.load(str(scenario)))
+    assert runs["naive @20k"][0]["acting_trigger"] == 20000 and runs["slack-gated"][0]["turns"] == 60
