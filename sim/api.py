@@ -95,25 +95,18 @@ def run(
 
 def _replay(scenario, policy, seed, overrides, workload, given_as: str, trace: str) -> RunResult:
     from prunesim.io.transcripts.workload import WorkloadData
-    from prunesim.studies.transcript_replay import iter_workloads, replay
+    from prunesim.studies.transcript_replay import one_workload, replay
 
     scenario_mod.check_replay_overrides(overrides, given_as)
     base = load_scenario("transcript" if scenario is None else scenario, overrides, policy, given_as=given_as)
-    if isinstance(workload, WorkloadData):
-        data = workload
-    else:
-        runs = iter_workloads(Path(workload))
-        data = next(runs, None)
-        if data is None:
-            raise UserError(str(workload), None, "holds no run")
-        if next(runs, None) is not None:
-            raise UserError(str(workload), None, "holds several runs; import it and pass one workload file")
+    data = workload if isinstance(workload, WorkloadData) else one_workload(workload)
     result, _ = replay(data, base, policy, seed, trace=trace, given_as=given_as)
     return result
 
 
 def write(result: RunResult, out_dir: str | Path) -> list[Path]:
-    """Write a run's files (trace, ledger, events, summary) into ``out_dir``."""
+    """Write a run's files (trace, ledger, events, summary) into ``out_dir``: a run recorded with ``trace`` "turns"
+    or "all" (one run with "none" kept no ledger, events or calls: a ValueError)."""
     from prunesim.io.results import write_run
 
     return write_run(result, Path(out_dir))

@@ -14,6 +14,7 @@ from functools import cached_property
 
 import numpy as np
 from prunesim import __version__
+from prunesim.errors import UserError
 from prunesim.model.editlog import EditLog
 from prunesim.model.engine import Engine
 from prunesim.model.events import PassRecord
@@ -106,8 +107,14 @@ def check_tables(scenario: Scenario, cls: type[Policy], where: str) -> None:
     refuses this one (a ``[gate]`` lead above the budget, for a naive run)."""
     for name in tables_read(cls):
         table = scenario.tables.get(name)
-        if table is not None:
-            table.check(name, where, scenario)
+        if table is None and name in cls.tables:  # its own table, not in the scenario: the default it runs with
+            table = cls.tables[name]()
+        if table is None:
+            continue
+        if not callable(getattr(table, "check", None)):  # a user's table (docs/policies.md): one line, not a crash
+            raise UserError(f"policy {cls.name!r}", f"[{name}]", "declares a table with no check(key, where, "
+                            "scenario) method")
+        table.check(name, where, scenario)
 
 
 def scenario_for(scenario: Scenario, cls: type[Policy]) -> Scenario:

@@ -16,6 +16,7 @@ from prunesim.observe.recorder import (  # noqa: F401 - the files' columns, for 
     EVENT_COLUMNS,
     LEDGER_COLUMNS,
     TRACE_COLUMNS,
+    Recorder,
 )
 from prunesim.runner import RunResult
 
@@ -48,6 +49,9 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
     alone, except an ``editlog.jsonl`` of an earlier run, which is not this run's.
     A long run is better written as it goes: :func:`prunesim.io.stream.stream_run`.
     """
+    if result.recorder.mode == "none" and type(result.recorder) is Recorder:  # its recorder heard nothing
+        raise ValueError("this run kept no ledger, events or calls (trace 'none'): record it (trace 'turns' or "
+                         "'all') or stream it (prunesim.io.stream.stream_run) to write it")
     if result.edit_log and result.edit_log[0].seq != 1:
         raise ValueError("this run kept only the tail of its edit log: record it (trace) or stream it to write it")
     out_dir = Path(out_dir)

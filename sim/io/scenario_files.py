@@ -305,7 +305,6 @@ def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequen
     of the policy it runs. A ``[pricing]`` table is completed from the model's entry in prices.toml first.
     """
     named = [] if policy is None else [policy] if isinstance(policy, str | type) else list(policy)
-    in_play = named if policy is not None else [data.get("policy")]  # () checks no policy's tables
     if isinstance(data.get("policy"), str):  # a policy from a file or a plugin declares its tables once loaded
         inputs.note_policy(data["policy"])
         try:
@@ -334,7 +333,8 @@ def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequen
     scenario.check(where)
     from prunesim.runner import check_tables  # late: reading a scenario file need not import the engine
 
-    for one in dict.fromkeys(in_play or ()):
+    in_play = named if policy is not None else [scenario.policy]  # the data's, or the default; () checks none
+    for one in dict.fromkeys(in_play):
         check_tables(scenario, policies.get_policy(one), where)
     return scenario
 

@@ -139,10 +139,12 @@ class StagedFiles:
 
 
 def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, trace: str = "all",
-               workload=None) -> tuple[RunResult, list[Path]]:
+               workload=None, run=None) -> tuple[RunResult, list[Path]]:
     """Run and write ``out_dir``'s files as the run goes; the same files as ``write_run`` after a recorded run.
 
-    With ``trace="none"`` trace.csv holds its header only. Returns the result
+    With ``trace="none"`` trace.csv holds its header only; the ledger, events and calls are written whatever
+    the trace. ``run``: called as ``run(recorder, edit_log)`` in place of ``run_one`` (a transcript's replay,
+    which adds its own figures to the summary), for the same ``scenario`` and ``policy``. Returns the result
     (its recorder holds no rows) and the files written.
     """
     from prunesim.policies import get_policy
@@ -156,7 +158,11 @@ def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, tr
             recorder = StreamingRecorder(trace, staged.open("trace.csv"), staged.open("ledger.csv"),
                                          staged.open("events.csv"), staged.open("calls.csv"))
             log = EditLog(sink=staged.open(EDIT_LOG_FILE, "w+"), tail=EDIT_LOG_TAIL) if keeps_log else None
-            result = run_one(scenario, name, seed, trace=trace, workload=workload, recorder=recorder, edit_log=log)
+            if run is None:
+                result = run_one(scenario, name, seed, trace=trace, workload=workload, recorder=recorder,
+                                 edit_log=log)
+            else:
+                result = run(recorder, log)
             recorder.flush()
             staged.write("scenario.json", atomic.dumps_json(result.scenario.to_dict()))
             staged.write("summary.json", atomic.dumps_json(run_record(result)))

@@ -167,7 +167,7 @@ class LongSessionReplay:
         for v in self.variants:
             if v.policy not in REGISTRY:
                 continue
-            variant_sc = replace(sc, v.overrides) if v.overrides else sc
+            variant_sc = replace(sc, v.overrides, policy=v.policy) if v.overrides else sc  # checked as it runs
             per_seed = []
             for seed in seeds:
                 obs = LongSessionObserver(variant_sc.need.horizon, variant_sc.turns)

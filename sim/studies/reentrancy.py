@@ -273,7 +273,7 @@ class ReentrancyReplay:
         stories: dict[str, KeyStory] = {}
         runs: dict[str, list[dict]] = {}
         for v in self.available():
-            variant_sc = replace(sc, v.overrides) if v.overrides else sc
+            variant_sc = replace(sc, v.overrides, policy=v.policy) if v.overrides else sc  # checked as it runs
             stories[v.label] = key_story(run_one(variant_sc, v.policy, sc.seed, trace="all"), self.key)
             rows = []
             for seed in seeds:

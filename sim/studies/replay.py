@@ -144,7 +144,7 @@ class FigureReplay:
         for v in targets.variants:
             if v.policy not in REGISTRY:
                 continue  # a variant whose policy this build lacks is skipped, with its figures
-            variant_sc = replace(sc, v.overrides) if v.overrides else sc
+            variant_sc = replace(sc, v.overrides, policy=v.policy) if v.overrides else sc  # checked as it runs
             runs[v.label] = engine.summaries(v.label, variant_sc, v.policy, seeds)
         return targets, runs
 

@@ -194,11 +194,12 @@ def plan_sweep(
             key = json.dumps(atomic.json_ready(point), sort_keys=True)
             if key not in index:
                 where = "--grid point " + " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items())
+                where += " (with --set)" if overrides else ""  # a value set there may be the one at fault
                 params = {split_axis(k)[1]: v for k, v in point.items()}
                 # Like --set: an absolute budget or trigger turns off sizing to each transcript.
                 data = scenario_mod.absolute_sizes_win(
                     scenario_mod.apply_overrides(base_dict, params, where="--grid"), params)
-                sc = scenario_mod.from_dict(data, where) if point else base
+                sc = scenario_mod.from_dict(data, where, ()) if point else base  # checked below, per policy
                 index[key] = len(points)
                 points.append(point)
                 scenarios.append(sc)
@@ -662,6 +663,9 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         _repair(runs_path, columns)
         _, body, _ = read_table(runs_path, RUNS_FILE, header=columns, own=True)
         done = {row[0] for row in body}
+        # What is left to run, read under the lock: a resumed sweep weighs it; a fresh sweep's probes (run above on
+        # the engines chosen for every run) count as left to run, so that its other runs take the same engines.
+        engines = choose_engines(plan, requested, traces, frozenset(done))
         planned = {s.run_id for s in plan.runs}
         stray = done - planned
         if stray:
@@ -682,7 +686,6 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
-            engines = choose_engines(plan, requested, traces, done)  # what is left to run, read under the lock
             batches = _batches(plan, pending, jobs, engines)
             if dask is not None:
                 results = dask.results(batches, traces_dir)

@@ -92,6 +92,18 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
         yield data
 
 
+def one_workload(path: Path) -> wl.WorkloadData:
+    """The one workload of a workload file or a one-run transcript (:func:`iter_workloads`); a file that holds
+    none or several is a :class:`UserError`."""
+    runs = iter_workloads(Path(path))
+    data = next(runs, None)
+    if data is None:
+        raise UserError(str(path), None, "holds no run")
+    if next(runs, None) is not None:
+        raise UserError(str(path), None, "holds several runs; import it and pass one workload file")
+    return data
+
+
 def iter_sources(paths: list[Path], tokenizer: str = DEFAULT, calibration: str = "auto",
                  sidechains: str = "separate", files: list[Path] | None = None, transcripts_only: bool = False,
                  ) -> Iterator[tuple[Path, wl.WorkloadData | Exception]]:
@@ -305,11 +317,13 @@ def forced_cut_note(data: wl.WorkloadData, results: list[RunResult]) -> str:
 
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
-           trace: str = "all", scenario: Scenario | None = None, given_as: str = "--set") -> tuple[RunResult, dict]:
+           trace: str = "all", scenario: Scenario | None = None, given_as: str = "--set",
+           recorder=None, edit_log=None) -> tuple[RunResult, dict]:
     """Run the workload under ``policy`` on its recorded runtime; the run and its replay metrics.
 
     ``trace``: what the run keeps, as :func:`~prunesim.runner.run_one` takes it; the replay metrics are heard
-    as the run goes (:class:`~prunesim.studies.repeats.RepeatTally`), so they need no trace.
+    as the run goes (:class:`~prunesim.studies.repeats.RepeatTally`), so they need no trace. ``recorder`` and
+    ``edit_log``: as run_one takes them (a replay written as it goes, :func:`~prunesim.io.stream.stream_run`).
     ``scenario``: ``replay_scenario(base, data)``, for a caller that replays one workload under many
     policies and builds it once; ``given_as``: what the caller set values with (``--set``, or the API's
     ``overrides``), named in its errors and notes."""
@@ -322,7 +336,8 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
         clock=scenario.replay.clock == "recorded", cache_breaks=scenario.replay.cache_breaks,
     )
     tally = RepeatTally()
-    result = run_one(scenario, policy, seed, trace=trace, workload=workload, observers=[tally])
+    result = run_one(scenario, policy, seed, trace=trace, workload=workload, recorder=recorder,
+                     edit_log=edit_log, observers=[tally])
     result.transcript = data.name
     # The import's warnings and this replay's notes; the workload itself is left as it was (a caller replays it
     # under many policies and sizings, and shows each warning of its replays once).

@@ -95,7 +95,9 @@ def main(args) -> int:
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
     overrides = scenario_sets(args)
-    base = load_replay(args.scenario, overrides, policies)
+    # With --grid only its points run, each checked for the policies that run it (plan_sweep): a table the grid
+    # moves (slack-gated:gate.lead) may be wrong in the base.
+    base = load_replay(args.scenario, overrides, () if args.grid else policies)
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)

@@ -16,6 +16,7 @@ from prunesim.io.scenario_files import load_replay
 from prunesim.io.stream import stream_run
 from prunesim.observe.recorder import MODES
 from prunesim.policies import get_policy
+from prunesim.studies.transcript_replay import one_workload, replay
 
 
 def register(sub) -> None:
@@ -44,9 +45,7 @@ def main(args) -> int:
     if trace != "none" and out is None:
         raise UserError("--trace", trace, "needs --out DIR: without it nothing is written")
     if args.workload is not None:
-        result = _replay_workload(args, trace)
-        if out is not None:
-            api.write(result, out)
+        result = _replay_workload(args, trace, out)
     elif args.scenario is None:
         raise UserError("run", None, "give a SCENARIO or --workload FILE")
     elif out is not None:  # rows go to the files as the run makes them
@@ -67,11 +66,20 @@ def main(args) -> int:
     return 0
 
 
-def _replay_workload(args, trace: str):
+def _replay_workload(args, trace: str, out: Path | None):
     if args.policy is not None:
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
     base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy)  # errors name --set
-    result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload, given_as="--set")
+    if out is None:
+        result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload,
+                         given_as="--set")
+    else:  # written as it goes, as a synthetic run: the ledger, events, calls and edit log whatever --trace keeps
+        data = one_workload(args.workload)
+
+        def run(recorder, edit_log):
+            return replay(data, base, args.policy, args.seed, trace=trace, recorder=recorder, edit_log=edit_log)[0]
+
+        result, _ = stream_run(base, args.policy, args.seed, out, trace, run=run)
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result
