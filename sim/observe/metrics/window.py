@@ -123,9 +123,15 @@ class WindowMetrics(Observer):
             self.muted = frozenset({"turn_end"})
 
     def _hold(self, time: float, utilization: int) -> None:
-        """Credit the time since the last point to its level; ``utilization`` holds from ``time`` on."""
-        self.held[self.level] = self.held.get(self.level, 0.0) + (time - self.since)
-        self.since, self.level = time, utilization
+        """Credit the time since the last point to its level; ``utilization`` holds from ``time`` on. (A point
+        at the same time as the last, as most of a pass's are, adds nothing: the level is only noted as seen.)"""
+        held, level = self.held, self.level
+        if time != self.since:
+            held[level] = held.get(level, 0.0) + (time - self.since)
+            self.since = time
+        elif level not in held:
+            held[level] = 0.0
+        self.level = utilization
         if utilization < self.band_floor:
             self.band_floor = utilization
 
@@ -134,8 +140,12 @@ class WindowMetrics(Observer):
             self.peak = utilization
         if self.first_trigger_turn >= 0:  # _hold, written out: every append passes by
             held, level = self.held, self.level
-            held[level] = held.get(level, 0.0) + (time - self.since)
-            self.since, self.level = time, utilization
+            if time != self.since:
+                held[level] = held.get(level, 0.0) + (time - self.since)
+                self.since = time
+            elif level not in held:
+                held[level] = 0.0
+            self.level = utilization
             if utilization < self.band_floor:
                 self.band_floor = utilization
         elif utilization >= self.trigger:  # only an append can bring utilization up to the trigger
@@ -145,12 +155,8 @@ class WindowMetrics(Observer):
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         # A removal never raises the peak; only the band can move.
-        if self.first_trigger_turn >= 0:  # _hold, written out: every removal passes by
-            held, level = self.held, self.level
-            held[level] = held.get(level, 0.0) + (time - self.since)
-            self.since, self.level = time, utilization
-            if utilization < self.band_floor:
-                self.band_floor = utilization
+        if self.first_trigger_turn >= 0:
+            self._hold(time, utilization)
         if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
             self.lost_constraints += 1
 
@@ -159,13 +165,10 @@ class WindowMetrics(Observer):
         its level and each level passed through holds none (it is still a level the band has seen)."""
         if self.first_trigger_turn >= 0:
             held = self.held
-            held[self.level] = held.get(self.level, 0.0) + (time - self.since)
             for _, _, _, utilization, _, _ in removals[:-1]:
                 held.setdefault(utilization, 0.0)
-            utilization = removals[-1][3]  # utilization only falls within a removal: the last is the lowest
-            self.since, self.level = time, utilization
-            if utilization < self.band_floor:
-                self.band_floor = utilization
+            # utilization only falls within a removal: the last is the lowest
+            self._hold(time, removals[-1][3])
         if removals[0][0] != "summarized":  # one cause for the whole change
             for _, span, _, _, _, _ in removals:
                 if span.is_constraint:
