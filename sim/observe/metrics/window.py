@@ -157,7 +157,9 @@ class WindowMetrics(Observer):
         # A removal never raises the peak; only the band can move.
         if self.first_trigger_turn >= 0:
             self._hold(time, utilization)
-        if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
+        # A summary that carries a constraint keeps it. (Only a span with tags or of the kind can be one: most
+        # spans are let by without a call of the property.)
+        if (span.tags or span.kind == "constraint") and span.is_constraint and cause != "summarized":
             self.lost_constraints += 1
 
     def on_spans_removed(self, time, turn, removals) -> None:
@@ -171,7 +173,7 @@ class WindowMetrics(Observer):
             self._hold(time, removals[-1][3])
         if removals[0][0] != "summarized":  # one cause for the whole change
             for _, span, _, _, _, _ in removals:
-                if span.is_constraint:
+                if (span.tags or span.kind == "constraint") and span.is_constraint:  # (as on_span_removed)
                     self.lost_constraints += 1
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
