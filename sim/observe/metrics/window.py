@@ -138,16 +138,8 @@ class WindowMetrics(Observer):
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
         if utilization > self.peak:
             self.peak = utilization
-        if self.first_trigger_turn >= 0:  # _hold, written out: every append passes by
-            held, level = self.held, self.level
-            if time != self.since:
-                held[level] = held.get(level, 0.0) + (time - self.since)
-                self.since = time
-            elif level not in held:
-                held[level] = 0.0
-            self.level = utilization
-            if utilization < self.band_floor:
-                self.band_floor = utilization
+        if self.first_trigger_turn >= 0:
+            self._hold(time, utilization)
         elif utilization >= self.trigger:  # only an append can bring utilization up to the trigger
             self.first_trigger_turn = turn
             self.band_floor = utilization
