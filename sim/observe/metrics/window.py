@@ -123,21 +123,23 @@ class WindowMetrics(Observer):
             self.muted = frozenset({"turn_end"})
 
     def _hold(self, time: float, utilization: int) -> None:
-        """Credit the time since the last point to its level; ``utilization`` holds from ``time`` on."""
-        self.held[self.level] = self.held.get(self.level, 0.0) + (time - self.since)
-        self.since, self.level = time, utilization
+        """Credit the time since the last point to its level; ``utilization`` holds from ``time`` on. (A point
+        at the same time as the last, as most of a pass's are, adds nothing: the level is only noted as seen.)"""
+        held, level = self.held, self.level
+        if time != self.since:
+            held[level] = held.get(level, 0.0) + (time - self.since)
+            self.since = time
+        elif level not in held:
+            held[level] = 0.0
+        self.level = utilization
         if utilization < self.band_floor:
             self.band_floor = utilization
 
     def on_span_appended(self, time, turn, span, kept, utilization, appended_total, removed_total) -> None:
         if utilization > self.peak:
             self.peak = utilization
-        if self.first_trigger_turn >= 0:  # _hold, written out: every append passes by
-            held, level = self.held, self.level
-            held[level] = held.get(level, 0.0) + (time - self.since)
-            self.since, self.level = time, utilization
-            if utilization < self.band_floor:
-                self.band_floor = utilization
+        if self.first_trigger_turn >= 0:
+            self._hold(time, utilization)
         elif utilization >= self.trigger:  # only an append can bring utilization up to the trigger
             self.first_trigger_turn = turn
             self.band_floor = utilization
@@ -145,13 +147,11 @@ class WindowMetrics(Observer):
 
     def on_span_removed(self, time, turn, cause, span, freed, utilization, appended_total, removed_total) -> None:
         # A removal never raises the peak; only the band can move.
-        if self.first_trigger_turn >= 0:  # _hold, written out: every removal passes by
-            held, level = self.held, self.level
-            held[level] = held.get(level, 0.0) + (time - self.since)
-            self.since, self.level = time, utilization
-            if utilization < self.band_floor:
-                self.band_floor = utilization
-        if span.is_constraint and cause != "summarized":  # a summary that carries a constraint keeps it
+        if self.first_trigger_turn >= 0:
+            self._hold(time, utilization)
+        # A summary that carries a constraint keeps it. (Only a span with tags or of the kind can be one: most
+        # spans are let by without a call of the property.)
+        if (span.tags or span.kind == "constraint") and span.is_constraint and cause != "summarized":
             self.lost_constraints += 1
 
     def on_spans_removed(self, time, turn, removals) -> None:
@@ -159,16 +159,13 @@ class WindowMetrics(Observer):
         its level and each level passed through holds none (it is still a level the band has seen)."""
         if self.first_trigger_turn >= 0:
             held = self.held
-            held[self.level] = held.get(self.level, 0.0) + (time - self.since)
             for _, _, _, utilization, _, _ in removals[:-1]:
                 held.setdefault(utilization, 0.0)
-            utilization = removals[-1][3]  # utilization only falls within a removal: the last is the lowest
-            self.since, self.level = time, utilization
-            if utilization < self.band_floor:
-                self.band_floor = utilization
+            # utilization only falls within a removal: the last is the lowest
+            self._hold(time, removals[-1][3])
         if removals[0][0] != "summarized":  # one cause for the whole change
             for _, span, _, _, _, _ in removals:
-                if span.is_constraint:
+                if (span.tags or span.kind == "constraint") and span.is_constraint:  # (as on_span_removed)
                     self.lost_constraints += 1
 
     def on_truncation(self, time, turn, cause, kind, wanted, kept, constraint, selections) -> None:
