@@ -7,7 +7,9 @@ details, CSV cells) writes them as it writes an int. A value that is not an
 integer at all (a float token count, a string), or a negative one (every
 integer field is a token count, a count or a span id), is refused with a
 :class:`~prunesim.model.engine.PolicyContractError` naming the action, the
-field and the value, which the command line shows as one line.
+field and the value, which the command line shows as one line. The policy's
+``authorize`` guard, which the engine asks after those checks, may not change
+the pass it is asked about (:func:`checked_authorize`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,32 @@ def checked_decide(policy):
         if isinstance(answer, (str, bytes, WindowView, AbstractSet)) or not hasattr(answer, "__iter__"):
             return answer  # not a list of actions (a view is a named tuple, a set unordered): the engine says so
         return [_plain(action, cls, view.turn) for action in answer]
+
+    return checked
+
+
+def checked_authorize(policy):
+    """``policy.authorize``, refusing a guard that changes the :class:`ModelPass` it is asked about.
+
+    A returned action is read-only, and the engine has checked the pass (its numbers, above; its spans, in
+    the window) when it asks the guard, then applies it: ``ModelPass`` is not frozen (docs/performance.md),
+    so a change made here would be applied unchecked. The other actions are frozen.
+    """
+    authorize = policy.authorize
+    cls = type(policy)
+
+    def checked(action, view):
+        if not isinstance(action, ModelPass):
+            return authorize(action, view)
+        before = dataclasses.astuple(action)
+        answer = authorize(action, view)  # a refusal (SelfEditRefused) goes on: nothing of the pass is applied
+        after = dataclasses.astuple(action)
+        if after != before:
+            changed = [f.name for f, was, now in zip(dataclasses.fields(action), before, after, strict=True)
+                       if was != now]
+            raise PolicyContractError(f"policy {cls.name!r} changed the ModelPass it returned ({', '.join(changed)}) "
+                                      f"in authorize: an action is read-only once returned (turn {view.turn})", cls)
+        return answer
 
     return checked
 

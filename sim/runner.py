@@ -27,7 +27,7 @@ from prunesim.observe.metrics import summarize
 from prunesim.observe.metrics.cost import CostMetrics
 from prunesim.observe.recorder import LedgerRow, Recorder, Records, to_pandas
 from prunesim.policies import Policy, get_policy, policy_name
-from prunesim.policies.contract import checked_decide
+from prunesim.policies.contract import checked_authorize, checked_decide
 
 # Random streams are children of the run's seed; each component gets its own,
 # so that a policy's draws never shift the workload's.
@@ -152,6 +152,8 @@ def run_one(
     policy_obj = cls(scenario, rngs["policy"])
     if not cls.__module__.startswith("prunesim."):  # a user's policy: its answers' integers are checked
         policy_obj.decide = checked_decide(policy_obj)
+        if callable(getattr(policy_obj, "authorize", None)):  # and its guard leaves a pass as it was checked
+            policy_obj.authorize = checked_authorize(policy_obj)
     lat = scenario.latency
     if workload is None:
         workload = SyntheticToolLoop(

@@ -225,3 +225,17 @@ def test_a_replays_variant_is_checked_for_the_policy_it_runs_under(tmp_path):
     scenario.write_text('extends = "reentrancy-60"\npolicy = "slack-gated"\n')
     _, runs = OSCILLATION.run_variants([0], base=sc.load(str(scenario)))
     assert runs["naive @20k"][0]["acting_trigger"] == 20000 and runs["slack-gated"][0]["turns"] == 60
+
+
+def test_api_write_of_a_streamed_run_is_refused_and_writes_nothing(tmp_path):
+    # Its recorder kept no rows (they went to the streamed folder): writing it again was a TypeError.
+    import pytest
+    from prunesim import api
+    from prunesim.io import scenario_files
+    from prunesim.io.stream import stream_run
+
+    streamed, _ = stream_run(scenario_files.load("oscillation-40", {"turns": 50}), "naive", 0, tmp_path / "s", "all")
+    assert (tmp_path / "s" / "trace.csv").read_text().count("\n") > 1
+    with pytest.raises(ValueError, match="written as it went"):
+        api.write(streamed, tmp_path / "again")
+    assert not (tmp_path / "again").exists()

@@ -151,3 +151,51 @@ def test_a_model_pass_is_a_value_equal_and_hashed_by_its_fields():
     assert first == same and hash(first) == hash(same) and len({first, same}) == 1
     other = ModelPass((3, 1), 11, 5, (2, 2), 4)
     assert first != other and len({first, other}) == 2
+
+
+GUARDED_POLICY = '''
+from prunesim.policies import Policy
+from prunesim.policies.decision import plan_pass
+
+
+class Guarded(Policy):
+    name = "guarded"
+
+    def decide(self, view):
+        if view.utilization < self.scenario.trigger:
+            return []
+        return [plan_pass(view, self.scenario.decision, self.rng).as_pass()]
+
+    def authorize(self, action, view):
+        GUARD
+'''
+
+
+def test_a_users_guard_that_changes_the_pass_it_is_asked_about_is_one_line(tmp_path, capsys):
+    # ModelPass is not frozen: a guard, asked after the engine checked the pass, could otherwise change what is
+    # applied unchecked (here half tokens, which reached the figures as floats, and a span id not in the window).
+    from prunesim.cli import main
+
+    path = tmp_path / "guarded.py"
+    path.write_text(GUARDED_POLICY.replace(
+        "GUARD", "action.rationale_per_span = tuple(x + 0.5 for x in action.rationale_per_span)"))
+    out = tmp_path / "out"
+    assert main(["run", "oscillation-40", "--policy", f"{path}:Guarded", "--set", "turns=200",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--policy" in err
+    assert "changed the ModelPass it returned (rationale_per_span) in authorize" in err
+    assert not out.exists()
+
+
+def test_a_users_guard_that_reads_the_pass_changes_nothing(tmp_path):
+    from prunesim.io import scenario_files
+    from prunesim.policies import get_policy
+
+    plain = tmp_path / "plain.py"
+    plain.write_text(GUARDED_POLICY.replace("GUARD", "return None"))
+    reading = tmp_path / "reading.py"
+    reading.write_text(GUARDED_POLICY.replace("GUARD", "assert sum(action.rationale_per_span) >= 0"))
+    scenario = scenario_files.load("oscillation-40", {"turns": 300})
+    runs = [run_one(scenario, get_policy(f"{p}:Guarded"), 2, trace="none").summary for p in (plain, reading)]
+    assert runs[0]["passes"] > 0 and runs[0] == runs[1]

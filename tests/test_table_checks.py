@@ -42,7 +42,7 @@ def test_a_run_of_slack_gated_is_refused_naming_the_flag(policy):
 
 def test_compare_is_refused_when_it_includes_slack_gated_and_only_then():
     refused(*cli("compare", "reentrancy-60", "--policies", "naive,slack-gated", "--seeds", "0:2", *SET),
-            "(with --set)", GATE)
+            "(with --set) under slack-gated: " + GATE)  # of the policies compared, the one refused is named
     code, out, err = cli("compare", "reentrancy-60", "--policies", "naive,recency", "--seeds", "0:2", *SET)
     assert code == 0 and "naive" in out and "recency" in out, err
 
@@ -54,7 +54,7 @@ def test_sweep_is_refused_before_anything_is_written(tmp_path):
     assert not out.exists()
     # A grid point slack-gated runs is named; a point only naive runs is not slack-gated's concern.
     refused(*cli("sweep", "reentrancy-60", "--policies", "naive,slack-gated", "--grid", "trigger=0,18000",
-                 "--seeds", "0:2", "--out", out), "--grid point trigger=18000", GATE)
+                 "--seeds", "0:2", "--out", out), "--grid point trigger=18000 under slack-gated: " + GATE)
     assert not out.exists()
     plan = plan_sweep("reentrancy-60", {"naive:trigger": [0, 18000]}, ["naive", "slack-gated"], [0])
     assert sorted((plan.scenarios[r.point].trigger, r.policy) for r in plan.runs) == [

@@ -49,6 +49,9 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
     alone, except an ``editlog.jsonl`` of an earlier run, which is not this run's.
     A long run is better written as it goes: :func:`prunesim.io.stream.stream_run`.
     """
+    if result.recorder.trace is None:  # a streaming recorder's rows went to its files as the run made them
+        raise ValueError("this run was written as it went (prunesim.io.stream.stream_run): its files are in the "
+                         "folder it was streamed to, and it holds no rows to write again")
     if result.recorder.mode == "none" and type(result.recorder) is Recorder:  # its recorder heard nothing
         raise ValueError("this run kept no ledger, events or calls (trace 'none'): record it (trace 'turns' or "
                          "'all') or stream it (prunesim.io.stream.stream_run) to write it")

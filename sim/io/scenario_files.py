@@ -333,9 +333,9 @@ def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequen
     scenario.check(where)
     from prunesim.runner import check_tables  # late: reading a scenario file need not import the engine
 
-    in_play = named if policy is not None else [scenario.policy]  # the data's, or the default; () checks none
-    for one in dict.fromkeys(in_play):
-        check_tables(scenario, policies.get_policy(one), where)
+    in_play = [policies.get_policy(one) for one in dict.fromkeys(named if policy is not None else [scenario.policy])]
+    for cls in in_play:  # the data's policy, or the default; () checks none. Of several, the one refused is named
+        check_tables(scenario, cls, where if len(in_play) == 1 else f"{where} under {cls.name}")
     return scenario
 
 

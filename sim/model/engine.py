@@ -217,7 +217,8 @@ class Engine(Provenance):
     def consult(self, decide=None):
         """Ask the policy what to do with the window as it is; what doing it takes, to ``yield from``.
 
-        Most turns the policy answers nothing: then nothing is to be done, and no generator is made for it.
+        Most turns the policy answers nothing: then nothing is to be done, and no generator is made for it; a
+        lone action outside a concurrent runtime is applied at once (:meth:`apply`), without :meth:`act`'s.
         """
         actions = (decide or self.policy.decide)(self.view())
         if actions.__class__ is not list and actions.__class__ is not tuple:  # (a view is a tuple too)

@@ -207,7 +207,8 @@ def plan_sweep(
                 wheres.append(where if point else f"{base.name} (with --set)" if overrides else base.name)
             i = index[key]
             # a point is refused for what the policies that run it read, not for another policy's tables
-            check_tables(scenarios[i], get_policy(policy), wheres[i])
+            cls = get_policy(policy)
+            check_tables(scenarios[i], cls, wheres[i] if len(policies) == 1 else f"{wheres[i]} under {cls.name}")
             text = json.dumps(atomic.json_ready(dicts[i]), sort_keys=True)
             if text in seen_scenarios:
                 raise UserError("--grid", None, "two grid points give the same scenario (a value is repeated)")
