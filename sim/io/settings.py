@@ -190,9 +190,9 @@ def _file_layer(links: list[tuple[Path, dict]], pinned: list[str]) -> dict[str, 
         for key, value in flatten({k: v for k, v in own.items() if k not in ("extends",)}).items():
             placeholder = i == 0 and replayed and key in ("window", "budget", "trigger")
             meant = _is_pinned(key, pinned) or (mine and not placeholder) or (i > 0 and not placeholder)
-            label = f"{inputs.text_name(str(path))}: {key}" + (" ([replay] pinned)" if _is_pinned(key, pinned)
-                                                                 and not mine else "")
-            out.setdefault(key, []).append(Setting(value, "user" if meant else "default", label))
+            name = f"shipped scenario {path.stem}" if not mine else inputs.text_name(str(path))
+            label = f"{name}: {key}" + (" ([replay] pinned)" if _is_pinned(key, pinned) and not mine else "")
+            out.setdefault(key, []).insert(0, Setting(value, "user" if meant else "default", label))
     return out
 
 
@@ -228,26 +228,19 @@ def _chains(scenario: Scenario, layers: list[dict[str, Setting | list[Setting]]]
         if key in ("name", "description"):
             continue
         offered: list[Setting] = []
-        for layer in layers:
+        for layer in reversed(layers):  # within one source, a later layer's value is offered first
             got = layer.get(key)
             if got is not None:
                 offered.extend(got if isinstance(got, list) else [got])
-        offered.sort(key=lambda s: rank[s.source])  # stable: within a source, the later layer first (below)
-        offered = _latest_first(offered, rank)
+        offered.sort(key=lambda s: rank[s.source])  # stable
         if not offered or not _same(offered[0].value, value):
             top = offered[0].source if offered else "default"
             why = (derived or {}).get(key, "as the scenario was given")
             offered.insert(0, Setting(value, top, f"derived: {why}"))
+        else:  # the value as the scenario holds it (an integer given for a price is a float there)
+            offered[0] = dataclasses.replace(offered[0], value=value)
         chains[key] = tuple(offered)
     return chains
-
-
-def _latest_first(offered: list[Setting], rank: dict) -> list[Setting]:
-    """Within one source the value given last wins (a file over its base, --set over a file): reverse each run."""
-    out: list[Setting] = []
-    for source in SOURCES:
-        out.extend(reversed([s for s in offered if s.source == source]))
-    return out
 
 
 def _same(a, b) -> bool:
@@ -437,8 +430,11 @@ def for_transcript(base: Scenario, data, given_as: str = "--set") -> Scenario:
         except UserError as err:  # a value set with --set the recorded runtime cannot take
             raise on_recorded_runtime(err, data, changes, given_as) from None
     settings = of(base)
-    layers = [{k: list(c) for k, c in settings.chains.items()},
-              _pricing_layer(scenario.pricing.model, settings.price_file)
+    kept = {k: list(c) for k, c in settings.chains.items()}
+    if "pricing.model" in layer:  # the old model's prices were offered for it, not for this one
+        kept = {k: [s for s in c if not k.startswith("pricing.") or s.source == "user"
+                    or s.where == PRUNESIM_DEFAULT] for k, c in kept.items()}
+    layers = [kept, _pricing_layer(scenario.pricing.model, settings.price_file)
               if "pricing.model" in layer else {}, layer]
     chains = _chains(scenario, layers, _BASE_DERIVED)
     chains.update(extra)
