@@ -332,6 +332,14 @@ def known_pinned(scenario: Scenario, key: str) -> bool:
     return _is_pinned(key, list(scenario.replay.pinned))
 
 
+def list_prices(scenario: Scenario) -> dict[str, float]:
+    """The model's own prices (USD per million tokens), whatever the user set over them: what a recorded bill is
+    priced at when the transcript records tokens, not dollars (a bill at the user's prices is not the recorded
+    one). A user's price file counts: for a model no other source prices, it is the list."""
+    found = prices.entry(scenario.pricing.model, *(of(scenario).price_file or ()))
+    return {k: float(found[k].value) if k in found else getattr(scenario.pricing, k) for k in prices.PRICE_KEYS}
+
+
 # -- what a recording sets ------------------------------------------------------------------
 def transcript_where(data) -> str:
     """The file the user named (a problem of the recorded runtime is one of that file), then the run in it."""

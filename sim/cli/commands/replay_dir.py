@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from prunesim.cli.commands._common import (
     Tally,
+    add_prices,
     add_reaction,
     add_set,
     add_transcript_options,
@@ -56,6 +57,7 @@ def register(sub) -> None:
     p.add_argument("--policies", required=True, help="comma-separated policy names, or all")
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
+    add_prices(p)
     add_reaction(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="replay every transcript at each value (A:B:STEP or a,b,c; POLICY:NAME=VALUES for one "
@@ -97,7 +99,7 @@ def main(args) -> int:
     overrides = scenario_sets(args)
     # With --grid only its points run, each checked for the policies that run it (plan_sweep): a table the grid
     # moves (slack-gated:gate.lead) may be wrong in the base.
-    base = load_replay(args.scenario, overrides, () if args.grid else policies)
+    base = load_replay(args.scenario, overrides, () if args.grid else policies, prices=args.prices)
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)
