@@ -50,7 +50,7 @@ FAN_PER = 1.3
 DOCUMENTED = ""  # the setting column's value for a policy's documented setting
 
 
-UNIT_TEXT = ("unit", "policy", "setting")  # runs.csv's columns of words; every other holds a figure (or nothing)
+UNIT_TEXT = ("unit", "policy", "setting", "model", "price_table", "not_recorded")  # runs.csv's columns of words
 
 
 @dataclass
