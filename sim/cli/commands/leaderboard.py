@@ -167,8 +167,8 @@ def main(args) -> int:
                 f"interval is that of one trial, so nothing here says how a policy does on other {unit}s")
     if skipped:
         what += f" ({len(skipped)} file(s) that failed left out: --skip-bad)"
-    print(format_runtime(meta["runtime"], transcripts))
     print(format_table(table, shown, what))
+    print(format_runtime(meta["runtime"], transcripts))
     print(format_unobservable(unobservable))
     print(format_cache(cache))
     if transcripts:
