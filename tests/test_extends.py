@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from prunesim.io import prices
 from prunesim.cli import main
 from prunesim.errors import UserError
+from prunesim.io import prices
 from prunesim.io import scenario_files as sc
 from prunesim.io.transcripts.workload import WorkloadData
 from prunesim.studies.transcript_replay import peak_tokens, replay, replay_scenario

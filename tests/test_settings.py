@@ -1,4 +1,5 @@
-"""prunesim.io.settings: one resolution of a run's values, each with its source; no override changes more than it names."""
+"""prunesim.io.settings: a run's values resolved once, each with its source; no override changes more than it
+names."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import csv
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from prunesim.cli import main
 from prunesim.errors import UserError
 from prunesim.io import prices, settings

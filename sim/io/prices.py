@@ -68,18 +68,21 @@ def _load(path: Path) -> dict[str, dict]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise UserError(where, None, f"malformed TOML: {err}") from None
+    return {name: check_entry(name, entry, where) for name, entry in _models(data, where, ("providers",)).items()}
+
+
+def _models(data: dict, where: str, also: tuple[str, ...] = ()) -> dict[str, dict]:
+    """A price file's ``[models.NAME]`` tables (``also``: the other tables it may hold), each a table."""
     models = data.get("models")
-    unknown = sorted(set(data) - {"models", "providers"})
+    unknown = sorted(set(data) - {"models", *also})
     if unknown:
         raise UserError(where, unknown[0], "unknown table (entries go under [models.NAME])")
     if not isinstance(models, dict) or not models:
         raise UserError(where, "models", "no [models.NAME] entries")
-    out = {}
     for name, entry in models.items():
         if not isinstance(entry, dict):
             raise UserError(where, f"models.{name}", "must be a table")
-        out[name] = check_entry(name, entry, where)
-    return out
+    return models
 
 
 def providers() -> dict[str, dict]:
@@ -122,16 +125,8 @@ def read_user_table(path: Path) -> dict[str, dict]:
         raise UserError(where, None, f"malformed TOML: {err}") from None
     except (ValueError, RecursionError):
         raise UserError(where, None, "malformed TOML: a value too long or nested too deeply to read") from None
-    models = data.get("models")
-    unknown = sorted(set(data) - {"models"})
-    if unknown:
-        raise UserError(where, unknown[0], "unknown table (entries go under [models.NAME])")
-    if not isinstance(models, dict) or not models:
-        raise UserError(where, "models", "no [models.NAME] entries")
     out = {}
-    for name, entry in models.items():
-        if not isinstance(entry, dict):
-            raise UserError(where, f"models.{name}", "must be a table")
+    for name, entry in _models(data, where).items():
         # Checked as a full entry would be: the keys it gives over the opus entry's (any complete one will do).
         cache = entry.get("cache", "implicit")
         check_entry(name, {**_shipped()["claude-opus-4-5"], "cache": cache,
@@ -243,13 +238,17 @@ def entry(model: str, user_table: dict[str, dict] | None = None, user_where: str
     out: dict[str, Priced] = {}
     shipped = _shipped().get(model)
     table = shipped_path().name
-    if shipped is not None:
-        for key in ENTRY_KEYS:
-            fitted = key == "reuse" and shipped["cache"] == "implicit"  # fitted on recorded bills (docs/cost.md)
-            out[key] = Priced(shipped[key], "fitted" if fitted else "default", f"{table}: models.{model}.{key}")
     library = library_entry(model)
-    for key, value in library.items():
-        if key not in out:
+    for key, value in library.items():  # prices first from the library, kept current by its maintainers
+        if key in PRICE_KEYS or key == "provider":
+            out[key] = value
+    if shipped is not None:  # the fallback for prices; the source of the cache and the prompt window
+        for key in ENTRY_KEYS:
+            if key not in out:
+                fitted = key == "reuse" and shipped["cache"] == "implicit"  # fitted on recorded bills (cost.md)
+                out[key] = Priced(shipped[key], "fitted" if fitted else "default", f"{table}: models.{model}.{key}")
+    for key, value in library.items():  # the library's context window, where the table has no entry
+        if key not in out and key != "tiers":
             out[key] = value
     provider = out["provider"].value if "provider" in out else None
     defaults = providers().get(provider) if isinstance(provider, str) else None

@@ -466,24 +466,28 @@ def flat_defaults() -> dict[str, Any]:
     """Every single-valued parameter (dotted) and the value a scenario file that omits it gets."""
     data = Scenario().to_dict()
     data.update({name: dataclasses.asdict(cls()) for name, cls in policies.builtin_tables().items()})
-    return {k: v for k, v in _flatten(data).items() if k not in ("name", "description")}
+    return {k: v for k, v in flatten(data).items() if k not in ("name", "description")}
 
 
-def _flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """Dotted keys of nested tables (a list is one value)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            out.update(flatten(value, name + "."))
         else:
             out[name] = value
     return out
 
 
+_flatten = flatten  # the name plots/report.py reads
+
+
 def defaults_table() -> tuple[list[str], list[list[str]]]:
     """The defaults against every shipped scenario: (header, rows); a cell is blank where it equals the default."""
     defaults = flat_defaults()
-    shipped = {name: _flatten(load(name).to_dict()) for name in sorted(shipped_scenarios())}
+    shipped = {name: flatten(load(name).to_dict()) for name in sorted(shipped_scenarios())}
     header = ["key", "default", *shipped]
     rows = []
     for key, default in defaults.items():

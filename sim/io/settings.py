@@ -41,7 +41,7 @@ from typing import Any
 from prunesim.errors import UserError
 from prunesim.io import inputs, prices
 from prunesim.io import scenario_files as files
-from prunesim.model.scenario import Pricing, Scenario
+from prunesim.model.scenario import Scenario
 
 SOURCES = ("user", "recorded", "fitted", "default")  # highest precedence first
 PROVENANCE_FORMAT = 1  # settings.json's format
@@ -151,16 +151,7 @@ def _show(value: Any) -> str:
 
 
 # -- the sources ------------------------------------------------------------------------
-def flatten(data: Mapping, prefix: str = "") -> dict[str, Any]:
-    """Dotted keys of nested tables (lists are one value)."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
+flatten = files.flatten  # dotted keys of nested tables (a list is one value)
 
 
 def _prunesim_defaults() -> dict[str, Setting]:

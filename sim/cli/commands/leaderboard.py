@@ -201,7 +201,8 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
         centre = r["mean"] if r["interval"] in ("mean", "wilson") else r["median"]
         show = _usd if r["figure"] in dollars else lambda x, ratio=ratio: _num(x, ratio)
         cell[(r["policy"], r["setting"], r["figure"])] = f"{show(centre)} [{show(r['ci_low'])}, {show(r['ci_high'])}]"
-    shown = ("cost_ratio", "uncached_cost_ratio", "cost_usd", "uncached_cost_usd", "cost_vs_recorded", "input_ratio", "decision_tokens", "peak_utilization",
+    shown = ("cost_ratio", "uncached_cost_ratio", "cost_usd", "uncached_cost_usd", "cost_vs_recorded", "input_ratio",
+             "decision_tokens", "peak_utilization",
              "re_retrievals", "re_retrievals_share", "refetches", "lost_constraints", "lost_constraints_share",
              "unrecorded_evictions", "forced_truncations", "acted")  # the files hold every figure
     figures = [f for f in shown if any(k[2] == f for k in cell)]

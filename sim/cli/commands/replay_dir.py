@@ -36,8 +36,8 @@ from prunesim.io.scenario_files import load_replay
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import parse_names
-from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies import observable
+from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.leaderboard import ACTIONS, uncached_bill
 from prunesim.studies.sweep import metric_column, plan_sweep
 from prunesim.studies.transcript_replay import REPLAY_METRICS, TRANSCRIPT_SUFFIXES, expand, iter_sources, replay

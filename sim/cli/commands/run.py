@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_prices, add_reaction, add_set, out_arg, print_notes, scenario_sets, seed_arg
+from prunesim.cli.commands._common import (
+    add_prices,
+    add_reaction,
+    add_set,
+    out_arg,
+    print_notes,
+    scenario_sets,
+    seed_arg,
+)
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -57,7 +65,8 @@ def main(args) -> int:
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        scenario = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set", prices=args.prices)
+        scenario = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set",
+                                     prices=args.prices)
         result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
     print_notes([result.policy], result.scenario)
     if args.json:
@@ -70,7 +79,8 @@ def main(args) -> int:
 def _replay_workload(args, trace: str, out: Path | None):
     if args.policy is not None:
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-    base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy, prices=args.prices)  # errors name --set
+    # errors name --set
+    base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy, prices=args.prices)
     if out is None:
         result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload,
                          given_as="--set")
