@@ -253,8 +253,11 @@ def format_cache(cache: dict) -> str:
             f"{name} ({cache['medians'][name]['cached']:.3f} with the cache, {cache['medians'][name]['uncached']:.3f}"
             " without)" for name in cache["sign_depends_on_cache"]))
     if cache["ranking_depends_on_cache"]:
-        pairs = "; ".join(f"{a} and {b}" for a, b in cache["reversed_pairs"])
-        lines.append(f"the ranking by median cost ratio depends on the cache: these swap places without it: {pairs}")
+        pairs = cache["reversed_pairs"]
+        moved = sorted({name for pair in pairs for name in pair}, key=lambda n: -sum(n in pair for pair in pairs))
+        lines.append(f"the ranking by median cost ratio depends on the cache: {len(pairs)} pair(s) of entries swap "
+                     f"places without it, most often {', '.join(moved[:3])} (leaderboard.json: "
+                     "cache_assumption.reversed_pairs)")
     return "\n".join(lines) if lines else "the prompt cache changes no sign and no rank of the median cost ratios"
 
 
