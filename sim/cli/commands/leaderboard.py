@@ -254,7 +254,7 @@ def format_cache(cache: dict) -> str:
             " without)" for name in cache["sign_depends_on_cache"]))
     if cache["ranking_depends_on_cache"]:
         pairs = cache["reversed_pairs"]
-        moved = sorted({name for pair in pairs for name in pair}, key=lambda n: -sum(n in pair for pair in pairs))
+        moved = sorted({name for pair in pairs for name in pair}, key=lambda n: (-sum(n in p for p in pairs), n))
         lines.append(f"the ranking by median cost ratio depends on the cache: {len(pairs)} pair(s) of entries swap "
                      f"places without it, most often {', '.join(moved[:3])} (leaderboard.json: "
                      "cache_assumption.reversed_pairs)")
