@@ -191,7 +191,11 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
                   frontier: bool = False):
     """The figure; ``stat`` chooses what a point is (module docstring), ``frontier`` draws every setting."""
     known = board.figures()
+    hidden = board.meta.get("unobservable") if isinstance(board.meta.get("unobservable"), dict) else {}
     for flag, figure in (("--x", x), ("--y", y)):
+        if figure in hidden:
+            raise UserError(flag, figure, f"unobservable in this leaderboard, so left out: {hidden[figure]} "
+                            f"(known: {', '.join(known)})")
         if figure not in known:
             raise UserError(flag, figure, f"not a figure of this leaderboard (known: {', '.join(known)})")
     if stat not in STATS:

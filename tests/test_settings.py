@@ -92,7 +92,8 @@ def test_a_scenario_setting_only_reuse_keeps_the_recorded_model_and_never_repric
 def test_each_value_names_its_source_and_where():
     data = workload("google/gemini-3-pro-preview", window=None)
     s = settings.of(replay_scenario(sc.load_replay("transcript", {"pricing.reuse": 0.5}), data))
-    assert s["pricing.model"].source == "recorded" and "w.json" in s["pricing.model"].where
+    assert s["pricing.model"] == settings.Setting("gemini-3-pro-preview", "recorded",
+                                                  "the transcript: model 'google/gemini-3-pro-preview'")
     assert s["pricing.reuse"] == settings.Setting(0.5, "user", "--set pricing.reuse")
     assert s["pricing.reuse"] is s.chain("pricing.reuse")[0] and s.chain("pricing.reuse")[1].source == "fitted"
     assert s["window"].source == "default" and "records none" in s["window"].where  # documented, not recorded

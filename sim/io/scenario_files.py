@@ -12,8 +12,11 @@ error naming the file. A scenario's ``name`` and ``description`` are its own.
 
 A replay of a recording takes its window, budget, trigger and ``[pricing]``
 from the recorded run (``[replay] recorded``); a file extending another, a
-``--set`` or a ``--grid`` point that sets one of them means it: the key is
-listed in ``[replay] pinned`` and the recording no longer sets it.
+``--set``, a ``--grid`` point or a user's own ``[pricing]`` that sets one of
+them means it: the key (``pricing.KEY`` for a price key: that key alone) is
+listed in ``[replay] pinned`` and the recording no longer sets it. Which
+source each value came from is resolved by :mod:`prunesim.io.settings`, which
+:func:`load` and :func:`replace` call.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ Run ids hash the resolved scenario only, never these sources.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -140,8 +141,13 @@ def _table_of(setting: Setting) -> str:
     if where.startswith(prices.LIBRARY):
         return where.split(":", 1)[0]
     if where.startswith(prices.shipped_path().name):
-        return f"{prices.shipped_path().name} ({prices.digest(prices.shipped_path())})"
+        return f"{prices.shipped_path().name} ({_shipped_digest()})"
     return where.split(":", 1)[0] if setting.source == "user" else where
+
+
+@functools.cache
+def _shipped_digest() -> str:
+    return prices.digest(prices.shipped_path())
 
 
 def _show(value: Any) -> str:
@@ -254,7 +260,8 @@ def of(scenario: Scenario) -> Settings:
         pinned = list(scenario.replay.pinned)
         given = {k: Setting(v, "user" if _is_pinned(k, pinned) else "default", "the scenario as given")
                  for k, v in flatten(scenario.to_dict()).items()}
-        origin = Origin(_chains(scenario, [_prunesim_defaults(), _fitted(), given]))
+        layers = [_prunesim_defaults(), _fitted(), given, _pricing_layer(scenario.pricing.model, None)]
+        origin = Origin(_chains(scenario, layers))
         _attach(scenario, origin)
     return Settings(scenario, origin.chains, origin.price_file)
 
@@ -355,10 +362,10 @@ def recorded_layer(base: Scenario, data, given_as: str = "--set") -> dict[str, S
     Only values that differ from ``base`` and that the user did not set are given. Raises :class:`UserError` for
     a model no price source covers (naming every key it lacks) and for a recorded window smaller than a prompt
     the run really sent."""
-    file = transcript_where(data)
+    file = transcript_where(data)  # errors name the file; a value's where names the field (shared by transcripts)
     out: dict[str, Setting] = {}
     if base.turns != data.turns:
-        out["turns"] = Setting(data.turns, "recorded", f"{file}: its turns")
+        out["turns"] = Setting(data.turns, "recorded", "the transcript: its turns")
     rp = base.replay
     if not rp.recorded:
         return out
@@ -373,19 +380,19 @@ def recorded_layer(base: Scenario, data, given_as: str = "--set") -> dict[str, S
                             .replace("--set", given_as))
         if base.pricing.model != model:
             out["pricing.model"] = Setting(model, "recorded" if named else "default",
-                                           f"{file}: model {data.header.get('model')!r}" if named else
+                                           f"the transcript: model {data.header.get('model')!r}" if named else
                                            f"{data.header.get('format')} records no model; {model} is the model it "
                                            "runs by default")
     window = _recorded_window(data, file)
-    source = Setting(window, "recorded", f"{file}: context_window")
+    source = Setting(window, "recorded", "the transcript: context_window")
     if window is None:  # the documented window of the model that ran it, else of the model it is billed as
         documented = prices.entry(model if model else base.pricing.model, *(price_file or ())).get("window")
         if documented is None:
             documented = prices.entry(base.pricing.model, *(price_file or ())).get("window")
         if documented is not None:
             window = int(documented.value)
-            source = Setting(window, "default", f"{documented.where} (the model's documented window: {file} "
-                             "records none)")
+            source = Setting(window, "default", f"{documented.where} (the model's documented window: the "
+                             "transcript records none)")
     if not known_pinned(base, "window") and window is not None and window != base.window:
         out["window"] = source
     window_now = out["window"].value if "window" in out else base.window
@@ -414,12 +421,28 @@ def _recorded_window(data, where: str) -> int | None:
     return window
 
 
+_RESOLVED: dict[tuple, tuple[Scenario, Scenario]] = {}  # (id(base), what the recording sets) -> (base, scenario)
+
+
 def for_transcript(base: Scenario, data, given_as: str = "--set") -> Scenario:
     """``base`` on the recorded runtime of ``data`` (:func:`recorded_layer`), with the provenance of every value.
 
-    Raises :class:`UserError` naming the transcript when a value the user set does not fit that runtime."""
+    Built once per base and recorded runtime (transcripts of one model and window share it). Raises
+    :class:`UserError` naming the transcript when a value the user set does not fit that runtime."""
     layer = recorded_layer(base, data, given_as)
     extra = _run_facts(base, data)
+    key = (id(base), tuple(sorted(layer.items())), tuple(sorted(extra.items())))
+    hit = _RESOLVED.get(key)
+    if hit is not None and hit[0] is base:
+        return hit[1]
+    scenario = _on_runtime(base, data, layer, extra, given_as)
+    if len(_RESOLVED) > 256:
+        _RESOLVED.clear()
+    _RESOLVED[key] = (base, scenario)
+    return scenario
+
+
+def _on_runtime(base: Scenario, data, layer: dict[str, Setting], extra: dict, given_as: str) -> Scenario:
     if not layer:
         scenario = base if not extra else _copy(base)
     else:
@@ -448,9 +471,8 @@ def _copy(base: Scenario) -> Scenario:
 
 def _run_facts(base: Scenario, data) -> dict[str, tuple[Setting, ...]]:
     """Values of the replay that are not scenario keys: the clock it runs on and the calibration that sized it."""
-    file = transcript_where(data)
     recorded = base.replay.clock == "recorded" and data.header.get("call_times")
-    clock = (Setting("recorded", "recorded", f"{file}: the time of each model call") if recorded else
+    clock = (Setting("recorded", "recorded", "the transcript: the time of each model call") if recorded else
              Setting("latency model", "default", "[latency]: " + ("the transcript records no time per call"
                                                                   if base.replay.clock == "recorded" else
                                                                   "replay.clock = latency")))

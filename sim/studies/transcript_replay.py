@@ -169,25 +169,12 @@ def recorded_changes(base: Scenario, data: wl.WorkloadData, given_as: str = "--s
     return {k: s.value for k, s in settings.recorded_layer(base, data, given_as).items()}
 
 
-_RESOLVED: dict[tuple, tuple[Scenario, Scenario]] = {}  # (id(base), workload facts) -> (base, scenario)
-
-
 def replay_scenario(base: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> Scenario:
     """The base scenario, run for exactly the workload's turns, on the recorded runtime, each value with where it
     came from (:func:`prunesim.io.settings.for_transcript`; :func:`prunesim.io.settings.of` reads them).
 
     ``given_as``: what the caller sets values with (``--set``, or the API's ``overrides``), named in its errors."""
-    key = (id(base), data.name, data.turns, data.header.get("model"), data.header.get("format"),
-           data.header.get("context_window"), bool(data.header.get("call_times")), data.header.get("calibration"),
-           data.path)
-    hit = _RESOLVED.get(key)
-    if hit is not None and hit[0] is base:
-        return hit[1]
-    scenario = settings.for_transcript(base, data, given_as)
-    if len(_RESOLVED) > 256:
-        _RESOLVED.clear()
-    _RESOLVED[key] = (base, scenario)
-    return scenario
+    return settings.for_transcript(base, data, given_as)
 
 
 def _check_tables(scenario: Scenario, base: Scenario, data: wl.WorkloadData, policy, given_as: str) -> None:
