@@ -172,7 +172,12 @@ def _fitted() -> dict[str, Setting]:
     fit = reaction.shipped_fit()
     where = (f"{reaction.FIT_FILE} (sha256 {prices.digest(path)}): probability, fitted on "
              f"{fit.get('fitted_on', 'the shipped sessions')}")
-    return {"reaction.probability": Setting(reaction.FITTED_PROBABILITY, "fitted", where)}
+    from prunesim.policies.summary import SummaryParams
+
+    summary = ("policies/summary.py: the mean size of the three compaction summaries in claude-code-dev (2,429, "
+               "2,522 and 3,357 tokens), rounded; three summaries, no interval")
+    return {"reaction.probability": Setting(reaction.FITTED_PROBABILITY, "fitted", where),
+            "summary.mean_tokens": Setting(SummaryParams().mean_tokens, "fitted", summary)}
 
 
 def _file_layer(links: list[tuple[Path, dict]], pinned: list[str]) -> dict[str, list[Setting]]:
