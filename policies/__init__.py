@@ -292,7 +292,8 @@ def every_policy() -> list[str]:
 
 def parse_names(text: str, where: str = "--policies") -> list[str]:
     """A comma-separated list of policy names (``all`` for :func:`every_policy`), each checked."""
-    names = [n.strip() for n in text.split(",")]
+    # A composition is named one way whatever the spaces around its '+' (so that it is given twice only once).
+    names = [SEPARATOR.join(w.strip() for w in n.split(SEPARATOR)) for n in text.split(",")]
     if not text.strip() or any(not n for n in names):
         raise UserError(where, text, "expected a comma-separated list of policy names")
     out: list[str] = []

@@ -12,6 +12,10 @@ observations it keeps. A composition does the same on every consultation (docs/p
 * their actions are applied in that order; an action of a later part that names a span an
   earlier part already edited on the same consultation is dropped (the earlier part acted
   first), and one that names a span its view does not hold is a broken contract of that part;
+* where a later part left a placeholder, a part is shown the content it stands for (a runtime runs
+  each part on the history before the later parts' edits: SWE-agent's hybrid summarizes the
+  unmasked turns); a summary that takes it in has the placeholders restored just before
+  (:func:`unmasked`, :func:`_restore_first`);
 * a model-driven part's gate decides on the window it is shown, so a gate behind a clearing
   sees the room the clearing made;
 * each part keeps its own random stream: the first takes the policy's, the others a child each,
@@ -38,6 +42,7 @@ from prunesim.policies.base import (
     Evict,
     ModelPass,
     Policy,
+    Restore,
     Summarize,
     Truncate,
     Warn,
@@ -89,6 +94,8 @@ class ComposedPolicy(Policy):
                     member.authorize = checked_authorize(member)
             self.members.append(member)
         self.guards = [m.authorize for m in self.members if callable(getattr(m, "authorize", None))]
+        # Per part: the spans it cleared, by id, as they were (while their placeholders stand in the window).
+        self.cleared: list[dict[int, Span]] = [{} for _ in self.members]
 
     def acting_trigger(self) -> int:
         # The earliest part that acts; a part that never acts (noop) has no trigger to count.
@@ -100,19 +107,69 @@ class ComposedPolicy(Policy):
         edited: set[int] = set()
         shown = view
         last = len(self.members) - 1
+        held = {s.names[0]: s for s in view.spans if s.kind == "placeholder" and s.names}  # original id -> placeholder
+        for book in self.cleared:
+            for gone in [o for o in book if o not in held]:
+                del book[gone]
         for i, member in enumerate(self.members):
-            answer = member.decide(shown)
+            later = {o: span for book in self.cleared[i + 1:] for o, span in book.items()}
+            seen = unmasked(shown, later, held) if later else shown
+            answer = member.decide(seen)
             if answer.__class__ is not list and answer.__class__ is not tuple:
                 raise PolicyContractError(f"policy {member.name!r} (part of {self.name!r}) returned "
                                           f"{type(answer).__name__} from decide, not a list of actions (turn "
                                           f"{view.turn})", type(member))
             actions = [kept for action in answer if (kept := _without(action, edited)) is not None]
-            _check(actions, shown, member, self.name)
+            _check(actions, seen, member, self.name)
+            if later:
+                actions = _restore_first(actions, later, held)
+            for action in actions:
+                if isinstance(action, Clear):  # what it stands for, shown to the parts before this one
+                    spans = _by_id(seen)
+                    self.cleared[i].update((j, spans[j]) for j in action.span_ids)
             out.extend(actions)
             if actions and i < last:
                 shown = after(shown, actions)
                 edited.update(i for action in actions for i in named_spans(action))
         return out
+
+
+def unmasked(view: WindowView, later: dict[int, Span], held: dict[int, Span]) -> WindowView:
+    """``view`` with the placeholders later parts left shown as the content they stand for: a runtime runs each
+    part of its pipeline on the history before the later parts' edits (SWE-agent's summary reads the unmasked
+    turns)."""
+    spans = []
+    added = 0
+    for s in view.spans:
+        original = later.get(s.names[0]) if s.kind == "placeholder" and s.names else None
+        if original is not None and held.get(original.id) is s:
+            spans.append(original)
+            added += original.tokens - s.tokens
+        else:
+            spans.append(s)
+    shown = tuple(spans)
+    return WindowView(view.turn, view.utilization + added, view.budget, view.size, view.hard, shown,
+                      tuple(s for s in shown if not s.pinned), {s.id: s for s in shown})
+
+
+def _restore_first(actions: list[Action], later: dict[int, Span], held: dict[int, Span]) -> list[Action]:
+    """A summary of content a later part masked reads it whole: its placeholders are restored just before. Other
+    actions on such content are dropped: the later part has removed it already."""
+    out: list[Action] = []
+    for action in actions:
+        originals = [i for i in named_spans(action) if i in later]
+        if not originals:
+            out.append(action)
+        elif isinstance(action, Compact):
+            out += [Restore(tuple(held[i].id for i in originals), reason="summarized_unmasked"), action]
+        elif (kept := _without(action, set(originals))) is not None:
+            out.append(kept)
+    return out
+
+
+def _by_id(view: WindowView):
+    """The view's spans by id (a view built by hand may leave the mapping out)."""
+    return view.by_id if view.by_id is not None else {s.id: s for s in view.spans}
 
 
 def _authorize(self, action, view) -> None:
@@ -122,7 +179,7 @@ def _authorize(self, action, view) -> None:
 
 def _check(actions: list[Action], view: WindowView, member: Policy, composite: str) -> None:
     """A part names only spans of the window it is shown: else it broke the contract (named, for the error line)."""
-    held = view.by_id if view.by_id is not None else {s.id: s for s in view.spans}
+    held = _by_id(view)
     for action in actions:
         missing = [i for i in named_spans(action) if i not in held]
         if missing:
@@ -173,15 +230,19 @@ def after(view: WindowView, actions: list[Action]) -> WindowView:
     """
     replaced: dict[int, int | tuple | None] = {}  # span id -> placeholder size, ("truncated", keep) or None: gone
     written = 0
+    back: dict[int, int] = {}  # original id -> the placeholder a Restore put it back in place of
+    by_id = _by_id(view)
     for action in actions:
-        if isinstance(action, Clear):
+        if isinstance(action, Restore):
+            back.update((by_id[i].names[0], i) for i in action.span_ids if i in by_id and by_id[i].names)
+        elif isinstance(action, Clear):
             for span_id, size in zip(action.span_ids, action.placeholder_tokens, strict=True):
                 replaced[span_id] = size
                 written += size
         elif isinstance(action, Truncate):
             replaced[action.span_id] = ("truncated", action.keep_tokens)
         elif isinstance(action, (Evict, Summarize, Compact)):
-            replaced.update(dict.fromkeys(action.span_ids))
+            replaced.update(dict.fromkeys(back.get(i, i) for i in action.span_ids))
             written += getattr(action, "summary_tokens", 0)
         elif isinstance(action, ModelPass):
             replaced.update(dict.fromkeys(action.selected))

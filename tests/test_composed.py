@@ -149,3 +149,21 @@ def test_a_part_that_answers_no_list_is_named():
     obj.members[1] = Wrong(scenario, None)
     with pytest.raises(Exception, match="'wrong' \\(part of 'naive\\+noop'\\) returned NoneType"):
         obj.decide(view_of([Span(1, "tool_output", 10, 1)], turn=1))
+
+
+def test_in_the_hybrid_the_summary_reads_the_turns_unmasked_and_masked_first_it_reads_them_masked():
+    """SWE-agent's hybrid passes the unmasked context to the summarizer: the summary part, first, is shown what the
+    masking part after it cleared, and the engine restores it just before the summary call reads it."""
+    data = workload(80, output=lambda t: 600)
+    base = sc.load("transcript")
+
+    def compactions(name):
+        result, _ = replay(data, base, name, 0)
+        return [(e.turn, e.event, e.detail["prompt"]) for e in result.events if e.event in ("compact", "restore")]
+
+    alone = compactions("llm-summary:complexity-trap")
+    hybrid = compactions(HYBRID)
+    assert [c for c in hybrid if c[1] == "compact"] == alone  # the same turns, the same prompts: the unmasked window
+    assert [c[:2] for c in hybrid] == [(t, kind) for t, _, _ in alone for kind in ("restore", "compact")]
+    masked_first = compactions("observation-masking:complexity-trap+llm-summary:complexity-trap")
+    assert all(m[2] < a[2] / 2 for m, a in zip(masked_first, alone, strict=True))  # it reads placeholders
