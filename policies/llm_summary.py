@@ -9,10 +9,16 @@ be recalled, and a dropped constraint counts in ``lost_constraints``.
 
 Parameters (``[llm_summary]``; unset keys take the preset's value):
 
-* ``threshold`` with its ``unit`` (set both or neither): ``"window"`` a fraction of
+* ``threshold`` with its ``unit`` (a threshold alone is in the preset's unit):  ``"window"`` a fraction of
   the window, ``"tokens"`` a token count, ``"turns"`` the number of turns whose
   spans are in the window and not yet summarized;
 * ``keep_turns``: the last turns kept whole.
+
+With ``unit = "turn_batches"`` the policy is SWE-agent's ``SummarizeEveryNTurns`` as The
+Complexity Trap ran it (N = ``threshold``, M = ``keep_turns``): once ``threshold +
+keep_turns`` turns are unsummarized, the oldest ``threshold`` of them (with the previous
+summary) are replaced by a new summary, so a summary comes every ``threshold`` turns and
+the last ``keep_turns`` stay whole.
 
 With ``unit = "events"`` the policy is openhands-sdk's ``LLMSummarizingCondenser``
 (:func:`sdk_condensation`): ``threshold`` is its ``max_size`` in events, and
@@ -40,20 +46,24 @@ class LlmSummary:
     """``[llm_summary]``: see the module docstring. ``None``: the preset's value."""
 
     preset: Literal["codex", "claude-code", "claude-code-1m", "claude-code-2.0", "openhands", "openhands-sdk",
-                    "openhands-sdk-class"] = "codex"
+                    "openhands-sdk-class", "complexity-trap"] = "codex"
     threshold: float | None = None
-    unit: Literal["window", "tokens", "turns", "events"] | None = None
+    unit: Literal["window", "tokens", "turns", "events", "turn_batches"] | None = None
     keep_turns: int | None = None
     keep_first: int | None = None
     minimum_progress: float | None = None
     max_tokens_of_window: float | None = None
 
     def check(self, key: str, where: str, scenario) -> None:
-        if (self.threshold is None) != (self.unit is None):
-            raise UserError(where, f"{key}.threshold",
-                            "set threshold and unit together (window, tokens, turns or events)")
-        if self.threshold is not None:
+        # A threshold alone takes the unit of the preset in play (checked when the policy is built); a unit alone
+        # would give the preset's number another meaning.
+        if self.unit is not None and self.threshold is None:
+            raise UserError(where, f"{key}.unit",
+                            "set a threshold with its unit (window, tokens, turns, events or turn_batches)")
+        if self.threshold is not None and self.unit is not None:
             check_threshold(self.threshold, self.unit, f"{key}.threshold", where, scenario.window)
+        elif self.threshold is not None and self.threshold <= 0:
+            raise UserError(where, f"{key}.threshold", f"must be positive (got {self.threshold})")
         if self.keep_turns is not None:
             non_negative(self.keep_turns, f"{key}.keep_turns", where)
         if self.keep_first is not None:
@@ -72,7 +82,7 @@ def check_threshold(value: float, unit: str, key: str, where: str, window: int) 
         raise UserError(where, key, f"{value} is above the window (a fraction of it: at most 1)")
     if unit == "tokens" and value > window:
         raise UserError(where, key, f"{value:g} is above the window {window}")
-    if unit in ("turns", "events") and not float(value).is_integer():
+    if unit in ("turns", "events", "turn_batches") and not float(value).is_integer():
         raise UserError(where, key, f"must be a whole number of {unit} (got {value})")
 
 
@@ -113,6 +123,10 @@ PRESETS = {
                                   "the first 2 and the last 117, summarize the rest",
                                   {"threshold": 240, "unit": "events", "keep_turns": 0, "keep_first": 2,
                                    "minimum_progress": 0.1, "max_tokens_of_window": 1.0}),
+    # The Complexity Trap (arXiv 2508.21433), SWE-agent's summarize_every_n_turns with n: 21, keep_last_m_turns: 10
+    # (sweagent/agent/history_processors.py, SummarizeEveryNTurns): summaries fire at n + m unsummarized turns.
+    "complexity-trap": Preset("The Complexity Trap's LLM-Summary (N=21, M=10): every 21 turns the turns before the "
+                              "last 10 are summarized", {"threshold": 21, "unit": "turn_batches", "keep_turns": 10}),
 }
 
 
@@ -125,14 +139,22 @@ class LlmSummaryPolicy(Policy):
     roles = {"threshold": "llm_summary.threshold"}
     presets = PRESETS
 
+    @classmethod
+    def check_settings(cls, scenario, where: str) -> None:
+        table = scenario.tables.get("llm_summary") or LlmSummary()
+        p = resolve_table(table, cls.presets, cls.preset or table.preset)
+        if table.unit is None and table.threshold is not None:  # a threshold in the preset's unit
+            check_threshold(p.threshold, p.unit, "llm_summary.threshold", f"{where} (a threshold in {p.unit}, "
+                            f"the unit of its preset {p.preset})", scenario.window)
+        if p.unit == "events" and int(p.threshold) // 2 - (p.keep_first or 0) - 1 <= 0:
+            # openhands-sdk refuses it too: no event would be left to keep from the tail
+            raise UserError(where, "llm_summary.keep_first", f"{p.keep_first or 0} leaves no room: it must be "
+                            f"below threshold // 2 - 1 (threshold {p.threshold:g} events)")
+
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
         table = scenario.llm_summary
-        self.params = p = resolve_table(table, self.presets, self.preset or table.preset)
-        if p.unit == "events" and int(p.threshold) // 2 - (p.keep_first or 0) - 1 <= 0:
-            # openhands-sdk refuses it too: no event would be left to keep from the tail
-            raise UserError(scenario.name, "llm_summary.keep_first", f"{p.keep_first or 0} leaves no room: it must be "
-                            f"below threshold // 2 - 1 (threshold {p.threshold:g} events)")
+        self.params = resolve_table(table, self.presets, self.preset or table.preset)
         self.writer = SummaryWriter(scenario.summary, rng)
 
     def acting_trigger(self) -> int:
@@ -162,12 +184,26 @@ class LlmSummaryPolicy(Policy):
             if not replaced or all(SUMMARY_TAG in s.tags for s in replaced):
                 return []
             return [self.writer.compact(view.turn, replaced, reason="condensation")]
+        if p.unit == "turn_batches":
+            return self.batch(view)
         if not self.due(view):
             return []
         last_kept = view.turn - self.params.keep_turns  # spans of later turns stay whole
         replaced = [s for s in view.spans if not s.pinned and (SUMMARY_TAG in s.tags or s.turn <= last_kept)]
         if all(SUMMARY_TAG in s.tags for s in replaced):
             return []  # nothing new to fold in
+        return [self.writer.compact(view.turn, replaced, reason="auto_compact")]
+
+
+    def batch(self, view: WindowView) -> list[Action]:
+        """The oldest ``threshold`` unsummarized turns and the previous summary, once ``keep_turns`` more follow."""
+        p = self.params
+        turns = sorted({s.turn for s in view.spans if not s.pinned and SUMMARY_TAG not in s.tags})
+        n = int(p.threshold)
+        if len(turns) < n + p.keep_turns:
+            return []
+        last = turns[n - 1]
+        replaced = [s for s in view.spans if not s.pinned and (SUMMARY_TAG in s.tags or s.turn <= last)]
         return [self.writer.compact(view.turn, replaced, reason="auto_compact")]
 
 

@@ -118,6 +118,7 @@ def check_tables(scenario: Scenario, cls: type[Policy], where: str) -> None:
             raise UserError(f"policy {cls.name!r}", f"[{name}]", "declares a table with no check(key, where, "
                             "scenario) method")
         table.check(name, where, scenario)
+    cls.check_settings(scenario, where)
 
 
 def scenario_for(scenario: Scenario, cls: type[Policy]) -> Scenario:

@@ -167,7 +167,8 @@ def test_the_openhands_preset_compacts_past_50_turns_and_keeps_24():
     ("llm_summary.threshold=1.5 --set llm_summary.unit=window", "llm_summary.threshold: 1.5 is above the window"),
     ("llm_summary.threshold=300000 --set llm_summary.unit=tokens",
      "llm_summary.threshold: 300000 is above the window 200000"),
-    ("llm_summary.threshold=0.5", "set threshold and unit together"),
+    ("llm_summary.unit=turns", "llm_summary.unit: set a threshold with its unit"),
+    ("llm_summary.threshold=2", "llm_summary.threshold: 2.0 is above the window (a fraction of it: at most 1)"),
     ("llm_summary.keep_turns=-1", "llm_summary.keep_turns: must not be negative"),
     ("summary.keep_tool_output=2", "summary.keep_tool_output: must be between 0 and 1"),
 ])
@@ -269,3 +270,21 @@ def test_a_keep_first_that_leaves_no_tail_is_one_line_and_exit_2(tmp_path, capsy
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "llm_summary.keep_first: 39 leaves no room" in line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("overrides, fires", [
+    ({}, [31, 52, 73]),  # N = 21, M = 10: at 31 unsummarized turns, then every 21
+    ({"llm_summary.threshold": 7}, [17, 24, 31, 38, 45, 52, 59, 66, 73, 80]),  # threshold is N
+    ({"llm_summary.keep_turns": 3}, [24, 45, 66]),  # keep_turns is M
+])
+def test_the_complexity_trap_preset_summarizes_n_turns_every_n_turns_keeping_the_last_m(overrides, fires):
+    data = workload(80, output=lambda t: 200)
+    result, _ = replay(data, sc.load("transcript", overrides), "llm-summary:complexity-trap", 0)
+    assert [e.turn for e in result.events if e.event == "compact"] == fires
+    n = overrides.get("llm_summary.threshold", 21)
+    engine = run_engine(80, overrides, output=lambda t: 200, name="llm-summary:complexity-trap")
+    spans = engine.window.spans()
+    assert [s.kind for s in spans[:2]] == ["system", "summary"]
+    last = fires[-1]  # the last summary took the oldest n of the n + m unsummarized turns
+    assert {s.turn for s in spans[2:]} == set(range(last - (overrides.get("llm_summary.keep_turns", 10)) + 1, 81))
+    assert n == policy("llm-summary:complexity-trap", overrides).params.threshold
