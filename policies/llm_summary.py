@@ -45,8 +45,8 @@ from prunesim.policies.summary import SummaryParams, SummaryWriter
 class LlmSummary:
     """``[llm_summary]``: see the module docstring. ``None``: the preset's value."""
 
-    preset: Literal["codex", "claude-code", "openhands", "openhands-sdk", "openhands-sdk-class",
-                    "complexity-trap"] = "codex"
+    preset: Literal["codex", "claude-code", "claude-code-1m", "claude-code-2.0", "openhands", "openhands-sdk",
+                    "openhands-sdk-class", "complexity-trap"] = "codex"
     threshold: float | None = None
     unit: Literal["window", "tokens", "turns", "events", "turn_batches"] | None = None
     keep_turns: int | None = None
@@ -87,13 +87,24 @@ def check_threshold(value: float, unit: str, key: str, where: str, window: int) 
 
 
 PRESETS = {
-    # codex-rs protocol/src/openai_models.rs: auto_compact_token_limit defaults to 90% of the context window;
+    # Codex CLI, codex-rs protocol/src/openai_models.rs: auto_compact_token_limit defaults to 90% of the context
+    # window (the release it was read at is not recorded; unchanged from the 0.34 rollouts in traces/codex);
     # the compacted history keeps the user messages (here: the pinned task) and the summary.
     "codex": Preset("Codex CLI auto-compaction at 90% of the window; the summary replaces the whole history",
                     {"threshold": 0.9, "unit": "window", "keep_turns": 0}),
-    # Claude Code compacts at about 155k tokens of its 200k window (a 45k autocompact buffer).
-    "claude-code": Preset("Claude Code auto-compact at 155k of a 200k window (77.5%); the summary replaces the "
-                          "whole history", {"threshold": 0.775, "unit": "window", "keep_turns": 0}),
+    # Claude Code 2.1 (2.1.19's binary): auto-compact at the effective window less a 13,000-token buffer, the
+    # effective window being the context window less min(max output, 20,000) kept for the summary: 200,000 -
+    # 20,000 - 13,000 = 167,000 (83.5%); on a 1M window 967,000 (96.7%). A share of the window cannot follow a
+    # fixed buffer on every window: one preset per window size.
+    "claude-code": Preset("Claude Code 2.1 auto-compact at 167k of a 200k window (83.5%: the window less 20k "
+                          "for the summary and a 13k buffer); the summary replaces the whole history",
+                          {"threshold": 0.835, "unit": "window", "keep_turns": 0}),
+    "claude-code-1m": Preset("Claude Code 2.1 auto-compact on a 1M window: at 967k (96.7%); the summary replaces "
+                             "the whole history", {"threshold": 0.967, "unit": "window", "keep_turns": 0}),
+    # Claude Code 2.0 (2.0.30's /context: a 45.0k autocompact buffer, 22.5%): still run where not upgraded.
+    "claude-code-2.0": Preset("Claude Code 2.0 auto-compact at 155k of a 200k window (77.5%, a 45k buffer); the "
+                              "summary replaces the whole history", {"threshold": 0.775, "unit": "window",
+                                                                     "keep_turns": 0}),
     # The legacy OpenHands condenser (openhands/core/config/condenser_config.py, LLMSummarizingCondenserConfig):
     # max_size=100 events, keep_first=1. Past 100 events it keeps the first and the last
     # max_size // 2 - keep_first - 1 = 48; at two events a turn (action, observation): past 50 turns, keep the

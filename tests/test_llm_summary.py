@@ -25,7 +25,9 @@ def test_presets_hold_their_sources_thresholds():
     claude = policy("llm-summary:claude-code").params
     openhands = policy("llm-summary:openhands").params
     assert (codex.threshold, codex.unit, codex.keep_turns) == (0.9, "window", 0)
-    assert (claude.threshold, claude.unit, claude.keep_turns) == (0.775, "window", 0)
+    assert (claude.threshold, claude.unit, claude.keep_turns) == (0.835, "window", 0)  # 167k of 200k (2.1)
+    assert policy("llm-summary:claude-code-2.0").params.threshold == 0.775  # 155k of 200k, as 2.0 ran
+    assert policy("llm-summary:claude-code-1m").params.threshold == 0.967  # 967k of 1M
     assert (openhands.threshold, openhands.unit, openhands.keep_turns) == (50, "turns", 24)
 
 
