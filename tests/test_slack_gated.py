@@ -19,10 +19,10 @@ from prunesim.errors import UserError
 from prunesim.io import scenario_files as sc
 from prunesim.io.results import write_run
 from prunesim.model.spans import Span
+from prunesim.observe.metrics.intervals import wilson
 from prunesim.observe.recorder import LEDGER_COLUMNS as LEDGER
 from prunesim.policies import REGISTRY
 from prunesim.policies.base import BoundaryEvent, Evict, ModelPass, Summarize, Truncate, WindowView
-from prunesim.observe.metrics.intervals import wilson
 from prunesim.policies.boundary import REASONS, PassEstimate, net_negative_bound
 from prunesim.policies.decision import plan_pass
 from prunesim.policies.slack_gated import SlackGatedPolicy, evaluate_boundary
