@@ -229,11 +229,15 @@ def test_the_shipped_scenario_records_its_calibration():
 
 
 def test_the_shipped_objective_is_what_the_header_says():
-    """Re-evaluating the shipped values on the header's seeds gives the objective it recorded."""
+    """Re-evaluating the shipped values on the header's seeds gives the objective it recorded.
+
+    The fit was made with the oracle gate, the only slack-gated there was then; its gate parameters are kept as
+    fitted, not refitted for the estimating gate that is now the default (docs/model.md, "Calibration of
+    oscillation-40"): the record is checked under the gate it was made with."""
     text, head, command = shipped_header()
     argv = shlex.split(command)
     opts = dict(zip(argv[3::2], argv[4::2], strict=False))
-    scenario = sc.load("oscillation-40")
+    scenario = sc.load("oscillation-40", {"gate.knowledge": "oracle"})
     targets = load_targets(opts["--targets"], scenario)
     params = parse_params(opts["--params"], scenario, targets)
     lo, hi = (int(x) for x in opts["--seeds"].split(":"))
