@@ -41,6 +41,9 @@ def register(sub) -> None:
     p.add_argument("--out", type=out_arg, metavar="FILE",
                    help="also write the report, the command, the scenario and the seeds to FILE as JSON, for "
                         "prunesim report (--plot DIR writes the same to DIR/replay.json)")
+    p.add_argument("--ranges", type=Path, metavar="FILE", default=None,
+                   help="the ranges record (prunesim validate --out) whose figures held in most ranges of seeds "
+                        "the headline counts (default: the one shipped beside the replay's targets)")
     add_engine(p)
     p.set_defaults(func=main)
 
@@ -67,7 +70,13 @@ def main(args) -> int:
                         "or auto")
     elif args.engine == "auto":
         print(f"replay: engine: simpy (the kernel does not cover the {args.name} replay)", file=sys.stderr)
-    report = replay.run(seeds, engine=engine) if engine is not None else replay.run(seeds)
+    if args.ranges is not None:
+        if not hasattr(replay, "run_variants"):
+            raise UserError("--ranges", str(args.ranges), f"the {args.name} replay has no figures to count")
+        record = ranges.read(args.ranges)
+        report = replay.run(seeds, engine=engine, record=record)
+    else:
+        report = replay.run(seeds, engine=engine) if engine is not None else replay.run(seeds)
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
     else:
@@ -218,7 +227,7 @@ def _ranges_cell(result, report) -> str:
     if report.ranges is None or not report.ranges.current:
         return ""
     held = report.ranges.held(ranges.key(result))
-    return f"  {held[0]:>2d}/{held[1]:<3d}" if held else "     -"
+    return f"  {held[0]:>2d}/{held[1]}" if held else "     -"
 
 
 def headline(report) -> list[str]:
