@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from prunesim.cli.commands._common import (add_engine, check_seed_blocks, engine_choice, out_arg, positive_int,
-                                           seed_arg)
+from prunesim.cli.commands._common import add_engine, check_seed_blocks, engine_choice, out_arg, positive_int, seed_arg
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import dumps_json, json_ready
