@@ -361,9 +361,7 @@ def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenari
     variant = raw.get("variant")
     if variant not in variants:
         raise UserError(where, f"{key}.variant", f"unknown variant {variant!r} (known: {', '.join(variants)})")
-    metric = raw.get("metric")
-    if metric not in METRIC_NAMES:
-        raise UserError(where, f"{key}.metric", f"unknown figure {metric!r} (see `prunesim metrics`)")
+    metric = _metric(raw, key, where)
     compare = raw.get("compare", "near")
     if compare not in COMPARES:
         raise UserError(where, f"{key}.compare", f"must be one of {', '.join(COMPARES)} (got {compare!r})")
@@ -373,10 +371,7 @@ def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenari
     budget = variant_scenario(scenario, variants[variant]).budget
     if compare == "level" and value >= budget:
         raise UserError(where, f"{key}.value", f"a level must be below the budget {budget} (got {value})")
-    label = raw.get("label", metric)
-    published = raw.get("published", str(value))
-    if not isinstance(label, str) or not isinstance(published, str):
-        raise UserError(where, key, "label and published must be strings")
+    label, published = _words(raw, key, where, metric, str(value))
     fit = raw.get("fit", True)
     if not isinstance(fit, bool):
         raise UserError(where, f"{key}.fit", f"must be true or false (got {fit!r})")
@@ -399,14 +394,25 @@ def _contrast(i: int, raw: dict, where: str, variants: dict[str, Variant]) -> Co
             raise UserError(where, f"{key}.{name}", f"unknown variant {value!r} (known: {', '.join(variants)})")
     if variant == against:
         raise UserError(where, f"{key}.against", f"contrasts {variant!r} with itself")
-    metric = raw.get("metric")
-    if metric not in METRIC_NAMES:
-        raise UserError(where, f"{key}.metric", f"unknown figure {metric!r} (see `prunesim metrics`)")
+    metric = _metric(raw, key, where)
     compare = raw.get("compare")
     if compare not in CONTRASTS:
         raise UserError(where, f"{key}.compare", f"must be one of {', '.join(CONTRASTS)} (got {compare!r})")
-    label, published = raw.get("label", metric), raw.get("published", compare)
-    if not isinstance(label, str) or not isinstance(published, str):
-        raise UserError(where, key, "label and published must be strings")
+    label, published = _words(raw, key, where, metric, compare)
     low, high = contrast_range(compare)
     return Contrast(variant, against, label, metric, published, compare, low, high)
+
+
+def _metric(raw: dict, key: str, where: str) -> str:
+    metric = raw.get("metric")
+    if metric not in METRIC_NAMES:
+        raise UserError(where, f"{key}.metric", f"unknown figure {metric!r} (see `prunesim metrics`)")
+    return metric
+
+
+def _words(raw: dict, key: str, where: str, metric: str, published: str) -> tuple[str, str]:
+    """A figure's label (its metric by default) and its published text (``published`` by default)."""
+    label, published = raw.get("label", metric), raw.get("published", published)
+    if not isinstance(label, str) or not isinstance(published, str):
+        raise UserError(where, key, "label and published must be strings")
+    return label, published
