@@ -39,6 +39,7 @@ only the plan's candidates and index, which the runtime builds itself.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -167,7 +168,7 @@ class SlackGatedPolicy(Policy):
                                          est.expected_rationale, gate.margin_factor)
             numbers = self._numbers(view, plan, decision)
             numbers.update(expected_yield=expected_yield, expected_rationale=est.expected_rationale,
-                           candidate_tokens=held, **est.spreads(),
+                           candidate_tokens=held, spread_net=math.sqrt(est.net_variance),
                            risk_bound=net_negative_bound(decision.reclaimable, est.net_variance))
             if decision.run:  # what the model then writes and names is what the runtime learns from
                 est.observe(plan.selected_tokens, plan.rationale_tokens)

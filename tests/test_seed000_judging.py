@@ -241,7 +241,8 @@ def test_a_reason_follows_the_runs_not_a_fixed_string(oscillation):
     reasons = []
     for scenario in (oscillation, sc.replace(oscillation, {"decision.rationale_per_span": 300})):
         report = OSCILLATION.run([1000, 1001, 1002, 1003], base=scenario)
-        result = next(r for r in report.figures if r.figure.variant == "naive @22k" and r.figure.metric == "oscillating")
+        result = next(r for r in report.figures
+                      if r.figure.variant == "naive @22k" and r.figure.metric == "oscillating")
         reasons.append(why(result, report))
     # each says what its own runs did: 2 of 4 oscillate with the shipped rationale; with a rationale three times as
     # long every run does, at 20k as at 22k, so the verdict no longer tells the triggers apart

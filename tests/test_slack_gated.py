@@ -259,6 +259,10 @@ def test_the_bound_matches_cantelli_on_a_known_sample():
     mean = sum(nets) / 4
     var = sum((x - mean) ** 2 for x in nets) / 3
     assert est.net_variance == pytest.approx(var)
+    spreads = est.spreads()
+    assert spreads["spread_net"] == pytest.approx(math.sqrt(var))
+    assert spreads["spread_rationale"] == pytest.approx(np.std([200, 300, 250, 400], ddof=1))
+    assert spreads["spread_yield"] == pytest.approx(np.std([1000, 1200, 600, 1500], ddof=1))
     assert net_negative_bound(mean - 100, est.net_variance) == pytest.approx(var / (var + (mean - 100) ** 2))
     assert net_negative_bound(0.0, var) == 1.0  # an expected net of nothing guarantees nothing
 
