@@ -272,7 +272,8 @@ class PassMetrics(Observer):
         return {
             "oscillating": all(clauses.values()),
             **clauses,
-            "pinned_under": is_pinned_under(self.trigger, so_far["band_p10"], so_far["band_p90"],
+            # (the band's quantiles are the window metrics', summarized before these; none: not pinned)
+            "pinned_under": is_pinned_under(self.trigger, so_far.get("band_p10", -1), so_far.get("band_p90", -1),
                                             overhead / n if n else 0.0),
             "passes": n,
             "passes_first_half": first,
