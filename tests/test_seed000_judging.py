@@ -207,7 +207,7 @@ def test_a_stale_record_counts_nothing_and_the_replay_says_so(record_path, tmp_p
 @pytest.mark.parametrize("content,problem", [
     ("{", "not a ranges record"),
     ('{"kind": "sweep", "format": 1}', "not a ranges record of format 1"),
-    ('{"kind": "ranges", "format": 1, "replay": "oscillation"}', "not a ranges record"),
+    ('{"kind": "ranges", "format": 1, "replay": "oscillation"}', "scenario: missing"),
 ])
 def test_a_bad_record_is_one_line_and_exit_2(tmp_path, capsys, content, problem):
     path = tmp_path / "bad.json"
@@ -217,13 +217,31 @@ def test_a_bad_record_is_one_line_and_exit_2(tmp_path, capsys, content, problem)
     assert err.count("\n") == 1 and problem in err and str(path) in err
 
 
-def test_a_record_whose_holds_are_not_true_or_false_is_refused(record_path, tmp_path):
+@pytest.mark.parametrize("change,key,problem", [
+    (lambda d: d["holds"].update({"naive @22k: index tokens per pass": [True, "yes", False]}),
+     "holds.naive @22k: index tokens per pass", "one per range (3)"),
+    (lambda d: d["holds"].update({"naive @22k: index tokens per pass": [True]}),
+     "holds.naive @22k: index tokens per pass", "one per range (3)"),
+    (lambda d: d.update(holds=[1]), "holds", "wrong type (list)"),
+    (lambda d: d.update(ranges="x"), "ranges", "wrong type (str)"),
+    (lambda d: d.update(ranges=[[0, 3], [3]]), "ranges", "[first seed, end] pairs"),
+    (lambda d: d.update(blocks=True), "blocks", "wrong type (bool)"),
+    (lambda d: d.pop("fingerprint"), "fingerprint", "missing"),
+    (lambda d: d.update(extra=1), "extra", "unknown key"),
+])
+def test_a_malformed_record_names_the_key(record_path, tmp_path, change, key, problem):
     data = json.loads(record_path.read_text())
-    data["holds"]["naive @22k: index tokens per pass"] = [True, "yes", False]
+    change(data)
     path = tmp_path / "odd.ranges.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(UserError, match="true/false"):
+    with pytest.raises(UserError) as err:
         ranges.read(path)
+    assert err.value.key == key and problem in str(err.value)
+
+
+def test_too_many_ranges_are_refused_by_their_own_flag(capsys):
+    assert main(["validate", "oscillation", "--ranges", "100000000"]) == 2
+    assert capsys.readouterr().err.startswith("prunesim: error: --ranges: 100000000: 100,000,000 ranges")
 
 
 def test_validate_out_replaces_only_a_ranges_record(tmp_path, capsys):

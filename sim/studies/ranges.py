@@ -102,25 +102,38 @@ def fingerprint(replay, base: Scenario | None = None) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+FIELDS = {"replay": str, "scenario": str, "fingerprint": str, "command": (list, str, type(None)), "blocks": int,
+          "block_size": int, "allowed_misses": int, "ranges": list, "holds": dict}
+
+
 def read(path: Path) -> RangeRecord:
-    """A ranges record; a malformed one is a :class:`UserError` naming the file."""
+    """A ranges record; a malformed one is a :class:`UserError` naming the file and what is wrong."""
+    where = str(path)
     problem = inputs.problem(path, "ranges record")
     if problem:
-        raise UserError(str(path), None, problem)
+        raise UserError(where, None, problem)
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(str(path), None, f"not a ranges record ({e})") from None
+        raise UserError(where, None, f"not a ranges record ({e})") from None
     if not isinstance(data, dict) or data.get("kind") != "ranges" or data.get("format") != FORMAT:
-        raise UserError(str(path), None, f"not a ranges record of format {FORMAT}")
-    try:
-        record = RangeRecord(**{k: v for k, v in data.items() if k not in ("kind", "format")}, source=str(path))
-        ok = all(isinstance(v, list) and all(isinstance(x, bool) for x in v) for v in record.holds.values())
-    except TypeError as e:
-        raise UserError(str(path), None, f"not a ranges record ({e})") from None
-    if not ok:
-        raise UserError(str(path), "holds", "must map each figure to a list of true/false, one per range")
-    return record
+        raise UserError(where, None, f"not a ranges record of format {FORMAT}")
+    fields = {k: v for k, v in data.items() if k not in ("kind", "format")}
+    for name, kind in FIELDS.items():
+        if name not in fields:
+            raise UserError(where, name, "missing")
+        if not isinstance(fields[name], kind) or isinstance(fields[name], bool):
+            raise UserError(where, name, f"has the wrong type ({type(fields[name]).__name__})")
+    extra = sorted(set(fields) - set(FIELDS))
+    if extra:
+        raise UserError(where, extra[0], f"unknown key (known: {', '.join(FIELDS)})")
+    spans = fields["ranges"]
+    if not spans or not all(isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r) for r in spans):
+        raise UserError(where, "ranges", "must be a list of [first seed, end] pairs")
+    for name, held in fields["holds"].items():
+        if not isinstance(held, list) or len(held) != len(spans) or not all(isinstance(x, bool) for x in held):
+            raise UserError(where, f"holds.{name}", f"must be a list of true/false, one per range ({len(spans)})")
+    return RangeRecord(**fields, source=where)
 
 
 def shipped_path(targets_name: str) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+from prunesim.cli.commands import _common as common
 from prunesim.cli.commands._common import add_engine, check_seed_blocks, engine_choice, out_arg, positive_int, seed_arg
 from prunesim.errors import UserError
 from prunesim.io import output
@@ -49,6 +50,10 @@ def main(args) -> int:
         why = "has no published figures to validate" if args.name in REPLAYS else "is not a replay"
         raise UserError("validate", args.name or "''", f"{why} (validate takes: {', '.join(validatable())})")
     replay = REPLAYS[args.name]
+    if args.ranges > 1 and args.blocks * args.ranges * args.block_size > common.MAX_SEEDS:
+        raise UserError("--ranges", str(args.ranges), f"{args.ranges:,} ranges of {args.blocks:,} blocks of "
+                        f"{args.block_size:,} seeds are {args.ranges * args.blocks * args.block_size:,} seeds; at "
+                        f"most {common.MAX_SEEDS:,} in one command")
     check_seed_blocks(args.first_seed, args.blocks * args.ranges, args.block_size)
     if args.out is not None:
         output.check_file(args.out, "--out")
