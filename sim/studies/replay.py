@@ -364,7 +364,13 @@ def _ranges_why(result, report: ReplayReport) -> str:
 
 
 def _binding_clause(summaries: list[dict], metric: str) -> str:
-    """For the oscillation verdict: the clause that fails in most runs, and how often it holds."""
+    """For the oscillation verdict: the clause that fails in most runs, and how often it holds; for the band's
+    verdict, where the trace spends its time instead."""
+    if metric == "pinned_under" and summaries:
+        above = float(np.median([s["share_above_trigger"] for s in summaries]))
+        p90 = float(np.median([s["band_p90"] for s in summaries]))
+        return (f"the median run spends {above:.2f} of its post-trigger time above the trigger, and its band's p90 "
+                f"is {_num(p90)} against the trigger {_num(summaries[0]['acting_trigger'])}")
     if metric != "oscillating" or not summaries:
         return ""
     shares = {name: sum(bool(s[name]) for s in summaries) / len(summaries)
