@@ -50,6 +50,7 @@ def main(args) -> int:
         why = "has no published figures to validate" if args.name in REPLAYS else "is not a replay"
         raise UserError("validate", args.name or "''", f"{why} (validate takes: {', '.join(validatable())})")
     replay = REPLAYS[args.name]
+    check_seed_blocks(args.first_seed, args.blocks, args.block_size)  # one range: its flags name what is at fault
     if args.ranges > 1 and args.blocks * args.ranges * args.block_size > common.MAX_SEEDS:
         raise UserError("--ranges", str(args.ranges), f"{args.ranges:,} ranges of {args.blocks:,} blocks of "
                         f"{args.block_size:,} seeds are {args.ranges * args.blocks * args.block_size:,} seeds; at "
