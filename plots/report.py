@@ -411,17 +411,33 @@ def replay_section(path: Path, figures: _Figures) -> Section:
             verdict = ("yes" if r.get("ok") else "NO") if judged else "not judged"
             stat = j.get("statistic", "median")
             low, high, spread = _spread(r, stat, len(seeds))
+            counted = r.get("counted", r.get("ok"))  # (a replay written before figures were counted: in range)
             table.append([r.get("variant"), r.get("figure"), r.get("published"), stat, r.get("median"), low, high,
-                          spread, j.get("accepted", r.get("accepted")), verdict])
-            if judged and not r.get("ok"):
+                          spread, j.get("accepted", r.get("accepted")), verdict,
+                          ("yes" if counted else "NO") if judged else "not judged"])
+            if judged and not counted:
                 section.disagreements.append(
                     f"{r.get('variant')}: {r.get('figure')}: published {r.get('published')}, the replay's "
                     f"{stat} {_fmt(r.get('median'))} ({spread} {_fmt(low)}..{_fmt(high)}), accepted "
-                    f"{j.get('accepted', r.get('accepted'))}")
+                    f"{j.get('accepted', r.get('accepted'))}" + (f"; {r['why']}" if r.get("why") else ""))
         section.tables.append(Table("published figures against the replay", ["variant", "figure", "published",
-                                    "statistic", "value", "low", "high", "low..high is", "accepted", "in range"],
+                                    "statistic", "value", "low", "high", "low..high is", "accepted", "in range",
+                                    "counted"],
                                     table, "a median's spread is its seeds' 10th..90th percentile; a share's is "
-                                    "its Wilson 95% interval over the seeds"))
+                                    "its Wilson 95% interval over the seeds; counted: in range, telling the seed's "
+                                    "settings apart and specific where a verdict"))
+        contrasts = [c for c in report.get("contrasts") or [] if isinstance(c, dict)]
+        if contrasts:
+            section.tables.append(Table("the seed's contrasts, paired over the same seeds",
+                                        ["contrast", "first", "second", "published", "difference", "low", "high",
+                                         "accepted", "in range"],
+                                        [[c.get("contrast"), c.get("variant"), c.get("against"), c.get("published"),
+                                          c.get("difference"), *(c.get("interval") or [None, None]),
+                                          c.get("accepted"), "yes" if c.get("ok") else "NO"] for c in contrasts],
+                                        "share of runs under the first minus under the second, with its paired 95% "
+                                        "interval"))
+            section.disagreements += [f"contrast {c.get('contrast')}: {c.get('why')}" for c in contrasts
+                                      if not c.get("ok") and c.get("why")]
     else:
         section.tables.append(Table("report", ["field", "value"],
                                     [[k, json.dumps(v) if isinstance(v, (list, dict)) else v]

@@ -150,13 +150,20 @@ def test_the_replay_records_the_command_as_typed_and_the_page_shows_it(results, 
     assert page.commands == [(shlex.join(record["command"]), True)]
 
 
-def test_disagreements_are_exactly_the_judged_figures_outside_their_range(results, tmp_path):
+def test_disagreements_are_exactly_the_judged_figures_not_counted_and_the_contrasts_out_of_range(results, tmp_path):
     record = json.loads(results["replay"].read_text())
     misses = [(f["variant"], f["figure"]) for f, j in zip(record["report"]["figures"], record["judging"], strict=True)
-              if j["judged"] and not f["ok"]]
-    assert misses, "this replay over 4 seeds disagrees somewhere; the test needs a disagreement to check"
+              if j["judged"] and not f["counted"]]
+    contrasts = [c["contrast"] for c in record["report"]["contrasts"] if not c["ok"]]
+    assert misses and contrasts, "this replay over 4 seeds disagrees somewhere; the test needs a disagreement"
     page, _ = report([results["replay"]], tmp_path / "r.html")
-    assert [tuple(d.split(": ")[:2]) for d in page.disagreements] == misses
+    figures, rest = page.disagreements[:len(misses)], page.disagreements[len(misses):]
+    assert [tuple(d.split(": ")[:2]) for d in figures] == misses
+    assert [d.split(": ")[0] for d in rest] == [f"contrast {c}" for c in contrasts]
+    # each with the reason the replay computed from its runs
+    missed = [f for f, j in zip(record["report"]["figures"], record["judging"], strict=True)
+              if j["judged"] and not f["counted"]]
+    assert all(f["why"] and d.endswith(f["why"]) for d, f in zip(figures, missed, strict=True))
 
 
 def rerun(page: Page, again: Path, *extra: str) -> list[str]:
