@@ -1,0 +1,210 @@
+"""openhands-sdk's ``LLMSummarizingCondenser`` (openhands-sdk 1.58.2) on prunesim's window.
+
+The window is read as the events the SDK records for the same conversation (:func:`sdk_events`), the
+places where the SDK may cut them are found by its three rules (:func:`cut_points`), and
+:func:`sdk_condensation` names the spans of the events the condenser forgets. Only where it condenses
+and what it keeps are modelled: the summary itself is the ``[summary]`` model's
+(:mod:`prunesim.policies.summary`). tests/test_openhands_sdk_differential.py runs the SDK's own
+condenser beside this on every shipped transcript.
+
+Read in the SDK's source (``openhands/sdk/context/condenser/llm_summarizing_condenser.py``,
+``openhands/sdk/context/view/properties/*.py``, ``openhands/sdk/agent/response_dispatch.py``):
+
+* a model response with tool calls is one ``ActionEvent`` per call, sharing one ``llm_response_id``;
+  the response's text is the first action's thought and its thinking blocks go on the first action;
+  a response without a call is one ``MessageEvent``;
+* every tool result is an observation; a call the runtime could not run gets an ``AgentErrorEvent``;
+* a cut may not split the actions of one response, may not fall while a call awaits its
+  observation, and may not fall inside a tool loop (an action with thinking blocks starts one; the
+  actions and observations after it continue it; any other event ends it);
+* past ``max_size`` events it keeps the last ``max_size // 2 - keep_first - 1``; past ``max_tokens``
+  as many as bring the prompt to half of it; the stricter wins; both ends of the range move forward to
+  the next place it may cut; the first ``keep_first`` events and the leading system prompt stay; a
+  range under ``minimum_progress`` of the events is refused;
+* token pressure is a hard requirement: when no range is allowed, the condenser resets, summarizing
+  every event after the system prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prunesim.model.spans import PLACEHOLDER_OF, THINKING, Span
+from prunesim.policies.base import WindowView
+
+CALL_PLACEHOLDER = PLACEHOLDER_OF + "tool_call"
+OUTPUT_PLACEHOLDER = PLACEHOLDER_OF + "tool_output"
+
+
+@dataclass
+class Event:
+    """One event of the SDK's view: the spans it holds (none for the empty observation of a result the
+    runtime cleared), its kind (``system``, ``action``, ``observation`` or ``message``), the call it makes or
+    answers, the response it belongs to (an action's turn) and whether it opens a tool loop."""
+
+    kind: str
+    spans: list[Span] = field(default_factory=list)
+    call: int = 0
+    response: int = -1
+    thinking: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return sum(s.tokens for s in self.spans)
+
+
+def is_call(s: Span) -> bool:
+    return s.kind == "tool_call" or CALL_PLACEHOLDER in s.tags
+
+
+def is_result(s: Span) -> bool:
+    return s.kind == "tool_output" or OUTPUT_PLACEHOLDER in s.tags
+
+
+class Replies:
+    """Which user messages are the runtime's reply to a call it could not run, judged once: when the message is
+    first read, at the end of its turn, its call's result is missing because there never was one. Later the
+    replayed runtime may clear a result while its call stays; a message after it is then still a message."""
+
+    def __init__(self):
+        self.call_of: dict[int, int] = {}  # user span id -> the call it answers (0: none)
+
+
+def sdk_events(spans, replies: Replies | None = None) -> list[Event]:
+    """The window as the SDK's events, oldest first.
+
+    The system spans are one ``SystemPromptEvent``, where the first stands. A turn's reasoning and tool
+    calls are one model response, placed where its first span stands: one action per call, the reasoning
+    (and thinking) on the first, or, with no call, one message. A result is its call's observation; a user
+    message that follows, in its turn, a call left without a result is that call's error observation (a
+    call the runtime could not run; ``replies`` remembers the judgement); a call whose result is gone (the
+    runtime cleared it) keeps an empty observation after its turn's other events, as the SDK pairs every
+    action with one. Anything else (a user message, a summary) is one message.
+    """
+    replies = replies or Replies()
+    calls_of: dict[int, list[Span]] = {}
+    reasoning_of: dict[int, list[Span]] = {}
+    answered: set[int] = set()
+    for s in spans:
+        if s.turn > 0 and is_call(s):
+            calls_of.setdefault(s.turn, []).append(s)
+        elif s.turn > 0 and s.kind == "reasoning":
+            reasoning_of.setdefault(s.turn, []).append(s)
+        elif is_result(s):
+            answered.add(s.call)
+        elif s.kind == "user" and replies.call_of.get(s.id):
+            answered.add(replies.call_of[s.id])
+    unanswered = {turn: [c.call for c in calls if c.call not in answered] for turn, calls in calls_of.items()}
+    events: list[Event] = []
+    system: Event | None = None
+    placed: set[int] = set()  # turns whose response is placed
+    last_of: dict[int, int] = {}  # turn -> index after its last event so far
+    for s in spans:
+        if s.kind == "system":
+            if system is None:
+                system = Event("system")
+                events.append(system)
+            system.spans.append(s)
+            continue
+        if s.turn > 0 and (s.kind == "reasoning" or is_call(s)):
+            if s.turn not in placed:
+                placed.add(s.turn)
+                events.extend(response(s.turn, reasoning_of.get(s.turn, []), calls_of.get(s.turn, [])))
+        elif is_result(s):
+            events.append(Event("observation", [s], s.call))
+        elif s.kind == "user" and reply(s, replies, unanswered if s.turn in placed else {}):
+            events.append(Event("observation", [s], replies.call_of[s.id]))
+        else:
+            events.append(Event("message", [s]))
+        last_of[s.turn] = len(events)
+    # results the runtime cleared: an empty observation after the rest of the turn (inserted from the end)
+    cleared = sorted(((last_of[turn], call) for turn, calls in unanswered.items() for call in calls),
+                     reverse=True)
+    for at, call in cleared:
+        events.insert(at, Event("observation", call=call))
+    return events
+
+
+def reply(s: Span, replies: Replies, unanswered: dict[int, list[int]]) -> bool:
+    """Is user message ``s`` the reply to a call of its turn left without a result (judged once)?"""
+    if s.id not in replies.call_of:
+        waiting = unanswered.get(s.turn)
+        replies.call_of[s.id] = waiting.pop(0) if waiting else 0
+    return bool(replies.call_of[s.id])
+
+
+def response(turn: int, reasoning: list[Span], calls: list[Span]) -> list[Event]:
+    """One model response: an action per call, its reasoning on the first; without a call, one message."""
+    thinking = any(THINKING in s.tags for s in reasoning)
+    if not calls:
+        return [Event("message", list(reasoning))]
+    return [Event("action", [*reasoning, c] if n == 0 else [c], c.call, turn, thinking and n == 0)
+            for n, c in enumerate(calls)]
+
+
+def cut_points(events: list[Event]) -> list[bool]:
+    """``out[i]``: may the view be cut before event ``i`` (``i == len(events)``: at its end)?
+
+    The SDK's three rules: not between two actions of one response, not while a call awaits its
+    observation, not before an action or observation that continues a tool loop."""
+    out = [True] * (len(events) + 1)
+    pending: set[int] = set()
+    in_loop = False
+    for i, e in enumerate(events):
+        if i and e.kind == "action" and events[i - 1].kind == "action" and events[i - 1].response == e.response:
+            out[i] = False
+        if e.kind == "action":
+            pending.add(e.call)
+        elif e.kind == "observation":
+            pending.discard(e.call)
+        if pending:
+            out[i + 1] = False
+        if e.kind == "action" and e.thinking:
+            in_loop = True
+        elif e.kind in ("action", "observation"):
+            if in_loop:
+                out[i] = False
+        else:
+            in_loop = False
+    return out
+
+
+def next_cut(cuts: list[bool], at: int) -> int | None:
+    """The first place from ``at`` where the view may be cut (None: nowhere)."""
+    return next((i for i in range(max(at, 0), len(cuts)) if cuts[i]), None)
+
+
+def sdk_condensation(view: WindowView, max_size: int, keep_first: int, minimum_progress: float,
+                     max_tokens: int, replies: Replies | None = None) -> list[Span]:
+    """The spans the SDK's ``LLMSummarizingCondenser`` forgets from this window (none: no condensation).
+
+    ``max_tokens`` 0: no token trigger. Pinned spans stay, except user messages (a transcript's task):
+    the SDK keeps only the system prompt and the first ``keep_first`` events, and forgets the task like
+    any other event beyond them; a constraint or a tombstone is never removed by a policy in prunesim.
+    """
+    events = sdk_events(view.spans, replies)
+    n = len(events)
+    tails = []
+    if n > max_size:
+        tails.append(max_size // 2 - keep_first - 1)
+    hard = bool(max_tokens) and view.utilization > max_tokens
+    if hard:
+        reduce = view.utilization - max_tokens // 2
+        rest = events[keep_first:]
+        prefix = total = 0
+        while prefix < len(rest) and total <= reduce:
+            total += rest[prefix].tokens
+            prefix += 1
+        tails.append(len(rest) - prefix)
+    if not tails:
+        return []
+    system = next((i for i, e in enumerate(events) if e.kind == "system"), None)
+    kept = system + 1 if system is not None else 0
+    cuts = cut_points(events)
+    start = next_cut(cuts, max(keep_first, kept))
+    end = next_cut(cuts, n - min(tails))
+    if start is None or end is None or end <= start or end - start < n * minimum_progress:
+        if not hard:
+            return []
+        start, end = kept, n  # the hard reset: everything after the system prompt
+    return [s for e in events[start:end] for s in e.spans if not s.pinned or s.kind == "user"]
