@@ -36,7 +36,7 @@ CALL_PLACEHOLDER = PLACEHOLDER_OF + "tool_call"
 OUTPUT_PLACEHOLDER = PLACEHOLDER_OF + "tool_output"
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """One event of the SDK's view: the spans it holds (none for the empty observation of a result the
     runtime cleared), its kind (``system``, ``action``, ``observation`` or ``message``), the call it makes or
@@ -53,12 +53,18 @@ class Event:
         return sum(s.tokens for s in self.spans)
 
 
-def is_call(s: Span) -> bool:
-    return s.kind == "tool_call" or CALL_PLACEHOLDER in s.tags
+def role(s: Span) -> str:
+    """What a span is in the SDK's conversation: ``call``, ``result``, ``reasoning``, ``user``, ``system`` or
+    ``other`` (a placeholder stands for what it replaced)."""
+    kind = s.kind
+    if kind == "placeholder":
+        if CALL_PLACEHOLDER in s.tags:
+            return "call"
+        return "result" if OUTPUT_PLACEHOLDER in s.tags else "other"
+    return ROLES.get(kind, "other")
 
 
-def is_result(s: Span) -> bool:
-    return s.kind == "tool_output" or OUTPUT_PLACEHOLDER in s.tags
+ROLES = {"tool_call": "call", "tool_output": "result", "reasoning": "reasoning", "user": "user", "system": "system"}
 
 
 class Replies:
@@ -78,68 +84,75 @@ def sdk_events(spans, replies: Replies | None = None) -> list[Event]:
     (and thinking) on the first, or, with no call, one message. A result is its call's observation; a user
     message that follows, in its turn, a call left without a result is that call's error observation (a
     call the runtime could not run; ``replies`` remembers the judgement); a call whose result is gone (the
-    runtime cleared it) keeps an empty observation after its turn's other events, as the SDK pairs every
-    action with one. Anything else (a user message, a summary) is one message.
+    runtime cleared it) keeps an empty observation after its batch's others, as the SDK pairs every action
+    with one. Anything else (a user message, a summary) is one message.
     """
     replies = replies or Replies()
+    judged = replies.call_of
+    roles = [role(s) for s in spans]
     calls_of: dict[int, list[Span]] = {}
     reasoning_of: dict[int, list[Span]] = {}
     answered: set[int] = set()
-    for s in spans:
-        if s.turn > 0 and is_call(s):
+    for s, r in zip(spans, roles, strict=True):
+        if r == "call" and s.turn > 0:
             calls_of.setdefault(s.turn, []).append(s)
-        elif s.turn > 0 and s.kind == "reasoning":
+        elif r == "reasoning" and s.turn > 0:
             reasoning_of.setdefault(s.turn, []).append(s)
-        elif is_result(s):
+        elif r == "result":
             answered.add(s.call)
-        elif s.kind == "user" and replies.call_of.get(s.id):
-            answered.add(replies.call_of[s.id])
+        elif r == "user" and judged.get(s.id):
+            answered.add(judged[s.id])
     unanswered = {turn: [c.call for c in calls if c.call not in answered] for turn, calls in calls_of.items()}
     events: list[Event] = []
     system: Event | None = None
     placed: set[int] = set()  # turns whose response is placed
-    last_of: dict[int, int] = {}  # turn -> index after its last event so far
-    for s in spans:
-        if s.kind == "system":
+    batch_end: dict[int, int] = {}  # turn -> index after its last action or observation so far
+    for s, r in zip(spans, roles, strict=True):
+        turn = s.turn
+        if r == "system":
             if system is None:
-                system = Event("system")
+                system = Event("system", [])
                 events.append(system)
             system.spans.append(s)
             continue
-        if s.turn > 0 and (s.kind == "reasoning" or is_call(s)):
-            if s.turn not in placed:
-                placed.add(s.turn)
-                events.extend(response(s.turn, reasoning_of.get(s.turn, []), calls_of.get(s.turn, [])))
-        elif is_result(s):
+        if (r == "reasoning" or r == "call") and turn > 0:
+            if turn not in placed:
+                placed.add(turn)
+                events.extend(response(turn, reasoning_of.get(turn, ()), calls_of.get(turn, ())))
+                batch_end[turn] = len(events)
+            continue
+        if r == "result":
             events.append(Event("observation", [s], s.call))
-        elif s.kind == "user" and reply(s, replies, unanswered if s.turn in placed else {}):
-            events.append(Event("observation", [s], replies.call_of[s.id]))
+        elif r == "user" and reply(s, judged, unanswered if turn in placed else {}):
+            events.append(Event("observation", [s], judged[s.id]))
         else:
             events.append(Event("message", [s]))
-        last_of[s.turn] = len(events)
-    # results the runtime cleared: an empty observation after the rest of the turn (inserted from the end)
-    cleared = sorted(((last_of[turn], call) for turn, calls in unanswered.items() for call in calls),
+            continue
+        batch_end[turn] = len(events)
+    # a result the runtime cleared: an empty observation among its batch's (inserted from the end)
+    cleared = sorted(((batch_end[turn], call) for turn, calls in unanswered.items() for call in calls),
                      reverse=True)
     for at, call in cleared:
-        events.insert(at, Event("observation", call=call))
+        events.insert(at, Event("observation", [], call))
     return events
 
 
-def reply(s: Span, replies: Replies, unanswered: dict[int, list[int]]) -> bool:
+def reply(s: Span, judged: dict[int, int], unanswered: dict[int, list[int]]) -> bool:
     """Is user message ``s`` the reply to a call of its turn left without a result (judged once)?"""
-    if s.id not in replies.call_of:
+    if s.id not in judged:
         waiting = unanswered.get(s.turn)
-        replies.call_of[s.id] = waiting.pop(0) if waiting else 0
-    return bool(replies.call_of[s.id])
+        judged[s.id] = waiting.pop(0) if waiting else 0
+    return bool(judged[s.id])
 
 
-def response(turn: int, reasoning: list[Span], calls: list[Span]) -> list[Event]:
+def response(turn: int, reasoning, calls) -> list[Event]:
     """One model response: an action per call, its reasoning on the first; without a call, one message."""
-    thinking = any(THINKING in s.tags for s in reasoning)
     if not calls:
         return [Event("message", list(reasoning))]
-    return [Event("action", [*reasoning, c] if n == 0 else [c], c.call, turn, thinking and n == 0)
-            for n, c in enumerate(calls)]
+    first = calls[0]
+    thinking = any(THINKING in s.tags for s in reasoning)
+    return [Event("action", [*reasoning, first], first.call, turn, thinking),
+            *(Event("action", [c], c.call, turn) for c in calls[1:])]
 
 
 def cut_points(events: list[Event]) -> list[bool]:
@@ -178,9 +191,10 @@ def sdk_condensation(view: WindowView, max_size: int, keep_first: int, minimum_p
                      max_tokens: int, replies: Replies | None = None) -> list[Span]:
     """The spans the SDK's ``LLMSummarizingCondenser`` forgets from this window (none: no condensation).
 
-    ``max_tokens`` 0: no token trigger. Pinned spans stay, except user messages (a transcript's task):
-    the SDK keeps only the system prompt and the first ``keep_first`` events, and forgets the task like
-    any other event beyond them; a constraint or a tombstone is never removed by a policy in prunesim.
+    ``max_tokens`` 0: no token trigger. Pinned spans in the range stay, except user messages (a
+    transcript's task): the SDK keeps only the system prompt and the first ``keep_first`` events, and
+    forgets the task like any other event beyond them. A constraint or a tombstone is never removed by a
+    policy in prunesim (tests/test_engine.py), so one in the range stays, and counts as an event after.
     """
     events = sdk_events(view.spans, replies)
     n = len(events)
@@ -207,4 +221,5 @@ def sdk_condensation(view: WindowView, max_size: int, keep_first: int, minimum_p
         if not hard:
             return []
         start, end = kept, n  # the hard reset: everything after the system prompt
-    return [s for e in events[start:end] for s in e.spans if not s.pinned or s.kind == "user"]
+    return [s for e in events[start:end] for s in e.spans
+            if not s.pinned or (s.kind == "user" and not s.is_constraint)]
