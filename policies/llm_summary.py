@@ -20,7 +20,8 @@ drops content before a call, as the SDK condenses before every call: ``threshold
 is its ``max_size`` in events, and ``keep_first``, ``minimum_progress`` and
 ``max_tokens_of_window`` (its ``max_tokens``, as a share of the window: 1 is the
 agent LLM's input limit, which the SDK takes when ``max_tokens`` is unset; 0 is no
-token trigger) are read.
+token trigger) are read. It forgets a pinned task beyond ``keep_first`` as the SDK
+does (docs/policies.md says why, and what else stays).
 
 Otherwise a compaction is skipped when nothing but earlier summaries would be replaced.
 """
