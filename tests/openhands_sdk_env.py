@@ -53,6 +53,9 @@ def new_enough(python: str) -> bool:
 
 
 def base_python() -> str:
+    named = os.environ.get("PRUNESIM_SDK_PYTHON")
+    if named and not new_enough(named):
+        raise Unavailable(f"PRUNESIM_SDK_PYTHON={named} is not a Python 3.12 or later that runs")
     for python in candidates():
         if new_enough(python):
             return python
