@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,7 @@ from prunesim.model.spans import SUMMARY_TAG
 from prunesim.policies import get_policy
 from prunesim.policies.sdk_condenser import Replies, sdk_events
 from prunesim.runner import scenario_for, streams
-from shared_traces import TRACES
+from shared_traces import TRACES, needs
 
 FOLDERS = ("claude-code-dev", "codex", "mini-swe-agent", "mini-swe-agent-dev", "openhands", "swe-agent")
 REFERENCE = Path(__file__).with_name("openhands_sdk_reference.py")
@@ -98,9 +99,7 @@ SETTINGS = [
 def shipped_runs() -> tuple[tuple[str, WorkloadData], ...]:
     from prunesim.studies.transcript_replay import expand, iter_workloads
 
-    folders = [TRACES / f for f in FOLDERS if (TRACES / f).is_dir()]
-    if not folders:
-        pytest.skip(f"the shipped transcripts are not here ({TRACES}; set PRUNESIM_TRACES)")
+    folders = [TRACES / f for f in FOLDERS if (TRACES / f).is_dir()]  # none: the hand-made cases alone
     return tuple((f"{folder.name}/{data.name}", data) for folder in folders for path in expand([folder])
                  for data in iter_workloads(path))
 
@@ -187,18 +186,28 @@ def reference_run(data: WorkloadData, settings) -> dict:
          "max_tokens": s.limit(data), "summary_tokens": SUMMARY_TOKENS} for s in settings]}
 
 
-def start_reference(jobs, folder: Path) -> subprocess.Popen:
-    """The SDK's side of the batch, started at once (it runs while prunesim's side does); files, not pipes."""
+def start_reference(folder: Path) -> subprocess.Popen:
+    """The SDK's side, started first: it imports the SDK (seconds) while the transcripts load. Its output and
+    errors go to files; the batch comes on stdin (:func:`send_batch`)."""
     try:
         exe = sdk_python()
     except Unavailable as err:
         if os.environ.get("CI"):  # .ci/run prepared it: in CI the comparison must run
             pytest.fail(f"needs openhands-sdk's environment: {err}")
         pytest.skip(f"needs openhands-sdk's environment: {err}")
-    batch = folder / "batch.json"
-    batch.write_text(json.dumps({"runs": [reference_run(data, settings) for _, data, settings in jobs]}))
-    with open(batch) as stdin, open(folder / "out.json", "w") as out, open(folder / "err.txt", "w") as err:
-        return subprocess.Popen([str(exe), str(REFERENCE)], stdin=stdin, stdout=out, stderr=err)
+    with open(folder / "out.json", "w") as out, open(folder / "err.txt", "w") as err:
+        return subprocess.Popen([str(exe), str(REFERENCE)], stdin=subprocess.PIPE, stdout=out, stderr=err, text=True)
+
+
+def send_batch(proc: subprocess.Popen, jobs) -> None:
+    """The batch on the SDK's stdin, from a thread: the SDK reads it once its imports are done."""
+    batch = json.dumps({"runs": [reference_run(data, settings) for _, data, settings in jobs]})
+
+    def write():
+        with proc.stdin:
+            proc.stdin.write(batch)
+
+    threading.Thread(target=write, daemon=True).start()
 
 
 def finish_reference(proc: subprocess.Popen, folder: Path) -> list:
@@ -303,14 +312,18 @@ class Compared:
 @functools.cache
 def compared() -> tuple[Compared, ...]:
     """Every shipped run at every setting and every hand-made case: the two sides and where they differ."""
-    jobs = [(name, data, SETTINGS) for name, data in shipped_runs()]
-    jobs += [(name, data, [setting]) for name, (data, setting) in HAND.items()]
     with tempfile.TemporaryDirectory() as tmp:
-        proc = start_reference(jobs, Path(tmp))
+        proc = start_reference(Path(tmp))
         try:
+            jobs = [(name, data, SETTINGS) for name, data in shipped_runs()]
+            jobs += [(name, data, [setting]) for name, (data, setting) in HAND.items()]
+            send_batch(proc, jobs)
             ours = [[prunesim_calls(data, s) for s in settings] for _, data, settings in jobs]
-        finally:
             theirs = finish_reference(proc, Path(tmp))
+        finally:
+            if proc.poll() is None:  # a skip or a failure on prunesim's side: the SDK's is not waited for
+                proc.kill()
+                proc.wait()
     return tuple(Compared(name, s, data, t, o, disagreements(t, o))
                  for (name, data, settings), ts, os_ in zip(jobs, theirs, ours, strict=True)
                  for s, t, o in zip(settings, ts, os_, strict=True))
@@ -326,6 +339,7 @@ def condensed_before(c: Compared) -> list[int]:
 
 
 # -- the tests -------------------------------------------------------------------------
+@needs(*FOLDERS)
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
 def test_every_shipped_transcript_condenses_where_the_sdk_does(setting):
     results = [c for c in compared() if c.setting == setting and c.run not in HAND]
