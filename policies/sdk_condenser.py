@@ -32,9 +32,6 @@ from dataclasses import dataclass, field
 from prunesim.model.spans import PLACEHOLDER_OF, THINKING, Span
 from prunesim.policies.base import WindowView
 
-CALL_PLACEHOLDER = PLACEHOLDER_OF + "tool_call"
-OUTPUT_PLACEHOLDER = PLACEHOLDER_OF + "tool_output"
-
 
 @dataclass(slots=True)
 class Event:
@@ -58,9 +55,7 @@ def role(s: Span) -> str:
     ``other`` (a placeholder stands for what it replaced)."""
     kind = s.kind
     if kind == "placeholder":
-        if CALL_PLACEHOLDER in s.tags:
-            return "call"
-        return "result" if OUTPUT_PLACEHOLDER in s.tags else "other"
+        kind = next((t[len(PLACEHOLDER_OF):] for t in s.tags if t.startswith(PLACEHOLDER_OF)), kind)
     return ROLES.get(kind, "other")
 
 

@@ -203,15 +203,11 @@ class Conversation:
                 keep.append(event)
                 continue
             left = [i for i in parts if i not in dropped]
-            if isinstance(event, ObservationEvent | AgentErrorEvent):
-                left = left or None  # its call decides (below)
-            if left == []:
-                continue
-            keep.append(self.rebuilt(event, left or []))
+            if left or isinstance(event, ObservationEvent | AgentErrorEvent):  # an emptied result: see below
+                keep.append(self.rebuilt(event, left))
         actions = {e.tool_call_id for e in keep if isinstance(e, ActionEvent)}
-        keep = [e for e in keep if not (isinstance(e, ObservationEvent | AgentErrorEvent)
-                                        and e.tool_call_id not in actions)]
-        self.view = View(events=keep)
+        emptied = {e.id for e in keep if isinstance(e, ObservationEvent | AgentErrorEvent) and not self.held[e.id]}
+        self.view = View(events=[e for e in keep if e.id not in emptied or e.tool_call_id in actions])
 
     def rebuilt(self, event, parts: list[int]):
         """The event with only ``parts`` left (the same id: the SDK sees the same event, emptied)."""

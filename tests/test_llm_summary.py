@@ -6,7 +6,7 @@ from prunesim.cli import main
 from prunesim.io import scenario_files as sc
 from prunesim.io.transcripts.workload import TranscriptWorkload
 from prunesim.model.engine import Engine
-from prunesim.model.spans import SUMMARY_TAG, THINKING, Span
+from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, THINKING, Span
 from prunesim.policies import get_policy
 from prunesim.policies.base import Compact
 from prunesim.policies.sdk_condenser import Replies, cut_points, sdk_condensation, sdk_events
@@ -358,3 +358,10 @@ def test_the_sdk_presets_are_asked_again_after_the_runtime_drops_content_the_oth
     for name in ("llm-summary:openhands-sdk", "llm-summary:openhands-sdk-class"):
         assert policy(name).edits_every_call
     assert not policy("llm-summary:codex").edits_every_call
+
+
+def test_a_placeholder_stands_in_the_sdks_events_for_what_it_replaced():
+    spans = spans_of(*START, ("reasoning", 1, 20, 0), ("placeholder", 1, 4, 1, PLACEHOLDER_OF + "tool_call"),
+                     ("placeholder", 1, 4, 1, PLACEHOLDER_OF + "tool_output"),
+                     ("placeholder", 1, 4, 0, PLACEHOLDER_OF + "reasoning"))
+    assert kinds(sdk_events(spans))[2:] == [("action", [3, 6, 4], 1), ("observation", [5], 1)]
