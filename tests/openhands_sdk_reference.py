@@ -31,14 +31,13 @@ every part's text is a unique reference (``ref<N>``) standing for its size.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network for the model price list
 os.environ.setdefault("OPENHANDS_SUPPRESS_BANNER", "1")
-
-import logging  # noqa: E402
 
 from litellm import ModelResponse  # noqa: E402
 from openhands.sdk.context.condenser import LLMSummarizingCondenser  # noqa: E402
@@ -114,9 +113,7 @@ class Conversation:
         self.summary_tokens = summary_tokens
         self.view = View()
         self.held: dict[str, list[int]] = {}  # event id -> the parts it holds (a summary: none)
-        self.event_of: dict[int, str] = {}  # part -> the event holding it
         self.action_of: dict[int, ActionEvent] = {}  # call number -> its action
-        self.answered: dict[int, str] = {}  # call number -> its observation's event id
         self.label: dict[str, str] = {}  # a summary event's id -> "turn.n": the n-th written at that turn
         self.made: dict[int, int] = {}  # turn -> summaries written at it
         self.calls = 0  # model calls made so far
@@ -128,14 +125,12 @@ class Conversation:
     def add(self, event, parts: list[int]) -> None:
         self.view.append_event(event)
         self.held[event.id] = parts
-        for i in parts:
-            self.event_of[i] = event.id
 
     def system(self, parts: list[int]) -> None:
         text = " ".join(f"ref{i}" for i in parts)
         self.add(SystemPromptEvent(id="system", system_prompt=TextContent(text=text), tools=[]), parts)
 
-    def response(self, turn: int, parts: list[int]) -> None:
+    def response(self, turn: int | str, parts: list[int]) -> None:
         """One model call's output: its actions (or a message), its thought and thinking on the first."""
         thinking = [ThinkingBlock(thinking=f"ref{i}", signature="-") for i in parts
                     if self.parts[i][KIND] == "reasoning" and self.parts[i][THINKING]]
@@ -161,7 +156,6 @@ class Conversation:
         action = self.action_of[call]
         event = ObservationEvent(id=f"result-{call}", observation=ToolResult(content=[TextContent(text=f"ref{i}")]),
                                  action_id=action.id, tool_name="tool", tool_call_id=action.tool_call_id)
-        self.answered[call] = event.id
         self.add(event, [i])
 
     def message(self, i: int, unanswered: list[int]) -> None:
@@ -169,14 +163,14 @@ class Conversation:
         if unanswered:
             call = unanswered.pop(0)
             event = AgentErrorEvent(id=f"error-{call}", error=f"ref{i}", tool_name="tool", tool_call_id=f"call-{call}")
-            self.answered[call] = event.id
             self.add(event, [i])
             return
         message = Message(role="user", content=[TextContent(text=f"ref{i}")])
         self.add(MessageEvent(id=f"user-{i}", source="user", llm_message=message), [i])
 
-    def turn(self, turn: int, parts: list[int]) -> None:
-        """A turn's parts, in the order the SDK records them: the model's output, then what came back."""
+    def turn(self, turn: int | str, parts: list[int]) -> None:
+        """A turn's parts, in the order the SDK records them: the model's output, then what came back (``turn``
+        names the response's events)."""
         output = [i for i in parts if self.parts[i][KIND] in ("reasoning", "tool_call")]
         if output:
             self.response(turn, output)
@@ -291,7 +285,7 @@ def replay(run: dict, setting: dict) -> dict:
     for k in range(1, run["turns"] + 1):
         if k in drops:
             conv.drop(drops[k])
-        conv.turn(k, moved.get(k, []))
+        conv.turn(f"before-{k}", moved.get(k, []))
         if k in drops:
             conv.condense(k)
         calls.append(conv.state())
