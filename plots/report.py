@@ -157,15 +157,42 @@ def _value_text(value) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def _scenario_facts(section: Section, scenario: dict | None, where: str) -> None:
+def _scenario_facts(section: Section, scenario: dict | None, where: str, limits: bool = True) -> None:
+    """The scenario's name and hash, and (``limits``: not for replays of recordings, whose window and prices are
+    each recording's) its window, budget and trigger."""
     if not isinstance(scenario, dict):
         section.notes.append(f"{where} records no scenario: its hash cannot be given")
         return
     section.facts.append(("scenario", f"{scenario.get('name', '?')} (hash {scenario_hash(scenario)}, "
                                       f"recorded whole in {where})"))
-    limits = [f"{k} {scenario[k]:,}" for k in ("window", "budget", "trigger") if isinstance(scenario.get(k), int)]
+    limits = limits and [f"{k} {scenario[k]:,}" for k in ("window", "budget", "trigger")
+                         if isinstance(scenario.get(k), int)]
     if limits:
         section.facts.append(("limits", ", ".join(limits) + f" tokens ({scenario.get('budget_kind', '?')} budget)"))
+
+
+def _runtime_facts(section: Section, meta: dict) -> None:
+    """The model and price table each unit was billed on, and what no recording gave (leaderboard.json)."""
+    runtime = meta.get("runtime")
+    if not isinstance(runtime, dict):
+        section.notes.append(f"{LEADERBOARD_META} records no runtime (written before prunesim named it): the model "
+                             "and prices the units were billed on are not known here")
+        return
+    for model, r in runtime.items():
+        if not isinstance(r, dict):
+            continue
+        windows = ", ".join(f"{w:,}" for w in r.get("windows", ()) if isinstance(w, int))
+        section.facts.append(("billed as", f"{model} ({'; '.join(map(str, r.get('price_tables', ())))}) on "
+                                           f"{r.get('units', '?')} unit(s), window {windows} tokens"))
+        if meta.get("source") and r.get("not_recorded"):
+            section.facts.append(("not recorded", ", ".join(map(str, r["not_recorded"]))))
+    for figure, why in (meta.get("unobservable") or {}).items():
+        section.notes.append(f"{figure} is unobservable here and left out: {why}")
+    cache = meta.get("cache_assumption")
+    if isinstance(cache, dict) and cache.get("sign_depends_on_cache"):
+        section.notes.append("the prompt cache decides the sign of the saving of "
+                             + ", ".join(map(str, cache["sign_depends_on_cache"]))
+                             + " (uncached_cost_ratio beside cost_ratio)")
 
 
 def _rebuilt(words: list[str], scenario: dict | None, section: Section) -> Command:
@@ -319,7 +346,8 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
                       ("prunesim version", str(meta.get("prunesim_version", "not recorded")))]
     if meta.get("seeds"):
         section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
-    _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META)
+    _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META, limits=not meta.get("source"))
+    _runtime_facts(section, meta)
     names = board.figures()
     cells = []
     for policy in board.policies():

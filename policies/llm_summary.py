@@ -9,10 +9,16 @@ be recalled, and a dropped constraint counts in ``lost_constraints``.
 
 Parameters (``[llm_summary]``; unset keys take the preset's value):
 
-* ``threshold`` with its ``unit`` (set both or neither): ``"window"`` a fraction of
+* ``threshold`` with its ``unit`` (a threshold alone is in the preset's unit):  ``"window"`` a fraction of
   the window, ``"tokens"`` a token count, ``"turns"`` the number of turns whose
   spans are in the window and not yet summarized;
 * ``keep_turns``: the last turns kept whole.
+
+With ``unit = "turn_batches"`` the policy is SWE-agent's ``SummarizeEveryNTurns`` as The
+Complexity Trap ran it (N = ``threshold``, M = ``keep_turns``): once ``threshold +
+keep_turns`` turns are unsummarized, the oldest ``threshold`` of them (with the previous
+summary) are replaced by a new summary, so a summary comes every ``threshold`` turns and
+the last ``keep_turns`` stay whole.
 
 With ``unit = "events"`` the policy is openhands-sdk's ``LLMSummarizingCondenser``
 (:mod:`prunesim.policies.sdk_condenser`), consulted again when the replayed runtime
@@ -43,20 +49,25 @@ from prunesim.policies.summary import SummaryParams, SummaryWriter
 class LlmSummary:
     """``[llm_summary]``: see the module docstring. ``None``: the preset's value."""
 
-    preset: Literal["codex", "claude-code", "openhands", "openhands-sdk", "openhands-sdk-class"] = "codex"
+    preset: Literal["codex", "claude-code", "claude-code-1m", "claude-code-2.0", "openhands", "openhands-sdk",
+                    "openhands-sdk-class", "complexity-trap"] = "codex"
     threshold: float | None = None
-    unit: Literal["window", "tokens", "turns", "events"] | None = None
+    unit: Literal["window", "tokens", "turns", "events", "turn_batches"] | None = None
     keep_turns: int | None = None
     keep_first: int | None = None
     minimum_progress: float | None = None
     max_tokens_of_window: float | None = None
 
     def check(self, key: str, where: str, scenario) -> None:
-        if (self.threshold is None) != (self.unit is None):
-            raise UserError(where, f"{key}.threshold",
-                            "set threshold and unit together (window, tokens, turns or events)")
-        if self.threshold is not None:
+        # A threshold alone takes the unit of the preset in play (checked when the policy is built); a unit alone
+        # would give the preset's number another meaning.
+        if self.unit is not None and self.threshold is None:
+            raise UserError(where, f"{key}.unit",
+                            "set a threshold with its unit (window, tokens, turns, events or turn_batches)")
+        if self.threshold is not None and self.unit is not None:
             check_threshold(self.threshold, self.unit, f"{key}.threshold", where, scenario.window)
+        elif self.threshold is not None and self.threshold <= 0:
+            raise UserError(where, f"{key}.threshold", f"must be positive (got {self.threshold})")
         if self.keep_turns is not None:
             non_negative(self.keep_turns, f"{key}.keep_turns", where)
         if self.keep_first is not None:
@@ -75,18 +86,29 @@ def check_threshold(value: float, unit: str, key: str, where: str, window: int) 
         raise UserError(where, key, f"{value} is above the window (a fraction of it: at most 1)")
     if unit == "tokens" and value > window:
         raise UserError(where, key, f"{value:g} is above the window {window}")
-    if unit in ("turns", "events") and not float(value).is_integer():
+    if unit in ("turns", "events", "turn_batches") and not float(value).is_integer():
         raise UserError(where, key, f"must be a whole number of {unit} (got {value})")
 
 
 PRESETS = {
-    # codex-rs protocol/src/openai_models.rs: auto_compact_token_limit defaults to 90% of the context window;
+    # Codex CLI, codex-rs protocol/src/openai_models.rs: auto_compact_token_limit defaults to 90% of the context
+    # window (the release it was read at is not recorded; unchanged from the 0.34 rollouts in traces/codex);
     # the compacted history keeps the user messages (here: the pinned task) and the summary.
     "codex": Preset("Codex CLI auto-compaction at 90% of the window; the summary replaces the whole history",
                     {"threshold": 0.9, "unit": "window", "keep_turns": 0}),
-    # Claude Code compacts at about 155k tokens of its 200k window (a 45k autocompact buffer).
-    "claude-code": Preset("Claude Code auto-compact at 155k of a 200k window (77.5%); the summary replaces the "
-                          "whole history", {"threshold": 0.775, "unit": "window", "keep_turns": 0}),
+    # Claude Code 2.1 (2.1.19's binary): auto-compact at the effective window less a 13,000-token buffer, the
+    # effective window being the context window less min(max output, 20,000) kept for the summary: 200,000 -
+    # 20,000 - 13,000 = 167,000 (83.5%); on a 1M window 967,000 (96.7%). A share of the window cannot follow a
+    # fixed buffer on every window: one preset per window size.
+    "claude-code": Preset("Claude Code 2.1 auto-compact at 167k of a 200k window (83.5%: the window less 20k "
+                          "for the summary and a 13k buffer); the summary replaces the whole history",
+                          {"threshold": 0.835, "unit": "window", "keep_turns": 0}),
+    "claude-code-1m": Preset("Claude Code 2.1 auto-compact on a 1M window: at 967k (96.7%); the summary replaces "
+                             "the whole history", {"threshold": 0.967, "unit": "window", "keep_turns": 0}),
+    # Claude Code 2.0 (2.0.30's /context: a 45.0k autocompact buffer, 22.5%): still run where not upgraded.
+    "claude-code-2.0": Preset("Claude Code 2.0 auto-compact at 155k of a 200k window (77.5%, a 45k buffer); the "
+                              "summary replaces the whole history", {"threshold": 0.775, "unit": "window",
+                                                                     "keep_turns": 0}),
     # The legacy OpenHands condenser (openhands/core/config/condenser_config.py, LLMSummarizingCondenserConfig):
     # max_size=100 events, keep_first=1. Past 100 events it keeps the first and the last
     # max_size // 2 - keep_first - 1 = 48; at two events a turn (action, observation): past 50 turns, keep the
@@ -106,6 +128,10 @@ PRESETS = {
                                   "the first 2 and the last 117, summarize the rest",
                                   {"threshold": 240, "unit": "events", "keep_turns": 0, "keep_first": 2,
                                    "minimum_progress": 0.1, "max_tokens_of_window": 1.0}),
+    # The Complexity Trap (arXiv 2508.21433), SWE-agent's summarize_every_n_turns with n: 21, keep_last_m_turns: 10
+    # (sweagent/agent/history_processors.py, SummarizeEveryNTurns): summaries fire at n + m unsummarized turns.
+    "complexity-trap": Preset("The Complexity Trap's LLM-Summary (N=21, M=10): every 21 turns the turns before the "
+                              "last 10 are summarized", {"threshold": 21, "unit": "turn_batches", "keep_turns": 10}),
 }
 
 
@@ -118,17 +144,33 @@ class LlmSummaryPolicy(Policy):
     roles = {"threshold": "llm_summary.threshold"}
     presets = PRESETS
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A preset by events is openhands-sdk's condenser, which runs before every model call: asked again after
+        # the replayed runtime's own drops (set on the class, which a composition of policies reads).
+        if cls.preset and cls.presets[cls.preset].values.get("unit") == "events":
+            cls.edits_every_call = True
+
+    @classmethod
+    def check_settings(cls, scenario, where: str) -> None:
+        table = scenario.tables.get("llm_summary") or LlmSummary()
+        p = resolve_table(table, cls.presets, cls.preset or table.preset)
+        if table.unit is None and table.threshold is not None:  # a threshold in the preset's unit
+            check_threshold(p.threshold, p.unit, "llm_summary.threshold", f"{where} (a threshold in {p.unit}, "
+                            f"the unit of its preset {p.preset})", scenario.window)
+        if p.unit == "events" and int(p.threshold) // 2 - (p.keep_first or 0) - 1 <= 0:
+            # openhands-sdk refuses it too: no event would be left to keep from the tail
+            raise UserError(where, "llm_summary.keep_first", f"{p.keep_first or 0} leaves no room: it must be "
+                            f"below threshold // 2 - 1 (threshold {p.threshold:g} events)")
+
     def __init__(self, scenario, rng):
         super().__init__(scenario, rng)
         table = scenario.llm_summary
-        self.params = p = resolve_table(table, self.presets, self.preset or table.preset)
-        if p.unit == "events" and int(p.threshold) // 2 - (p.keep_first or 0) - 1 <= 0:
-            # openhands-sdk refuses it too: no event would be left to keep from the tail
-            raise UserError(scenario.name, "llm_summary.keep_first", f"{p.keep_first or 0} leaves no room: it must be "
-                            f"below threshold // 2 - 1 (threshold {p.threshold:g} events)")
+        self.params = resolve_table(table, self.presets, self.preset or table.preset)
         self.writer = SummaryWriter(scenario.summary, rng)
-        # The SDK condenses before every model call: after the replayed runtime's own drops too.
-        self.edits_every_call = p.unit == "events"
+        # The SDK condenses before every model call: after the replayed runtime's own drops too (the preset
+        # variants say so on their class, for the policy reading its table's unit here).
+        self.edits_every_call = self.params.unit == "events"
         self.replies = Replies()  # the SDK's reading of the window, as far as it must be remembered
 
     def acting_trigger(self) -> int:
@@ -159,10 +201,23 @@ class LlmSummaryPolicy(Policy):
             if not replaced:  # (an earlier summary alone is summarized again, as the SDK does)
                 return []
             return [self.writer.compact(view.turn, replaced, reason="condensation")]
+        if p.unit == "turn_batches":
+            return self.batch(view)
         if not self.due(view):
             return []
         last_kept = view.turn - self.params.keep_turns  # spans of later turns stay whole
         replaced = [s for s in view.spans if not s.pinned and (SUMMARY_TAG in s.tags or s.turn <= last_kept)]
         if all(SUMMARY_TAG in s.tags for s in replaced):
             return []  # nothing new to fold in
+        return [self.writer.compact(view.turn, replaced, reason="auto_compact")]
+
+    def batch(self, view: WindowView) -> list[Action]:
+        """The oldest ``threshold`` unsummarized turns and the previous summary, once ``keep_turns`` more follow."""
+        p = self.params
+        turns = sorted({s.turn for s in view.spans if not s.pinned and SUMMARY_TAG not in s.tags})
+        n = int(p.threshold)
+        if len(turns) < n + p.keep_turns:
+            return []
+        last = turns[n - 1]
+        replaced = [s for s in view.spans if not s.pinned and (SUMMARY_TAG in s.tags or s.turn <= last)]
         return [self.writer.compact(view.turn, replaced, reason="auto_compact")]

@@ -26,7 +26,9 @@ def test_presets_hold_their_sources_thresholds():
     claude = policy("llm-summary:claude-code").params
     openhands = policy("llm-summary:openhands").params
     assert (codex.threshold, codex.unit, codex.keep_turns) == (0.9, "window", 0)
-    assert (claude.threshold, claude.unit, claude.keep_turns) == (0.775, "window", 0)
+    assert (claude.threshold, claude.unit, claude.keep_turns) == (0.835, "window", 0)  # 167k of 200k (2.1)
+    assert policy("llm-summary:claude-code-2.0").params.threshold == 0.775  # 155k of 200k, as 2.0 ran
+    assert policy("llm-summary:claude-code-1m").params.threshold == 0.967  # 967k of 1M
     assert (openhands.threshold, openhands.unit, openhands.keep_turns) == (50, "turns", 24)
 
 
@@ -166,7 +168,8 @@ def test_the_openhands_preset_compacts_past_50_turns_and_keeps_24():
     ("llm_summary.threshold=1.5 --set llm_summary.unit=window", "llm_summary.threshold: 1.5 is above the window"),
     ("llm_summary.threshold=300000 --set llm_summary.unit=tokens",
      "llm_summary.threshold: 300000 is above the window 200000"),
-    ("llm_summary.threshold=0.5", "set threshold and unit together"),
+    ("llm_summary.unit=turns", "llm_summary.unit: set a threshold with its unit"),
+    ("llm_summary.threshold=2", "llm_summary.threshold: 2.0 is above the window (a fraction of it: at most 1)"),
     ("llm_summary.keep_turns=-1", "llm_summary.keep_turns: must not be negative"),
     ("summary.keep_tool_output=2", "summary.keep_tool_output: must be between 0 and 1"),
 ])
@@ -270,6 +273,24 @@ def test_a_keep_first_that_leaves_no_tail_is_one_line_and_exit_2(tmp_path, capsy
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("overrides, fires", [
+    ({}, [31, 52, 73]),  # N = 21, M = 10: at 31 unsummarized turns, then every 21
+    ({"llm_summary.threshold": 7}, [17, 24, 31, 38, 45, 52, 59, 66, 73, 80]),  # threshold is N
+    ({"llm_summary.keep_turns": 3}, [24, 45, 66]),  # keep_turns is M
+])
+def test_the_complexity_trap_preset_summarizes_n_turns_every_n_turns_keeping_the_last_m(overrides, fires):
+    data = workload(80, output=lambda t: 200)
+    result, _ = replay(data, sc.load("transcript", overrides), "llm-summary:complexity-trap", 0)
+    assert [e.turn for e in result.events if e.event == "compact"] == fires
+    n = overrides.get("llm_summary.threshold", 21)
+    engine = run_engine(80, overrides, output=lambda t: 200, name="llm-summary:complexity-trap")
+    spans = engine.window.spans()
+    assert [s.kind for s in spans[:2]] == ["system", "summary"]
+    last = fires[-1]  # the last summary took the oldest n of the n + m unsummarized turns
+    assert {s.turn for s in spans[2:]} == set(range(last - (overrides.get("llm_summary.keep_turns", 10)) + 1, 81))
+    assert n == policy("llm-summary:complexity-trap", overrides).params.threshold
+
+
 # -- how the SDK's events are read from the window (openhands-sdk 1.58.2's source; tests/openhands_sdk_reference.py
 # runs the SDK itself on these shapes) --------------------------------------------------------------------------
 def spans_of(*rows):
@@ -355,9 +376,11 @@ def test_a_refused_range_under_token_pressure_resets_everything_after_the_system
 
 
 def test_the_sdk_presets_are_asked_again_after_the_runtime_drops_content_the_others_not():
-    for name in ("llm-summary:openhands-sdk", "llm-summary:openhands-sdk-class"):
-        assert policy(name).edits_every_call
-    assert not policy("llm-summary:codex").edits_every_call
+    for name in ("llm-summary:openhands-sdk", "llm-summary:openhands-sdk-class",
+                 "observation-masking:swe-agent+llm-summary:openhands-sdk"):  # a composition reads the class
+        assert get_policy(name).edits_every_call and policy(name).edits_every_call
+    assert policy("llm-summary", {"llm_summary.preset": "openhands-sdk"}).edits_every_call
+    assert not get_policy("llm-summary:codex").edits_every_call and not policy("llm-summary:codex").edits_every_call
 
 
 def test_a_placeholder_stands_in_the_sdks_events_for_what_it_replaced():
