@@ -21,12 +21,15 @@ summary) are replaced by a new summary, so a summary comes every ``threshold`` t
 the last ``keep_turns`` stay whole.
 
 With ``unit = "events"`` the policy is openhands-sdk's ``LLMSummarizingCondenser``
-(:func:`sdk_condensation`): ``threshold`` is its ``max_size`` in events, and
-``keep_first``, ``minimum_progress`` and ``max_tokens_of_window`` (its
-``max_tokens``, as a share of the window: 1 is the agent LLM's input limit, which
-the SDK takes when ``max_tokens`` is unset; 0 is no token trigger) are read.
+(:mod:`prunesim.policies.sdk_condenser`), consulted again when the replayed runtime
+drops content before a call, as the SDK condenses before every call: ``threshold``
+is its ``max_size`` in events, and ``keep_first``, ``minimum_progress`` and
+``max_tokens_of_window`` (its ``max_tokens``, as a share of the window: 1 is the
+agent LLM's input limit, which the SDK takes when ``max_tokens`` is unset; 0 is no
+token trigger) are read. It forgets a pinned task beyond ``keep_first`` as the SDK
+does (docs/policies.md says why, and what else stays).
 
-A compaction is skipped when nothing but earlier summaries would be replaced.
+Otherwise a compaction is skipped when nothing but earlier summaries would be replaced.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ from typing import Literal
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import fraction, non_negative
-from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, Span
+from prunesim.model.spans import SUMMARY_TAG
 from prunesim.policies.base import Action, Policy, Preset, WindowView, resolve_table
+from prunesim.policies.sdk_condenser import Replies, sdk_condensation
 from prunesim.policies.summary import SummaryParams, SummaryWriter
 
 
@@ -111,10 +115,11 @@ PRESETS = {
     # last 24. The first event (the task) is pinned in prunesim.
     "openhands": Preset("OpenHands LLMSummarizingCondenser (max_size 100 events, keep_first 1): past 50 turns, "
                         "summarize all but the last 24", {"threshold": 50, "unit": "turns", "keep_turns": 24}),
-    # openhands-sdk 1.58.2 (openhands/sdk/context/condenser/llm_summarizing_condenser.py): the class defaults to
-    # max_size=240, keep_first=2, minimum_progress=0.1, max_tokens unset (then the agent LLM's input limit);
-    # default_condenser(), which the default agent uses (openhands-tools 1.58.2, get_default_agent), sets
-    # max_size=80, keep_first=4.
+    # openhands-sdk 1.58.2, the current release (openhands/sdk/context/condenser/llm_summarizing_condenser.py):
+    # the class defaults to max_size=240, keep_first=2, minimum_progress=0.1, max_tokens unset (the agent LLM's
+    # effective input limit; set, the smaller of the two); default_condenser() in the same file sets
+    # max_size=80, keep_first=4 (_DEFAULT_MAX_SIZE, _DEFAULT_KEEP_FIRST), and the default agent uses it
+    # (openhands-tools 1.58.2, openhands/tools/preset/default.py, get_default_condenser).
     "openhands-sdk": Preset("openhands-sdk 1.58.2 default agent's LLMSummarizingCondenser: past 80 events keep the "
                             "first 4 and the last 35, summarize the rest",
                             {"threshold": 80, "unit": "events", "keep_turns": 0, "keep_first": 4,
@@ -139,6 +144,13 @@ class LlmSummaryPolicy(Policy):
     roles = {"threshold": "llm_summary.threshold"}
     presets = PRESETS
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A preset by events is openhands-sdk's condenser, which runs before every model call: asked again after
+        # the replayed runtime's own drops (set on the class, which a composition of policies reads).
+        if cls.preset and cls.presets[cls.preset].values.get("unit") == "events":
+            cls.edits_every_call = True
+
     @classmethod
     def check_settings(cls, scenario, where: str) -> None:
         table = scenario.tables.get("llm_summary") or LlmSummary()
@@ -156,6 +168,10 @@ class LlmSummaryPolicy(Policy):
         table = scenario.llm_summary
         self.params = resolve_table(table, self.presets, self.preset or table.preset)
         self.writer = SummaryWriter(scenario.summary, rng)
+        # The SDK condenses before every model call: after the replayed runtime's own drops too (the preset
+        # variants say so on their class, for the policy reading its table's unit here).
+        self.edits_every_call = self.params.unit == "events"
+        self.replies = Replies()  # the SDK's reading of the window, as far as it must be remembered
 
     def acting_trigger(self) -> int:
         p = self.params
@@ -180,8 +196,9 @@ class LlmSummaryPolicy(Policy):
         p = self.params
         if p.unit == "events":
             limit = int(p.max_tokens_of_window * view.size) if p.max_tokens_of_window else 0
-            replaced = sdk_condensation(view, int(p.threshold), p.keep_first or 0, p.minimum_progress or 0.0, limit)
-            if not replaced or all(SUMMARY_TAG in s.tags for s in replaced):
+            replaced = sdk_condensation(view, int(p.threshold), p.keep_first or 0, p.minimum_progress or 0.0, limit,
+                                        self.replies)
+            if not replaced:  # (an earlier summary alone is summarized again, as the SDK does)
                 return []
             return [self.writer.compact(view.turn, replaced, reason="condensation")]
         if p.unit == "turn_batches":
@@ -194,7 +211,6 @@ class LlmSummaryPolicy(Policy):
             return []  # nothing new to fold in
         return [self.writer.compact(view.turn, replaced, reason="auto_compact")]
 
-
     def batch(self, view: WindowView) -> list[Action]:
         """The oldest ``threshold`` unsummarized turns and the previous summary, once ``keep_turns`` more follow."""
         p = self.params
@@ -205,76 +221,3 @@ class LlmSummaryPolicy(Policy):
         last = turns[n - 1]
         replaced = [s for s in view.spans if not s.pinned and (SUMMARY_TAG in s.tags or s.turn <= last)]
         return [self.writer.compact(view.turn, replaced, reason="auto_compact")]
-
-
-# -- openhands-sdk's condenser --------------------------------------------------------------
-CALL_PLACEHOLDER = PLACEHOLDER_OF + "tool_call"
-
-
-def sdk_events(spans) -> list[list[Span]]:
-    """The window as the SDK's events, oldest first, each with the spans it holds.
-
-    One ``SystemPromptEvent`` for the system spans; a reasoning span is the thought of its turn's first
-    action (an ``ActionEvent`` per tool call) when the turn has one, a message of its own otherwise; every
-    other span (an observation, a user message, a summary) is one event.
-    """
-    with_calls = {s.turn for s in spans if s.kind == "tool_call" or CALL_PLACEHOLDER in s.tags}
-    events: list[list[Span]] = []
-    system: list[Span] | None = None
-    thought: dict[int, list[Span]] = {}
-    for s in spans:
-        if s.kind == "system":
-            if system is None:
-                system = []
-                events.append(system)
-            system.append(s)
-        elif s.kind == "reasoning" and s.turn in with_calls:
-            thought.setdefault(s.turn, []).append(s)
-        elif s.kind == "tool_call" or CALL_PLACEHOLDER in s.tags:
-            events.append([*thought.pop(s.turn, ()), s])
-        else:
-            events.append([s])
-    events.extend(thought.values())  # thoughts after their turn's last call
-    return events
-
-
-def sdk_condensation(view: WindowView, max_size: int, keep_first: int, minimum_progress: float,
-                     max_tokens: int) -> list[Span]:
-    """The spans openhands-sdk 1.58.2's ``LLMSummarizingCondenser`` forgets from this window (none: no condensation).
-
-    Past ``max_size`` events it keeps the last ``max_size // 2 - keep_first - 1``; past ``max_tokens``
-    (0: off) as many as bring the window to half of it, the events after the first ``keep_first``
-    going first. The stricter wins. The first ``keep_first`` events and the system prompt are never
-    forgotten; both ends of the range move forward to the next boundary between turns (a batch of
-    calls and their results is not split). A range under ``minimum_progress`` of the events is refused.
-    Pinned spans stay whatever the range (prunesim never replaces them).
-    """
-    events = sdk_events(view.spans)
-    n = len(events)
-    tails = []
-    if n > max_size:
-        tails.append(max_size // 2 - keep_first - 1)
-    if max_tokens and view.utilization > max_tokens:
-        reduce = view.utilization - max_tokens // 2
-        rest = events[keep_first:]
-        prefix = total = 0
-        while prefix < len(rest) and total <= reduce:
-            total += sum(s.tokens for s in rest[prefix])
-            prefix += 1
-        tails.append(len(rest) - prefix)
-    if not tails:
-        return []
-    system = next((i for i, e in enumerate(events) if e[0].kind == "system"), None)
-    start = _boundary(events, max(keep_first, system + 1 if system is not None else 0))
-    end = _boundary(events, n - min(tails))
-    if end <= start or end - start < n * minimum_progress:
-        return []
-    return [s for e in events[start:end] for s in e if not s.pinned]
-
-
-def _boundary(events: list[list[Span]], at: int) -> int:
-    """The first index from ``at`` where an event does not continue the batch before it (the end counts)."""
-    for i in range(max(at, 0), len(events)):
-        if i == 0 or events[i][0].turn == 0 or events[i][0].turn != events[i - 1][-1].turn:
-            return i
-    return len(events)
