@@ -140,6 +140,33 @@ def describe(values: Sequence[float], key: tuple, seed: int = SEED, resamples: i
     return {"n": len(x), "median": _median(x), "mean": mean, "ci_low": low, "ci_high": high}
 
 
+# -- paired and clustered intervals -------------------------------------------------------------------
+# Units (transcripts, seeds) are clusters: every policy ran on each of them. Resampling whole units, the same
+# draw for every policy, keeps each unit's runs together, so a difference between two policies is resampled
+# as a pair and the unit-to-unit spread that both share cancels out of it.
+def resample_units(rng: np.random.Generator, units: int, resamples: int) -> np.ndarray:
+    """Indices of ``resamples`` resamples (with replacement) of ``units`` units: shape (resamples, units)."""
+    return rng.integers(0, units, size=(resamples, units))
+
+
+def percentile_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles (at 95%) of ``values``, as order statistics (module docstring)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    tail = tail_share(confidence)
+    return float(x[_rank(tail, len(x))]), float(x[_rank(1 - tail, len(x))])
+
+
+def paired_total_interval(diffs, key: tuple, seed: int = SEED, resamples: int = RESAMPLES,
+                          confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the sum of per-unit paired differences (units resampled with
+    replacement, each unit's difference drawn whole), from the generator of ``key``."""
+    d = np.asarray(diffs, dtype=float)
+    if len(d) == 0:
+        return math.nan, math.nan
+    rng = _group_rng(seed, tuple(atomic.format_cell(k) for k in key))
+    return percentile_interval(d[resample_units(rng, len(d), resamples)].sum(axis=1), confidence)
+
+
 def _numeric(values: list) -> bool:
     return all(v is None or isinstance(v, (int, float)) for v in values)
 

@@ -162,13 +162,15 @@ def recorded_bill(data, scenario: Scenario) -> float | None:
     return None if run is None else cache_fidelity.reference_cost(run, scenario.pricing)
 
 
-def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str],
+def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str], measure=None,
                      **reading) -> Iterator[Unit | tuple[Path, UserError]]:
     """One unit per workload in ``folder`` (read one at a time), or (file, error) for a file that failed.
 
     A file's units are given once all its runs went through: a JSON-lines file with a bad run gives only
     its error, as a bad file of one run. ``tools`` collects the tool names the transcripts use; ``reading``
     is how transcripts are read (``tokenizer``, ``calibration``, ``sidechains``: see :func:`iter_sources`).
+    ``measure(data, entries, seed)`` gives what a unit holds (by entry), its warnings and its recorded bill:
+    by default each entry's run summary (:func:`summarize_unit`); another study passes its own.
     """
     held: list[Unit] = []
     current = dead = None
@@ -183,25 +185,31 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
             yield path, data
             continue
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
-        summaries, warnings = {}, dict.fromkeys(data.warnings)  # each of its replays' warnings once
         try:
-            built: dict[int, Scenario] = {}  # each setting's replay scenario, built once per transcript
-            for entry in entries:
-                if id(entry.scenario) not in built:
-                    built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
-                result, _ = replay(data, entry.scenario, entry.policy, seed, trace="none",
-                                   scenario=built[id(entry.scenario)])
-                summaries[entry.key] = result.summary
-                warnings.update(dict.fromkeys(result.warnings))
-                if entry.key == (REFERENCE, ""):
-                    bill = recorded_bill(data, result.scenario)
-                del result
+            summaries, warnings, bill = (measure or summarize_unit)(data, entries, seed)
         except UserError as err:  # the transcript's model or window: this file's error, the others go on
             held, dead = [], path
             yield path, err
             continue
         held.append(Unit(data.name, summaries, tuple(warnings), bill))
     yield from held
+
+
+def summarize_unit(data, entries: list[Entry], seed: int | None) -> tuple[dict, list[str], float | None]:
+    """Every entry's run summary on one transcript, the import's and replays' warnings, and the recorded bill."""
+    summaries, warnings = {}, dict.fromkeys(data.warnings)  # each of its replays' warnings once
+    built: dict[int, Scenario] = {}  # each setting's replay scenario, built once per transcript
+    bill = None
+    for entry in entries:
+        if id(entry.scenario) not in built:
+            built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
+        result, _ = replay(data, entry.scenario, entry.policy, seed, trace="none", scenario=built[id(entry.scenario)])
+        summaries[entry.key] = result.summary
+        warnings.update(dict.fromkeys(result.warnings))
+        if entry.key == (REFERENCE, ""):
+            bill = recorded_bill(data, result.scenario)
+        del result
+    return summaries, list(warnings), bill
 
 
 def synthetic_units(entries: list[Entry], seeds: list[int]) -> Iterator[Unit]:

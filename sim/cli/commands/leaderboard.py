@@ -6,26 +6,13 @@ import math
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import (
-    add_reaction,
-    add_set,
-    add_transcript_options,
-    check_distinct,
-    check_transcript_options,
-    out_arg,
-    parse_seeds,
-    print_notes,
-    scenario_sets,
-    seed_arg,
-)
+from prunesim.cli.commands._common import add_transcript_options, out_arg, print_notes
+from prunesim.cli.commands._units import add_unit_arguments, gather, partial, read_inputs
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.labels import fitted_names, policy_labels
-from prunesim.io.scenario_files import load, load_replay
-from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
 from prunesim.studies.grid import inert_axes, parse_axes
-from prunesim.studies.transcript_replay import expand
 
 
 def register(sub) -> None:
@@ -38,16 +25,7 @@ def register(sub) -> None:
         "unrecorded evictions and forced truncations. Writes OUT/leaderboard.csv, OUT/runs.csv and "
         "OUT/leaderboard.json. See docs/leaderboard.md.",
     )
-    p.add_argument("dir", type=Path, nargs="?", help="a folder of transcripts and/or workload files (searched "
-                   "recursively), or one such file; without it, --scenario is run over --seeds")
-    p.add_argument("--policies", default="all", help="comma-separated policy names, or all (default: all)")
-    p.add_argument("--scenario", help="the window and policy parameters (default for transcripts: transcript); "
-                   "without DIR, the synthetic scenario to run")
-    p.add_argument("--seeds", help="without DIR: the seeds, A:B (B excluded), a list or one integer "
-                   "(default 0:20)")
-    p.add_argument("--seed", type=seed_arg, help="with DIR: the seed of the policies' random streams")
-    add_set(p)
-    add_reaction(p)
+    add_unit_arguments(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="also run each policy at these settings, as sweeps take them (POLICY:NAME=VALUES for one "
                         "policy, NAME=VALUES for all): a row per policy and setting, beside its documented one; "
@@ -62,39 +40,8 @@ def _out_dir(text: str) -> Path:
 
 
 def main(args) -> int:
-    policies = parse_names(args.policies)
-    output.check_folder(args.out, "--out")
-    transcripts = args.dir is not None
-    if transcripts and args.seeds is not None:
-        raise UserError("--seeds", args.seeds, "runs seeds of a synthetic --scenario; with transcripts (a folder or "
-                                               "a file) use --seed for the policies' streams")
-    if not transcripts and args.seed is not None:
-        raise UserError("--seed", str(args.seed), "applies to transcripts (a folder or a file); without them, "
-                                                  "use --seeds")
-    if transcripts:
-        if not args.dir.exists():
-            raise UserError(str(args.dir), None, "does not exist")
-        files = expand([args.dir])  # a folder's transcripts, or the one file named
-        if not files:
-            raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
-        check_distinct(files)
-        output.check_outside(args.out, [args.dir], "--out")
-        for name in lb.OUTPUT_FILES:  # a transcript named as one of them would be replaced by it
-            try:
-                output.check_not_input(args.out / name, files)
-            except UserError:
-                raise UserError("--out", str(args.out), f"holds {name}, a transcript this leaderboard reads: "
-                                f"the leaderboard's own {name} would replace it; give another folder") from None
-        check_transcript_options(args)
-        overrides = scenario_sets(args)
-        scenario = load_replay(args.scenario or "transcript", overrides, policies)
-        seeds = None
-    else:
-        if args.scenario is None:
-            raise UserError("leaderboard", None, "give a folder or file of transcripts, or --scenario to run seeds "
-                                                 "of a synthetic scenario")
-        scenario = load(args.scenario, scenario_sets(args), policies)
-        seeds = parse_seeds(args.seeds or "0:20")
+    inputs = read_inputs(args, "leaderboard", lb.OUTPUT_FILES)
+    policies, scenario, transcripts, seeds = inputs.policies, inputs.scenario, inputs.transcripts, inputs.seeds
     axes = parse_axes(args.grid)
     for param in axes:
         if param.rpartition(":")[2] in ("turns", "seed", "policy"):
@@ -103,29 +50,18 @@ def main(args) -> int:
     shown = [e for e in entries if e.policy != lb.REFERENCE or lb.REFERENCE in policies]
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
-    rows: list[dict] = []
     tools: set[str] = set()
-    skipped: list[str] = []
     if transcripts:
         units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
     else:
         units = lb.synthetic_units(entries, seeds)
-    count = 0
-    for unit in units:
-        if isinstance(unit, tuple):
-            skipped.append(str(unit[0]))
-            print(f"prunesim: error: {unit[1]}", file=sys.stderr)
-            continue
-        for warning in unit.warnings:
-            print(f"prunesim: warning: {warning}", file=sys.stderr)
-        rows.extend(lb.unit_rows(unit, shown, transcripts))
-        count += 1
+    done, skipped = gather(units)
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
-    if skipped and (not args.skip_bad or not count):  # a leaderboard over part of the folder reads as one
-        print(f"prunesim: leaderboard: {len(skipped)} file(s) failed; nothing written (fix or move them"  # over all
-              + (")" if not count else ", or give --skip-bad to leave them out)"), file=sys.stderr)
+    if partial(done, skipped, args.skip_bad, "leaderboard"):
         return 2
+    count = len(done)
+    rows = [row for unit in done for row in lb.unit_rows(unit, shown, transcripts)]
     table = lb.reduce(rows, shown)
     meta = {
         "source": str(args.dir) if transcripts else None,
