@@ -281,34 +281,42 @@ def optimal_batches(m: _Model) -> tuple[list[int], float]:
     g = np.full(turns + 1, np.inf)
     back = np.zeros(turns + 1, dtype=np.int64)
     candidates = [b for b in range(1, turns + 1) if first_call[b] < calls]
+    prev_noop = np.concatenate([[0], m.floor(m.prompt[:-1])])
+    hit = (m.readable > 0) & (m.readable >= prev_noop)  # noop's call read all of the call before's prompt
+    index = np.arange(len(m.tokens))
     for b in candidates:
         c1 = first_call[b]
         prev = np.array([0, *[x for x in candidates if x < b]], dtype=np.int64)  # 0: no batch before
-        # The window the call before the batch read, under each previous batch: spans in window order.
+        # The window the call before the batch read (spans in window order): under a previous batch ``p`` it holds
+        # the spans whose release is after ``p``; this batch cuts at the first whose release is in (p, b]. The
+        # spans before that one are those released after b (the others went at p), so the cut is where they end.
         held = (m.first <= c1 - 1) & (m.last > c1 - 1)
-        t, rel = m.tokens[held], m.release[held]
-        present = rel[None, :] > prev[:, None]
-        new = present & (rel[None, :] <= b)
-        edits = new.any(axis=1)
-        at = np.argmax(new, axis=1)
-        running = np.cumsum(np.where(present, t[None, :], 0), axis=1)
-        cut = np.where(at > 0, running[np.arange(len(prev)), np.maximum(at - 1, 0)], 0)
-        reads = _normal_reads(m, prompts[prev])[:, c1]  # as if nothing was cut (each row's own previous prompt)
+        t, rel, at_index = m.tokens[held], m.release[held], index[: int(held.sum())]
+        ends = np.concatenate([[0], np.cumsum(np.where(rel > b, t, 0))])
+        first_of = np.full(b + 2, len(t), dtype=np.int64)  # the first held span released at each turn up to b
+        soon = rel <= b
+        np.minimum.at(first_of, rel[soon], at_index[soon])
+        after = np.minimum.accumulate(first_of[::-1])[::-1]  # after[r]: the first released in [r, b]
+        at = after[prev + 1]
+        edits = at < len(t)
+        cut = ends[np.minimum(at, len(t))]
+        before = floors[prev, c1 - 1]
+        reads = before if hit[c1] else np.minimum(m.readable[c1], before)  # as if nothing was cut
         if m.pricing.cache == "implicit":
             cut_read = m.floor(cut)
-        else:  # explicit: the longest entry that ends before the cut and is still live
+        else:  # explicit: the longest entry that ends before the cut, written since the batch before, still live
+            lo = max(int(np.searchsorted(m.time, m.time[c1] - ttl, side="left")), int(m.since[c1]))
+            cols = np.arange(lo, c1)
             start = np.where(prev == 0, 0, first_call[prev])
-            idx = np.arange(calls)[None, :]
-            start = np.maximum(start, m.since[c1])  # a recorded cache break dropped the entries written before it
-            live = (m.time[c1] - m.time[None, :] <= ttl) & (idx >= start[:, None]) & (idx <= c1 - 1)
-            entry = np.where(live & (floors[prev] <= cut[:, None]) & (floors[prev] >= m.pricing.min_tokens),
-                             floors[prev], 0).max(axis=1)
+            entries = floors[prev][:, lo:c1]
+            ok = (cols[None, :] >= start[:, None]) & (entries <= cut[:, None]) & (entries >= m.pricing.min_tokens)
+            entry = np.where(ok, entries, 0).max(axis=1) if len(cols) else np.zeros(len(prev), dtype=np.int64)
             cut_read = np.maximum(entry, min(int(m.readable[c1]), int(m.system[c1])))
         read = np.where(edits, np.minimum(reads, cut_read), reads)
         here = m.cost(np.full(len(prev), prompts[b, c1]), read, np.full(len(prev), m.output[c1]))
         # the calls from the batch before (after its own first call) up to this batch, then this first call
-        lo = np.where(prev == 0, 0, first_call[prev] + 1)
-        span = cum[prev, c1] - cum[prev, lo]
+        lo_call = np.where(prev == 0, 0, first_call[prev] + 1)
+        span = cum[prev, c1] - cum[prev, lo_call]
         total = np.where(prev == 0, 0.0, g[prev]) + span + here
         k = int(np.argmin(total))
         g[b], back[b] = total[k], prev[k]

@@ -98,7 +98,8 @@ def _seeds(seeds: list[int]) -> str:
 
 
 def _money(x: float) -> str:
-    return f"{'-' if x < 0 else ''}${abs(x):,.2f}"
+    """Dollars to the cent, or to a hundredth of a cent below a dollar (a short transcript's bill)."""
+    return f"{'-' if x < 0 else ''}${abs(x):,.2f}" if abs(x) >= 1 or x == 0 else f"{'-' if x < 0 else ''}${abs(x):.4f}"
 
 
 def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool) -> str:
