@@ -25,11 +25,11 @@ A compaction is skipped when nothing but earlier summaries would be replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import fraction, non_negative
+from prunesim.model.scenario import fraction, non_negative, searched
 from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, Span
 from prunesim.policies.base import Action, Policy, Preset, WindowView, resolve_table
 from prunesim.policies.summary import SummaryParams, SummaryWriter
@@ -40,9 +40,11 @@ class LlmSummary:
     """``[llm_summary]``: see the module docstring. ``None``: the preset's value."""
 
     preset: Literal["codex", "claude-code", "openhands", "openhands-sdk", "openhands-sdk-class"] = "codex"
-    threshold: float | None = None
+    threshold: float | None = field(default=None, metadata=searched(0, 0, by_unit={
+        "window": searched(0.2, 0.95), "tokens": searched(0.2, 0.95, integer=True, per_window=True),
+        "turns": searched(10, 150, integer=True), "events": searched(20, 400, integer=True)}))
     unit: Literal["window", "tokens", "turns", "events"] | None = None
-    keep_turns: int | None = None
+    keep_turns: int | None = field(default=None, metadata=searched(0, 30, integer=True))
     keep_first: int | None = None
     minimum_progress: float | None = None
     max_tokens_of_window: float | None = None

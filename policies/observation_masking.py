@@ -25,11 +25,11 @@ Parameters (``[observation_masking]``; unset keys take the preset's value): ``n`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import non_negative
+from prunesim.model.scenario import non_negative, searched
 from prunesim.model.spans import PLACEHOLDER_OF
 from prunesim.policies.base import Action, Clear, Policy, Preset, WindowView, resolve_table
 
@@ -41,7 +41,7 @@ class ObservationMasking:
     """``[observation_masking]``: see the module docstring. ``None``: the preset's value."""
 
     preset: Literal["swe-agent", "complexity-trap"] = "swe-agent"
-    n: int | None = None
+    n: int | None = field(default=None, metadata=searched(1, 30, integer=True))
     polling: int | None = None
     placeholder_tokens: int | None = None
     always_remove_output_for_tags: list[str] | None = None

@@ -27,11 +27,11 @@ runs or not, so the policy's random stream advances the same way in both cases.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import non_negative
+from prunesim.model.scenario import non_negative, searched
 from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
 from prunesim.policies.boundary import BoundaryDecision, evaluate_boundary
 from prunesim.policies.decision import plan_pass
@@ -51,7 +51,7 @@ class Gate:
     is swept, as naive and recency do.
     """
 
-    lead: int = 0
+    lead: int = field(default=0, metadata=searched(0, 8000, integer=True))
     margin_factor: float = 1.5
     fallback: Literal["recency", "truncate", "template"] = "recency"
     low_water_gap: int = 1000
