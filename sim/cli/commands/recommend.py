@@ -70,8 +70,8 @@ def main(args) -> int:
         return 2
     listed = assumptions(scenario, [u.billing for u in runs], user, summaries, reacts, inputs.transcripts)
     source = str(args.dir) if inputs.transcripts else f"{scenario.name}, seeds {_seeds(inputs.seeds)}"
-    meta = {"source": source, "seed": args.seed if inputs.transcripts else None, "seeds": inputs.seeds,
-            "skipped": skipped}
+    meta = {"source": source, "scenario": args.scenario, "asked": inputs.policies, "overrides": inputs.overrides,
+            "seed": args.seed if inputs.transcripts else None, "seeds": inputs.seeds, "skipped": skipped}
     rec = rc.recommend(runs, policies, listed, objective=args.objective, draws=args.draws,
                        seed=args.seed or 0, meta=meta)
     written = []
