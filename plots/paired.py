@@ -1,11 +1,10 @@
 """Dollars against noop, paired: the figure a decision is read from, and the results it is drawn from.
 
 Each policy's total dollars over the units minus noop's on the same units, with the
-95% interval of that paired difference: from ``recommend.json`` as ``prunesim
-recommend`` computed it, or from a leaderboard's ``runs.csv`` (each unit's
-``cost_usd`` against noop's on that unit, the units resampled whole:
-:func:`prunesim.plots.stats.bootstrap_sum`). A point left of zero saves; an
-interval that crosses zero is a tie, whatever its point says.
+95% interval of that paired difference, as the command that wrote the result
+computed it: ``recommend.json``'s ``diff_vs_noop``, or ``leaderboard.json``'s
+``paired``. A point left of zero saves; an interval that crosses zero is a tie,
+whatever its point says.
 """
 
 from __future__ import annotations
@@ -13,12 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from prunesim.errors import UserError
 from prunesim.io.labels import policy_labels
 from prunesim.plots import style
 from prunesim.plots.io import read_json
-from prunesim.plots.stats import bootstrap_sum
 
 RECOMMEND_FILE = "recommend.json"
 REFERENCE = "noop"
@@ -59,24 +56,16 @@ def from_recommendation(data: dict) -> list[Paired]:
     return out
 
 
-def from_leaderboard_runs(units: list[dict], tie_share: float = 0.001) -> list[Paired]:
-    """Each policy's documented-setting row against noop's on the same units of a leaderboard's runs.csv."""
-    rows = [r for r in units if (r.get("setting") or DOCUMENTED) == DOCUMENTED and r.get("cost_usd") is not None]
-    noop = {r["unit"]: float(r["cost_usd"]) for r in rows if r["policy"] == REFERENCE}
-    if not noop:
-        return []
+def from_leaderboard(meta: dict) -> list[Paired]:
+    """The documented rows of ``leaderboard.json``'s ``paired`` (as ``prunesim leaderboard`` computed them; a
+    leaderboard written before it recorded them has none)."""
     out = []
-    for policy in dict.fromkeys(r["policy"] for r in rows):
-        mine = [r for r in rows if r["policy"] == policy and r["unit"] in noop]
-        cost = np.array([float(r["cost_usd"]) for r in mine])
-        ref = np.array([noop[r["unit"]] for r in mine])
-        acted = np.array([bool(r.get("acted")) for r in mine])
-        diff = cost - ref
-        total, low, high = bootstrap_sum(diff)
-        tol = tie_share * ref
-        out.append(Paired(policy, float(cost.sum()), total, low, high, int((diff[acted] < -tol[acted]).sum()),
-                          int((diff[acted] > tol[acted]).sum()), int((np.abs(diff[acted]) <= tol[acted]).sum()),
-                          float(acted.mean()) if len(acted) else None))
+    for p in meta.get("paired") or []:
+        if (p.get("setting") or DOCUMENTED) != DOCUMENTED:
+            continue
+        acted = p["acted"] / p["units"] if p.get("units") else None
+        out.append(Paired(p["policy"], p["total_usd"], p["diff_usd"], p["interval"][0], p["interval"][1],
+                          p["wins"], p["losses"], p["ties"], acted))
     return out
 
 

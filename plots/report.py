@@ -46,7 +46,7 @@ from prunesim.plots.io import read_json, read_run, read_sweep
 from prunesim.plots.paired import (
     RECOMMEND_FILE,
     Paired,
-    from_leaderboard_runs,
+    from_leaderboard,
     from_recommendation,
     paired_figure,
     read_recommendation,
@@ -340,12 +340,15 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     if meta.get("seeds"):
         section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
     _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META)
-    paired = from_leaderboard_runs(board.units) if board.units_file is not None else []
+    paired = from_leaderboard(meta)
     if paired:
-        _paired_table(section, paired, f"{board.units_file}: cost_usd and acted of each unit against noop's")
+        _paired_table(section, paired, f"{folder / LEADERBOARD_META}: paired")
         figures.add(section, "dollars against noop, paired", paired_figure(paired),
-                    f"{board.units_file}: column cost_usd of each policy's documented row minus noop's on the same "
-                    "unit, summed; 95% interval: the units resampled whole (2,000 resamples)")
+                    f"{folder / LEADERBOARD_META}: paired (each documented row's cost_usd minus noop's on the same "
+                    "units, summed, with its 95% interval)")
+    else:
+        section.notes.append("this leaderboard.json records no paired dollars (a leaderboard written before "
+                             "prunesim recorded them): run it again for the decision's figure")
     names = sorted(board.figures(), key=lambda n: (n not in DOLLAR_FIGURES, DOLLAR_FIGURES.index(n)
                                                    if n in DOLLAR_FIGURES else 0))
     cells = []

@@ -63,12 +63,6 @@ def bootstrap_mean(values, resamples: int = BOOT_RESAMPLES, level: float = LEVEL
         return _bootstrap(v, np.mean, resamples, level)
 
 
-def bootstrap_sum(values, resamples: int = BOOT_RESAMPLES, level: float = LEVEL) -> tuple[float, float, float]:
-    """Sum of ``values`` and a percentile-bootstrap ``level`` interval for it (deterministic): of per-unit paired
-    differences, the units resampled whole."""
-    return _bootstrap(np.asarray(values, dtype=float), np.sum, resamples, level)
-
-
 def share(values) -> tuple[float, float, float]:
     """The share of ``values`` that are true or above zero, and its Wilson 95% interval (NaNs left out)."""
     v = np.asarray(values, dtype=float)

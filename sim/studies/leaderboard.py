@@ -42,6 +42,7 @@ from prunesim.studies.aggregate import describe
 from prunesim.studies.transcript_replay import iter_sources, replay, replay_scenario
 
 REFERENCE = "noop"  # every ratio is against this policy, at its documented setting, on the same unit
+TIE_SHARE = aggregate.TIE_SHARE
 RUNS_FILE = "runs.csv"
 TABLE_FILE = "leaderboard.csv"
 META_FILE = "leaderboard.json"
@@ -287,6 +288,26 @@ def reduce(rows: list[dict], entries: list[Entry]) -> list[dict]:
             table.append({**where, "figure": figure + SHARE_SUFFIX, "n": len(values), "median": share, "mean": share,
                           "ci_low": w_low, "ci_high": w_high, "interval": "wilson"})
     return table
+
+
+def paired(rows: list[dict], entries: list[Entry]) -> list[dict]:
+    """Each entry's dollars against noop's (documented setting) on the same units: the totals, the difference of
+    the totals with its paired bootstrap 95% interval, wins, losses and ties where the entry acted
+    (:func:`prunesim.studies.aggregate.paired_comparison`). The decision's figure: a median ratio of 1.000
+    hides a policy that loses wherever it acts; a sum with an interval does not."""
+    noop = {r["unit"]: r["cost_usd"] for r in rows if (r["policy"], r["setting"]) == (REFERENCE, "")}
+    out = []
+    for entry in entries:
+        if entry.key == (REFERENCE, ""):
+            continue
+        mine = [r for r in rows if (r["policy"], r["setting"]) == entry.key and r["unit"] in noop]
+        if not mine:
+            continue
+        a = [r["cost_usd"] for r in mine]
+        b = [noop[r["unit"]] for r in mine]
+        out.append({"policy": entry.policy, "setting": entry.setting, **aggregate.paired_comparison(
+            a, b, [bool(r["acted"]) for r in mine], b, (entry.policy, entry.setting, "against", REFERENCE))})
+    return out
 
 
 def write(out: Path, meta: dict, rows: list[dict], table: list[dict]) -> list[Path]:

@@ -54,7 +54,7 @@ from prunesim.studies.recommend_units import UnitRuns
 OBJECTIVES = ("dollars", "dollars-per-solved")
 DRAWS = 1000
 MAX_DRAWS = 100_000
-TIE_SHARE = 0.001  # a difference of at most this share of noop's bill on the unit is a tie
+TIE_SHARE = aggregate.TIE_SHARE  # a difference of at most this share of noop's bill on the unit is a tie
 CLEAR = 0.9  # a policy is named when it is the cheapest in at least this share of draws
 FEW_UNITS = 10  # below this many units, the recommendation says how little its resampling can tell
 NO_CLEAR_WINNER = "no clear winner"
@@ -113,19 +113,6 @@ def _objective(cost: np.ndarray, solved: np.ndarray, objective: str, axis: int) 
     if objective == "dollars":
         return total
     return total / solved.sum(axis=axis)
-
-
-def pair_stats(a: np.ndarray, b: np.ndarray, acted: np.ndarray, ref: np.ndarray, key: tuple) -> dict:
-    """``a`` against ``b`` on the same units (module docstring): totals, the paired interval, wins/losses/ties."""
-    diff = a - b
-    low, high = aggregate.paired_total_interval(diff, key)
-    tol = TIE_SHARE * ref
-    on = acted
-    return {"units": len(diff), "total_usd": _usd(a.sum()), "against_usd": _usd(b.sum()), "diff_usd": _usd(diff.sum()),
-            "interval": [_usd(low), _usd(high)], "median_diff": _usd(float(np.median(diff))),
-            "mean_diff": _usd(float(diff.mean())), "acted": int(on.sum()),
-            "wins": int((diff[on] < -tol[on]).sum()), "losses": int((diff[on] > tol[on]).sum()),
-            "ties": int((np.abs(diff[on]) <= tol[on]).sum())}
 
 
 def break_even(diff: np.ndarray, turns: np.ndarray, acted: np.ndarray) -> dict | None:
@@ -211,9 +198,13 @@ class Draws:
         return cost, solved
 
     def totals(self, cost: np.ndarray, solved: np.ndarray, objective: str) -> np.ndarray:
-        """The objective per draw and policy, over the draw's resample of the units."""
+        """The objective per draw and policy over the draw's resample of the units, its spread about the value
+        over every unit once (at the draw's assumptions) widened as the paired intervals are
+        (:func:`prunesim.studies.aggregate.expansion`): over a few units a plain resample is too sure."""
         rows = np.arange(self.count)[:, None]
-        return _objective(cost[rows, self.units], solved[rows, self.units], objective, axis=1)
+        resampled = _objective(cost[rows, self.units], solved[rows, self.units], objective, axis=1)
+        whole = _objective(cost, solved, objective, axis=1)
+        return whole + aggregate.expansion(cost.shape[1]) * (resampled - whole)
 
 
 def sensitivity(units: list[UnitRuns], policies: list[str], assumptions: list[Assumption], objective: str,
@@ -282,7 +273,8 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
     clair = _clairvoyant(units)
     rows, unobservable = [], {}
     for j, name in enumerate(policies):
-        vs = pair_stats(cost[:, j], cost[:, ref], acted[:, j], cost[:, ref], (name, REFERENCE, "paired"))
+        vs = aggregate.paired_comparison(cost[:, j], cost[:, ref], acted[:, j], cost[:, ref],
+                                         (name, "", "against", REFERENCE))
         row = {"policy": name, "total_usd": vs["total_usd"], "objective_value": _num(centre_value[j]),
                "diff_vs_noop": {k: vs[k] for k in ("diff_usd", "interval", "median_diff", "mean_diff")},
                "acted_share": round(float(acted[:, j].mean()), 6), "p_best": round(float(chance[j]), 6),
@@ -308,8 +300,8 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
             if k <= j:
                 continue
             either = acted[:, j] | acted[:, k]
-            pairs.append({"policy": name, "against": other,
-                          **pair_stats(cost[:, j], cost[:, k], either, cost[:, ref], (name, other, "paired"))})
+            pairs.append({"policy": name, "against": other, **aggregate.paired_comparison(
+                cost[:, j], cost[:, k], either, cost[:, ref], (name, "", "against", other))})
     if clair is None:
         unobservable["oracle_gap"] = "the clairvoyant optimum plans from a transcript; these units are seeds"
     notes = []

@@ -63,7 +63,9 @@ def main(args) -> int:
     count = len(done)
     rows = [row for unit in done for row in lb.unit_rows(unit, shown, transcripts)]
     table = lb.reduce(rows, shown)
+    pairs = lb.paired(rows, shown)
     meta = {
+        "paired": pairs,  # each row's dollars against noop's on the same units (docs/leaderboard.md)
         "source": str(args.dir) if transcripts else None,
         "scenario": scenario.to_dict(),
         "policies": policies,
@@ -92,6 +94,7 @@ def main(args) -> int:
     print(format_table(table, shown, what))
     if transcripts:
         print(format_bills(rows))
+    print(format_paired(pairs, shown))
     print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}")
     return 0
 
@@ -138,6 +141,25 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
     for name, e in zip(names, entries, strict=True):
         lines.append("  ".join([f"{name:{name_w}s}", *(f"{cell.get((*e.key, f), '-'):>{w}s}"
                                                          for f, w in zip(figures, widths, strict=True))]))
+    return "\n".join(lines)
+
+
+def format_paired(pairs: list[dict], entries: list) -> str:
+    """Per row: its total dollars, the difference from noop's on the same units [paired 95% interval], W/L/T."""
+    if not pairs:
+        return ""
+    label = policy_labels([e.policy for e in entries])
+    names = {(p["policy"], p["setting"]): label[p["policy"]] + (f" @ {p['setting']}" if p["setting"] else "")
+             for p in pairs}
+    width = max(len(n) for n in names.values())
+    lines = [f"\ndollars against noop on the same units, paired: total, difference [95% interval of the paired "
+             f"difference], wins/losses/ties on the units where it acted (a tie: within {lb.TIE_SHARE:.1%} of "
+             "noop's bill); an interval that crosses 0 is a tie, whatever the medians say"]
+    for p in pairs:
+        low, high = p["interval"]
+        wlt = f"{p['wins']}/{p['losses']}/{p['ties']} of {p['acted']}" if p["acted"] else "acted on no unit"
+        lines.append(f"  {names[(p['policy'], p['setting'])]:{width}s}  ${p['total_usd']:10.4f}  "
+                     f"{p['diff_usd']:+10.4f} [{low:+.4f}, {high:+.4f}]  {wlt}")
     return "\n".join(lines)
 
 

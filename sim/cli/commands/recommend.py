@@ -97,9 +97,8 @@ def _seeds(seeds: list[int]) -> str:
     return ",".join(map(str, seeds))
 
 
-def _money(x: float) -> str:
-    """Dollars to the cent, or to a hundredth of a cent below a dollar (a short transcript's bill)."""
-    return f"{'-' if x < 0 else ''}${abs(x):,.2f}" if abs(x) >= 1 or x == 0 else f"{'-' if x < 0 else ''}${abs(x):.4f}"
+def _money(x: float, digits: int = 2) -> str:
+    return f"{'-' if x < 0 else ''}${abs(x):,.{digits}f}"
 
 
 def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool) -> str:
@@ -121,19 +120,25 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
     for note in rec.notes:
         lines.append(f"note: {note}")
     label = policy_labels([p["policy"] for p in rec.policies])
+    # To the cent, or to a hundredth of one where the bills are small (a few short transcripts).
+    digits = 2 if max(abs(p["total_usd"]) for p in rec.policies) >= 10 else 4
+
+    def money(x: float) -> str:
+        return _money(x, digits)
+
     head = ("policy", "total", "vs noop [paired 95%]", "W/L/T acted", "acted", "p_best", "rank", "oracle_gap",
             "pays from")
     table = [head]
     for p in rec.policies:
         d = p["diff_vs_noop"]
-        vs = "-" if p["policy"] == lb.REFERENCE else (f"{_money(d['diff_usd'])} [{_money(d['interval'][0])}, "
-                                                      f"{_money(d['interval'][1])}]")
+        vs = "-" if p["policy"] == lb.REFERENCE else (f"{money(d['diff_usd'])} [{money(d['interval'][0])}, "
+                                                      f"{money(d['interval'][1])}]")
         wlt = f"{p['wins']}/{p['losses']}/{p['ties']}" if "wins" in p else "-"
         gap = f"{p['oracle_gap']:.3f}" if "oracle_gap" in p else "-"
         be = p.get("break_even")
         pays = f"{be['turns']} turns ({be['units']})" if be else "-"
         low, high = p["rank_interval"]
-        table.append((label[p["policy"]], _money(p["total_usd"]), vs, wlt, f"{p['acted_share']:.2f}",
+        table.append((label[p["policy"]], money(p["total_usd"]), vs, wlt, f"{p['acted_share']:.2f}",
                       f"{p['p_best']:.3f}", f"[{low:g}, {high:g}]", gap, pays))
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for r in table:
@@ -143,8 +148,8 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
                  "pays from: the session length from which its summed difference stays below zero (units that long)")
     if rec.clairvoyant:
         c = rec.clairvoyant
-        lines.append(f"clairvoyant optimum: {_money(c['total_usd'])} ({_money(c['saving_usd'])} below noop; its "
-                     f"planner predicted {_money(c['predicted_usd'])}); oracle_gap is each policy's share of that "
+        lines.append(f"clairvoyant optimum: {money(c['total_usd'])} ({money(c['saving_usd'])} below noop; its "
+                     f"planner predicted {money(c['predicted_usd'])}); oracle_gap is each policy's share of that "
                      "saving")
     lines.append("assumptions:")
     for a in rec.assumptions:
