@@ -97,6 +97,17 @@ def _seeds(seeds: list[int]) -> str:
     return ",".join(map(str, seeds))
 
 
+def _grouped(names: list[str], by: dict) -> str:
+    """Policy names, those that acted on no unit (each ran as noop did) counted rather than listed one by one."""
+    idle = [n for n in names if n != lb.REFERENCE and by[n]["acted_share"] == 0]
+    shown = [n for n in names if n not in idle]
+    if len(idle) > 1:
+        shown.append(f"the {len(idle)} policies that acted on no unit")
+    else:
+        shown += idle
+    return "; ".join(shown)
+
+
 def _money(x: float, digits: int = 2) -> str:
     return f"{'-' if x < 0 else ''}${abs(x):,.{digits}f}"
 
@@ -111,12 +122,8 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
     if rec.winner:
         lines.append(f"recommendation: {rec.winner} (the cheapest in {by[rec.winner]['p_best']:.1%} of draws)")
     else:
-        idle = [t for t in rec.tied if t != lb.REFERENCE and by[t]["acted_share"] == 0]
-        tied = [t for t in rec.tied if t not in idle]
-        if idle:  # they ran as noop did on every unit: one name for all of them
-            tied.append(f"the {len(idle)} policies that acted on no unit ({', '.join(idle)})")
         lines.append(f"recommendation: {rc.NO_CLEAR_WINNER}: no policy is the cheapest in {rc.CLEAR:.0%} of draws; "
-                     f"tied (rank interval reaching 1): {'; '.join(tied)}")
+                     f"tied (rank interval reaching 1): {_grouped(rec.tied, by)}")
     for note in rec.notes:
         lines.append(f"note: {note}")
     label = policy_labels([p["policy"] for p in rec.policies])
@@ -158,8 +165,9 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
         lines.append(f"  {a.name} = {a.value} ({a.source}, {a.how}{rng}): {a.basis}")
     flips = [s for s in rec.sensitivity if s["changes_top"]]
     for s in flips:
-        lines.append(f"  changes the cheapest: {s['name']} at {s['at_lo']['value']} -> {', '.join(s['at_lo']['top'])};"
-                     f" at {s['at_hi']['value']} -> {', '.join(s['at_hi']['top'])}")
+        low, high = s["at_lo"], s["at_hi"]
+        lines.append(f"  changes the cheapest: {s['name']} at {low['value']} -> {_grouped(low['top'], by)}; "
+                     f"at {high['value']} -> {_grouped(high['top'], by)}")
     if rec.sensitivity and not flips:
         lines.append("  no drawn assumption, set to either end of its range, changes the cheapest policy")
     for name, why in rec.unobservable.items():
