@@ -150,6 +150,22 @@ def test_dollars_per_solved_divides_by_the_runs_solved_share():
         rc.recommend([unit("u", {"noop": 1.0, "p": 1.0})], ["noop", "p"], [], objective="dollars-per-solved")
 
 
+def test_a_model_the_transcripts_record_but_a_set_key_overrode_is_not_called_recorded():
+    from prunesim.studies.assumptions import assumptions
+
+    billed = Billing("claude-opus-4-5", False, pricing("claude-opus-4-5"), named="gemini-3-pro-preview")
+    model = next(a for a in assumptions(None, [billed], {"pricing.reuse"}, False, False) if a.name.startswith(
+        "pricing.model"))
+    assert model.source == "user" and "gemini-3-pro-preview" in model.basis
+    unnamed = Billing("gpt-5-codex", False, pricing("gpt-5-codex"))
+    listed = {a.name: a for a in assumptions(None, [unnamed], set(), False, False)}
+    assert listed["pricing.model (gpt-5-codex)"].source == "default"
+    assert listed["pricing.cache (gpt-5-codex)"].range == ("implicit", "none")  # drawn: the provider is unrecorded
+    assert listed["pricing.reuse (gpt-5-codex)"].how == "re-priced"
+    explicit = {a.name: a for a in assumptions(None, [unit("u", {"noop": 1.0}).billing], set(), False, False)}
+    assert all(a.how == "fixed" for a in explicit.values())  # no cache here: nothing re-priced
+
+
 # -- the command ----------------------------------------------------------------------------------------------
 COPY = """from prunesim.policies.recency import RecencyPolicy
 

@@ -51,11 +51,13 @@ SUMMARY, REACTION = "summary.mean_tokens", "reaction.probability"
 
 @dataclass(frozen=True)
 class Billing:
-    """How one unit is billed: the model, whether its file named it, and the pricing the replay runs with."""
+    """How one unit is billed: the model, whether it is the one its file names, the pricing the replay runs with,
+    and the model the file names ('' when none)."""
 
     model: str
     recorded: bool
     pricing: object
+    named: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,11 @@ def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, 
     for model, group in by_model.items():
         p = group[0].pricing
         recorded = transcripts and all(b.recorded for b in group)
-        model_source = "user" if "pricing.model" in user else ("recorded" if recorded else "default")
-        where = ("the scenario's [pricing]" if not transcripts else "the transcripts record it" if recorded else
+        other = sorted({b.named for b in group if b.named and b.named != model})
+        model_source = "user" if "pricing.model" in user or other else ("recorded" if recorded else "default")
+        where = ("the scenario's [pricing]" if not transcripts else
+                 f"the transcripts record {', '.join(other)}, but a [pricing] key set with --set keeps the "
+                 "scenario's model" if other else "the transcripts record it" if recorded else
                  "the transcripts do not record their model: their format's runtime's default, else the scenario's")
         out.append(Assumption(f"pricing.model ({model})", model, model_source, None, FIXED, where, model=model))
         if "pricing.reuse" in user:
@@ -126,7 +131,8 @@ def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, 
             out.append(Assumption(f"pricing.reuse ({model})", p.reuse, "fitted", (round(low, 4), round(high, 4)),
                                   REPRICED, "prices.toml's fit of an implicit cache's hits (docs/cost.md); drawn "
                                   "uniformly over +/- 10%", {"lo": low, "hi": high}, model=model))
-        if not recorded and transcripts and not ({"pricing.cache", "pricing.model"} & user) and p.cache != "none":
+        if not recorded and not other and transcripts and not ({"pricing.cache", "pricing.model"} & user) \
+                and p.cache != "none":
             out.append(Assumption(f"pricing.cache ({model})", p.cache, "default", (p.cache, "none"), REPRICED,
                                   "the provider is not recorded: does it cache at all? drawn on or off at even odds",
                                   {"lo": "none", "hi": p.cache}, model=model))

@@ -143,7 +143,10 @@ def transcript_measure(policies: list[str], resimulated: dict[str, Assumption], 
                 return measured(result)
 
             runs[policy] = level_runs(run, values_for(policy, scenario, resimulated, reacts), pairs)
-        unit = UnitRuns(data.name, Billing(scenario.pricing.model, recorded_model(data)[1], scenario.pricing), runs)
+        name, named = recorded_model(data)
+        billed = scenario.pricing.model
+        unit = UnitRuns(data.name, Billing(billed, named and name == billed, scenario.pricing, name if named else ""),
+                        runs)
         if clairvoyant:
             plan = optimum.plan(data, base, seed, scenario)
             unit.clairvoyant, unit.predicted = measured(plan.result), plan.predicted_usd

@@ -117,8 +117,10 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
     n = len(rec.units)
     kind = "transcript(s)" if transcripts else "seed(s)"
     by = {p["policy"]: p for p in rec.policies}
-    lines = [f"recommend: {n} {kind} in {source}; objective {rec.objective}; {rec.draws:,} draws of the units and "
-             f"the uncertain assumptions (experimental)"]
+    skipped = rec.meta.get("skipped") or []
+    left_out = f" ({len(skipped)} file(s) that failed left out: --skip-bad)" if skipped else ""
+    lines = [f"recommend: {n} {kind} in {source}{left_out}; objective {rec.objective}; {rec.draws:,} draws of the "
+             "units and the uncertain assumptions (experimental)"]
     if rec.winner:
         lines.append(f"recommendation: {rec.winner} (the cheapest in {by[rec.winner]['p_best']:.1%} of draws)")
     else:

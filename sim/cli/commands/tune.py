@@ -62,7 +62,8 @@ def main(args) -> int:
             return 2
         datas = [u.summaries for u in done]
         names = [d.name for d in datas]
-        window = min(replay_scenario(inputs.scenario, d).window for d in datas)
+        # A token setting is checked against the scenario's window when loaded, and against each unit's on replay.
+        window = min(inputs.scenario.window, *(replay_scenario(inputs.scenario, d).window for d in datas))
         bills = tn.replay_bills(datas, lambda o: load_replay(name, {**user, **o}, [policy]), policy, args.seed)
     else:
         names = [f"seed {s}" for s in inputs.seeds]
