@@ -431,7 +431,7 @@ def plan(data: wl.WorkloadData, base: Scenario, seed: int | None = None, scenari
     runs = {NONE: (noop, Schedule(), 0.0, 0)}
     _, rel = release_turns(tap, needs, set())
     m = _model(tap, noop, rel, price)
-    if len(m.prompt) and int(m.prompt.sum()) != int(_held(m).sum()):
+    if not np.array_equal(m.prompt, _held(m)):
         raise AssertionError("the planner's tap does not add up to noop's prompts")  # a bug, not bad input
     early = _choose_early(m, needs)
     for name, chosen in (("planned", early), ("keep-needed", set())):
