@@ -64,7 +64,8 @@ def stream_of(result) -> Stream:
         raise ValueError("the run kept no per-call rows: replay it with a trace (trace='turns')")
     rows = np.array([(r[5], r[6], r[7], r[9]) for r in result.calls], dtype=np.int64).reshape(-1, 4)
     prompt, read, write, output = rows.T
-    return Stream(prompt.copy(), read.copy(), (read + write).copy(), output.copy())
+    # Kept as int32 (16 bytes a call: a recommendation holds every run's): a count fits, and widens exactly.
+    return Stream(*(np.ascontiguousarray(x, dtype=np.int32) for x in (prompt, read, read + write, output)))
 
 
 def rates(p: Pricing) -> tuple[float, float, float, float]:
