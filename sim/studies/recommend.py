@@ -57,6 +57,7 @@ MAX_DRAWS = 100_000
 TIE_SHARE = aggregate.TIE_SHARE  # a difference of at most this share of noop's bill on the unit is a tie
 CLEAR = 0.9  # a policy is named when it is the cheapest in at least this share of draws
 FEW_UNITS = 10  # below this many units, the recommendation says how little its resampling can tell
+BLOCK = 256  # draws priced at a time
 NO_CLEAR_WINNER = "no clear winner"
 JSON_FILE = "recommend.json"
 CSV_FILE = "recommend.csv"
@@ -175,16 +176,16 @@ class Draws:
             elif a.how == RESIMULATED:
                 self.levels[a.name] = np.array(STRATA, dtype=object)[rng.integers(0, len(STRATA), count)]
 
-    def costs(self, units: list[UnitRuns], policies: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Dollars and solved share per draw, unit and policy (each unit's runs priced for every draw)."""
-        d = self.count
+    def costs(self, units: list[UnitRuns], policies: list[str], draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Dollars and solved share per draw of ``draws``, unit and policy (each run priced for its draws)."""
+        d = len(draws)
         cost = np.zeros((d, len(units), len(policies)))
         solved = np.full((d, len(units), len(policies)), np.nan)
-        pairs = list(zip(self.levels[SUMMARY], self.levels[REACTION], strict=True))
+        pairs = list(zip(self.levels[SUMMARY][draws], self.levels[REACTION][draws], strict=True))
         for i, u in enumerate(units):
             p, model = u.billing.pricing, u.billing.model
-            reuse = self.reuse.get(model, np.full(d, p.reuse))
-            cached = self.cached.get(model, np.ones(d, dtype=bool))
+            reuse = self.reuse[model][draws] if model in self.reuse else np.full(d, p.reuse)
+            cached = self.cached[model][draws] if model in self.cached else np.ones(d, dtype=bool)
             for j, name in enumerate(policies):
                 by_run: dict[int, list[int]] = {}
                 runs = u.runs[name]
@@ -197,14 +198,22 @@ class Draws:
                     solved[ks, i, j] = np.nan if m.solved is None else m.solved
         return cost, solved
 
-    def totals(self, cost: np.ndarray, solved: np.ndarray, objective: str) -> np.ndarray:
+    def totals(self, units: list[UnitRuns], policies: list[str], objective: str) -> np.ndarray:
         """The objective per draw and policy over the draw's resample of the units, its spread about the value
         over every unit once (at the draw's assumptions) widened as the paired intervals are
-        (:func:`prunesim.studies.aggregate.expansion`): over a few units a plain resample is too sure."""
-        rows = np.arange(self.count)[:, None]
-        resampled = _objective(cost[rows, self.units], solved[rows, self.units], objective, axis=1)
-        whole = _objective(cost, solved, objective, axis=1)
-        return whole + aggregate.expansion(cost.shape[1]) * (resampled - whole)
+        (:func:`prunesim.studies.aggregate.expansion`): over a few units a plain resample is too sure. Priced
+        :data:`BLOCK` draws at a time, so that memory does not grow with the number of draws."""
+        out = np.empty((self.count, len(policies)))
+        widen = aggregate.expansion(len(units))
+        for start in range(0, self.count, BLOCK):
+            draws = np.arange(start, min(self.count, start + BLOCK))
+            cost, solved = self.costs(units, policies, draws)
+            rows = np.arange(len(draws))[:, None]
+            picked = self.units[draws]
+            resampled = _objective(cost[rows, picked], solved[rows, picked], objective, axis=1)
+            whole = _objective(cost, solved, objective, axis=1)
+            out[draws] = whole + widen * (resampled - whole)
+        return out
 
 
 def sensitivity(units: list[UnitRuns], policies: list[str], assumptions: list[Assumption], objective: str,
@@ -263,7 +272,7 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
     ref = policies.index(REFERENCE)
     turns = np.array([u.runs[REFERENCE][(CENTRE, CENTRE)].turns for u in units])
     d = Draws(units, assumptions, draws, seed)
-    totals = d.totals(*d.costs(units, policies), objective)
+    totals = d.totals(units, policies, objective)
     chance = p_best(totals)
     ranks = _ranks(totals)
     bounds = np.array([aggregate.percentile_interval(ranks[:, j]) for j in range(len(policies))])
