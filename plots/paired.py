@@ -44,7 +44,38 @@ def read_recommendation(path: Path) -> dict:
     for key in ("recommendation", "policies", "assumptions", "draws", "objective"):
         if key not in data:
             raise UserError(str(file), key, "missing: not a recommend.json")
+    for i, p in enumerate(_rows(data["policies"], f"{file}", "policies")):
+        where = f"policies[{i}]"
+        _number_keys(p, ("total_usd", "p_best"), file, where)
+        d = p.get("diff_vs_noop")
+        if not isinstance(d, dict) or not _pair(d.get("interval")):
+            raise UserError(str(file), f"{where}.diff_vs_noop", "must hold diff_usd and an interval of two numbers")
+        _number_keys(d, ("diff_usd",), file, f"{where}.diff_vs_noop")
+        if not _pair(p.get("rank_interval")):
+            raise UserError(str(file), f"{where}.rank_interval", "must be two numbers")
+    for i, a in enumerate(_rows(data["assumptions"], f"{file}", "assumptions")):
+        if not isinstance(a.get("name"), str):
+            raise UserError(str(file), f"assumptions[{i}].name", "must be text")
     return data
+
+
+def _rows(value, file: str, key: str) -> list[dict]:
+    if not isinstance(value, list) or not all(isinstance(r, dict) and isinstance(r.get("policy", ""), str)
+                                              for r in value):
+        raise UserError(file, key, "must be a list of objects")
+    return value
+
+
+def _number_keys(row: dict, keys, file, where: str) -> None:
+    for key in keys:
+        value = row.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UserError(str(file), f"{where}.{key}", f"must be a number (got {value!r})")
+
+
+def _pair(value) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
 
 
 def from_recommendation(data: dict) -> list[Paired]:
@@ -56,14 +87,17 @@ def from_recommendation(data: dict) -> list[Paired]:
     return out
 
 
-def from_leaderboard(meta: dict) -> list[Paired]:
+def from_leaderboard(meta: dict, file: str = "leaderboard.json") -> list[Paired]:
     """The documented rows of ``leaderboard.json``'s ``paired`` (as ``prunesim leaderboard`` computed them; a
     leaderboard written before it recorded them has none)."""
     out = []
-    for p in meta.get("paired") or []:
+    for i, p in enumerate(_rows(meta.get("paired") or [], file, "paired")):
         if (p.get("setting") or DOCUMENTED) != DOCUMENTED:
             continue
-        acted = p["acted"] / p["units"] if p.get("units") else None
+        _number_keys(p, ("total_usd", "diff_usd", "wins", "losses", "ties", "acted", "units"), file, f"paired[{i}]")
+        if not _pair(p.get("interval")):
+            raise UserError(file, f"paired[{i}].interval", "must be two numbers")
+        acted = p["acted"] / p["units"] if p["units"] else None
         out.append(Paired(p["policy"], p["total_usd"], p["diff_usd"], p["interval"][0], p["interval"][1],
                           p["wins"], p["losses"], p["ties"], acted))
     return out

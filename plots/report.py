@@ -340,7 +340,7 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     if meta.get("seeds"):
         section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
     _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META)
-    paired = from_leaderboard(meta)
+    paired = from_leaderboard(meta, str(folder / LEADERBOARD_META))
     if paired:
         _paired_table(section, paired, f"{folder / LEADERBOARD_META}: paired")
         figures.add(section, "dollars against noop, paired", paired_figure(paired),

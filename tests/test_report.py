@@ -153,6 +153,24 @@ def test_a_recommendation_leads_with_its_decision_paired_dollars_and_assumptions
     assert "--scenario oscillation-40" in command and "--seeds 0:3" in command and "--policies naive,recency" in command
 
 
+@pytest.mark.parametrize("edit", [
+    lambda d: d.pop("policies"),
+    lambda d: d.update(policies="noop"),
+    lambda d: d["policies"][0].update(total_usd="lots"),
+    lambda d: d["policies"][0]["diff_vs_noop"].update(interval=[0]),
+    lambda d: d["policies"][0].update(rank_interval=None),
+])
+def test_a_broken_recommend_json_is_one_line_and_no_page(results, tmp_path, edit):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    data = json.loads((results["recommend"] / "recommend.json").read_text())
+    edit(data)
+    (folder / "recommend.json").write_text(json.dumps(data))
+    code, _, err = cli("report", folder, "--out", tmp_path / "r.html")
+    assert code == 2 and "recommend.json" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_the_sweep_table_gives_a_yes_no_figure_as_a_share_of_runs(results, tmp_path):
     page, _ = report([results["sweep"]], tmp_path / "r.html")
     table = next(t for t in page.tables if t["title"].startswith("each figure by"))
