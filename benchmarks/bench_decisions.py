@@ -15,6 +15,11 @@ tune with 50 trials at most 120 times.
 ``--check`` also reruns recommend with the same arguments and compares the two
 ``recommend.json`` files byte for byte (same seed, same bytes).
 
+``--null N`` instead runs the recommendation's statistics on N datasets where
+the answer is known (two policies with the same cost distribution on each of 16
+units, both cheaper than noop) and prints how often the 95% interval of their
+difference covers 0 and how often one of them is named.
+
 ``--optimum FOLDER...`` instead plans the clairvoyant optimum on every unit of
 each folder and prints, per folder: noop's total, the cheapest registered
 policy's total, the optimum's (the engine's bill), and how far the planner's own
@@ -82,6 +87,7 @@ def main() -> None:
     ap.add_argument("--policy", default="llm-summary:claude-code", help="the policy tune searches")
     ap.add_argument("--check", action="store_true", help="rerun recommend and compare its JSON byte for byte")
     ap.add_argument("--optimum", nargs="+", metavar="FOLDER", help="report the optimum on these folders instead")
+    ap.add_argument("--null", type=int, metavar="N", help="check the statistics on N null datasets instead")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -90,6 +96,9 @@ def main() -> None:
     if args.optimum:
         for folder in args.optimum:
             optimum_report(Path(folder))
+        return
+    if args.null:
+        null_report(args.null)
         return
     with tempfile.TemporaryDirectory() as tmp:
         runs = {
@@ -108,6 +117,38 @@ def main() -> None:
             measure([*runs["recommend"][:-1], f"{tmp}/b"])
             same = Path(f"{tmp}/a/recommend.json").read_bytes() == Path(f"{tmp}/b/recommend.json").read_bytes()
             print(f"recommend.json twice: {'the same bytes' if same else 'DIFFERENT'}")
+
+
+def null_report(datasets: int, units: int = 16, seed: int = 2024) -> None:
+    import dataclasses
+
+    import numpy as np
+    from prunesim.io.prices import pricing
+    from prunesim.studies import recommend as rc
+    from prunesim.studies.assumptions import Billing
+    from prunesim.studies.recommend_units import Measured, UnitRuns, level_pairs
+    from prunesim.studies.reprice import Stream
+
+    flat = dataclasses.replace(pricing("claude-opus-4-5"), cache="none", input=1.0)  # $1 a million tokens
+
+    def run(usd: float, acted: bool) -> dict:
+        m = Measured(Stream(*(np.array([x], dtype=np.int64) for x in (round(usd * 1e6), 0, 0, 0))), acted, 0, 0,
+                     10, None)
+        return {pair: m for pair in level_pairs(set())}
+
+    rng = np.random.default_rng(seed)
+    covered = named = 0
+    for _ in range(datasets):
+        sizes = rng.lognormal(0.0, 0.8, units)
+        data = [UnitRuns(f"u{i}", Billing(flat.model, True, flat),
+                         {"noop": run(1.3 * b, False), "a": run(b * (1 + 0.05 * rng.standard_normal()), True),
+                          "b": run(b * (1 + 0.05 * rng.standard_normal()), True)}) for i, b in enumerate(sizes)]
+        rec = rc.recommend(data, ["noop", "a", "b"], [], draws=500, seed=int(rng.integers(1 << 30)))
+        pair = next(p for p in rec.pairs if (p["policy"], p["against"]) == ("a", "b"))
+        covered += pair["interval"][0] <= 0 <= pair["interval"][1]
+        named += rec.winner is not None
+    print(f"{datasets} null datasets of {units} units: the 95% interval covers 0 in {covered / datasets:.1%}; "
+          f"a policy is named in {named / datasets:.1%} (the 0.9 rule's own rate: {2 * (1 - rc.CLEAR):.0%})")
 
 
 def optimum_report(folder: Path) -> None:

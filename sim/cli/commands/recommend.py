@@ -25,7 +25,7 @@ def register(sub) -> None:
         help="which policy to run on these transcripts (or seeds), paired against noop and each other, ranked "
              "under the uncertain assumptions (experimental)",
         description="Run every policy on the same units (the transcripts in DIR, or --seeds of a synthetic "
-        "--scenario) and answer: total dollars and the paired bootstrap 95%% interval of each difference, wins, "
+        "--scenario) and answer: total dollars and the paired bootstrap 95% interval of each difference, wins, "
         "losses and ties where the policy acted, its share of the clairvoyant optimum's saving, and, over draws "
         "of the units and of the uncertain assumptions, each policy's chance of being the cheapest. A policy is "
         "named only when that chance is at least 0.9. Experimental: the output may change. See docs/recommend.md.",

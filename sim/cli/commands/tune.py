@@ -25,7 +25,7 @@ def register(sub) -> None:
              "on the other half against the documented setting (experimental)",
         description="Split the units in two by --seed; search the policy's settings (the ranges its tables "
         "declare) on one half with optuna's TPE sampler, the documented setting first; replay the best on the "
-        "other half beside the documented setting and give the paired bootstrap 95%% interval of the difference. "
+        "other half beside the documented setting and give the paired bootstrap 95% interval of the difference. "
         "Needs the tune extra (pip install 'prunesim[tune]'). Experimental. See docs/tune.md.",
     )
     add_unit_arguments(p, policies=False)
