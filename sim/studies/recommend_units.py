@@ -150,7 +150,7 @@ def transcript_measure(policies: list[str], resimulated: dict[str, Assumption], 
         if clairvoyant:
             plan = optimum.plan(data, base, seed, scenario)
             unit.clairvoyant, unit.predicted = measured(plan.result), plan.predicted_usd
-        return unit, list(warnings), None
+        return unit, list(warnings), {}
 
     return measure
 

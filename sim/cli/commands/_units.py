@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    add_prices,
     add_reaction,
     add_set,
     check_distinct,
@@ -28,7 +29,7 @@ from prunesim.studies.transcript_replay import expand
 
 
 def add_unit_arguments(p, policies: bool = True) -> None:
-    """DIR, --policies, --scenario, --seeds, --seed, --set and --reaction."""
+    """DIR, --policies, --scenario, --seeds, --seed, --set, --prices and --reaction."""
     p.add_argument("dir", type=Path, nargs="?", help="a folder of transcripts and/or workload files (searched "
                    "recursively), or one such file; without it, --scenario is run over --seeds")
     if policies:
@@ -39,6 +40,7 @@ def add_unit_arguments(p, policies: bool = True) -> None:
                    "(default 0:20)")
     p.add_argument("--seed", type=seed_arg, help="with DIR: the seed of the policies' random streams")
     add_set(p)
+    add_prices(p)
     add_reaction(p)
 
 
@@ -82,17 +84,18 @@ def read_inputs(args, command: str, outputs: tuple[str, ...], policies: list[str
                     raise UserError("--out", str(out), f"holds {name}, a transcript this {command} reads: "
                                     f"the {command}'s own {name} would replace it; give another folder") from None
         check_transcript_options(args)
-        return Inputs(policies, load_replay(args.scenario or "transcript", overrides, policies), overrides, True,
-                      None)
+        scenario = load_replay(args.scenario or "transcript", overrides, policies, prices=args.prices)
+        return Inputs(policies, scenario, overrides, True, None)
     if args.scenario is None:
         raise UserError(command, None, "give a folder or file of transcripts, or --scenario to run seeds "
                                        "of a synthetic scenario")
-    return Inputs(policies, load(args.scenario, overrides, policies), overrides, False,
+    return Inputs(policies, load(args.scenario, overrides, policies, prices=args.prices), overrides, False,
                   parse_seeds(args.seeds or "0:20"))
 
 
-def gather(units) -> tuple[list, list[str]]:
-    """The units that went through and the files that failed, each failure and warning said on stderr as it comes."""
+def gather(units, keep=None) -> tuple[list, list[str]]:
+    """The units that went through (each as ``keep(unit)`` gives it: what the command still needs of it) and the
+    files that failed, each failure and warning said on stderr as it comes."""
     done, skipped = [], []
     for unit in units:
         if isinstance(unit, tuple):
@@ -101,7 +104,7 @@ def gather(units) -> tuple[list, list[str]]:
             continue
         for warning in unit.warnings:
             print(f"prunesim: warning: {warning}", file=sys.stderr)
-        done.append(unit)
+        done.append(unit if keep is None else keep(unit))
     return done, skipped
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.labels import fitted_names, policy_labels
 from prunesim.studies import leaderboard as lb
+from prunesim.studies import observable
 from prunesim.studies.grid import inert_axes, parse_axes
 
 
@@ -50,20 +52,27 @@ def main(args) -> int:
     shown = [e for e in entries if e.policy != lb.REFERENCE or lb.REFERENCE in policies]
     for line in inert_axes(axes, policies):
         print(line, file=sys.stderr)
+    rows: list[dict] = []
     tools: set[str] = set()
     if transcripts:
         units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
     else:
         units = lb.synthetic_units(entries, seeds)
-    done, skipped = gather(units)
+
+    def rows_of(unit):  # its rows now; what it ran on kept, not its summaries
+        rows.extend(lb.unit_rows(unit, shown, transcripts))
+        return dataclasses.replace(unit, summaries={})
+
+    done, skipped = gather(units, rows_of)
+    count = len(done)
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
     if partial(done, skipped, args.skip_bad, "leaderboard"):
         return 2
-    count = len(done)
-    rows = [row for unit in done for row in lb.unit_rows(unit, shown, transcripts)]
     table = lb.reduce(rows, shown)
     pairs = lb.paired(rows, shown)
+    unobservable = observable.common([u.unobservable or {} for u in done])
+    cache = lb.cache_assumption(table, shown)
     meta = {
         "paired": pairs,  # each row's dollars against noop's on the same units (docs/leaderboard.md)
         "source": str(args.dir) if transcripts else None,
@@ -78,6 +87,12 @@ def main(args) -> int:
         "calibration": args.calibration if transcripts else None,
         "sidechains": args.sidechains if transcripts else None,
         "skipped": skipped,  # the files --skip-bad left out
+        # What each model's units were billed on, and the values no recording gave (prunesim.io.settings). The
+        # scenario above is the base every unit started from; on transcripts its window and [pricing] are each
+        # recording's (these), not its own placeholders.
+        "runtime": lb.runtimes(done),
+        "unobservable": unobservable,
+        "cache_assumption": cache,
     }
     try:
         with output.folder(args.out, "--out") as staging:  # the three files together, or none
@@ -92,6 +107,9 @@ def main(args) -> int:
     if skipped:
         what += f" ({len(skipped)} file(s) that failed left out: --skip-bad)"
     print(format_table(table, shown, what))
+    print(format_runtime(meta["runtime"], transcripts))
+    print(format_unobservable(unobservable))
+    print(format_cache(cache))
     if transcripts:
         print(format_bills(rows))
     print(format_paired(pairs, shown))
@@ -123,7 +141,8 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
         centre = r["mean"] if r["interval"] in ("mean", "wilson") else r["median"]
         show = _usd if r["figure"] in dollars else lambda x, ratio=ratio: _num(x, ratio)
         cell[(r["policy"], r["setting"], r["figure"])] = f"{show(centre)} [{show(r['ci_low'])}, {show(r['ci_high'])}]"
-    shown = ("cost_ratio", "cost_usd", "cost_vs_recorded", "input_ratio", "decision_tokens", "peak_utilization",
+    shown = ("cost_ratio", "uncached_cost_ratio", "cost_usd", "uncached_cost_usd", "cost_vs_recorded", "input_ratio",
+             "decision_tokens", "peak_utilization",
              "re_retrievals", "re_retrievals_share", "refetches", "lost_constraints", "lost_constraints_share",
              "unrecorded_evictions", "forced_truncations", "acted")  # the files hold every figure
     figures = [f for f in shown if any(k[2] == f for k in cell)]
@@ -142,6 +161,44 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
         lines.append("  ".join([f"{name:{name_w}s}", *(f"{cell.get((*e.key, f), '-'):>{w}s}"
                                                          for f, w in zip(figures, widths, strict=True))]))
     return "\n".join(lines)
+
+
+def format_runtime(runtime: dict, transcripts: bool) -> str:
+    """Which model and price table the units were billed on, and what no recording gave."""
+    lines = []
+    for model, r in runtime.items():
+        windows = ", ".join(f"{w:,}" for w in r["windows"] if isinstance(w, int))
+        acting = ", ".join(f"{w:,}" for w in r["triggers"] if isinstance(w, int))
+        unit = "transcript(s)" if transcripts else "seed(s)"
+        lines.append(f"billed as {model} ({'; '.join(map(str, r['price_tables']))}) on {r['units']} {unit}: window "
+                     f"{windows} tokens, the scenario's trigger at {acting}")
+        if transcripts and r["not_recorded"]:
+            lines.append("  not recorded (assumed): " + ", ".join(
+                f"{k} ({n} of {r['units']})" if n != r["units"] else k for k, n in r["not_recorded"].items()))
+    return "\n".join(lines)
+
+
+def format_unobservable(unobservable: dict) -> str:
+    if not unobservable:
+        return ""
+    return "\n".join(["unobservable here (left out, not 0):",
+                      *(f"  {k}: {why}" for k, why in unobservable.items())])
+
+
+def format_cache(cache: dict) -> str:
+    """Whether the prompt cache decides the sign of a policy's saving or the ranking."""
+    lines = []
+    if cache["sign_depends_on_cache"]:
+        lines.append("the prompt cache decides the sign: " + ", ".join(
+            f"{name} ({cache['medians'][name]['cached']:.3f} with the cache, {cache['medians'][name]['uncached']:.3f}"
+            " without)" for name in cache["sign_depends_on_cache"]))
+    if cache["ranking_depends_on_cache"]:
+        pairs = cache["reversed_pairs"]
+        moved = sorted({name for pair in pairs for name in pair}, key=lambda n: (-sum(n in p for p in pairs), n))
+        lines.append(f"the ranking by median cost ratio depends on the cache: {len(pairs)} pair(s) of entries swap "
+                     f"places without it, most often {', '.join(moved[:3])} (leaderboard.json: "
+                     "cache_assumption.reversed_pairs)")
+    return "\n".join(lines) if lines else "the prompt cache changes no sign and no rank of the median cost ratios"
 
 
 def format_paired(pairs: list[dict], entries: list) -> str:

@@ -54,7 +54,7 @@ def main(args) -> int:
     user, name = inputs.overrides, args.scenario or ("transcript" if inputs.transcripts else None)
     seed = args.seed if inputs.transcripts else 0
     if inputs.transcripts:
-        keep = lambda data, entries, s: (data, list(data.warnings), None)  # noqa: E731 - the workload itself
+        keep = lambda data, entries, s: (data, list(data.warnings), {})  # noqa: E731 - the workload itself
         done, skipped = gather(lb.transcript_units(args.dir, lb.entries_of(inputs.scenario, [policy]), args.seed,
                                                    set(), measure=keep, tokenizer=args.tokenizer,
                                                    calibration=args.calibration, sidechains=args.sidechains))
