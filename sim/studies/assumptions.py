@@ -98,12 +98,25 @@ def reaction_levels() -> dict[str, float]:
     return {name: round(float(np.quantile(p, q)), 4) for name, q in QUANTILES.items()}
 
 
+def _where(scenario, key: str) -> str:
+    """Where the resolved settings say ``key``'s value came from (prunesim.io.settings), '' when they cannot say."""
+    if scenario is None:
+        return ""
+    from prunesim.io import settings
+
+    try:
+        return settings.of(scenario)[key].where
+    except (KeyError, AttributeError):
+        return ""
+
+
 def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, reacts: bool,
                 transcripts: bool = True) -> list[Assumption]:
     """Every assumption of a recommendation over units billed as ``billings`` (module docstring).
 
     ``user``: the dotted keys the user set; ``summaries``: some policy writes a model summary; ``reacts``: the
-    closed loop re-fetches on some unit."""
+    closed loop re-fetches on some unit. Where a value came from is read from the resolved settings
+    (:mod:`prunesim.io.settings`) where they say."""
     out: list[Assumption] = []
     by_model: dict[str, list[Billing]] = {}
     for b in billings:
@@ -129,8 +142,9 @@ def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, 
         else:
             low, high = max(0.0, p.reuse * (1 - REUSE_SPREAD)), min(1.0, p.reuse * (1 + REUSE_SPREAD))
             out.append(Assumption(f"pricing.reuse ({model})", p.reuse, "fitted", (round(low, 4), round(high, 4)),
-                                  REPRICED, "prices.toml's fit of an implicit cache's hits (docs/cost.md); drawn "
-                                  "uniformly over +/- 10%", {"lo": low, "hi": high}, model=model))
+                                  REPRICED, "the fit of an implicit cache's hits (docs/cost.md; prices.toml: "
+                                  f"models.{model}.reuse); drawn uniformly over +/- 10%", {"lo": low, "hi": high},
+                                  model=model))
         if not recorded and not other and transcripts and not ({"pricing.cache", "pricing.model"} & user) \
                 and p.cache != "none":
             out.append(Assumption(f"pricing.cache ({model})", p.cache, "default", (p.cache, "none"), REPRICED,
@@ -142,7 +156,7 @@ def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, 
             out.append(Assumption(SUMMARY, mean, "user", None, FIXED, "set with --set"))
         else:
             levels = summary_levels(mean)
-            out.append(Assumption(SUMMARY, mean, "default", (levels["lo"], levels["hi"]), RESIMULATED,
+            out.append(Assumption(SUMMARY, mean, "fitted", (levels["lo"], levels["hi"]), RESIMULATED,
                                   f"the mean of {len(SEEN_SIZES)} recorded compaction summaries "
                                   f"({', '.join(f'{s:,}' for s in SEEN_SIZES)} tokens); t interval of that mean",
                                   levels))
@@ -152,7 +166,8 @@ def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, 
             out.append(Assumption(REACTION, prob, "user", None, FIXED, "set with --set or --reaction"))
         else:
             levels = reaction_levels()
+            where = _where(base, REACTION) or "sim/model/reaction.json"
             out.append(Assumption(REACTION, prob, "fitted", (levels["lo"], levels["hi"]), RESIMULATED,
-                                  "sim/model/reaction.json: re-reads after a removal over the null; Jeffreys "
-                                  "posteriors of both shares", levels))
+                                  f"{where}: re-reads after a removal over the null; Jeffreys posteriors of both "
+                                  "shares", levels))
     return out
