@@ -1,8 +1,8 @@
 """What a recommendation assumes: each value it rests on, where it came from, and the range it is drawn over.
 
-:func:`assumptions` lists them once for a set of units (one place, so that it
-can read a run's resolved settings with their sources once ``prunesim.io.settings``
-gives them). Each :class:`Assumption` says how a draw changes it:
+:func:`assumptions` lists them once for a set of units, in one place, reading where a
+value came from in the run's resolved settings (:mod:`prunesim.io.settings`) where
+they say. Each :class:`Assumption` says how a draw changes it:
 
 * **re-priced** (:mod:`prunesim.studies.reprice`): an implicit cache's fitted
   ``reuse``, drawn uniformly over its value +/- 10% (clipped to [0, 1]; no
