@@ -427,6 +427,8 @@ def recommend_section(path: Path, figures: _Figures) -> Section:
         words += ["--policies", ",".join(data["asked"])]
     for key, value in (data.get("overrides") or {}).items():
         words += ["--set", f"{key}={_value_text(value)}"]
+    if data.get("prices"):
+        words += ["--prices", str(data["prices"])]
     words += ["--objective", str(data["objective"]), "--draws", str(data["draws"])]
     section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(folder)]), exact=False))
     by = {p["policy"]: p for p in data["policies"]}

@@ -71,6 +71,7 @@ def main(args) -> int:
     listed = assumptions(scenario, [u.billing for u in runs], user, summaries, reacts, inputs.transcripts)
     source = str(args.dir) if inputs.transcripts else f"{scenario.name}, seeds {_seeds(inputs.seeds)}"
     meta = {"source": source, "scenario": args.scenario, "asked": inputs.policies, "overrides": inputs.overrides,
+            "prices": args.prices,
             "seed": args.seed if inputs.transcripts else None, "seeds": inputs.seeds, "skipped": skipped}
     rec = rc.recommend(runs, policies, listed, objective=args.objective, draws=args.draws,
                        seed=args.seed or 0, meta=meta)

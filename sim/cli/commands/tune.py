@@ -64,11 +64,13 @@ def main(args) -> int:
         names = [d.name for d in datas]
         # A token setting is checked against the scenario's window when loaded, and against each unit's on replay.
         window = min(inputs.scenario.window, *(replay_scenario(inputs.scenario, d).window for d in datas))
-        bills = tn.replay_bills(datas, lambda o: load_replay(name, {**user, **o}, [policy]), policy, args.seed)
+        bills = tn.replay_bills(datas, lambda o: load_replay(name, {**user, **o}, [policy], prices=args.prices),
+                               policy, args.seed)
     else:
         names = [f"seed {s}" for s in inputs.seeds]
         window, skipped = inputs.scenario.window, []
-        bills = tn.seed_bills(lambda o: load(name, {**user, **o}, [policy]), policy, inputs.seeds)
+        bills = tn.seed_bills(lambda o: load(name, {**user, **o}, [policy], prices=args.prices), policy,
+                             inputs.seeds)
     space = tn.search_space(policy, inputs.scenario, window)
     result = tn.tune(policy, names, bills, space, trials=args.trials, seed=seed or 0)
     result.meta = {"source": str(args.dir) if inputs.transcripts else name, "skipped": skipped}
