@@ -37,9 +37,7 @@ def null_dataset(rng, n: int) -> list[UnitRuns]:
 
 
 def test_two_copies_of_one_policy_tie_exactly():
-    rng = np.random.default_rng(3)
     units = [unit(f"u{i}", {"noop": 2.0 + i, "a": 1.0 + i, "copy": 1.0 + i}) for i in range(12)]
-    del rng
     rec = rc.recommend(units, ["noop", "a", "copy"], [], draws=300)
     assert rec.recommendation == rc.NO_CLEAR_WINNER and rec.tied == ["a", "copy"]
     by = {p["policy"]: p for p in rec.policies}
