@@ -45,11 +45,11 @@ only the plan's candidates and index, which the runtime builds itself.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import non_negative, positive
+from prunesim.model.scenario import non_negative, positive, searched
 from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
 from prunesim.policies.boundary import (
     BoundaryDecision,
@@ -78,7 +78,7 @@ class Gate:
     itself, a bound for comparison).
     """
 
-    lead: int = 0
+    lead: int = field(default=0, metadata=searched(0, 8000, integer=True))
     margin_factor: float = 1.5
     knowledge: Literal["estimate", "oracle"] = "estimate"
     prior_selections: float = 3.0  # the seed's pass names "~3" spans
