@@ -168,9 +168,7 @@ class PassEstimate:
         return self.sum_rationale / self.n
 
     def _variance(self, total: float, squares: float) -> float:
-        if self.n <= 1.0:
-            return math.inf  # one (pseudo-)pass: no spread yet
-        return max(0.0, (squares - total * total / self.n) / (self.n - 1.0))
+        return sample_variance(self.n, total, squares)
 
     @property
     def net_variance(self) -> float:
@@ -275,9 +273,15 @@ class IndexEstimate:
     @property
     def net_variance(self) -> float:
         """The estimated variance of a pass's error (infinite before a pass gives a spread)."""
-        if self.n <= 1.0:
-            return math.inf
-        return max(0.0, (self.sum_error_sq - self.sum_error * self.sum_error / self.n) / (self.n - 1.0))
+        return sample_variance(self.n, self.sum_error, self.sum_error_sq)
+
+
+def sample_variance(n: float, total: float, squares: float) -> float:
+    """The sample variance of ``n`` values (counted with the prior) from their sum and sum of squares; infinite for
+    one (pseudo-)pass, which gives no spread yet."""
+    if n <= 1.0:
+        return math.inf
+    return max(0.0, (squares - total * total / n) / (n - 1.0))
 
 
 def net_negative_bound(expected_net: float, net_variance: float) -> float:
