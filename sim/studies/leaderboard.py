@@ -34,6 +34,7 @@ import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError
 from prunesim.io import atomic
+from prunesim.io.transcripts.identity import Seen
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
@@ -162,17 +163,19 @@ def recorded_bill(data, scenario: Scenario) -> float | None:
     return None if run is None else cache_fidelity.reference_cost(run, scenario.pricing)
 
 
-def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str],
+def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str], seen: Seen | None = None,
                      **reading) -> Iterator[Unit | tuple[Path, UserError]]:
     """One unit per workload in ``folder`` (read one at a time), or (file, error) for a file that failed.
 
     A file's units are given once all its runs went through: a JSON-lines file with a bad run gives only
     its error, as a bad file of one run. ``tools`` collects the tool names the transcripts use; ``reading``
     is how transcripts are read (``tokenizer``, ``calibration``, ``sidechains``: see :func:`iter_sources`).
+    A run whose content is another's (a copied file) is one unit: ``seen`` says so (a fresh one by default).
     """
+    seen = Seen() if seen is None else seen
     held: list[Unit] = []
     current = dead = None
-    for path, data in iter_sources([folder], **reading):
+    for path, data in iter_sources([folder], seen=seen, **reading):
         if path != current:
             yield from held
             held, current = [], path
@@ -198,6 +201,7 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
                 del result
         except UserError as err:  # the transcript's model or window: this file's error, the others go on
             held, dead = [], path
+            seen.forget(path)
             yield path, err
             continue
         held.append(Unit(data.name, summaries, tuple(warnings), bill))

@@ -22,6 +22,7 @@ from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.labels import fitted_names, policy_labels
 from prunesim.io.scenario_files import load, load_replay
+from prunesim.io.transcripts.identity import Seen
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
 from prunesim.studies.grid import inert_axes, parse_axes
@@ -106,8 +107,9 @@ def main(args) -> int:
     rows: list[dict] = []
     tools: set[str] = set()
     skipped: list[str] = []
+    seen = Seen(lambda line: print(f"prunesim: warning: {line}", file=sys.stderr))
     if transcripts:
-        units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
+        units = lb.transcript_units(args.dir, entries, args.seed, tools, seen, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
     else:
         units = lb.synthetic_units(entries, seeds)
@@ -140,6 +142,7 @@ def main(args) -> int:
         "calibration": args.calibration if transcripts else None,
         "sidechains": args.sidechains if transcripts else None,
         "skipped": skipped,  # the files --skip-bad left out
+        "repeats": seen.repeats,  # runs whose content another file (or line) already gave: counted once
     }
     try:
         with output.folder(args.out, "--out") as staging:  # the three files together, or none
