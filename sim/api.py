@@ -119,6 +119,23 @@ def record(result: RunResult) -> dict:
     return run_record(result)
 
 
+def unquote_cell(value):
+    """A cell of a CSV file prunesim wrote, back as the value it was given.
+
+    A text cell that would start a spreadsheet formula (``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+    first) or that starts with a single quote was written with one more single quote before it; this removes it.
+    Numbers, and any value that is not text, are returned as they are. With pandas::
+
+        frame = pandas.read_csv("out/runs.csv").map(api.unquote_cell)
+
+    >>> unquote_cell("'=1+2"), unquote_cell("''quoted"), unquote_cell("naive"), unquote_cell(-3)
+    ('=1+2', "'quoted", 'naive', -3)
+    """
+    from prunesim.observe.cells import recover
+
+    return recover(value)
+
+
 def list_scenarios() -> dict[str, str]:
     out = {}
     for name, path in sorted(scenario_mod.shipped_scenarios().items()):
