@@ -10,8 +10,9 @@ simulates. A result is one of:
   ``replay --plot DIR`` wrote (``replay.json`` beside the runs the story figure is drawn from).
 
 Each becomes a section of the page: the command that made it (the exact one
-where the result file records it, else one rebuilt from what it records, and
-the page says which), the scenario with its hash, seeds and version; its
+where the result records it in ``reproduce.json``, else one rebuilt from what it
+records, and the page says which), the input files it read with their
+SHA-256, the scenario with its hash, seeds and version; its
 tables, sortable by any column; its figures, drawn by the ``prunesim.plots``
 functions as SVG and inlined; the figures that disagree with the seed, for a
 replay; and, under each figure, the files and columns it was drawn from. The
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError
-from prunesim.io import output, scenario_files, sweep_files
+from prunesim.io import output, reproduce, scenario_files, sweep_files
 from prunesim.observe.metrics import METRICS
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.plots import style
@@ -187,6 +188,29 @@ def _recorded(command) -> Command | None:
     return None
 
 
+def _reproduction(section: Section, record: dict | None, where: str) -> Command | None:
+    """What a result's record (reproduce.json) adds to its section: the input files with their SHA-256, as its
+    last table (:func:`_inputs_last`); returns the exact command it records, or None (a result written before
+    prunesim kept a record, or from Python)."""
+    if record is None or not reproduce.valid(record):
+        section.notes.append(f"{where}: no record of the input files (a result written before prunesim kept "
+                             "reproduce.json, or one edited): which files it read, and whether they are the same "
+                             "now, cannot be told")
+        return None
+    if record["inputs"]:
+        rows = [[name, digest, reproduce.now(name, digest)] for name, digest in record["inputs"].items()]
+        section.tables.append(Table(f"input files ({where})", ["file", "SHA-256", "here and now"], rows,
+                                    "prunesim:... is a file shipped with prunesim; a path is as the command "
+                                    "read it, from the folder it ran in"))
+        for name, _, state in rows:
+            if state == "changed":
+                section.notes.append(f"{name} has changed since this result was made: the command above, run "
+                                     "now, would not make it again")
+    if record["command"] is None:
+        section.notes.append(f"{where}: written from Python (prunesim.api), not by a command: no command line")
+    return _recorded(record["command"])
+
+
 # -- figures ------------------------------------------------------------------------
 def _svg(fig, prefix: str) -> str:
     """The figure as an inline <svg> element: no XML prolog, every id (and reference to one) prefixed."""
@@ -214,6 +238,13 @@ def _number(v):
                                                                               "no" if v is False else v)
 
 
+def _inputs_last(section: Section) -> Section:
+    """The input files' table after the result's own tables: what was found first, what it was made from after."""
+    inputs = [t for t in section.tables if t.title.startswith("input files")]
+    section.tables = [t for t in section.tables if t not in inputs] + inputs
+    return section
+
+
 def run_section(path: Path, figures: _Figures) -> Section:
     from prunesim.plots.ledger import ledger_figure
     from prunesim.plots.trace import trace_figure
@@ -223,9 +254,23 @@ def run_section(path: Path, figures: _Figures) -> Section:
     section = Section("run", str(path), f"run: {run.scenario} under {run.policy}, seed {run.seed}")
     section.inputs += [path / "summary.json", path / "scenario.json", path / "trace.csv", path / "ledger.csv",
                        path / "events.csv"]
+    section.inputs.append(path / reproduce.FILE)
     scenario = read_json(path / "scenario.json") if (path / "scenario.json").is_file() else None
-    section.commands.append(_rebuilt(["run", run.scenario, "--policy", run.policy, "--seed", str(run.seed),
-                                      "--out", str(path)], scenario, section))
+    transcript = s.get("transcript") if isinstance(s.get("transcript"), str) else None
+    exact = _reproduction(section, reproduce.read(path), reproduce.FILE)
+    if exact is not None:
+        section.commands.append(exact)
+    elif transcript is not None:  # a replay of a transcript: rebuilt with --workload, which only the name recalls
+        section.notes.append(f"summary.json names the transcript {transcript!r}, not its file: give --workload "
+                             "the file it was read from")
+        section.commands.append(Command(shlex.join(["prunesim", "run", "--workload", transcript, "--policy",
+                                                    run.policy, "--seed", str(run.seed), "--out", str(path)]),
+                                        False))
+    else:
+        section.commands.append(_rebuilt(["run", run.scenario, "--policy", run.policy, "--seed", str(run.seed),
+                                          "--out", str(path)], scenario, section))
+    if transcript is not None:
+        section.facts.append(("transcript", transcript))
     section.facts += [("policy", run.policy), ("seed", str(run.seed)),
                       ("prunesim version", str(s.get("prunesim_version", "not recorded")))]
     _scenario_facts(section, scenario, "scenario.json")
@@ -245,7 +290,7 @@ def run_section(path: Path, figures: _Figures) -> Section:
     if run.ledger:
         figures.add(section, "prune passes", ledger_figure(run),
                     f"{path / 'ledger.csv'}: columns index, rationale, evicted and net, one row per pass")
-    return section
+    return _inputs_last(section)
 
 
 def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> Section:
@@ -261,10 +306,15 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     words += ["--policies", ",".join(sweep.policies), "--seeds", _seeds_text(meta.get("seeds", sweep.seeds))]
     for key, value in (meta.get("overrides") or {}).items():
         words += ["--set", f"{key}={_value_text(value)}"]
-    if sweep.scenario_name not in scenario_files.shipped_scenarios():
-        section.notes.append(f"{sweep.scenario_name} is not a shipped scenario: give the command the scenario file "
-                             "it was loaded from (sweep.json records the whole scenario)")
-    section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(path)]), exact=False))
+    section.inputs.append(path / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(path), reproduce.FILE)
+    if exact is not None:
+        section.commands.append(exact)
+    else:
+        if sweep.scenario_name not in scenario_files.shipped_scenarios():
+            section.notes.append(f"{sweep.scenario_name} is not a shipped scenario: give the command the scenario "
+                                 "file it was loaded from (sweep.json records the whole scenario)")
+        section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(path)]), exact=False))
     section.facts += [("grid", "; ".join(f"{a} = {', '.join(map(str, v))}" for a, v in sweep.grid.items())),
                       ("policies", ", ".join(sweep.policies)),
                       ("seeds", style.seeds_text(meta.get("seeds", sweep.seeds))),
@@ -292,7 +342,7 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     section.tables.append(Table(f"medians and 95% intervals by {x}", ["metric", "policy", "other axes", x, "n",
                                 "median", "low", "high"], rows,
                                 "as drawn in the figures above; every run is a row of runs.csv"))
-    return section
+    return _inputs_last(section)
 
 
 def leaderboard_section(path: Path, figures: _Figures) -> Section:
@@ -313,7 +363,9 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     for flag in ("seed", "tokenizer", "calibration", "sidechains"):
         if meta.get(flag) is not None:
             words += [f"--{flag}", str(meta[flag])]
-    section.commands.append(_rebuilt([*words, "--out", str(folder)], scenario or None, section))
+    section.inputs.append(folder / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(folder), reproduce.FILE)
+    section.commands.append(exact or _rebuilt([*words, "--out", str(folder)], scenario or None, section))
     what = f"transcripts in {meta['source']}" if meta.get("source") else "seeds"
     section.facts += [("over", f"{meta.get('units', '?')} {what}"), ("reference", str(meta.get("reference", "?"))),
                       ("prunesim version", str(meta.get("prunesim_version", "not recorded")))]
@@ -333,7 +385,7 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     if "input_ratio" in names and "re_retrievals" in names:
         figures.add(section, "cost against breakage", pareto_figure(board),
                     f"{board.path}: rows of figure input_ratio and re_retrievals, columns median, ci_low, ci_high")
-    return section
+    return _inputs_last(section)
 
 
 def _fmt(v) -> str:
@@ -363,6 +415,8 @@ def replay_section(path: Path, figures: _Figures) -> Section:
     section = Section("replay", str(file), f"replay: {name}")
     section.inputs.append(file)
     recorded = _recorded(record.get("command"))
+    if "reproduce" in record:
+        _reproduction(section, record.get("reproduce"), file.name)
     seeds = record.get("seeds") if isinstance(record.get("seeds"), list) else []
     section.commands.append(recorded or Command(shlex.join(["prunesim", "replay", name, "--seeds",
                                                             _seeds_text(seeds), "--out", str(file)]), False))
@@ -414,7 +468,7 @@ def replay_section(path: Path, figures: _Figures) -> Section:
     elif name in STORIES:
         section.notes.append(f"no story figure: {file.name} has no runs beside it (prunesim replay {name} "
                              "--plot DIR writes DIR/replay.json with them)")
-    return section
+    return _inputs_last(section)
 
 
 # -- the page -----------------------------------------------------------------------

@@ -105,11 +105,13 @@ def _replay(scenario, policy, seed, overrides, workload, given_as: str, trace: s
 
 
 def write(result: RunResult, out_dir: str | Path) -> list[Path]:
-    """Write a run's files (trace, ledger, events, summary) into ``out_dir``: a run recorded with ``trace`` "turns"
-    or "all" (one run with "none" kept no ledger, events or calls: a ValueError)."""
+    """Write a run's files (trace, ledger, events, summary, and reproduce.json: its version and seed, with no
+    command, as it was run from Python) into ``out_dir``: a run recorded with ``trace`` "turns" or "all" (one
+    run with "none" kept no ledger, events or calls: a ValueError)."""
+    from prunesim.io import reproduce
     from prunesim.io.results import write_run
 
-    return write_run(result, Path(out_dir))
+    return write_run(result, Path(out_dir), reproduce.record([result.seed]))
 
 
 def record(result: RunResult) -> dict:

@@ -31,7 +31,7 @@ import warnings
 from prunesim import __version__
 from prunesim.cli import commands, crash
 from prunesim.errors import OneLineError, UserError, from_os_error
-from prunesim.io import inputs
+from prunesim.io import inputs, reproduce
 from prunesim.policies import user_policy_fault
 
 EXIT_OK = 0
@@ -172,7 +172,8 @@ def _main(argv: list[str] | None) -> int:
         args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
         # The command as typed, for the result files that record what made them (prunesim report shows it).
         args.command_line = ["prunesim", *(sys.argv[1:] if argv is None else argv)]
-        with inputs.watching():  # what the command reads, no output of it may replace (prunesim.io.inputs)
+        # what the command reads, no output of it may replace (prunesim.io.inputs), and what its results record
+        with inputs.watching(), reproduce.command(args.command_line):
             for flag in ("policy", "policies"):
                 inputs.note_policy(getattr(args, flag, None))
             code = int(args.func(args) or 0)

@@ -17,10 +17,15 @@ A sweep directory holds
   whatever ``--jobs`` or executor produced it;
 * ``.lock``: an exclusive ``flock`` held for the whole sweep, so a second sweep
   on the same directory is refused instead of interleaving rows;
-* ``traces/<run_id>/`` with ``--traces``: each run's files (see ``sim.results``).
+* ``traces/<run_id>/`` with ``--traces``: each run's files (see ``sim.results``);
+* ``reproduce.json``: the command that started the sweep, the prunesim version,
+  the SHA-256 of every input file (the scenario and its ``extends`` chain, a
+  user's policy files) and the seeds (:mod:`prunesim.io.reproduce`).
 
 Running the same sweep again skips the runs whose ``run_id`` is already in
-``runs.csv``; a different sweep on the same directory is refused.
+``runs.csv``; a different sweep on the same directory is refused, and so is a
+resume after an input file changed (a user's policy edited: the rows would mix
+two versions of it under one name) or under another prunesim version.
 
 ``run_id`` is a stable hash of the resolved scenario dict, the policy, the seed
 and the prunesim version: the same run gets the same id on any machine.
@@ -42,6 +47,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +55,7 @@ from typing import Any
 
 from prunesim import __version__
 from prunesim.errors import UserError, from_os_error
-from prunesim.io import atomic, output
+from prunesim.io import atomic, output, reproduce
 from prunesim.io import scenario_files as scenario_mod
 from prunesim.io.results import write_run
 from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file names are part of this module's API
@@ -603,7 +609,8 @@ def execute(
     engines = choose_engines(plan, engine, traces)
     out = Path(out)
     output.check_folder(out, "--out")
-    if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
+    if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name not in (LOCK_FILE, reproduce.FILE)
+                                                                 for p in out.iterdir()):
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
     dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
     try:
@@ -635,6 +642,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 old = read_description(out, own=True)
             except UserError as err:
                 raise UserError(err.where, err.key, f"{err.problem}; use a new --out directory") from None
+            _check_inputs(out)
             columns = old.pop("columns", None)
             diff = _first_difference(old, desc)
             if diff:
@@ -658,7 +666,8 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             metrics = [m for m in METRIC_NAMES if m in reported] + sorted(reported - set(METRIC_NAMES))
             fixed = list(ID_COLUMNS) + list(plan.axes)
             columns = fixed + [metric_column(m, fixed) for m in metrics]
-            atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))
+            atomic.write_json(out / reproduce.FILE, reproduce.record(plan.seeds))  # before sweep.json: a resume
+            atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))  # finds both or neither
         if not runs_path.exists() and not runs_path.is_symlink():
             atomic.write_text(runs_path, csv_line(columns))
         _repair(runs_path, columns)
@@ -712,6 +721,17 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         _remove_unstarted(out, created)
 
 
+def _check_inputs(out: Path) -> None:
+    """A resume refuses when an input of the runs done has changed (a user's policy file edited, a scenario file,
+    a prunesim version): its rows would mix two versions under one name (:func:`prunesim.io.reproduce.changed`)."""
+    recorded = reproduce.read(out)
+    if recorded is None:
+        warnings.warn(f"{out / reproduce.FILE}: missing or not a prunesim record (a sweep started by a prunesim "
+                      "that kept none): whether its inputs changed since cannot be checked", stacklevel=2)
+        return
+    reproduce.changed(recorded, str(out / reproduce.FILE))
+
+
 def _remove_unstarted(out: Path, created: bool) -> None:
     """A folder this sweep made but never described (it failed on its first runs) is removed, lock and all:
     a failed command leaves nothing behind."""
@@ -719,6 +739,7 @@ def _remove_unstarted(out: Path, created: bool) -> None:
         return
     try:
         (out / LOCK_FILE).unlink(missing_ok=True)
+        (out / reproduce.FILE).unlink(missing_ok=True)
         out.rmdir()  # only if empty: anything else in it is not this sweep's to remove
     except OSError:
         pass

@@ -19,7 +19,7 @@ from prunesim.cli.commands._common import (
     seed_arg,
 )
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import atomic, output, reproduce
 from prunesim.io.labels import fitted_names, policy_labels
 from prunesim.io.scenario_files import load, load_replay
 from prunesim.io.transcripts.identity import Seen
@@ -80,7 +80,7 @@ def main(args) -> int:
             raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
         check_distinct(files)
         output.check_outside(args.out, [args.dir], "--out")
-        for name in lb.OUTPUT_FILES:  # a transcript named as one of them would be replaced by it
+        for name in (*lb.OUTPUT_FILES, reproduce.FILE):  # a transcript named as one of them would be replaced by it
             try:
                 output.check_not_input(args.out / name, files)
             except UserError:
@@ -145,8 +145,10 @@ def main(args) -> int:
         "repeats": seen.repeats,  # runs whose content another file (or line) already gave: counted once
     }
     try:
-        with output.folder(args.out, "--out") as staging:  # the three files together, or none
+        with output.folder(args.out, "--out") as staging:  # the files together, or none
             lb.write(staging, meta, rows, table)
+            ran = seeds if seeds is not None else [args.seed if args.seed is not None else scenario.seed]
+            atomic.write_json(staging / reproduce.FILE, reproduce.record(ran))
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
@@ -159,7 +161,8 @@ def main(args) -> int:
     print(format_table(table, shown, what))
     if transcripts:
         print(format_bills(rows))
-    print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}")
+    print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}, "
+          f"{args.out / reproduce.FILE}")
     return 0
 
 

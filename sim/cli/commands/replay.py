@@ -10,7 +10,7 @@ from pathlib import Path
 from prunesim import __version__
 from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, parse_seeds, seed_arg
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import output, reproduce
 from prunesim.io.atomic import dumps_json, json_ready
 from prunesim.io.results import write_run
 from prunesim.io.scenario_files import load, replace
@@ -107,6 +107,7 @@ def result_record(args, replay, report, seeds: list[int]) -> dict:
         "variants": [{"label": v.label, "policy": v.policy, "overrides": dict(v.overrides or {})}
                      for v in getattr(replay, "variants", ())],
         "report": json_ready(report.as_dict()),
+        "reproduce": reproduce.record(seeds),  # the inputs' hashes with the command (prunesim.io.reproduce)
     }
     figures = getattr(report, "figures", None)
     if figures and hasattr(figures[0], "figure"):  # a replay judged on published figures: how each is judged

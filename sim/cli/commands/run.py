@@ -28,7 +28,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=seed_arg, help="random seed (default: the scenario's)")
     add_set(p)
     add_reaction(p)
-    p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
+    p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv, summary.json and "
+                   "reproduce.json (the command and its input files' hashes) here")
     p.add_argument("--trace", choices=MODES, default=None,
                    help="what trace.csv records: every change (all), one row per turn (turns) or nothing (none); "
                         "default all with --out, none without")
@@ -52,7 +53,7 @@ def main(args) -> int:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
         sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
-        result, _ = stream_run(sc, args.policy, args.seed, out, trace)
+        result, _ = stream_run(sc, args.policy, args.seed, out, trace, record=True)
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
@@ -79,7 +80,7 @@ def _replay_workload(args, trace: str, out: Path | None):
         def run(recorder, edit_log):
             return replay(data, base, args.policy, args.seed, trace=trace, recorder=recorder, edit_log=edit_log)[0]
 
-        result, _ = stream_run(base, args.policy, args.seed, out, trace, run=run)
+        result, _ = stream_run(base, args.policy, args.seed, out, trace, run=run, record=True)
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result
