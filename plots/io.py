@@ -284,6 +284,8 @@ def fresh_aggregate(path: Path, meta: dict, runs: list[dict]) -> list[dict] | No
             table = _read_aggregate(agg, meta)
         except UserError as err:
             reason = f"is unreadable ({err.problem})"
+    if table is not None and _repeated(table, meta):
+        reason, table = f"repeats the row of {_repeated(table, meta)}", None
     if table is not None and not _matches(table, runs, meta):
         reason, table = "does not match runs.csv", None
     if reason is None:
@@ -323,6 +325,19 @@ def _read_aggregate(path: Path, meta: dict) -> list[dict]:
                 raise UserError(str(path), f"line {n}, column {c}", "not a number")
         rows.append(row)
     return rows
+
+
+def _repeated(table: list[dict], meta: dict) -> str | None:
+    """The first (policy, grid point, metric) that has two rows, worded; None when each has one: a figure would
+    draw one of the two and leave the other out, whichever came last."""
+    seen = set()
+    for r in table:
+        key = (r["policy"], *(format_cell(r[a]) for a in meta["grid"]), r["metric"])
+        if key in seen:
+            point = ", ".join(f"{a}={format_cell(r[a])}" for a in meta["grid"])
+            return f"{r['policy']}, {point}, {r['metric']}" if point else f"{r['policy']}, {r['metric']}"
+        seen.add(key)
+    return None
 
 
 def _matches(table: list[dict], runs: list[dict], meta: dict) -> bool:

@@ -187,6 +187,12 @@ def _main(argv: list[str] | None) -> int:
     except StdoutGone:
         _silence_stdout()
         return EXIT_OK  # the reader had what it wanted, as with any Unix filter
+    except SystemExit as err:  # argparse's --help and its usage errors end so; a user's policy must not
+        fault = user_policy_fault(err)
+        if fault is None:
+            raise
+        _say(f"prunesim: error: {fault}")  # sys.exit(0) in its decide is no "done": the run did not finish
+        return fault.exit_code
     except KeyboardInterrupt:
         _say("prunesim: interrupted")
         return EXIT_INTERRUPTED

@@ -74,7 +74,7 @@ from prunesim.kernel.choice import KernelRefused, auto_min_turns, kernel_gap, pi
 from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
-from prunesim.policies import get_policy
+from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
 
@@ -371,7 +371,21 @@ def _kernel_summaries(scenario: Scenario, policy: str, seeds: list[int]) -> list
 # -- running ------------------------------------------------------------------
 def run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]], traces_dir: str | None,
               engine: str = "simpy"):
-    """Worker entry point: run each (run_id, seed) on ``engine``; returns [(run_id, summary)]."""
+    """Worker entry point: run each (run_id, seed) on ``engine``; returns [(run_id, summary)].
+
+    What a user's policy raised (``sys.exit()`` too) is worded here, where its frames are: a worker's exception
+    reaches the sweep as a copy without them, and a SystemExit would end the sweep as if it were done."""
+    try:
+        return _run_batch(scenario, policy, items, traces_dir, engine)
+    except (Exception, SystemExit) as err:
+        fault = user_policy_fault(err)
+        if fault is None:
+            raise
+        raise fault from None
+
+
+def _run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]], traces_dir: str | None,
+               engine: str) -> list[tuple[str, dict]]:
     if engine == "kernel":  # summaries only: choose_engines keeps --traces on SimPy
         summaries = _kernel_summaries(scenario, policy, [seed for _, seed in items])
         return [(rid, summary) for (rid, _), summary in zip(items, summaries, strict=True)]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from prunesim import __version__
-from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, parse_seeds, seed_arg
+from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, out_file_arg, parse_seeds, seed_arg
 from prunesim.errors import UserError
 from prunesim.io import output, reproduce
 from prunesim.io.atomic import dumps_json, json_ready
@@ -36,7 +36,7 @@ def register(sub) -> None:
                    help="the seed of the plotted runs: a number, or 'median' for the run nearest the medians "
                         "over --seeds (default: the scenario's seed)")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="format of the --plot figure")
-    p.add_argument("--out", type=out_arg, metavar="FILE",
+    p.add_argument("--out", type=out_file_arg, metavar="FILE",
                    help="also write the report, the command, the scenario and the seeds to FILE as JSON, for "
                         "prunesim report (--plot DIR writes the same to DIR/replay.json)")
     add_engine(p)
