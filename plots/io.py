@@ -39,15 +39,16 @@ NUMBER_WORDS = ("inf", "-inf", "nan")  # how result files write what JSON cannot
 def read_csv(path: Path, columns=(), numeric=(), text=None) -> list[dict]:
     """Rows of a result CSV as dicts; ``columns`` must be in its header, ``numeric`` ones hold finite numbers.
 
-    ``text``: when given, the only columns that may hold words; every other cell is a number, a yes/no or
-    blank (a corrupted cell is named, not read as a missing value and left out of a figure)."""
+    ``text``: when given, the only columns that may hold words, read as the text they hold (a transcript named
+    ``007`` stays ``"007"``); every other cell is a number, a yes/no or blank (a corrupted cell is named, not
+    read as a missing value and left out of a figure)."""
     header, body, _ = sweep_files.read_table(Path(path), Path(path).name)
     missing = [c for c in columns if c not in header]
     if missing:
         raise UserError(str(path), None, f"missing column(s) {', '.join(missing)} (not a prunesim result file?)")
     rows = []
     for n, cells in enumerate(body, start=2):
-        row = {k: parse_cell(v) for k, v in zip(header, cells, strict=True)}
+        row = {k: v if text is not None and k in text else parse_cell(v) for k, v in zip(header, cells, strict=True)}
         for c in numeric:
             if c not in row:  # an optional column this file does not have
                 continue

@@ -38,6 +38,7 @@ byte, so the engine is not part of the sweep's description: a sweep may be resum
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fcntl
 import hashlib
 import json
@@ -443,8 +444,11 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     finished = False
     try:
-        futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
-                   for sc, policy, items, engine in batches]
+        try:
+            futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
+                       for sc, policy, items, engine in batches]
+        except OSError as err:  # the workers are started at the first submit: fork() refused
+            raise _too_many(err, jobs, workers, len(pool._processes or {})) from None
         for fut in as_completed(futures):
             yield fut.result()
         finished = True
@@ -453,6 +457,21 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
             pool.shutdown(wait=True)
         else:  # SIGTERM, Ctrl-C, a failed run: the batches in flight are lost anyway (a resume re-runs them)
             _stop_workers(pool)
+
+
+def _too_many(err: OSError, jobs: int, workers: int, started: int) -> Exception:
+    """fork() refused a worker: past the limit on this user's processes (``ulimit -u``), or out of memory for
+    one more. Named as --jobs, the flag that asked for them, not as the system's bare reason."""
+    if err.errno not in (errno.EAGAIN, errno.ENOMEM):
+        return from_os_error(err, "--jobs")
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,}"
+    why = (f"past the limit on your processes (ulimit -u: {shown})" if err.errno == errno.EAGAIN
+           else "there is no memory for another process")
+    return UserError("--jobs", str(jobs), f"the system refused to start worker {started + 1} of {workers}: {why}; "
+                                          "give fewer --jobs (the runs done are kept: run the sweep again)")
 
 
 def _stop_workers(pool) -> None:

@@ -34,7 +34,7 @@ def register(sub) -> None:
         "leaderboard",
         help="every policy on a folder of transcripts (or seeds of a scenario): costs and breakages, with intervals",
         description="Replay every transcript in DIR (or run --seeds of a synthetic --scenario) under each policy "
-        "and reduce per policy: median and bootstrap 95%% interval over the transcripts or seeds of the input "
+        "and reduce per policy: median and bootstrap 95% interval over the transcripts or seeds of the input "
         "tokens billed relative to noop, decision tokens, peak utilization, re-retrievals, lost constraints, "
         "unrecorded evictions and forced truncations. Writes OUT/leaderboard.csv, OUT/runs.csv and "
         "OUT/leaderboard.json. See docs/leaderboard.md.",
