@@ -34,6 +34,7 @@ from pathlib import Path
 
 from prunesim.errors import UserError
 from prunesim.io import output, reproduce, scenario_files, sweep_files
+from prunesim.io.sweep_files import MAX_SEED
 from prunesim.observe.metrics import METRICS
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.plots import style
@@ -121,6 +122,12 @@ def scenario_hash(scenario: dict) -> str:
     """
     blob = json.dumps(scenario, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _seeds(value) -> list[int]:
+    """The seeds a result file records: a list of seeds; anything else (an edited file) is none."""
+    ok = isinstance(value, list) and all(type(s) is int and 0 <= s <= MAX_SEED for s in value)
+    return list(value) if ok else []
 
 
 def _seeds_text(seeds: list[int]) -> str:
@@ -357,9 +364,11 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     scenario = meta.get("scenario") if isinstance(meta.get("scenario"), dict) else {}
     if scenario.get("name"):
         words += ["--scenario", str(scenario["name"])]
-    words += ["--policies", ",".join(meta.get("policies") or board.policies())]
-    if meta.get("seeds"):
-        words += ["--seeds", _seeds_text(meta["seeds"])]
+    named = meta.get("policies")
+    words += ["--policies", ",".join(map(str, named) if isinstance(named, list) and named else board.policies())]
+    seeds = _seeds(meta.get("seeds"))
+    if seeds:
+        words += ["--seeds", _seeds_text(seeds)]
     for flag in ("seed", "tokenizer", "calibration", "sidechains"):
         if meta.get(flag) is not None:
             words += [f"--{flag}", str(meta[flag])]
@@ -369,8 +378,8 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     what = f"transcripts in {meta['source']}" if meta.get("source") else "seeds"
     section.facts += [("over", f"{meta.get('units', '?')} {what}"), ("reference", str(meta.get("reference", "?"))),
                       ("prunesim version", str(meta.get("prunesim_version", "not recorded")))]
-    if meta.get("seeds"):
-        section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
+    if seeds:
+        section.facts.append(("seeds", style.seeds_text(seeds)))
     _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META)
     names = board.figures()
     cells = []
@@ -417,7 +426,7 @@ def replay_section(path: Path, figures: _Figures) -> Section:
     recorded = _recorded(record.get("command"))
     if "reproduce" in record:
         _reproduction(section, record.get("reproduce"), file.name)
-    seeds = record.get("seeds") if isinstance(record.get("seeds"), list) else []
+    seeds = _seeds(record.get("seeds"))
     section.commands.append(recorded or Command(shlex.join(["prunesim", "replay", name, "--seeds",
                                                             _seeds_text(seeds), "--out", str(file)]), False))
     section.facts += [("seeds", style.seeds_text(seeds)),
@@ -430,7 +439,8 @@ def replay_section(path: Path, figures: _Figures) -> Section:
                                      for v in variants if isinstance(v, dict)]))
     rows = report.get("figures")
     if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
-        judging = record.get("judging") or [{}] * len(rows)
+        judging = record.get("judging") if isinstance(record.get("judging"), list) else []
+        judging = [j if isinstance(j, dict) else {} for j in judging] or [{}] * len(rows)
         table = []
         for r, j in zip(rows, judging, strict=False):
             judged = j.get("judged", r.get("accepted") is not None)
