@@ -289,7 +289,7 @@ def collect(folder: Path) -> tuple[list[Run], list[str]]:
     """Every recorded run under ``folder`` (or in one file), and a line for each file that failed
     (``(path, exception)`` instead of a line when prunesim itself failed on it)."""
     runs, failed = [], []
-    seen: set[tuple] = set()  # a run's calls: a copied file is one run, as the importer counts it
+    seen: set[tuple] = set()  # what the study reads of a run, its calls: a copied file's runs are counted once
     for path in expand([Path(folder)]):
         found = []
         try:
