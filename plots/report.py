@@ -536,5 +536,6 @@ def write(paths: list[Path], out: Path, version: str, metrics: list[str] | None 
     sections = build(paths, metrics)
     # ... and, once they are known, the files the sections read below them (a replay's runs).
     output.check_not_input(out, [p for s in sections for p in s.inputs if p.exists()], "--out")
-    output.write_text(out, render(sections, version), "--out")
+    page = render(sections, version)  # a folder named in bytes that are not UTF-8 (legal on Linux) shows as \xff
+    output.write_text(out, page.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"), "--out")
     return out

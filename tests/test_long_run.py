@@ -83,3 +83,15 @@ def test_too_much_memory_or_disk_is_a_warning(monkeypatch, tmp_path):
     lines = _long_run._too_much(est, tmp_path / "out")
     assert lines[0].startswith("the run may need up to 909.5 TB of memory; this machine has 931.3 GB")
     assert lines[1].startswith(f"--out: {tmp_path / 'out'}: the run's files need about 9,094.9 TB;")
+
+
+def test_a_run_whose_short_runs_are_no_scenario_goes_on_without_figures(small, tmp_path):
+    """A scripted event past the pilots' end makes them invalid: the long run is not refused for that."""
+    path = tmp_path / "late.toml"
+    path.write_text(f'extends = "oscillation-40"\nturns = {TURNS}\n[[workload.events]]\nturn = {TURNS - 10}\n'
+                    'kind = "tool_output"\ntokens = 500\n')
+    code, out, err = cli("run", path)
+    assert code == 0, err
+    assert err.splitlines()[1] == ("prunesim: run: no estimate: 100 turns of it are not a scenario "
+                                   f"(workload.events[0].turn: {TURNS - 10} is after the last turn 100); the run "
+                                   "goes on")

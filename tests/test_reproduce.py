@@ -241,3 +241,19 @@ def test_a_shipped_input_is_named_the_same_on_every_machine_and_found_again(name
     assert Path(path).is_file() and reproduce.name_of(path) == name
     assert reproduce.now(name, reproduce.sha256(path)) == "same"
     assert reproduce.now(name, "0" * 64) == "changed" and reproduce.now("no/such/file", "0") == "not found"
+
+
+def test_a_name_that_is_not_utf8_is_recorded_and_reported_as_escapes(tmp_path):
+    """Linux allows any bytes in a name; the record is JSON text and the report HTML: \\xff, as typed bytes."""
+    import os
+
+    folder = os.fsencode(tmp_path)
+    scenario = os.fsdecode(folder + b"/x\xff.toml")
+    Path(scenario).write_text((ROOT / "scenarios" / "oscillation-40.toml").read_text())
+    out = os.fsdecode(folder + b"/r\xff")
+    assert cli("run", scenario, "--set", "turns=10", "--out", out)[0] == 0
+    record = json.loads(Path(out, reproduce.FILE).read_text())
+    assert record["command"][2].endswith("x\\xff.toml") and any(k.endswith("x\\xff.toml") for k in record["inputs"])
+    code, _, err = cli("report", out, "--out", tmp_path / "page.html")
+    assert code == 0, err
+    assert "x\\xff" in (tmp_path / "page.html").read_text(encoding="utf-8")

@@ -117,6 +117,9 @@ class _Stdout:
 
 
 def _say(line: str) -> None:
+    # A name that is not UTF-8 (legal on Linux) is shown as its bytes, \xff, on any stream: never lost to an
+    # encoding error, never Python's \udcff.
+    line = line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     try:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):

@@ -47,7 +47,7 @@ _command: ContextVar[list[str] | None] = ContextVar("prunesim_command", default=
 @contextlib.contextmanager
 def command(argv: list[str]) -> Iterator[None]:
     """The command line running until the block ends (set by the command line, read by :func:`record`)."""
-    token = _command.set([str(a) for a in argv])
+    token = _command.set([inputs.text_name(str(a)) for a in argv])  # a name not UTF-8 as \xff escapes: JSON text
     try:
         yield
     finally:
@@ -66,19 +66,21 @@ def _shipped_roots() -> list[tuple[Path, str]]:
 
 
 def name_of(path: str) -> str:
-    """How the record names an input: ``prunesim:REL`` for a file shipped with prunesim, else the path as read."""
+    """How the record names an input: ``prunesim:REL`` for a file shipped with prunesim, else the path as read
+    (bytes that are not UTF-8, legal in a Linux name, as ``\\xff`` escapes: the record is JSON text)."""
     try:
         real = Path(os.path.realpath(path))
     except (OSError, ValueError):
-        return path
+        return inputs.text_name(path)
     for root, prefix in _shipped_roots():
         if real.is_relative_to(root):
             return SHIPPED + prefix + real.relative_to(root).as_posix()
-    return path
+    return inputs.text_name(path)
 
 
 def path_of(name: str) -> str:
-    """Where the input a record names is on this machine: a shipped file in this prunesim, else the path."""
+    """Where the input a record names is on this machine: a shipped file in this prunesim, else the path (a name
+    recorded with ``\\xff`` escapes is looked up as written, and so not found)."""
     if name.startswith(SHIPPED + "scenarios/"):
         return str(Path(str(resources.files("prunesim.scenarios"))) / name[len(SHIPPED + "scenarios/"):])
     if name.startswith(SHIPPED):

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from prunesim.cli.commands._common import machine_memory
+from prunesim.errors import UserError
 from prunesim.model.events import Observer
 from prunesim.studies.estimate import LARGE_TURNS, Estimate, estimate, pilots
 
@@ -46,7 +47,12 @@ def announce(scenario, policy: str | None, seed: int | None, trace: str, out: Pa
     short, long = pilots(scenario.turns)
     print(f"prunesim: run: {scenario.turns:,} turns: measuring what it will take on {short:,} and {long:,} turns "
           "of it first", file=sys.stderr, flush=True)
-    est = estimate(scenario, policy, seed, trace, files=out is not None)
+    try:
+        est = estimate(scenario, policy, seed, trace, files=out is not None)
+    except UserError as err:  # a short run of it is no scenario (a scripted event past its end): no figures
+        print(f"prunesim: run: no estimate: {short:,} turns of it are not a scenario ({err.key or err.where}: "
+              f"{err.problem}); the run goes on", file=sys.stderr, flush=True)
+        return True
     print(f"prunesim: run: about {_duration(est.seconds)} on this machine ({est.seconds_per_turn * 1e6:,.0f} us a "
           f"turn); memory {_size(est.memory_measured)} at {long:,} turns, at most {_size(est.memory)} at the end "
           "(if it grew all run long as it did between the two)"
