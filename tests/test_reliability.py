@@ -641,7 +641,6 @@ def test_15_a_recorded_run_bigger_than_the_machine_warns(monkeypatch, tmp_path):
 
 def test_15_a_run_without_out_records_no_trace(monkeypatch):
     seen = {}
-    from prunesim import api
 
     from prunesim.cli.commands import run as command
 
