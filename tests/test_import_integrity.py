@@ -251,3 +251,15 @@ def test_two_runs_alike_in_every_size_but_not_in_text_are_two(tmp_path):
     got = [d for _, d in iter_sources([tmp_path], "chars", "none", seen=Seen(said.append))]
     assert [d.name for d in got] == ["a", "b"] and said == []
     assert [d.parts for d in got][0] == [d.parts for d in got][1]  # what a replay reads is the same
+
+
+def test_two_workload_files_written_into_one_are_one_line(tmp_path):
+    assert cli("import", ROLLOUTS[1], "--out", tmp_path / "w" / "a.workload.jsonl")[0] == 0
+    text = (tmp_path / "w" / "a.workload.jsonl").read_text()
+    both = tmp_path / "both.workload.jsonl"
+    both.write_text(text + text)
+    code, _, err = cli("run", "--workload", both, "--policy", "noop")
+    line = text.count("\n") + 1
+    assert code == 2 and err.splitlines() == [f"prunesim: error: {both}:{line}: a second header: two workloads "
+                                              "written into one file (a workload file holds one; import or replay "
+                                              "them as files of their own)"]

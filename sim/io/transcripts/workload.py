@@ -506,6 +506,9 @@ def _decreasing(times: list) -> bool:
 
 
 def _check_part(rec, where: str) -> dict:
+    if isinstance(rec, dict) and rec.get("type") == "header":  # `cat a.workload.jsonl b.workload.jsonl`
+        raise UserError(where, None, "a second header: two workloads written into one file (a workload file holds "
+                                     "one; import or replay them as files of their own)")
     if not isinstance(rec, dict) or rec.get("type") != "part":
         raise UserError(where, None, "expected a part record")
     for key in ("turn", "kind", "tokens"):
