@@ -112,3 +112,20 @@ def test_a_leaderboard_csv_cell_of_any_kind(results, tmp_path, row, column, valu
     _one_line(code, err)
     if code == 0 and column in ("policy", "figure"):
         assert value.strip(), "an empty name was drawn"
+
+
+BIG = st.one_of(st.integers(-(10**6), 10**6), st.integers(10**20, 10**400).map(lambda n: n),
+                st.sampled_from(["1e400", "-1e400", "0.000000000000000000000000000001", "1e-400", "nan", "inf"]))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(a=BIG, b=BIG, step=BIG)
+def test_a_grid_range_of_any_size_is_values_or_one_line(a, b, step):
+    from prunesim.studies.grid import MAX_POINTS, parse_axes
+
+    try:
+        axes = parse_axes([f"budget={a}:{b}:{step}"])
+    except UserError as err:
+        assert str(err).startswith("--grid: budget: ") and "\n" not in str(err) and len(str(err)) < 200, str(err)
+    else:
+        assert len(axes["budget"]) <= MAX_POINTS
