@@ -129,3 +129,21 @@ def test_a_grid_range_of_any_size_is_values_or_one_line(a, b, step):
         assert str(err).startswith("--grid: budget: ") and "\n" not in str(err) and len(str(err)) < 200, str(err)
     else:
         assert len(axes["budget"]) <= MAX_POINTS
+
+
+CALIBRATIONS = json.loads((ROOT / "sim" / "io" / "transcripts" / "calibrations.json").read_text())
+
+
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_calibration_file_of_any_type_anywhere_loads_or_is_one_line(tmp_path, data):
+    from prunesim.io.transcripts.calibration import load_profiles
+
+    place = data.draw(st.sampled_from(_places(CALIBRATIONS)[1:]))
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(_put(CALIBRATIONS, place, data.draw(st.sampled_from([*CONFUSED, None])))))
+    try:
+        load_profiles(path)
+    except UserError as err:
+        assert str(err).startswith(str(path)) and "\n" not in str(err), str(err)
