@@ -73,6 +73,9 @@ class RunResult:
     # One row per model call (cost.CALL_COLUMNS), kept when the trace is; and each pass's cost columns.
     calls: list = field(default_factory=list)
     pass_costs: dict = field(default_factory=dict)
+    # Every value the run ran on with where it came from (prunesim.io.settings.Settings): set by the callers
+    # that resolved the scenario (replays, the run command, the API); written as settings.json.
+    settings: object = None
 
     @cached_property
     def ledger(self) -> Records:
@@ -115,6 +118,7 @@ def check_tables(scenario: Scenario, cls: type[Policy], where: str) -> None:
             raise UserError(f"policy {cls.name!r}", f"[{name}]", "declares a table with no check(key, where, "
                             "scenario) method")
         table.check(name, where, scenario)
+    cls.check_settings(scenario, where)
 
 
 def scenario_for(scenario: Scenario, cls: type[Policy]) -> Scenario:

@@ -49,7 +49,7 @@ def test_every_figure_draws_a_name_with_dollar_signs(made, tmp_path, figure):
         "breakeven": ("plot", "breakeven", made["naive"], made["gated"]),
         "sweep": ("plot", "sweep", made["sweep"], "--metric", "passes", "--x", "trigger"),
         "phase": ("plot", "phase", made["sweep"], "--x", "trigger", "--y", "budget", "--metric", "passes"),
-        "pareto": ("plot", "pareto", made["board"]),
+        "pareto": ("plot", "pareto", made["board"], "--y", "peak_utilization"),
         "cdf": ("plot", "cdf", made["board"], "--metric", "input_ratio"),
         "report": ("report", made["naive"], made["sweep"], made["board"]),
     }[figure]

@@ -244,3 +244,15 @@ def test_a_name_that_is_not_utf8_is_recorded_and_reported_as_escapes(tmp_path):
     code, _, err = cli("report", out, "--out", tmp_path / "page.html")
     assert code == 0, err
     assert "x\\xff" in (tmp_path / "page.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("argv", [("recommend", "--policies", "noop,naive", "--draws", "200"),
+                                  ("tune", "--policy", "naive", "--trials", "3")], ids=["recommend", "tune"])
+def test_recommend_and_tune_folders_record_what_reproduces_them(tmp_path, argv):
+    if argv[0] == "tune":
+        pytest.importorskip("optuna", reason="tune needs the tune extra: pip install 'prunesim[tune]'")
+    full = [*argv, "--scenario", "oscillation-40", "--seeds", "0:3", "--set", "turns=20", "--out", str(tmp_path / "o")]
+    assert cli(*full)[0] == 0
+    record = record_of(tmp_path / "o")
+    assert record["command"] == ["prunesim", *full] and record["seeds"] == [0, 1, 2]
+    assert list(record["inputs"]) == ["prunesim:scenarios/oscillation-40.toml"]

@@ -21,7 +21,7 @@ from prunesim.observe.recorder import (  # noqa: F401 - the files' columns, for 
 )
 from prunesim.runner import RunResult
 
-FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv")
+FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv", "settings.json")
 EDIT_LOG_FILE = "editlog.jsonl"  # one JSON record per line, written for policies that keep an edit log
 
 
@@ -46,6 +46,15 @@ def scenario_record(result: RunResult) -> dict:
     """scenario.json: the resolved scenario the run ran, its ``seed`` the run's own (``run --seed 3`` records 3),
     so that the file given back to ``prunesim run`` runs the same run."""
     return {**result.scenario.to_dict(), "seed": result.seed}
+
+
+def run_settings(result: RunResult):
+    """The run's :class:`~prunesim.io.settings.Settings` (each value and where it came from): settings.json."""
+    from prunesim.io import settings
+
+    if result.settings is None:
+        result.settings = settings.of(result.scenario)
+    return result.settings
 
 
 def write_run(result: RunResult, out_dir: Path, record: dict | None = None) -> list[Path]:
@@ -78,6 +87,7 @@ def write_run(result: RunResult, out_dir: Path, record: dict | None = None) -> l
         atomic.write_csv(staging / "calls.csv", CALL_COLUMNS, result.calls)
         atomic.write_json(staging / "scenario.json", scenario_record(result))
         atomic.write_json(staging / "summary.json", run_record(result))
+        atomic.write_json(staging / "settings.json", run_settings(result).to_json())
         if record is not None:
             atomic.write_json(staging / reproduce.FILE, record)
         if result.edit_log:  # only policies that keep an edit log have one

@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 from prunesim.errors import UserError, from_os_error
-from prunesim.io import atomic, output, reproduce
-from prunesim.io.results import EDIT_LOG_FILE, run_record, scenario_record
+from prunesim.io import atomic, output, reproduce, settings
+from prunesim.io.results import EDIT_LOG_FILE, run_record, run_settings, scenario_record
 from prunesim.model.editlog import EditLog
 from prunesim.observe.recorder import StreamingRecorder
 from prunesim.runner import EDIT_LOG_TAIL, RunResult, run_one
@@ -169,6 +169,7 @@ def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, tr
             recorder.flush()
             staged.write("scenario.json", atomic.dumps_json(scenario_record(result)))
             staged.write("summary.json", atomic.dumps_json(run_record(result)))
+            staged.write(settings.SETTINGS_FILE, atomic.dumps_json(run_settings(result).to_json()))
             if record:
                 staged.write(reproduce.FILE, atomic.dumps_json(reproduce.record([result.seed])))
             remove = ()

@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_reaction, add_set, out_arg, print_notes, scenario_sets, seed_arg
+from prunesim.cli.commands._common import (
+    add_prices,
+    add_reaction,
+    add_set,
+    out_arg,
+    print_notes,
+    scenario_sets,
+    seed_arg,
+)
 from prunesim.cli.commands._long_run import TurnProgress, announce
 from prunesim.errors import UserError
 from prunesim.io import output
@@ -29,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--policy", help="policy name (default: the scenario's)")
     p.add_argument("--seed", type=seed_arg, help="random seed (default: the scenario's)")
     add_set(p)
+    add_prices(p)
     add_reaction(p)
     p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv, summary.json and "
                    "reproduce.json (the command and its input files' hashes) here")
@@ -54,7 +63,7 @@ def main(args) -> int:
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
+        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set", prices=args.prices)
         result = _synthetic(args, sc, trace, out)
     print_notes([result.policy], result.scenario)
     if args.json:
@@ -85,7 +94,8 @@ def _synthetic(args, sc, trace: str, out: Path | None):
 def _replay_workload(args, trace: str, out: Path | None):
     if args.policy is not None:
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-    base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy)  # errors name --set
+    # errors name --set
+    base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy, prices=args.prices)
     if out is None:
         result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload,
                          given_as="--set")
