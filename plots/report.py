@@ -11,8 +11,9 @@ simulates. A result is one of:
   ``replay --plot DIR`` wrote (``replay.json`` beside the runs the story figure is drawn from).
 
 Each becomes a section of the page: the command that made it (the exact one
-where the result file records it, else one rebuilt from what it records, and
-the page says which), the scenario with its hash, seeds and version; its
+where the result records it in ``reproduce.json``, else one rebuilt from what it
+records, and the page says which), the input files it read with their
+SHA-256, the scenario with its hash, seeds and version; its
 tables, sortable by any column; its figures, drawn by the ``prunesim.plots``
 functions as SVG and inlined; the figures that disagree with the seed, for a
 replay; and, under each figure, the files and columns it was drawn from. A
@@ -38,7 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError
-from prunesim.io import output, scenario_files, sweep_files
+from prunesim.io import output, reproduce, scenario_files, sweep_files
+from prunesim.io.sweep_files import MAX_SEED
 from prunesim.observe.metrics import METRICS
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.plots import style
@@ -138,6 +140,12 @@ def scenario_hash(scenario: dict) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
+def _seeds(value) -> list[int]:
+    """The seeds a result file records: a list of seeds; anything else (an edited file) is none."""
+    ok = isinstance(value, list) and all(type(s) is int and 0 <= s <= MAX_SEED for s in value)
+    return list(value) if ok else []
+
+
 def _seeds_text(seeds: list[int]) -> str:
     """Seeds as the command line takes them: A:B for a range, else a list."""
     seeds = [int(s) for s in seeds]
@@ -230,6 +238,29 @@ def _recorded(command) -> Command | None:
     return None
 
 
+def _reproduction(section: Section, record: dict | None, where: str) -> Command | None:
+    """What a result's record (reproduce.json) adds to its section: the input files with their SHA-256, as its
+    last table (:func:`_inputs_last`); returns the exact command it records, or None (a result written before
+    prunesim kept a record, or from Python)."""
+    if record is None or not reproduce.valid(record):
+        section.notes.append(f"{where}: no record of the input files (a result written before prunesim kept "
+                             "reproduce.json, or one edited): which files it read, and whether they are the same "
+                             "now, cannot be told")
+        return None
+    if record["inputs"]:
+        rows = [[name, digest, reproduce.now(name, digest)] for name, digest in record["inputs"].items()]
+        section.tables.append(Table(f"input files ({where})", ["file", "SHA-256", "here and now"], rows,
+                                    "prunesim:... is a file shipped with prunesim; a path is as the command "
+                                    "read it, from the folder it ran in"))
+        for name, _, state in rows:
+            if state == "changed":
+                section.notes.append(f"{name} has changed since this result was made: the command above, run "
+                                     "now, would not make it again")
+    if record["command"] is None:
+        section.notes.append(f"{where}: written from Python (prunesim.api), not by a command: no command line")
+    return _recorded(record["command"])
+
+
 # -- figures ------------------------------------------------------------------------
 def _svg(fig, prefix: str) -> str:
     """The figure as an inline <svg> element: no XML prolog, every id (and reference to one) prefixed."""
@@ -257,6 +288,13 @@ def _number(v):
                                                                               "no" if v is False else v)
 
 
+def _inputs_last(section: Section) -> Section:
+    """The input files' table after the result's own tables: what was found first, what it was made from after."""
+    inputs = [t for t in section.tables if t.title.startswith("input files")]
+    section.tables = [t for t in section.tables if t not in inputs] + inputs
+    return section
+
+
 def run_section(path: Path, figures: _Figures) -> Section:
     from prunesim.plots.ledger import ledger_figure
     from prunesim.plots.trace import trace_figure
@@ -266,9 +304,23 @@ def run_section(path: Path, figures: _Figures) -> Section:
     section = Section("run", str(path), f"run: {run.scenario} under {run.policy}, seed {run.seed}")
     section.inputs += [path / "summary.json", path / "scenario.json", path / "trace.csv", path / "ledger.csv",
                        path / "events.csv"]
+    section.inputs.append(path / reproduce.FILE)
     scenario = read_json(path / "scenario.json") if (path / "scenario.json").is_file() else None
-    section.commands.append(_rebuilt(["run", run.scenario, "--policy", run.policy, "--seed", str(run.seed),
-                                      "--out", str(path)], scenario, section))
+    transcript = s.get("transcript") if isinstance(s.get("transcript"), str) else None
+    exact = _reproduction(section, reproduce.read(path), reproduce.FILE)
+    if exact is not None:
+        section.commands.append(exact)
+    elif transcript is not None:  # a replay of a transcript: rebuilt with --workload, which only the name recalls
+        section.notes.append(f"summary.json names the transcript {transcript!r}, not its file: give --workload "
+                             "the file it was read from")
+        section.commands.append(Command(shlex.join(["prunesim", "run", "--workload", transcript, "--policy",
+                                                    run.policy, "--seed", str(run.seed), "--out", str(path)]),
+                                        False))
+    else:
+        section.commands.append(_rebuilt(["run", run.scenario, "--policy", run.policy, "--seed", str(run.seed),
+                                          "--out", str(path)], scenario, section))
+    if transcript is not None:
+        section.facts.append(("transcript", transcript))
     section.facts += [("policy", run.policy), ("seed", str(run.seed)),
                       ("prunesim version", str(s.get("prunesim_version", "not recorded")))]
     _scenario_facts(section, scenario, "scenario.json")
@@ -288,7 +340,7 @@ def run_section(path: Path, figures: _Figures) -> Section:
     if run.ledger:
         figures.add(section, "prune passes", ledger_figure(run),
                     f"{path / 'ledger.csv'}: columns index, rationale, evicted and net, one row per pass")
-    return section
+    return _inputs_last(section)
 
 
 def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> Section:
@@ -305,10 +357,15 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     words += ["--policies", ",".join(sweep.policies), "--seeds", _seeds_text(meta.get("seeds", sweep.seeds))]
     for key, value in (meta.get("overrides") or {}).items():
         words += ["--set", f"{key}={_value_text(value)}"]
-    if sweep.scenario_name not in scenario_files.shipped_scenarios():
-        section.notes.append(f"{sweep.scenario_name} is not a shipped scenario: give the command the scenario file "
-                             "it was loaded from (sweep.json records the whole scenario)")
-    section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(path)]), exact=False))
+    section.inputs.append(path / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(path), reproduce.FILE)
+    if exact is not None:
+        section.commands.append(exact)
+    else:
+        if sweep.scenario_name not in scenario_files.shipped_scenarios():
+            section.notes.append(f"{sweep.scenario_name} is not a shipped scenario: give the command the scenario "
+                                 "file it was loaded from (sweep.json records the whole scenario)")
+        section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(path)]), exact=False))
     section.facts += [("grid", "; ".join(f"{a} = {', '.join(map(str, v))}" for a, v in sweep.grid.items())),
                       ("policies", ", ".join(sweep.policies)),
                       ("seeds", style.seeds_text(meta.get("seeds", sweep.seeds))),
@@ -339,7 +396,7 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
                                 "as drawn in the figures above: a share of runs (Wilson interval) for a yes/no "
                                 "figure or a count mostly zero, else the median (bootstrap interval); every run is "
                                 "a row of runs.csv"))
-    return section
+    return _inputs_last(section)
 
 
 def leaderboard_section(path: Path, figures: _Figures) -> Section:
@@ -354,18 +411,22 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     scenario = meta.get("scenario") if isinstance(meta.get("scenario"), dict) else {}
     if scenario.get("name"):
         words += ["--scenario", str(scenario["name"])]
-    words += ["--policies", ",".join(meta.get("policies") or board.policies())]
-    if meta.get("seeds"):
-        words += ["--seeds", _seeds_text(meta["seeds"])]
+    named = meta.get("policies")
+    words += ["--policies", ",".join(map(str, named) if isinstance(named, list) and named else board.policies())]
+    seeds = _seeds(meta.get("seeds"))
+    if seeds:
+        words += ["--seeds", _seeds_text(seeds)]
     for flag in ("seed", "tokenizer", "calibration", "sidechains"):
         if meta.get(flag) is not None:
             words += [f"--{flag}", str(meta[flag])]
-    section.commands.append(_rebuilt([*words, "--out", str(folder)], scenario or None, section))
+    section.inputs.append(folder / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(folder), reproduce.FILE)
+    section.commands.append(exact or _rebuilt([*words, "--out", str(folder)], scenario or None, section))
     what = f"transcripts in {meta['source']}" if meta.get("source") else "seeds"
     section.facts += [("over", f"{meta.get('units', '?')} {what}"), ("reference", str(meta.get("reference", "?"))),
                       ("prunesim version", str(meta.get("prunesim_version", "not recorded")))]
-    if meta.get("seeds"):
-        section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
+    if seeds:
+        section.facts.append(("seeds", style.seeds_text(seeds)))
     _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META, limits=not meta.get("source"))
     _runtime_facts(section, meta)
     paired = from_leaderboard(meta, str(folder / LEADERBOARD_META))
@@ -393,7 +454,7 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
         if x in names and "re_retrievals" in names:
             figures.add(section, f"{x} against breakage", pareto_figure(board, x=x),
                         f"{board.path}: rows of figure {x} and re_retrievals, columns median, ci_low, ci_high")
-    return section
+    return _inputs_last(section)
 
 
 DOLLAR_FIGURES = ("cost_ratio", "cost_usd", "cost_vs_recorded", "recorded_cost_usd")
@@ -430,7 +491,9 @@ def recommend_section(path: Path, figures: _Figures) -> Section:
     if data.get("prices"):
         words += ["--prices", str(data["prices"])]
     words += ["--objective", str(data["objective"]), "--draws", str(data["draws"])]
-    section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(folder)]), exact=False))
+    section.inputs.append(folder / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(folder), reproduce.FILE)
+    section.commands.append(exact or Command(shlex.join(["prunesim", *words, "--out", str(folder)]), exact=False))
     by = {p["policy"]: p for p in data["policies"]}
     winner = data.get("winner")
     headline = (f"{winner}: the cheapest in {by[winner]['p_best']:.1%} of {data['draws']:,} draws" if winner else
@@ -466,7 +529,7 @@ def recommend_section(path: Path, figures: _Figures) -> Section:
                                     [[f["name"], _fmt(f["at_lo"]["value"]), ", ".join(f["at_lo"]["top"]),
                                       _fmt(f["at_hi"]["value"]), ", ".join(f["at_hi"]["top"]),
                                       "yes" if f["changes_top"] else "no"] for f in flips]))
-    return section
+    return _inputs_last(section)
 
 
 def _fmt(v) -> str:
@@ -496,7 +559,9 @@ def replay_section(path: Path, figures: _Figures) -> Section:
     section = Section("replay", str(file), f"replay: {name}")
     section.inputs.append(file)
     recorded = _recorded(record.get("command"))
-    seeds = record.get("seeds") if isinstance(record.get("seeds"), list) else []
+    if "reproduce" in record:
+        _reproduction(section, record.get("reproduce"), file.name)
+    seeds = _seeds(record.get("seeds"))
     section.commands.append(recorded or Command(shlex.join(["prunesim", "replay", name, "--seeds",
                                                             _seeds_text(seeds), "--out", str(file)]), False))
     section.facts += [("seeds", style.seeds_text(seeds)),
@@ -509,7 +574,8 @@ def replay_section(path: Path, figures: _Figures) -> Section:
                                      for v in variants if isinstance(v, dict)]))
     rows = report.get("figures")
     if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
-        judging = record.get("judging") or [{}] * len(rows)
+        judging = record.get("judging") if isinstance(record.get("judging"), list) else []
+        judging = [j if isinstance(j, dict) else {} for j in judging] or [{}] * len(rows)
         table = []
         for r, j in zip(rows, judging, strict=False):
             judged = j.get("judged", r.get("accepted") is not None)
@@ -563,7 +629,7 @@ def replay_section(path: Path, figures: _Figures) -> Section:
     elif name in STORIES:
         section.notes.append(f"no story figure: {file.name} has no runs beside it (prunesim replay {name} "
                              "--plot DIR writes DIR/replay.json with them)")
-    return section
+    return _inputs_last(section)
 
 
 # -- the page -----------------------------------------------------------------------
@@ -623,5 +689,6 @@ def write(paths: list[Path], out: Path, version: str, metrics: list[str] | None 
     sections = build(paths, metrics)
     # ... and, once they are known, the files the sections read below them (a replay's runs).
     output.check_not_input(out, [p for s in sections for p in s.inputs if p.exists()], "--out")
-    output.write_text(out, render(sections, version), "--out")
+    page = render(sections, version)  # a folder named in bytes that are not UTF-8 (legal on Linux) shows as \xff
+    output.write_text(out, page.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"), "--out")
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -214,10 +215,10 @@ def test_disagreements_are_exactly_the_judged_figures_not_counted_and_the_contra
     assert all(f["why"] and d.endswith(f["why"]) for d, f in zip(figures, missed, strict=True))
 
 
-def rerun(page: Page, again: Path, *extra: str) -> list[str]:
-    """Run the page's one command, rebuilt (not recorded), with its --out moved to ``again``; its words."""
-    [(text, exact)] = page.commands
-    assert not exact
+def rerun(page: Page, again: Path, *extra: str, exact: bool = False) -> list[str]:
+    """Run the page's one command (recorded when ``exact``, else rebuilt), with its --out moved to ``again``."""
+    [(text, shown_exact)] = page.commands
+    assert shown_exact == exact
     words = shlex.split(text)
     words[words.index("--out") + 1] = str(again)
     code, _, err = cli(*words[1:], *extra)
@@ -225,26 +226,46 @@ def rerun(page: Page, again: Path, *extra: str) -> list[str]:
     return words
 
 
+def unrecorded(result: Path, tmp_path: Path) -> Path:
+    """A copy of a result folder as prunesim wrote them before reproduce.json: the page rebuilds its command."""
+    copy = tmp_path / f"old-{result.name}"
+    shutil.copytree(result, copy)
+    (copy / "reproduce.json").unlink()
+    return copy
+
+
 def test_a_rebuilt_run_command_runs_the_same_run(results, tmp_path):
-    """The run records no command; the one the page rebuilds (with --set) makes a byte-identical summary."""
-    page, _ = report([results["run"]], tmp_path / "r.html")
+    """A run that records no command: the one the page rebuilds (with --set) makes a byte-identical summary."""
+    page, _ = report([unrecorded(results["run"], tmp_path)], tmp_path / "r.html")
     words = rerun(page, tmp_path / "again")
     assert words[:2] == ["prunesim", "run"] and "trigger=21000" in words
     assert (tmp_path / "again" / "summary.json").read_bytes() == (results["run"] / "summary.json").read_bytes()
 
 
 def test_a_rebuilt_sweep_command_runs_the_same_runs(results, tmp_path):
-    page, _ = report([results["sweep"]], tmp_path / "r.html", "--metric", "passes")
+    page, _ = report([unrecorded(results["sweep"], tmp_path)], tmp_path / "r.html", "--metric", "passes")
     rerun(page, tmp_path / "again", "--quiet", "--jobs", "1")
     rows = lambda p: sorted((p / "runs.csv").read_text().splitlines()[1:])  # noqa: E731 - order is completion order
     assert rows(tmp_path / "again") == rows(results["sweep"])
 
 
 def test_a_rebuilt_leaderboard_command_makes_the_same_table(results, tmp_path):
-    page, _ = report([results["leaderboard"]], tmp_path / "r.html")
+    page, _ = report([unrecorded(results["leaderboard"], tmp_path)], tmp_path / "r.html")
     rerun(page, tmp_path / "again")
     table = "leaderboard.csv"
     assert (tmp_path / "again" / table).read_bytes() == (results["leaderboard"] / table).read_bytes()
+
+
+@pytest.mark.parametrize("kind, same", [("run", "summary.json"), ("sweep", "runs.csv"),
+                                        ("leaderboard", "leaderboard.csv")])
+def test_the_recorded_command_is_shown_exactly_and_makes_the_same_result(results, tmp_path, kind, same):
+    page, _ = report([results[kind]], tmp_path / "r.html", *(("--metric", "passes") if kind == "sweep" else ()))
+    record = json.loads((results[kind] / "reproduce.json").read_text())
+    assert page.commands == [(shlex.join(record["command"]), True)]
+    rerun(page, tmp_path / "again", exact=True)
+    assert (tmp_path / "again" / same).read_bytes() == (results[kind] / same).read_bytes()
+    files = next(t for t in page.tables if t["header"] == ["file", "SHA-256", "here and now"])
+    assert files["rows"] == len(record["inputs"]) >= 1
 
 
 def test_the_scenario_hash_names_the_scenario_not_its_label(results, tmp_path):

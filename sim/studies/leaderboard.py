@@ -40,11 +40,13 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from warnings import warn
 
 import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError
 from prunesim.io import atomic, settings
+from prunesim.io.transcripts.identity import Seen
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
@@ -188,7 +190,7 @@ def recorded_bill(data, scenario: Scenario) -> float | None:
 
 
 def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str], measure=None,
-                     **reading) -> Iterator[Unit | tuple[Path, UserError]]:
+                     seen: Seen | None = None, **reading) -> Iterator[Unit | tuple[Path, UserError]]:
     """One unit per workload in ``folder`` (read one at a time), or (file, error) for a file that failed.
 
     A file's units are given once all its runs went through: a JSON-lines file with a bad run gives only
@@ -196,11 +198,13 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
     is how transcripts are read (``tokenizer``, ``calibration``, ``sidechains``: see :func:`iter_sources`).
     ``measure(data, entries, seed)`` gives what a unit holds (by entry), its warnings and the rest of its
     :class:`Unit` as keywords: by default each entry's run summary (:func:`summarize_unit`); another study
-    passes its own.
+    passes its own. A run whose content is another's (a copied file) is one unit: ``seen`` says so, by default
+    as a warning (the command line shows it as one line).
     """
+    seen = Seen(lambda line: warn(line, stacklevel=2)) if seen is None else seen
     held: list[Unit] = []
     current = dead = None
-    for path, data in iter_sources([folder], **reading):
+    for path, data in iter_sources([folder], seen=seen, **reading):
         if path != current:
             yield from held
             held, current = [], path
@@ -215,6 +219,7 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
             summaries, warnings, extra = (measure or summarize_unit)(data, entries, seed)
         except UserError as err:  # the transcript's model or window: this file's error, the others go on
             held, dead = [], path
+            seen.forget(path)
             yield path, err
             continue
         held.append(Unit(data.name, summaries, tuple(warnings), **extra))

@@ -10,8 +10,9 @@ from pathlib import Path
 from prunesim.cli.commands._common import add_transcript_options, out_arg, print_notes
 from prunesim.cli.commands._units import add_unit_arguments, gather, partial, read_inputs
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import atomic, output, reproduce
 from prunesim.io.labels import fitted_names, policy_labels
+from prunesim.io.transcripts.identity import Seen
 from prunesim.studies import leaderboard as lb
 from prunesim.studies import observable
 from prunesim.studies.grid import inert_axes, parse_axes
@@ -42,7 +43,7 @@ def _out_dir(text: str) -> Path:
 
 
 def main(args) -> int:
-    inputs = read_inputs(args, "leaderboard", lb.OUTPUT_FILES)
+    inputs = read_inputs(args, "leaderboard", (*lb.OUTPUT_FILES, reproduce.FILE))
     policies, scenario, transcripts, seeds = inputs.policies, inputs.scenario, inputs.transcripts, inputs.seeds
     axes = parse_axes(args.grid)
     for param in axes:
@@ -54,8 +55,9 @@ def main(args) -> int:
         print(line, file=sys.stderr)
     rows: list[dict] = []
     tools: set[str] = set()
+    seen = Seen(lambda line: print(f"prunesim: warning: {line}", file=sys.stderr))
     if transcripts:
-        units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
+        units = lb.transcript_units(args.dir, entries, args.seed, tools, seen=seen, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
     else:
         units = lb.synthetic_units(entries, seeds)
@@ -87,6 +89,7 @@ def main(args) -> int:
         "calibration": args.calibration if transcripts else None,
         "sidechains": args.sidechains if transcripts else None,
         "skipped": skipped,  # the files --skip-bad left out
+        "repeats": seen.repeats,  # runs whose content another file (or line) already gave: counted once
         # What each model's units were billed on, and the values no recording gave (prunesim.io.settings). The
         # scenario above is the base every unit started from; on transcripts its window and [pricing] are each
         # recording's (these), not its own placeholders.
@@ -95,8 +98,10 @@ def main(args) -> int:
         "cache_assumption": cache,
     }
     try:
-        with output.folder(args.out, "--out") as staging:  # the three files together, or none
+        with output.folder(args.out, "--out") as staging:  # the files together, or none
             lb.write(staging, meta, rows, table)
+            ran = seeds if seeds is not None else [args.seed if args.seed is not None else scenario.seed]
+            atomic.write_json(staging / reproduce.FILE, reproduce.record(ran))
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
@@ -113,7 +118,8 @@ def main(args) -> int:
     if transcripts:
         print(format_bills(rows))
     print(format_paired(pairs, shown))
-    print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}")
+    print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}, "
+          f"{args.out / reproduce.FILE}")
     return 0
 
 

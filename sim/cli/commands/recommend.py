@@ -8,7 +8,7 @@ from pathlib import Path
 from prunesim.cli.commands._common import add_transcript_options, out_arg, positive_int, print_notes
 from prunesim.cli.commands._units import add_unit_arguments, gather, partial, read_inputs
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import atomic, output, reproduce
 from prunesim.io.labels import policy_labels
 from prunesim.observe.metrics import METRICS
 from prunesim.studies import leaderboard as lb
@@ -16,7 +16,7 @@ from prunesim.studies import recommend as rc
 from prunesim.studies.assumptions import RESIMULATED, assumptions
 from prunesim.studies.recommend_units import SOLVED, reads_summary, synthetic_units, transcript_measure
 
-OUTPUT_FILES = (rc.CSV_FILE, rc.JSON_FILE)
+OUTPUT_FILES = (rc.CSV_FILE, rc.JSON_FILE, reproduce.FILE)
 
 
 def register(sub) -> None:
@@ -78,8 +78,11 @@ def main(args) -> int:
     written = []
     if args.out is not None:
         try:
-            with output.folder(args.out, "--out") as staging:  # both files, or neither
+            with output.folder(args.out, "--out") as staging:  # every file, or none
                 rc.write(staging, rec)
+                ran = inputs.seeds if not inputs.transcripts else [args.seed if args.seed is not None
+                                                                   else scenario.seed]
+                atomic.write_json(staging / reproduce.FILE, reproduce.record(ran))
         except OSError as err:
             raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
         written = [args.out / name for name in OUTPUT_FILES]

@@ -8,14 +8,14 @@ from pathlib import Path
 from prunesim.cli.commands._common import add_transcript_options, out_arg, positive_int
 from prunesim.cli.commands._units import add_unit_arguments, gather, partial, read_inputs
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import atomic, output, reproduce
 from prunesim.io.scenario_files import load, load_replay
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
 from prunesim.studies import tune as tn
 from prunesim.studies.transcript_replay import replay_scenario
 
-OUTPUT_FILES = (tn.TRIALS_FILE, tn.JSON_FILE)
+OUTPUT_FILES = (tn.TRIALS_FILE, tn.JSON_FILE, reproduce.FILE)
 
 
 def register(sub) -> None:
@@ -78,6 +78,9 @@ def main(args) -> int:
         try:
             with output.folder(args.out, "--out") as staging:
                 tn.write(staging, result)
+                ran = inputs.seeds if not inputs.transcripts else [args.seed if args.seed is not None
+                                                                   else inputs.scenario.seed]
+                atomic.write_json(staging / reproduce.FILE, reproduce.record(ran))
         except OSError as err:
             raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     if args.json:
@@ -85,7 +88,7 @@ def main(args) -> int:
         return 0
     print(format_result(result))
     if args.out is not None:
-        print(f"\nwritten: {args.out / tn.JSON_FILE}, {args.out / tn.TRIALS_FILE}")
+        print(f"\nwritten: {args.out / tn.JSON_FILE}, {args.out / tn.TRIALS_FILE}, {args.out / reproduce.FILE}")
     return 0
 
 
