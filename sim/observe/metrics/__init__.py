@@ -8,7 +8,8 @@ lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
 policy removed and how much of it was still needed), :mod:`.provenance` (needs,
 re-retrievals, constraints, the edit log), :mod:`.edits` (runtime context
 edits: placeholders, summaries, warnings), :mod:`.reaction` (content a replayed
-transcript's agent fetched again), :mod:`.cost` (what model calls
+transcript's agent fetched again), :mod:`.outcome` (what the policy did to the
+agent: its calls, redone work, the turn cap, success), :mod:`.cost` (what model calls
 bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
 and the oscillation verdict again from a recorded trace and ledger.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import cost, edits, eviction, gate, passes, provenance, reaction, transcript, window
+from . import cost, edits, eviction, gate, outcome, passes, provenance, reaction, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
@@ -33,6 +34,7 @@ METRICS: tuple[Metric, ...] = (
     + provenance.DEFINITIONS
     + edits.DEFINITIONS
     + reaction.DEFINITIONS
+    + outcome.DEFINITIONS
     + cost.DEFINITIONS
     + transcript.DEFINITIONS
 )
