@@ -140,6 +140,20 @@ def describe(values: Sequence[float], key: tuple, seed: int = SEED, resamples: i
     return {"n": len(x), "median": _median(x), "mean": mean, "ci_low": low, "ci_high": high}
 
 
+def paired_difference(a: Sequence[float], b: Sequence[float], key: tuple, seed: int = SEED,
+                      resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> dict:
+    """The mean of ``b - a`` over paired units (the same seed or transcript under two policies) and its
+    percentile-bootstrap interval, the pairs resampled together (drawn from the generator of ``key``)."""
+    x = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if len(x) == 0:
+        raise ValueError("no pairs")
+    rng = _group_rng(seed, tuple(atomic.format_cell(k) for k in key))
+    means = np.sort(x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1))
+    tail = tail_share(confidence)
+    return {"n": len(x), "mean": float(x.mean()), "ci_low": float(means[_rank(tail, resamples)]),
+            "ci_high": float(means[_rank(1 - tail, resamples)])}
+
+
 def _numeric(values: list) -> bool:
     return all(v is None or isinstance(v, (int, float)) for v in values)
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    add_agent,
     add_reaction,
     add_set,
     add_transcript_options,
@@ -48,6 +49,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=seed_arg, help="with DIR: the seed of the policies' random streams")
     add_set(p)
     add_reaction(p)
+    add_agent(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="also run each policy at these settings, as sweeps take them (POLICY:NAME=VALUES for one "
                         "policy, NAME=VALUES for all): a row per policy and setting, beside its documented one; "
@@ -176,7 +178,7 @@ def _usd(x: float) -> str:
 
 def format_table(table: list[dict], entries: list, what: str) -> str:
     """One row per policy and setting: each figure's median [interval], a count's mean [interval] and share."""
-    ratios = {f.name for f in lb.FIGURES if f.unit == "ratio"}
+    ratios = {f.name for f in (*lb.FIGURES, *lb.OUTCOME_FIGURES) if f.unit in ("ratio", "bool", "probability")}
     dollars = {f.name for f in lb.FIGURES if f.unit == "USD"}
     cell = {}
     for r in table:
@@ -186,7 +188,9 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
         cell[(r["policy"], r["setting"], r["figure"])] = f"{show(centre)} [{show(r['ci_low'])}, {show(r['ci_high'])}]"
     shown = ("cost_ratio", "cost_usd", "cost_vs_recorded", "input_ratio", "decision_tokens", "peak_utilization",
              "re_retrievals", "re_retrievals_share", "refetches", "lost_constraints", "lost_constraints_share",
-             "unrecorded_evictions", "forced_truncations", "acted")  # the files hold every figure
+             "unrecorded_evictions", "forced_truncations", "acted",
+             # what the policy did to the agent, where an agent model ran (left out where none did)
+             "turns_over_recorded", "redos", "capped", "task_success")  # the files hold every figure
     figures = [f for f in shown if any(k[2] == f for k in cell)]
     label = policy_labels([e.policy for e in entries])  # a policy from a file by its class, not its path
     names = [label[e.policy] + (f" @ {e.setting}" if e.setting else "") for e in entries]

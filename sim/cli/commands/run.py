@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_reaction, add_set, out_arg, print_notes, scenario_sets, seed_arg
+from prunesim.cli.commands._common import (
+    add_agent,
+    add_reaction,
+    add_set,
+    out_arg,
+    print_notes,
+    scenario_sets,
+    seed_arg,
+)
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -28,6 +36,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=seed_arg, help="random seed (default: the scenario's)")
     add_set(p)
     add_reaction(p)
+    add_agent(p)
     p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
     p.add_argument("--trace", choices=MODES, default=None,
                    help="what trace.csv records: every change (all), one row per turn (turns) or nothing (none); "

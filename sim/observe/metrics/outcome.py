@@ -31,7 +31,7 @@ DEFINITIONS = (
     Metric("redo_tokens", "tokens", "Tokens the redo turns put back in the window: each tool call and its output."),
     Metric("cap_calls", "calls", "The model calls the profile's turn cap counts: agent_calls, plus the policy's "
            "model calls where the scaffold counts them (SWE-agent's summaries)."),
-    Metric("capped", "bool", "1 when the run stopped at its turn cap (stop_reason turn_cap), else 0."),
+    Metric("capped", "bool", "The run stopped at its turn cap (stop_reason turn_cap)."),
     Metric("lengthening", "log ratio", "L = ln(agent_calls / turns): how much longer the policy made the run; "
            "0 when it added no call. The success model's input."),
     Metric("task_success", "probability", "P(the task is solved), from what the run did: cap_success when capped, "
@@ -40,6 +40,8 @@ DEFINITIONS = (
     Metric("turns_over_recorded", "ratio", "agent_calls / the work turns the workload planned (a replay: the "
            "recorded model calls): how much longer than recorded the run was, < 1 when it stopped at the cap."),
 )
+
+NAMES = tuple(m.name for m in DEFINITIONS)
 
 
 class OutcomeMetrics(Observer):
@@ -67,7 +69,7 @@ class OutcomeMetrics(Observer):
         if o.redo:
             out.update(redos=self.redos, redo_tokens=self.redo_tokens)
         if o.cap:
-            out.update(cap_calls=o.cap_calls, capped=int(o.capped))
+            out.update(cap_calls=o.cap_calls, capped=bool(o.capped))
         out["lengthening"] = round(o.lengthening, 6)
         if o.task_success is not None:
             out["task_success"] = round(o.task_success, 6)
