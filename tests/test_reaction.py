@@ -37,8 +37,11 @@ def _trajectory(tmp_path: Path, edit: str = f"sed -i 's/old/new/' {FILE}") -> Pa
 
 
 def _scenario(**sets):
-    # clear-tool-uses clears every tool result but the newest one once the history passes 1,000 tokens.
-    return sc.load("transcript", {"clear_tool_uses.trigger": 1000, "clear_tool_uses.keep": 1, **sets})
+    # clear-tool-uses clears every tool result but the newest one once the history passes 1,000 tokens. The
+    # resource reaction alone (agent profile none): a mini-swe-agent transcript's own profile reacts through
+    # lookback needs instead (tests/test_agent_model.py).
+    return sc.load("transcript", {"clear_tool_uses.trigger": 1000, "clear_tool_uses.keep": 1,
+                                  "agent.profile": "none", **sets})
 
 
 def _replay(path: Path, **sets):

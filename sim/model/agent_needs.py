@@ -83,8 +83,8 @@ class LookbackNeeds:
         if arrival.kind != "tool_output":
             return
         call_tokens, call_id = self._call.pop(arrival.key, (0, -1))
-        if span.tokens < arrival.tokens:  # cut on arrival at a full window: never seen whole, not work to go back to
-            return
+        if not arrival.tokens or span.tokens < arrival.tokens:  # empty (nothing to need), or cut on arrival at a
+            return  # full window: never seen whole, not work to go back to
         item = Item(self.count, turn, arrival.key, arrival.tool, call_tokens, arrival.tokens,
                     arrival.stale_after, arrival.tags, recorded_drop(arrival.tags), [span.id],
                     [call_id] if call_id >= 0 and call_id != span.id else [])

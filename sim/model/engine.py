@@ -106,8 +106,9 @@ class Engine(Provenance):
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
         self._init_provenance(agent.needs if agent is not None else None, edit_log)
         self._counting = agent is not None and agent.counts_turns
+        self.work_turns = None  # counted where an agent model may stop the run early
         if self._counting:  # only then: a run without an agent model pays nothing per call for the count
-            self.agent_calls = self.decision_calls = 0
+            self.agent_calls = self.decision_calls = self.work_turns = 0
             self._model_call = self._counted_model_call
 
     # -- publishing ------------------------------------------------------------
@@ -237,8 +238,10 @@ class Engine(Provenance):
                 h(self.env.now, turn, window.utilization, window.appended_total, window.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
-            if counting and (self.stop_reason or self.agent_says_stop(True)):
-                break
+            if counting:
+                self.work_turns += 1
+                if self.agent_says_stop(True):
+                    break
 
     def consult(self, decide=None):
         """Ask the policy what to do with the window as it is; what doing it takes, to ``yield from``.
@@ -719,6 +722,7 @@ class Engine(Provenance):
             digest_tokens=self.digest_tokens(),
             placeholder_tokens=sum(s.tokens for s in w.spans() if s.kind == "placeholder"),
             outcome=self.agent_model.outcome() if self.agent_model is not None else None,
+            work_turns=self.work_turns,
         )
         for h in self.bus.run_end:
             h(end)

@@ -97,6 +97,9 @@ class RunEnd:
     placeholder_tokens: int = 0  # tokens held by placeholders in the window
     # What the agent model says the agent did (prunesim.model.agent.Outcome); None: no agent model ran.
     outcome: Outcome | None = None
+    # The work turns done, where an agent model may stop the run before the workload's last one (None: no such
+    # model, every turn was done).
+    work_turns: int | None = None
 
 
 class Observer:
