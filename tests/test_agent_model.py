@@ -308,3 +308,12 @@ def test_run_one_takes_a_table_as_it_takes_a_name():
     in_scenario = run_one(dataclasses.replace(sc, agent=AgentParams(profile="openhands")), "recency", 1,
                           trace="none").summary
     assert by_name == by_table == in_scenario
+
+
+def test_the_profiles_table_in_docs_is_the_generated_one(capsys):
+    from prunesim.cli import main
+
+    assert main(["agents", "--markdown"]) == 0
+    generated = capsys.readouterr().out.strip()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "agent.md").read_text(encoding="utf-8")
+    assert page.split("<!-- agents:begin -->")[1].split("<!-- agents:end -->")[0].strip() == generated

@@ -36,6 +36,7 @@ from typing import Any
 from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
 from prunesim.model.scenario import MAX_SEED, seed_problem
+from prunesim.observe.metrics import TEXT_METRICS
 
 SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
@@ -230,7 +231,7 @@ def read_runs(out: str | Path, desc: dict | None = None) -> list[dict]:
         where = f"line {n}"
         row: dict[str, Any] = {}
         for col, text in zip(header, cells, strict=True):
-            if col in TEXT_COLUMNS:
+            if col in TEXT_COLUMNS or col in TEXT_METRICS:  # (a metric that is a word: the agent's stop reason)
                 row[col] = text
             elif col == "seed":
                 if text not in seeds:

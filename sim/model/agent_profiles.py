@@ -113,6 +113,7 @@ class Profile:
     values: dict = field(hash=False)
     sources: dict = field(hash=False)
     base: str = "solved"
+    reasons: dict = field(default_factory=dict, hash=False)  # why each shipped value is what it is
 
     def __getattr__(self, name: str):
         values = self.__dict__.get("values")
@@ -129,8 +130,9 @@ class Profile:
         return self.values.get("base_rate") is not None
 
     def provenance(self) -> dict:
-        """Each parameter as ``{"value", "source"}``: what a result file records of the profile."""
-        return {name: {"value": self.values[name], "source": self.sources[name]} for name in PARAMETERS}
+        """Each parameter as ``{"value", "source", "why"}``."""
+        return {name: {"value": self.values[name], "source": self.sources[name], "why": self.reasons.get(name, "")}
+                for name in PARAMETERS}
 
 
 def _read_json(name: str) -> dict | None:
@@ -171,28 +173,31 @@ def fit_digest() -> str:
     return hashlib.sha256(entry.read_bytes()).hexdigest()[:12]
 
 
-def _profile_values(name: str, seen: tuple[str, ...] = ()) -> tuple[dict, dict]:
-    """A shipped profile's values and sources, the fit file laid over them, a lender's filled in."""
+def _profile_values(name: str, seen: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
+    """A shipped profile's values, sources and reasons, the fit file laid over them, a lender's filled in."""
     entry = shipped_profiles()[name]
-    values, sources = {}, {}
+    values, sources, reasons = {}, {}, {}
     lender = entry.get("borrows")
     if lender and lender not in seen:
-        lent, lent_sources = _profile_values(lender, (*seen, name))
+        lent, lent_sources, lent_reasons = _profile_values(lender, (*seen, name))
     else:
-        lent, lent_sources = {}, {}
+        lent, lent_sources, lent_reasons = {}, {}, {}
     for param in PARAMETERS:
         spec = entry["params"].get(param) or {"source": "borrowed"}
         if "value" in spec:
             values[param] = spec["value"]
             sources[param] = spec["source"]
+            reasons[param] = spec.get("why", "")
         else:  # the lender's value, and where the lender has it from
             values[param] = lent.get(param)
             sources[param] = f"borrowed from {lender} ({lent_sources.get(param, 'off')})"
-    fitted = (shipped_fit() or {}).get("profiles", {}).get(name, {})
-    for param, value in fitted.items():
+            reasons[param] = f"{entry.get('why_borrowed', '')} {lender}: {lent_reasons.get(param, '')}".strip()
+    fit = shipped_fit() or {}
+    for param, value in fit.get("profiles", {}).get(name, {}).items():
         values[param] = value
         sources[param] = f"fitted ({FIT_FILE} {fit_digest()})"
-    return values, sources
+        reasons[param] = fit.get("notes", {}).get(name, "")
+    return values, sources, reasons
 
 
 def profile_name(params: AgentParams, scaffold: str) -> str:
@@ -210,16 +215,17 @@ def resolve(params: AgentParams, scaffold: str = "") -> Profile | None:
     name = profile_name(params, scaffold)
     if name == NONE:
         return None
-    values, sources = _profile_values(name)
+    values, sources, reasons = _profile_values(name)
     for param in PARAMETERS:
         given = getattr(params, param)
         if given is not None:
             values[param] = given
             sources[param] = "user"
+            reasons[param] = "set in [agent] or with --set"
     if values.get("need_rate") and not (values.get("need_decay") and values.get("need_horizon")):
         raise UserError("[agent]", "need_decay", f"profile {name!r} needs need_decay and need_horizon with "
                         "need_rate (set them)")
-    return Profile(name, shipped_profiles()[name]["scaffold"], values, sources, params.base)
+    return Profile(name, shipped_profiles()[name]["scaffold"], values, sources, params.base, reasons)
 
 
 def gamma_quantile(shape: float, u: float) -> float:

@@ -177,19 +177,25 @@ def check(eps: list[Episode], probability: float, baseline: float) -> list[dict]
 QUADRATURE = 256  # midpoint nodes of the per-run need rate's Gamma: the expectation over runs, without draws
 
 
-def need_chance(profile, fetched: int, first: int, last: int) -> float:
-    """The chance that the lookback needs of ``profile`` need an item of work turn ``fetched`` at some model call
-    from ``first`` to ``last``: ``1 - E[prod_w (1 - min(1, lambda_run exp(-(w - fetched - 1) / decay)))]`` over
-    the calls within the horizon, the expectation over the per-run rate (its Gamma's quantiles at midpoints)."""
+def run_rates(profile) -> np.ndarray:
+    """The per-run need rates the expectation is taken over: the Gamma's quantiles at QUADRATURE midpoints."""
     from prunesim.model.agent_profiles import run_rate
 
+    if not profile.need_cv:
+        return np.array([float(profile.need_rate or 0.0)])
+    return np.array([run_rate(profile, (j + 0.5) / QUADRATURE) for j in range(QUADRATURE)])
+
+
+def need_chance(profile, fetched: int, first: int, last: int, rates: np.ndarray | None = None) -> float:
+    """The chance that the lookback needs of ``profile`` need an item of work turn ``fetched`` at some model call
+    from ``first`` to ``last``: ``1 - E[prod_w (1 - min(1, lambda_run exp(-(w - fetched - 1) / decay)))]`` over
+    the calls within the horizon, the expectation over the per-run rate (``rates``: :func:`run_rates`)."""
     ages = np.arange(max(first, fetched + 1), min(last, fetched + int(profile.need_horizon)) + 1) - fetched
     if not len(ages) or not profile.need_rate:
         return 0.0
+    rates = run_rates(profile) if rates is None else rates
     decay = np.exp(-(ages - 1) / float(profile.need_decay))
-    rates = [run_rate(profile, (j + 0.5) / QUADRATURE) for j in range(QUADRATURE)] if profile.need_cv else [
-        float(profile.need_rate)]
-    kept = [float(np.prod(1.0 - np.minimum(1.0, rate * decay))) for rate in rates]
+    kept = np.prod(1.0 - np.minimum(1.0, rates[:, None] * decay[None, :]), axis=1)
     return 1.0 - float(np.mean(kept))
 
 
@@ -201,8 +207,9 @@ def lookback_check(eps: list[Episode], profile) -> list[dict]:
         if e.cause == "compaction":
             by_call.setdefault((e.transcript, e.call), []).append(e)
     rows = []
+    rates = run_rates(profile)
     for (transcript, call), group in sorted(by_call.items()):
-        predicted = sum(need_chance(profile, e.fetched, call, e.last_call) for e in group)
+        predicted = sum(need_chance(profile, e.fetched, call, e.last_call, rates) for e in group)
         rows.append({"transcript": transcript, "call": call, "removed_files": len(group),
                      "predicted": round(predicted, 3), "observed": sum(e.reread for e in group)})
     return rows

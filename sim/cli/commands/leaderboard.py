@@ -178,7 +178,8 @@ def _usd(x: float) -> str:
 
 def format_table(table: list[dict], entries: list, what: str) -> str:
     """One row per policy and setting: each figure's median [interval], a count's mean [interval] and share."""
-    ratios = {f.name for f in (*lb.FIGURES, *lb.OUTCOME_FIGURES) if f.unit in ("ratio", "bool", "probability")}
+    ratios = ({f.name for f in lb.FIGURES if f.unit == "ratio"}
+              | {f.name for f in lb.OUTCOME_FIGURES if f.unit in ("ratio", "bool", "probability")})
     dollars = {f.name for f in lb.FIGURES if f.unit == "USD"}
     cell = {}
     for r in table:

@@ -40,6 +40,8 @@ METRICS: tuple[Metric, ...] = (
 )
 
 METRIC_NAMES = tuple(m.name for m in METRICS)
+# Metrics whose value is a word, not a number (the agent's profile, its stop reason): kept as text in result files.
+TEXT_METRICS = frozenset(m.name for m in METRICS if m.unit in ("name", "reason"))
 
 
 def summarize(observers) -> dict[str, object]:
@@ -74,6 +76,7 @@ def _out_of_order(keys: tuple[str, ...]) -> tuple[str, ...]:
 __all__ = [
     "METRICS",
     "METRIC_NAMES",
+    "TEXT_METRICS",
     "Metric",
     "OSC_BAND_PASSES",
     "OSC_MIN_PASSES",
