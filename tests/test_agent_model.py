@@ -52,9 +52,9 @@ class Scripted(AgentModel):
                                index=0)  # what the engine reads of a content it fetches again
         return (Reach(item, REDO, self.turns),)
 
-    def after_turn(self, work, agent_calls, decision_calls):
-        self.heard.append((work, agent_calls, decision_calls))
-        return "turn_cap" if self.stop_at and agent_calls >= self.stop_at else None
+    def after_turn(self, work, calls):
+        self.heard.append((work, calls.agent, calls.decisions))
+        return "turn_cap" if self.stop_at and calls.agent >= self.stop_at else None
 
 
 class Events(Observer):
@@ -72,9 +72,11 @@ def test_a_redo_the_agent_asks_for_is_run_as_turns_billed_and_published():
     events = Events()
     agent = Scripted(at=5, turns=3)
     result = run_one(scenario(10), "noop", 0, trace="none", agent=agent, observers=[events])
-    assert events.redos == [(5, "redo me", 30, 500)] * 3
+    # each redo turn is a turn of its own (5, 6, 7), before the work turn's call (now turn 8)
+    assert events.redos == [(turn, "redo me", 30, 500) for turn in (5, 6, 7)]
     assert len(events.calls) == 10 + 3  # ten work turns and three redo turns, each one model call
-    assert [c for c in events.calls if c[0] == 5][:3] == [(5, 30, False)] * 3  # before turn 5's own call
+    assert [c[0] for c in events.calls] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+    assert [c for c in events.calls if c[0] in (5, 6, 7)] == [(turn, 30, False) for turn in (5, 6, 7)]
     # the agent hears every turn: three redo turns, then the work turns, with the calls counted so far
     assert [h for h in agent.heard if not h[0]] == [(False, 5, 0), (False, 6, 0), (False, 7, 0)]
     assert agent.heard[-1] == (True, 13, 0)
@@ -180,13 +182,13 @@ SUMMARY_AT = {"llm_summary.threshold": 6000, "llm_summary.unit": "tokens"}  # a 
 
 
 def test_the_cap_counts_what_the_scaffold_counts():
-    """SWE-agent counts its summarizer's calls toward the cap, OpenHands only the agent's own."""
+    """SWE-agent counts its summarizer's calls toward the cap, mini-swe-agent only the agent's own."""
     sets = SUMMARY_AT
     swe = run_one(scenario(40, **sets), "llm-summary", 0, trace="none", agent="swe-agent").summary
-    oh = run_one(scenario(40, **sets), "llm-summary", 0, trace="none",
-                 agent=AgentParams(profile="openhands", need_rate=0.0)).summary
+    mini = run_one(scenario(40, **sets), "llm-summary", 0, trace="none",
+                   agent=AgentParams(profile="mini-swe-agent", need_rate=0.0)).summary
     assert swe["compactions"] > 0 and swe["cap_calls"] == swe["agent_calls"] + swe["compactions"]
-    assert oh["cap_calls"] == oh["agent_calls"] == 40
+    assert mini["compactions"] > 0 and mini["cap_calls"] == mini["agent_calls"] == 40
 
 
 def test_a_capped_run_stops_at_its_cap():
@@ -194,7 +196,7 @@ def test_a_capped_run_stops_at_its_cap():
     s = run_one(scenario(40, **{"observation_masking.n": 1}), "observation-masking", 0, trace="none",
                 agent=params).summary
     assert s["capped"] is True and s["stop_reason"] == "turn_cap" and s["agent_calls"] == 25
-    assert s["turns"] < 40 and s["task_success"] == resolve(params).cap_success
+    assert s["turns"] < 40 and s["task_success"] == resolve(params).cap_success_solved
     done = run_one(scenario(40), "noop", 0, trace="none", agent=dataclasses.replace(params, cap=41)).summary
     assert done["capped"] is False and done["stop_reason"] == "done" and done["agent_calls"] == 40
 

@@ -38,6 +38,17 @@ from prunesim.model.needs import NeedModel
 from prunesim.model.reaction import Reaction
 
 
+@dataclass(slots=True)
+class Calls:
+    """The model calls of a run so far, as the engine counts them for the agent model: the agent's own, and the
+    policy's (prune passes and summaries) with their prompt and output tokens."""
+
+    agent: int = 0
+    decisions: int = 0
+    decision_input: int = 0
+    decision_output: int = 0
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What the agent did in a run (the metrics of :mod:`prunesim.observe.metrics.outcome`).
@@ -45,7 +56,9 @@ class Outcome:
     ``agent_calls``: the agent's model calls (work turns, re-fetch and redo turns, seed 004's re-runs);
     ``work_turns``: work turns done; ``cap_calls``: the calls its cap counts; ``task_success``: P(solved), None
     where the profile has no success model; ``recorded_turns``: the work turns the workload planned (a replay:
-    the recorded model calls).
+    the recorded model calls); ``decision_calls``, ``decision_input_tokens``, ``decision_output_tokens``: the
+    policy's model calls (summaries, prune passes) and their prompt and output tokens, billed apart by some
+    scaffolds.
     """
 
     profile: str
@@ -61,6 +74,9 @@ class Outcome:
     recorded_turns: int
     cap: int = 0  # the profile's cap (0: none: the run cannot be capped)
     redo: bool = False  # the agent can redo work (lookback needs, or seed 004's needs as model calls)
+    decision_calls: int = 0
+    decision_input_tokens: int = 0
+    decision_output_tokens: int = 0
 
     @property
     def turns_over_recorded(self) -> float:
@@ -94,8 +110,9 @@ class AgentModel:
     def fetched(self, reach: Reach, output_id: int, tokens: int, call_id: int) -> None:
         """One turn of ``reach`` put its output in the window as ``output_id`` (``tokens`` kept)."""
 
-    def after_turn(self, work: bool, agent_calls: int, decision_calls: int) -> str | None:
-        """After a model-call turn (``work``: a work turn; else a re-fetch or redo turn): a stop reason or None."""
+    def after_turn(self, work: bool, calls: Calls) -> str | None:
+        """After a model-call turn (``work``: a work turn; else a re-fetch or redo turn): a stop reason or None.
+        ``calls``: the run's model calls so far (the engine's own count: read it, do not keep changing it)."""
         return None
 
     def outcome(self) -> Outcome | None:
@@ -120,7 +137,7 @@ class ReactingAgent(AgentModel):
         self.cap = TurnCap(profile.cap or 0, profile.cap_counts or "agent") if profile is not None else None
         self.counts_turns = profile is not None
         self.refetch_turns = self.redo_turns = self.work_turns = 0
-        self.agent_calls = self.decision_calls = 0
+        self.calls = Calls()
         self.stop_reason = DONE
 
     def saw(self, arrival, span, turn: int) -> None:
@@ -164,11 +181,11 @@ class ReactingAgent(AgentModel):
         else:
             self.redo_turns += 1
 
-    def after_turn(self, work: bool, agent_calls: int, decision_calls: int) -> str | None:
-        self.agent_calls, self.decision_calls = agent_calls, decision_calls
+    def after_turn(self, work: bool, calls: Calls) -> str | None:
+        self.calls = calls
         if work:
             self.work_turns += 1
-        if self.cap.reached(agent_calls, decision_calls):
+        if self.cap.reached(calls.agent, calls.decisions):
             self.stop_reason = "turn_cap"
             return self.stop_reason
         return None
@@ -177,14 +194,16 @@ class ReactingAgent(AgentModel):
         p = self.profile
         if p is None:
             return None
-        calls = self.agent_calls
+        c = self.calls
         capped = self.stop_reason != DONE
-        stretch = lengthening(calls, self.work_turns)
-        success = (probability(p.base_rate, p.discordance, p.cap_success, p.lengthening_slope, capped, stretch,
+        stretch = lengthening(c.agent, self.work_turns)
+        cap_success = p.cap_success_solved if p.base == "solved" else p.cap_success_unsolved
+        success = (probability(p.base_rate, p.discordance, cap_success, p.lengthening_slope, capped, stretch,
                                p.base) if p.success_on else None)
-        return Outcome(p.name, self.stop_reason, calls, self.work_turns, self.refetch_turns, self.redo_turns,
-                       self.cap.counted(calls, self.decision_calls), capped, stretch, success, self.recorded_turns,
-                       self.cap.cap, self.lookback is not None or self.needs is not None)
+        return Outcome(p.name, self.stop_reason, c.agent, self.work_turns, self.refetch_turns, self.redo_turns,
+                       self.cap.counted(c.agent, c.decisions), capped, stretch, success, self.recorded_turns,
+                       self.cap.cap, self.lookback is not None or self.needs is not None, c.decisions,
+                       c.decision_input, c.decision_output)
 
 
 def build_agent(scenario, seed: int, workload, need_rng=None, params: AgentParams | None = None) -> AgentModel | None:

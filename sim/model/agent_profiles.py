@@ -68,7 +68,8 @@ class AgentParams:
     base: Literal["solved", "unsolved"] = "solved"  # the run's outcome without the policy (a replay: solved)
     base_rate: float | None = None  # s: the scaffold's solve rate with the full context
     discordance: float | None = None  # kappa: how often a re-run of the same agent changes the outcome
-    cap_success: float | None = None  # chance a run stopped at its cap still solves the task
+    cap_success_solved: float | None = None  # chance a run stopped at its cap still solves a task its base solved
+    cap_success_unsolved: float | None = None  # ... and a task its base did not
     lengthening_slope: float | None = None  # beta: how success falls with L = log(agent calls / work turns)
 
     def check(self, key: str, where: str) -> None:
@@ -98,7 +99,8 @@ RANGES = {
     "cap": (0, 100_000_000),
     "base_rate": (0.0, 1.0),
     "discordance": (0.0, 1.0),
-    "cap_success": (0.0, 1.0),
+    "cap_success_solved": (0.0, 1.0),
+    "cap_success_unsolved": (0.0, 1.0),
     "lengthening_slope": (0.0, 100.0),
 }
 PARAMETERS = tuple(f.name for f in dataclasses.fields(AgentParams) if f.name not in ("profile", "base"))

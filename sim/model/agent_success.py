@@ -1,7 +1,8 @@
 """Success: the chance that a run still solves its task, from what the run observably did.
 
-A run that stopped at its turn cap solves with ``cap_success`` whatever its
-base. Otherwise the chance depends on the run's base outcome (the outcome it
+A run that stopped at its turn cap solves with ``cap_success_solved`` when its
+base solved and ``cap_success_unsolved`` when it did not (the engine picks one
+and passes it here as ``cap_success``). Otherwise the chance depends on the run's base outcome (the outcome it
 would have had without the policy: a replay's is "the recorded run solved it")
 and on how much the policy lengthened it, ``L = log(agent calls / work turns)``:
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 import simpy
-from prunesim.model.agent import AgentModel
+from prunesim.model.agent import AgentModel, Calls
 from prunesim.model.agent_reaction import CARRIED, HELD, LOST, RECORDED, REFETCH, Reach
 from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
@@ -99,6 +99,9 @@ class Engine(Provenance):
             self.window.arrival_ceiling = 1 << 62
         self.env = Clock()
         self.turn = 0
+        # Under an agent model every model call of the agent is a turn of its own: the engine's turn (spans,
+        # events, the policy's view) is the workload's plus the re-fetch and redo turns so far (0 without one).
+        self.extra_turns = 0
         self.pass_count = 0
         self.deciding = False
         self.concurrent = scenario.decision.concurrent
@@ -108,7 +111,8 @@ class Engine(Provenance):
         self._counting = agent is not None and agent.counts_turns
         self.work_turns = None  # counted where an agent model may stop the run early
         if self._counting:  # only then: a run without an agent model pays nothing per call for the count
-            self.agent_calls = self.decision_calls = self.work_turns = 0
+            self.calls = Calls()
+            self.work_turns = 0
             self._model_call = self._counted_model_call
 
     # -- publishing ------------------------------------------------------------
@@ -137,15 +141,18 @@ class Engine(Provenance):
 
     def _counted_model_call(self, prompt: int, output: int, decision: bool, pass_id: int = 0) -> None:
         """:meth:`_model_call`, counting the agent's calls and the policy's (the agent model's cap reads them)."""
+        calls = self.calls
         if decision:
-            self.decision_calls += 1
+            calls.decisions += 1
+            calls.decision_input += prompt
+            calls.decision_output += output
         else:
-            self.agent_calls += 1
+            calls.agent += 1
         Engine._model_call(self, prompt, output, decision, pass_id)
 
     def agent_says_stop(self, work: bool) -> bool:
         """After a model-call turn: ask the agent model whether to go on; True when it says stop."""
-        reason = self.agent_model.after_turn(work, self.agent_calls, self.decision_calls)
+        reason = self.agent_model.after_turn(work, self.calls)
         if reason:
             self.stop_reason = reason
         return bool(reason)
@@ -224,7 +231,7 @@ class Engine(Provenance):
         bus, window = self.bus, self.window
         counting = self._counting
         for plan in self.workload:
-            self.turn = turn = plan.turn
+            self.turn = turn = plan.turn + self.extra_turns
             yield from self.take_turn(plan)
             if self.stop_reason:  # the agent stopped before the turn's call: the turn's work is not done
                 break
@@ -290,7 +297,7 @@ class Engine(Provenance):
         if plan.call_at_s is not None and plan.call_at_s > env.now:  # a recorded pause
             yield env.timeout(plan.call_at_s - env.now)
         if model is not None:
-            due = model.before_call(plan, self.turn, self)
+            due = model.before_call(plan, plan.turn, self)
             if due:
                 yield from self.react(due)
                 if self.stop_reason:
@@ -314,11 +321,11 @@ class Engine(Provenance):
             for arrival in plan.extra:
                 self.place(arrival)
         else:
-            turn = self.turn
-            model.saw(plan.tool_call, call_span or output_span, turn)  # a turn unit: the call is inside
-            model.saw(plan.tool_output, output_span, turn)
+            work = plan.turn  # the agent knows its work by the workload's turn
+            model.saw(plan.tool_call, call_span or output_span, work)  # a turn unit: the call is inside
+            model.saw(plan.tool_output, output_span, work)
             for arrival in plan.extra:
-                model.saw(arrival, self.place(arrival), turn)
+                model.saw(arrival, self.place(arrival), work)
         if self.needs is not None:
             self._saw(plan)
             yield from self.meet_needs()
@@ -370,6 +377,13 @@ class Engine(Provenance):
                     yield from self.consult()
                 if counting and self.agent_says_stop(False):
                     return
+                if reach.consult:  # a turn of its own (a resource's re-read belongs to the call that uses it)
+                    self.next_turn()
+
+    def next_turn(self) -> None:
+        """The agent's next model call is a turn of its own (a re-fetch, a redo, seed 004's re-run)."""
+        self.extra_turns += 1
+        self.turn += 1
 
     def fetch_again(self, reach: Reach):
         """One turn of a re-fetch or a redo: a model call that writes the tool call, the tool, and the output at

@@ -225,7 +225,8 @@ class Provenance:
             stale_after = max(0, stale_at - self.turn)
             start = self.env.now
             agent = self.agent_model
-            if agent.calls_for_needs:  # under an agent model, running the tool again takes a model call
+            if agent.calls_for_needs:  # under an agent model, running the tool again takes a model call, and a turn
+                self.next_turn()
                 prompt = self.window.utilization
                 self._model_call(prompt, call, False)
                 delay = self.model_latency(prompt, call)
