@@ -319,3 +319,13 @@ def test_the_profiles_table_in_docs_is_the_generated_one(capsys):
     generated = capsys.readouterr().out.strip()
     page = (Path(__file__).resolve().parents[1] / "docs" / "agent.md").read_text(encoding="utf-8")
     assert page.split("<!-- agents:begin -->")[1].split("<!-- agents:end -->")[0].strip() == generated
+
+
+def test_the_draws_are_splitmix64_as_published():
+    """The hash is splitmix64's: its first output from state 0 is the published 0xE220A8397B1DCDAF, and a draw is
+    the chain over (seed, purpose, a, b) in that order (a re-implementation checks itself against these)."""
+    from prunesim.model import agent_draws
+
+    assert agent_draws._mix(0) == 0xE220A8397B1DCDAF
+    x = agent_draws._mix(agent_draws._mix(agent_draws._mix(agent_draws._mix(7) ^ NEED) ^ 10) ^ 3)
+    assert draw(7, NEED, 10, 3) == (x >> 11) / 2**53

@@ -444,7 +444,7 @@ def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,
 # -- the defaults table ---------------------------------------------------------
 def flat_defaults() -> dict[str, Any]:
     """Every single-valued parameter (dotted) and the value a scenario file that omits it gets."""
-    data = Scenario().to_dict()
+    data = Scenario().to_dict(full=True)  # the [agent] table too: its unset keys take the profile's values
     data.update({name: dataclasses.asdict(cls()) for name, cls in policies.builtin_tables().items()})
     return {k: v for k, v in _flatten(data).items() if k not in ("name", "description")}
 
@@ -463,7 +463,7 @@ def _flatten(data: dict, prefix: str = "") -> dict[str, Any]:
 def defaults_table() -> tuple[list[str], list[list[str]]]:
     """The defaults against every shipped scenario: (header, rows); a cell is blank where it equals the default."""
     defaults = flat_defaults()
-    shipped = {name: _flatten(load(name).to_dict()) for name in sorted(shipped_scenarios())}
+    shipped = {name: _flatten(load(name).to_dict(full=True)) for name in sorted(shipped_scenarios())}
     header = ["key", "default", *shipped]
     rows = []
     for key, default in defaults.items():

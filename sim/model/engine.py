@@ -3,7 +3,10 @@
 The engine decides when the policy is consulted (at the end of every turn),
 applies what it answers, and publishes what happens as typed events
 (:mod:`prunesim.model.events`) to the observers it was given. It does not know
-what any observer computes. :func:`prunesim.runner.run_one` builds it.
+what any observer computes. It consults the agent model
+(:mod:`prunesim.model.agent`) the same way: before each work turn's model call
+(what to fetch again or redo first, run as turns of their own) and after every
+turn (stop or go on). :func:`prunesim.runner.run_one` builds it.
 """
 
 from __future__ import annotations

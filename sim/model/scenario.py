@@ -407,14 +407,17 @@ class Scenario:
             if ev.turn > self.turns:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, full: bool = False) -> dict[str, Any]:
         """Plain data, as a scenario file would hold it: policy tables are top-level tables.
 
         An ``[agent]`` table left as it is by default is left out, so that a scenario without an agent model
         is written (scenario.json, a sweep's run ids) as it was before agent models existed; its unset keys
-        (``None``: the profile's value) are left out too."""
+        (``None``: the profile's value) are left out too. ``full``: every key of every table, as the defaults
+        table lists them."""
         out = dataclasses.asdict(self)
         out.update(out.pop("tables"))
+        if full:
+            return out
         if self.agent.is_default():
             del out["agent"]
         else:
