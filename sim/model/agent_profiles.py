@@ -83,6 +83,8 @@ class AgentParams:
                 raise UserError(where, f"{key}.{name}", f"must be from {low:g} to {high:g} (got {value})")
         if self.need_decay is not None and self.need_decay <= 0:
             raise UserError(where, f"{key}.need_decay", f"must be above 0 work turns (got {self.need_decay})")
+        if self.profile not in (AUTO, NONE):  # a named profile: what it lacks for the mechanisms set is known now
+            resolve(self, where=where, key=key)
 
     def is_default(self) -> bool:
         return self == AgentParams()
@@ -209,10 +211,17 @@ def profile_name(params: AgentParams, scaffold: str) -> str:
     return SCAFFOLD_OF_FORMAT.get(scaffold, NONE)
 
 
-def resolve(params: AgentParams, scaffold: str = "") -> Profile | None:
+# What each mechanism needs set once it is on (lookback needs by a need rate, success by a base rate).
+REQUIRED = {"need_rate": ("need_cv", "need_decay", "need_horizon", "summary_fidelity", "redo_turns"),
+            "base_rate": ("discordance", "cap_success_solved", "cap_success_unsolved", "lengthening_slope")}
+
+
+def resolve(params: AgentParams, scaffold: str = "", where: str = "[agent]", key: str = "agent") -> Profile | None:
     """The profile of a run whose workload came from ``scaffold`` ('' for a synthetic one); None: no agent model.
 
-    The user's values (set in ``params``) win over the fit file's, which win over the shipped ones.
+    The user's values (set in ``params``) win over the fit file's, which win over the shipped ones. A mechanism
+    turned on (a need rate, a base rate) on a profile that has it off must get every value it needs: else a
+    :class:`UserError` naming the first missing key.
     """
     name = profile_name(params, scaffold)
     if name == NONE:
@@ -224,9 +233,13 @@ def resolve(params: AgentParams, scaffold: str = "") -> Profile | None:
             values[param] = given
             sources[param] = "user"
             reasons[param] = "set in [agent] or with --set"
-    if values.get("need_rate") and not (values.get("need_decay") and values.get("need_horizon")):
-        raise UserError("[agent]", "need_decay", f"profile {name!r} needs need_decay and need_horizon with "
-                        "need_rate (set them)")
+    for switch, needed in REQUIRED.items():
+        if values.get(switch) is None or (switch == "need_rate" and not values[switch]):
+            continue
+        missing = [p for p in needed if values.get(p) is None]
+        if missing:
+            raise UserError(where, f"{key}.{missing[0]}", f"profile {name!r} has no value for it, which {switch} "
+                            f"needs: set {', '.join(missing)} too")
     return Profile(name, shipped_profiles()[name]["scaffold"], values, sources, params.base, reasons)
 
 

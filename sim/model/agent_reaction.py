@@ -23,9 +23,10 @@ The evidence. Re-fetching is fitted (``[reaction] probability``, Claude Code's
 recorded compactions, :mod:`prunesim.model.reaction`; the lookback needs on
 real outcomes). Redo is seed 004's story: the agent ran the same ``kubectl
 describe`` again because no record of its first run remained; that story gives
-one turn. Every arm of the outcome data keeps some record (placeholders,
-summaries), so the length of a redo cannot be fitted there: ``redo_turns``
-stays at the seed's 1 unless a user sets it, and docs/agent.md says so.
+one turn. The masking arms of the outcome data leave placeholders; where a
+summary arm lost an output, a one-turn redo costs what a re-fetch does: no
+arm tells how long a redo is, so ``redo_turns`` stays at the seed's 1 unless
+a user sets it, and docs/agent.md says so.
 """
 
 from __future__ import annotations
