@@ -329,3 +329,13 @@ def test_the_draws_are_splitmix64_as_published():
     assert agent_draws._mix(0) == 0xE220A8397B1DCDAF
     x = agent_draws._mix(agent_draws._mix(agent_draws._mix(agent_draws._mix(7) ^ NEED) ^ 10) ^ 3)
     assert draw(7, NEED, 10, 3) == (x >> 11) / 2**53
+
+
+def test_redone_work_is_an_events_row():
+    """A redo is written to events.csv as a refetch is: its key, call and output tokens and the time it took."""
+    params = AgentParams(profile="openhands", need_rate=0.3, need_cv=0.0, need_decay=20.0, need_horizon=40, cap=0)
+    r = run_one(sf.load("oscillation-40"), "recency", 0, trace="all", agent=params)
+    redos = [e for e in r.events if e.event == "redo"]
+    assert len(redos) == r.summary["redos"] > 0
+    assert set(redos[0].detail) == {"key", "call_tokens", "tokens", "latency_s"}
+    assert sum(e.detail["call_tokens"] + e.detail["tokens"] for e in redos) == r.summary["redo_tokens"]
