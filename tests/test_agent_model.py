@@ -339,3 +339,27 @@ def test_redone_work_is_an_events_row():
     assert len(redos) == r.summary["redos"] > 0
     assert set(redos[0].detail) == {"key", "call_tokens", "tokens", "latency_s"}
     assert sum(e.detail["call_tokens"] + e.detail["tokens"] for e in redos) == r.summary["redo_tokens"]
+
+
+def test_what_the_agent_did_does_not_depend_on_what_the_run_records():
+    """The trace mode changes what is kept, never what the agent does (its draws are counter-based)."""
+    base = sf.load_replay("transcript", {"budget": 2000, "trigger": 1500, "observation_masking.n": 1})
+    (mini,) = iter_workloads(FIXTURES / "mini.traj.json")
+    summaries = [replay(mini, base, "observation-masking", 0, trace=t)[0].summary for t in ("none", "turns", "all")]
+    assert summaries[0]["agent_profile"] == "mini-swe-agent" and summaries[0]["refetches"] > 0
+    assert summaries[0] == summaries[1] == summaries[2]
+
+
+def test_a_sweep_over_agent_profiles_keeps_each_profiles_figures(tmp_path):
+    """agent.profile is a grid axis; each profile's runs report what it can move, blank where it cannot."""
+    from prunesim.cli import main
+    from prunesim.io.sweep_files import read_runs
+
+    out = tmp_path / "sweep"
+    assert main(["sweep", "oscillation-40", "--grid", "agent.profile=none,claude-code,swe-agent", "--policies",
+                 "recency", "--seeds", "0:2", "--out", str(out), "--quiet", "--jobs", "1"]) == 0
+    rows = read_runs(out)
+    by = {(r["agent.profile"], r["seed"]): r for r in rows}
+    assert by[("none", 0)]["agent_calls"] is None and by[("claude-code", 0)]["agent_calls"] == 40
+    assert by[("claude-code", 0)]["task_success"] is None and by[("swe-agent", 0)]["stop_reason"] == "done"
+    assert main(["aggregate", str(out)]) == 0

@@ -25,6 +25,7 @@ for rows, the line.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -35,6 +36,7 @@ from typing import Any
 
 from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
+from prunesim.model.agent_profiles import AgentParams
 from prunesim.model.scenario import MAX_SEED, seed_problem
 from prunesim.observe.metrics import TEXT_METRICS
 
@@ -46,6 +48,7 @@ AGGREGATE_FILE = "aggregate.csv"
 STAT_COLUMNS = ("metric", "n", "median", "mean", "ci_low", "ci_high", "share", "share_low", "share_high")
 ID_COLUMNS = ("run_id", "scenario", "policy", "seed", "prunesim_version")
 TEXT_COLUMNS = ("run_id", "scenario", "policy", "prunesim_version")
+AGENT_KEYS = frozenset(f.name for f in dataclasses.fields(AgentParams))
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
 _REDO = "delete that line and run the sweep command again to redo the run"
 
@@ -201,6 +204,10 @@ def _is_single(value: Any) -> bool:
 
 
 def _is_parameter(scenario: dict, dotted: str) -> bool:
+    """A single parameter of the resolved scenario; the ``[agent]`` table's keys too, which a scenario with no
+    agent model leaves out of its record (Scenario.to_dict)."""
+    if "agent" not in scenario and dotted.startswith("agent."):
+        return dotted.partition(".")[2] in AGENT_KEYS
     node: Any = scenario
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
