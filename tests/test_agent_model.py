@@ -250,9 +250,18 @@ def test_the_kernel_leaves_agent_runs_to_the_engine():
     assert "[agent]" in kernel_gap(sc, "naive")
 
 
-def test_the_fit_file_wins_over_the_shipped_values_and_says_so(monkeypatch):
-    monkeypatch.setitem(agent_profiles._CACHE, "fit", {"profiles": {"openhands": {"need_rate": 0.25}}})
+@pytest.fixture
+def fitted(monkeypatch):
+    """A fit file that fits openhands' need rate (the resolved profiles are cached per process: cleared around)."""
+    monkeypatch.setitem(agent_profiles._CACHE, "fit", {"profiles": {"openhands": {"need_rate": 0.25}},
+                                                       "notes": {"openhands": "a test's fit"}})
     monkeypatch.setattr(agent_profiles, "fit_digest", lambda: "abc123")
+    agent_profiles._shipped_values.cache_clear()
+    yield
+    agent_profiles._shipped_values.cache_clear()
+
+
+def test_the_fit_file_wins_over_the_shipped_values_and_says_so(fitted):
     p = resolve(AgentParams(profile="openhands"))
     assert p.need_rate == 0.25 and p.sources["need_rate"] == "fitted (agent_fit.json abc123)"
     assert p.sources["cap"] == "documented"
@@ -260,6 +269,8 @@ def test_the_fit_file_wins_over_the_shipped_values_and_says_so(monkeypatch):
     assert mini.sources["need_rate"] == "borrowed from swe-agent (provisional)"
     user = resolve(AgentParams(profile="openhands", need_rate=0.4))
     assert user.need_rate == 0.4 and user.sources["need_rate"] == "user"
+    assert agent_profiles.reasons(p)["need_rate"] == "a test's fit"
+    assert agent_profiles.reasons(user)["need_rate"] == "set in [agent] or with --set"
 
 
 def test_every_shipped_value_says_where_it_comes_from():

@@ -34,6 +34,7 @@ from prunesim.model.agent_needs import LookbackNeeds
 from prunesim.model.agent_profiles import AgentParams, Profile, resolve
 from prunesim.model.agent_reaction import REFETCH, Reach, react
 from prunesim.model.agent_success import lengthening, probability
+from prunesim.model.events import Observer
 from prunesim.model.needs import NeedModel
 from prunesim.model.reaction import Reaction
 
@@ -47,6 +48,23 @@ class Calls:
     decisions: int = 0
     decision_input: int = 0
     decision_output: int = 0
+
+
+class CallCounter(Observer):
+    """Hears every model call of a run under an agent model and counts it into :class:`Calls` (an observer the
+    engine adds for such runs only: a run without an agent model pays nothing for the count)."""
+
+    def __init__(self):
+        self.calls = Calls()
+
+    def on_model_call(self, time, turn, prompt_tokens, output_tokens, decision, pass_id=0) -> None:
+        calls = self.calls
+        if decision:
+            calls.decisions += 1
+            calls.decision_input += prompt_tokens
+            calls.decision_output += output_tokens
+        else:
+            calls.agent += 1
 
 
 @dataclass(frozen=True)

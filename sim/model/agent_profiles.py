@@ -23,6 +23,7 @@ The shipped values and their provenance are one data file,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -117,7 +118,6 @@ class Profile:
     values: dict = field(hash=False)
     sources: dict = field(hash=False)
     base: str = "solved"
-    reasons: dict = field(default_factory=dict, hash=False)  # why each shipped value is what it is
 
     def __getattr__(self, name: str):
         values = self.__dict__.get("values")
@@ -135,7 +135,8 @@ class Profile:
 
     def provenance(self) -> dict:
         """Each parameter as ``{"value", "source", "why"}``."""
-        return {name: {"value": self.values[name], "source": self.sources[name], "why": self.reasons.get(name, "")}
+        why = reasons(self)
+        return {name: {"value": self.values[name], "source": self.sources[name], "why": why[name]}
                 for name in PARAMETERS}
 
 
@@ -175,6 +176,19 @@ def fit_digest() -> str:
     if not entry.is_file():
         return ""
     return hashlib.sha256(entry.read_bytes()).hexdigest()[:12]
+
+
+@functools.cache
+def _shipped_values(name: str) -> tuple[dict, dict, dict]:
+    """:func:`_profile_values`, once per profile and process (every run of a profile resolves the same)."""
+    return _profile_values(name)
+
+
+def reasons(profile: Profile) -> dict:
+    """Why each of the profile's values is what it is (the data file's reasons, the fit's notes, "user")."""
+    why = dict(_shipped_values(profile.name)[2])
+    why.update({p: "set in [agent] or with --set" for p in PARAMETERS if profile.sources[p] == "user"})
+    return why
 
 
 def _profile_values(name: str, seen: tuple[str, ...] = ()) -> tuple[dict, dict, dict]:
@@ -226,13 +240,13 @@ def resolve(params: AgentParams, scaffold: str = "", where: str = "[agent]", key
     name = profile_name(params, scaffold)
     if name == NONE:
         return None
-    values, sources, reasons = _profile_values(name)
+    shipped_values, shipped_sources, _ = _shipped_values(name)
+    values, sources = dict(shipped_values), dict(shipped_sources)
     for param in PARAMETERS:
         given = getattr(params, param)
         if given is not None:
             values[param] = given
             sources[param] = "user"
-            reasons[param] = "set in [agent] or with --set"
     for switch, needed in REQUIRED.items():
         if values.get(switch) is None or (switch == "need_rate" and not values[switch]):
             continue
@@ -240,7 +254,7 @@ def resolve(params: AgentParams, scaffold: str = "", where: str = "[agent]", key
         if missing:
             raise UserError(where, f"{key}.{missing[0]}", f"profile {name!r} has no value for it, which {switch} "
                             f"needs: set {', '.join(missing)} too")
-    return Profile(name, shipped_profiles()[name]["scaffold"], values, sources, params.base, reasons)
+    return Profile(name, shipped_profiles()[name]["scaffold"], values, sources, params.base)
 
 
 def gamma_quantile(shape: float, u: float) -> float:

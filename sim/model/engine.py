@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 import simpy
-from prunesim.model.agent import AgentModel, Calls
+from prunesim.model.agent import AgentModel, CallCounter
 from prunesim.model.agent_reaction import CARRIED, HELD, LOST, RECORDED, REFETCH, Reach
 from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
@@ -89,6 +89,11 @@ class Engine(Provenance):
         self.stop_reason = ""  # set when the agent model says stop (its turn cap)
         self.policy = policy
         self.workload = workload
+        self._counting = agent is not None and agent.counts_turns
+        if self._counting:  # only then: a run without an agent model pays nothing per call for the count
+            counter = CallCounter()
+            self.calls = counter.calls
+            observers = (*observers, counter)
         self.bus = bus = Bus(observers)
         # The hot kinds' handler tuples, held directly: a call site tests one attribute.
         self._on_appended = bus.span_appended
@@ -111,12 +116,7 @@ class Engine(Provenance):
         lat = scenario.latency
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
         self._init_provenance(agent.needs if agent is not None else None, edit_log)
-        self._counting = agent is not None and agent.counts_turns
-        self.work_turns = None  # counted where an agent model may stop the run early
-        if self._counting:  # only then: a run without an agent model pays nothing per call for the count
-            self.calls = Calls()
-            self.work_turns = 0
-            self._model_call = self._counted_model_call
+        self.work_turns = 0 if self._counting else None  # counted where an agent model may stop the run early
 
     # -- publishing ------------------------------------------------------------
     # Each loops over the handlers bound for its kind. Hot call sites test the
@@ -141,17 +141,6 @@ class Engine(Provenance):
     def _model_call(self, prompt: int, output: int, decision: bool, pass_id: int = 0) -> None:
         for h in self.bus.model_call:
             h(self.env.now, self.turn, prompt, output, decision, pass_id)
-
-    def _counted_model_call(self, prompt: int, output: int, decision: bool, pass_id: int = 0) -> None:
-        """:meth:`_model_call`, counting the agent's calls and the policy's (the agent model's cap reads them)."""
-        calls = self.calls
-        if decision:
-            calls.decisions += 1
-            calls.decision_input += prompt
-            calls.decision_output += output
-        else:
-            calls.agent += 1
-        Engine._model_call(self, prompt, output, decision, pass_id)
 
     def agent_says_stop(self, work: bool) -> bool:
         """After a model-call turn: ask the agent model whether to go on; True when it says stop."""

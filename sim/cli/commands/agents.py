@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from prunesim.model.agent_profiles import PARAMETERS, AgentParams, resolve, shipped_fit, shipped_profiles
+from prunesim.model.agent_profiles import PARAMETERS, AgentParams, reasons, resolve, shipped_fit, shipped_profiles
 
 
 def register(sub) -> None:
@@ -37,12 +37,13 @@ def main(args) -> int:
     fit = "sim/model/agent_fit.json holds a fit" if shipped_fit() else "no fit file shipped: no value is fitted yet"
     print(f"agent profiles ({fit}); value (source) per parameter, '-' where the mechanism is off:")
     width = max(len(p) for p in PARAMETERS)
+    why = {name: reasons(p) for name, p in resolved.items()}
     for name, p in resolved.items():
         print(f"{name} ({p.scaffold}):")
         for param in PARAMETERS:
             print(f"  {param:{width}s}  {_shown(p.values[param])} ({p.sources[param]})")
-            if args.why and p.reasons.get(param):
-                print(f"  {'':{width}s}    {p.reasons[param]}")
+            if args.why and why[name][param]:
+                print(f"  {'':{width}s}    {why[name][param]}")
     return 0
 
 
