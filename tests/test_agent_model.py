@@ -374,3 +374,12 @@ def test_a_sweep_over_agent_profiles_keeps_each_profiles_figures(tmp_path):
     assert by[("none", 0)]["agent_calls"] is None and by[("claude-code", 0)]["agent_calls"] == 40
     assert by[("claude-code", 0)]["task_success"] is None and by[("swe-agent", 0)]["stop_reason"] == "done"
     assert main(["aggregate", str(out)]) == 0
+
+
+def test_a_recording_longer_than_its_profiles_cap_is_not_cut_at_it():
+    """A replayed run that went past the profile's cap shows its scaffold let it: its cap is its own length."""
+    base = sf.load_replay("transcript")
+    (mini,) = iter_workloads(FIXTURES / "mini.traj.json")
+    r, _ = replay(mini, sf.load_replay("transcript", {"agent.cap": 3}), "noop", 0, trace="none")
+    assert r.summary["turns"] == mini.turns and r.summary["capped"] is False
+    assert replay(mini, base, "noop", 0, trace="none")[0].summary["capped"] is False

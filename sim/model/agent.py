@@ -26,6 +26,7 @@ did before agent models existed.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -203,6 +204,8 @@ class ReactingAgent(AgentModel):
         self.calls = calls
         if work:
             self.work_turns += 1
+            if self.work_turns >= self.recorded_turns:  # the work is done: the run ends, whatever the count
+                return None
         if self.cap.reached(calls.agent, calls.decisions):
             self.stop_reason = "turn_cap"
             return self.stop_reason
@@ -231,6 +234,10 @@ def build_agent(scenario, seed: int, workload, need_rng=None, params: AgentParam
     ``need_rng``: the stream of seed 004's needs (``[need]``), when the scenario has them.
     """
     profile = resolve(params if params is not None else scenario.agent, getattr(workload, "scaffold", ""))
+    if profile is not None and hasattr(workload, "scaffold") and 0 < (profile.cap or 0) < scenario.turns:
+        # A recording longer than the profile's cap shows its scaffold let it run that long: the cap is its length.
+        profile = dataclasses.replace(profile, values={**profile.values, "cap": scenario.turns},
+                                      sources={**profile.sources, "cap": "the recording's own length"})
     closed = scenario.reaction.mode == "closed"
     needs = NeedModel(scenario.need, need_rng) if need_rng is not None and scenario.need.enabled else None
     uses_resources = closed and getattr(workload, "has_resources", False)
