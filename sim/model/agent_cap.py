@@ -8,7 +8,9 @@ to 250); mini-swe-agent's SWE-bench configuration sets ``step_limit: 250``.
 ``cap_counts`` says which calls count: ``agent`` (the agent's own: work,
 re-fetch and redo turns) or ``agent+decisions`` (those and the policy's model
 calls: prune passes and summaries). The stop reason is ``turn_cap``; a run
-that does all its work stops with ``done``. The engine does not count turns
+that does all its work stops with ``done`` (its last work turn too). A
+replayed recording longer than the cap gets its own length as its cap
+(:func:`prunesim.model.agent.build_agent`): its scaffold let it run so long. The engine does not count turns
 for the agent: it reports the calls, and this rule says stop.
 """
 
