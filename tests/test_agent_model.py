@@ -139,11 +139,12 @@ def test_the_vector_draws_are_the_scalar_draws_to_the_bit():
 
 
 def test_the_draws_are_uniform_against_the_null():
-    """A Kolmogorov-Smirnov test of 20,000 draws against U(0, 1): a fixed sample, so a fixed verdict."""
-    from scipy.stats import kstest
-
-    u = draws(5, NEED, np.arange(1, 201)[:, None], np.arange(100, dtype=np.uint64)[None, :]).ravel()
-    assert kstest(u, "uniform").pvalue > 0.01 and 0 <= u.min() and u.max() < 1
+    """Kolmogorov-Smirnov against U(0, 1) on 20,000 draws: D below its 1% critical value, 1.628 / sqrt(n) (a fixed
+    sample, so a fixed verdict)."""
+    u = np.sort(draws(5, NEED, np.arange(1, 201)[:, None], np.arange(100, dtype=np.uint64)[None, :]).ravel())
+    n = len(u)
+    d = max(np.max(np.arange(1, n + 1) / n - u), np.max(u - np.arange(n) / n))
+    assert d < 1.628 / math.sqrt(n) and 0 <= u[0] and u[-1] < 1
 
 
 def test_the_reaction_follows_what_the_window_still_says():
