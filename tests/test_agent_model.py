@@ -384,3 +384,16 @@ def test_a_recording_longer_than_its_profiles_cap_is_not_cut_at_it():
     r, _ = replay(mini, sf.load_replay("transcript", {"agent.cap": 3}), "noop", 0, trace="none")
     assert r.summary["turns"] == mini.turns and r.summary["capped"] is False
     assert replay(mini, base, "noop", 0, trace="none")[0].summary["capped"] is False
+
+
+def test_a_run_under_an_agent_model_is_read_back_as_any_run(tmp_path):
+    """summary.json holds words among its metrics (the profile, the stop reason): the readers take them."""
+    from prunesim.cli import main
+
+    run = tmp_path / "run"
+    assert main(["run", "oscillation-40", "--policy", "naive", "--agent", "swe-agent", "--out", str(run)]) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["metrics"]["agent_profile"] == "swe-agent" and summary["metrics"]["stop_reason"] == "done"
+    from prunesim.plots.io import read_run
+
+    assert read_run(run).summary["metrics"]["capped"] is False  # as prunesim plot and report read a run folder
