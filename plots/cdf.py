@@ -20,6 +20,7 @@ from prunesim.errors import UserError
 from prunesim.io.labels import policy_labels
 from prunesim.plots import style
 from prunesim.plots.io import as_float, parse_cell, read_sweep
+from prunesim.plots.pareto import UNIT_TEXT
 from prunesim.plots.sweep import _key, metric_label
 
 QUANTILES = (0.5, 0.9)
@@ -53,8 +54,8 @@ def cdf_rows(path, metric: str, fix: dict[str, str] | None = None) -> tuple[list
             raise UserError("--fix", next(iter(fix)), "a leaderboard has no grid; --fix is for sweeps")
         if not board.units:
             raise UserError(str(board.path.parent / "runs.csv"), None, "missing: the CDF needs each unit's figures")
-        if metric not in board.units[0] or metric in ("unit", "policy", "setting"):
-            known = [k for k in board.units[0] if k not in ("unit", "policy", "setting")]
+        if metric not in board.units[0] or metric in UNIT_TEXT:
+            known = [k for k in board.units[0] if k not in UNIT_TEXT]
             raise UserError("--metric", metric, f"not a figure of this leaderboard (known: {', '.join(known)})")
         rows = [u for u in board.units if str(u.get("setting") or DOCUMENTED) == DOCUMENTED]
         source = Path(board.meta["source"]).name if board.meta.get("source") else "seeds"

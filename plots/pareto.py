@@ -50,7 +50,7 @@ FAN_PER = 1.3
 DOCUMENTED = ""  # the setting column's value for a policy's documented setting
 
 
-UNIT_TEXT = ("unit", "policy", "setting")  # runs.csv's columns of words; every other holds a figure (or nothing)
+UNIT_TEXT = ("unit", "policy", "setting", "model", "price_table", "not_recorded")  # runs.csv's columns of words
 
 
 @dataclass
@@ -191,7 +191,11 @@ def pareto_figure(board: Leaderboard, x: str = "input_ratio", y: str = "re_retri
                   frontier: bool = False):
     """The figure; ``stat`` chooses what a point is (module docstring), ``frontier`` draws every setting."""
     known = board.figures()
+    hidden = board.meta.get("unobservable") if isinstance(board.meta.get("unobservable"), dict) else {}
     for flag, figure in (("--x", x), ("--y", y)):
+        if figure in hidden:
+            raise UserError(flag, figure, f"unobservable in this leaderboard, so left out: {hidden[figure]} "
+                            f"(known: {', '.join(known)})")
         if figure not in known:
             raise UserError(flag, figure, f"not a figure of this leaderboard (known: {', '.join(known)})")
     if stat not in STATS:

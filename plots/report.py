@@ -157,15 +157,42 @@ def _value_text(value) -> str:
     return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
-def _scenario_facts(section: Section, scenario: dict | None, where: str) -> None:
+def _scenario_facts(section: Section, scenario: dict | None, where: str, limits: bool = True) -> None:
+    """The scenario's name and hash, and (``limits``: not for replays of recordings, whose window and prices are
+    each recording's) its window, budget and trigger."""
     if not isinstance(scenario, dict):
         section.notes.append(f"{where} records no scenario: its hash cannot be given")
         return
     section.facts.append(("scenario", f"{scenario.get('name', '?')} (hash {scenario_hash(scenario)}, "
                                       f"recorded whole in {where})"))
-    limits = [f"{k} {scenario[k]:,}" for k in ("window", "budget", "trigger") if isinstance(scenario.get(k), int)]
+    limits = limits and [f"{k} {scenario[k]:,}" for k in ("window", "budget", "trigger")
+                         if isinstance(scenario.get(k), int)]
     if limits:
         section.facts.append(("limits", ", ".join(limits) + f" tokens ({scenario.get('budget_kind', '?')} budget)"))
+
+
+def _runtime_facts(section: Section, meta: dict) -> None:
+    """The model and price table each unit was billed on, and what no recording gave (leaderboard.json)."""
+    runtime = meta.get("runtime")
+    if not isinstance(runtime, dict):
+        section.notes.append(f"{LEADERBOARD_META} records no runtime (written before prunesim named it): the model "
+                             "and prices the units were billed on are not known here")
+        return
+    for model, r in runtime.items():
+        if not isinstance(r, dict):
+            continue
+        windows = ", ".join(f"{w:,}" for w in r.get("windows", ()) if isinstance(w, int))
+        section.facts.append(("billed as", f"{model} ({'; '.join(map(str, r.get('price_tables', ())))}) on "
+                                           f"{r.get('units', '?')} unit(s), window {windows} tokens"))
+        if meta.get("source") and r.get("not_recorded"):
+            section.facts.append(("not recorded", ", ".join(map(str, r["not_recorded"]))))
+    for figure, why in (meta.get("unobservable") or {}).items():
+        section.notes.append(f"{figure} is unobservable here and left out: {why}")
+    cache = meta.get("cache_assumption")
+    if isinstance(cache, dict) and cache.get("sign_depends_on_cache"):
+        section.notes.append("the prompt cache decides the sign of the saving of "
+                             + ", ".join(map(str, cache["sign_depends_on_cache"]))
+                             + " (uncached_cost_ratio beside cost_ratio)")
 
 
 def _rebuilt(words: list[str], scenario: dict | None, section: Section) -> Command:
@@ -319,7 +346,8 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
                       ("prunesim version", str(meta.get("prunesim_version", "not recorded")))]
     if meta.get("seeds"):
         section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
-    _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META)
+    _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META, limits=not meta.get("source"))
+    _runtime_facts(section, meta)
     names = board.figures()
     cells = []
     for policy in board.policies():
@@ -383,17 +411,33 @@ def replay_section(path: Path, figures: _Figures) -> Section:
             verdict = ("yes" if r.get("ok") else "NO") if judged else "not judged"
             stat = j.get("statistic", "median")
             low, high, spread = _spread(r, stat, len(seeds))
+            counted = r.get("counted", r.get("ok"))  # (a replay written before figures were counted: in range)
             table.append([r.get("variant"), r.get("figure"), r.get("published"), stat, r.get("median"), low, high,
-                          spread, j.get("accepted", r.get("accepted")), verdict])
-            if judged and not r.get("ok"):
+                          spread, j.get("accepted", r.get("accepted")), verdict,
+                          ("yes" if counted else "NO") if judged else "not judged"])
+            if judged and not counted:
                 section.disagreements.append(
                     f"{r.get('variant')}: {r.get('figure')}: published {r.get('published')}, the replay's "
                     f"{stat} {_fmt(r.get('median'))} ({spread} {_fmt(low)}..{_fmt(high)}), accepted "
-                    f"{j.get('accepted', r.get('accepted'))}")
+                    f"{j.get('accepted', r.get('accepted'))}" + (f"; {r['why']}" if r.get("why") else ""))
         section.tables.append(Table("published figures against the replay", ["variant", "figure", "published",
-                                    "statistic", "value", "low", "high", "low..high is", "accepted", "in range"],
+                                    "statistic", "value", "low", "high", "low..high is", "accepted", "in range",
+                                    "counted"],
                                     table, "a median's spread is its seeds' 10th..90th percentile; a share's is "
-                                    "its Wilson 95% interval over the seeds"))
+                                    "its Wilson 95% interval over the seeds; counted: in range, telling the seed's "
+                                    "settings apart and specific where a verdict"))
+        contrasts = [c for c in report.get("contrasts") or [] if isinstance(c, dict)]
+        if contrasts:
+            section.tables.append(Table("the seed's contrasts, paired over the same seeds",
+                                        ["contrast", "first", "second", "published", "difference", "low", "high",
+                                         "accepted", "in range"],
+                                        [[c.get("contrast"), c.get("variant"), c.get("against"), c.get("published"),
+                                          c.get("difference"), *(c.get("interval") or [None, None]),
+                                          c.get("accepted"), "yes" if c.get("ok") else "NO"] for c in contrasts],
+                                        "share of runs under the first minus under the second, with its paired 95% "
+                                        "interval"))
+            section.disagreements += [f"contrast {c.get('contrast')}: {c.get('why')}" for c in contrasts
+                                      if not c.get("ok") and c.get("why")]
     else:
         section.tables.append(Table("report", ["field", "value"],
                                     [[k, json.dumps(v) if isinstance(v, (list, dict)) else v]

@@ -27,6 +27,7 @@ from pathlib import Path
 from prunesim.errors import UserError
 from prunesim.policies.base import Policy, preset_variant
 from prunesim.policies.clear_tool_uses import ClearToolUsesPolicy
+from prunesim.policies.composed import SEPARATOR, composed, split
 from prunesim.policies.llm_summary import LlmSummaryPolicy
 from prunesim.policies.memory_pressure import MemoryPressurePolicy
 from prunesim.policies.naive import NaivePolicy
@@ -241,15 +242,41 @@ def get_policy(name: str | type[Policy], where: str = "--policy") -> type[Policy
         return _check_class(name, where)
     if name in REGISTRY:
         return REGISTRY[name]
-    if is_file_spec(name):
+    if is_file_spec(name) and (SEPARATOR not in name or Path(name.rpartition(":")[0]).is_file()):
         return load_file_policy(name, where)
     found = entry_point_policies().get(name)
     if isinstance(found, UserError):
         raise found
     if found is not None:
         return found
+    if SEPARATOR in name:
+        return composed_policy(name, where)
     known = ", ".join(sorted(available()))
     raise UserError(where, None, f"unknown policy {name!r} (known: {known}; or path/to/file.py:ClassName)")
+
+
+def composed_policy(spec: str, where: str = "--policy") -> type[Policy]:
+    """``a+b``: the policies ``a`` and ``b`` run as one, in that order (:mod:`prunesim.policies.composed`)."""
+    def known(name: str) -> bool:  # a file spec of one word is a part even when its file is missing (said below)
+        return name in REGISTRY or name in entry_point_policies() or (is_file_spec(name) and (
+            SEPARATOR not in name or Path(name.rpartition(":")[0]).is_file()))
+
+    try:
+        names = split(spec, known)
+    except UserError as err:
+        hint = "" if "empty" in err.problem else (f" (known: {', '.join(sorted(available()))}; '+' composes "
+                                                  "policies, ',' separates them)")
+        raise UserError(where, spec, err.problem + hint) from None
+    parts = []
+    for name in names:
+        try:
+            parts.append(get_policy(name, where))
+        except UserError as err:  # a part that exists but does not load: the part at fault, then why
+            raise UserError(where, spec, f"part {name!r}: {err.problem}") from None
+    try:
+        return composed(SEPARATOR.join(names), parts)
+    except UserError as err:
+        raise UserError(where, spec, err.problem) from None
 
 
 def policy_name(policy: str | type[Policy]) -> str:
@@ -265,7 +292,8 @@ def every_policy() -> list[str]:
 
 def parse_names(text: str, where: str = "--policies") -> list[str]:
     """A comma-separated list of policy names (``all`` for :func:`every_policy`), each checked."""
-    names = [n.strip() for n in text.split(",")]
+    # A composition is named one way whatever the spaces around its '+' (so that it is given twice only once).
+    names = [SEPARATOR.join(w.strip() for w in n.split(SEPARATOR)) for n in text.split(",")]
     if not text.strip() or any(not n for n in names):
         raise UserError(where, text, "expected a comma-separated list of policy names")
     out: list[str] = []

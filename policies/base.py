@@ -256,6 +256,11 @@ class Policy:
         return self.scenario.trigger
 
     @classmethod
+    def check_settings(cls, scenario: Scenario, where: str) -> None:
+        """Refuse (a :class:`~prunesim.errors.UserError` naming ``where``) settings that are wrong only for this
+        policy once its preset fills its table in; called with the tables' own checks, before any run."""
+
+    @classmethod
     def notes(cls, scenario: Scenario, tools: frozenset[str] | None = None) -> list[str]:
         """Warnings about running this policy on ``scenario`` (not errors: the run is valid).
 

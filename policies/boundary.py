@@ -21,12 +21,31 @@ The checks, in order (the first that fails gives the reason):
 call for different actions, even though utilization alone cannot tell them
 apart: the first says *deciding* is unaffordable now, the second that there is
 too little *to decide about*.
+
+**Deciding on estimates.** A runtime cannot know, before the model call, the
+rationale the model will write nor what it will name: it knows the window, the
+candidates it lists in the index, and what its earlier passes wrote and freed.
+:class:`PassEstimate` keeps the running mean and spread of those (the
+rationale, the *yield*: tokens a pass named for eviction, and their
+difference) from earlier passes, starting from a prior counted as one pass.
+Feed ``expected_yield`` (at most what the candidates hold) as the one stale
+size and ``expected_rationale`` as the rationale: the checks above are then
+the seed's rule on what the runtime knows, and a pass they let through may
+still turn out net-negative. What the gate then guarantees is a bound, not a
+certainty: for a pass run with an estimated net ``mu > margin >= 0`` and an
+estimated spread ``s`` of ``yield - rationale``, Cantelli's inequality gives
+``P(net <= 0) <= s^2 / (s^2 + mu^2)`` (:func:`net_negative_bound`; 1, no
+guarantee, before the first pass gives a spread). It holds for the true mean
+and spread; with estimates it is an approximation, which prunesim measures
+against the share of passes that did turn out net-negative
+(docs/policies.md, "slack-gated").
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 RUN = "run"
 OVER_BUDGET = "over_budget"
@@ -86,3 +105,85 @@ def evaluate_boundary(
     else:
         reason = RUN
     return BoundaryDecision(reason == RUN, reason, headroom, overhead, reclaimable, margin)
+
+
+PRIOR_PASSES = 1.0  # the prior counts as one pass already seen: the first real pass moves the means halfway
+
+
+@dataclass(slots=True)
+class PassEstimate:
+    """Running mean and spread of what a runtime's model-driven passes wrote and freed, with a prior.
+
+    ``prior_yield`` and ``prior_rationale`` stand for :data:`PRIOR_PASSES` pass(es)
+    already seen; :meth:`observe` adds one pass (the tokens it named for eviction,
+    the rationale it wrote). Every sum is kept in the order the passes came, so
+    that a copy of this arithmetic elsewhere (prunesim's compiled kernel) gives
+    the same numbers to the last bit.
+    """
+
+    prior_yield: float
+    prior_rationale: float
+    n: float = field(init=False)
+    sum_yield: float = field(init=False)
+    sum_rationale: float = field(init=False)
+    sum_yield_sq: float = field(init=False)
+    sum_rationale_sq: float = field(init=False)
+    sum_net: float = field(init=False)  # of yield - rationale
+    sum_net_sq: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.prior_yield < 0 or self.prior_rationale < 0:
+            raise ValueError("priors must not be negative")
+        y, r = float(self.prior_yield), float(self.prior_rationale)
+        self.n = PRIOR_PASSES
+        self.sum_yield, self.sum_rationale = PRIOR_PASSES * y, PRIOR_PASSES * r
+        self.sum_yield_sq, self.sum_rationale_sq = PRIOR_PASSES * (y * y), PRIOR_PASSES * (r * r)
+        d = y - r
+        self.sum_net, self.sum_net_sq = PRIOR_PASSES * d, PRIOR_PASSES * (d * d)
+
+    def observe(self, yield_tokens: int, rationale_tokens: int) -> None:
+        d = yield_tokens - rationale_tokens
+        self.n += 1.0
+        self.sum_yield += yield_tokens
+        self.sum_rationale += rationale_tokens
+        self.sum_yield_sq += yield_tokens * yield_tokens
+        self.sum_rationale_sq += rationale_tokens * rationale_tokens
+        self.sum_net += d
+        self.sum_net_sq += d * d
+
+    @property
+    def expected_yield(self) -> float:
+        return self.sum_yield / self.n
+
+    @property
+    def expected_rationale(self) -> float:
+        return self.sum_rationale / self.n
+
+    def _variance(self, total: float, squares: float) -> float:
+        if self.n <= 1.0:
+            return math.inf  # one (pseudo-)pass: no spread yet
+        return max(0.0, (squares - total * total / self.n) / (self.n - 1.0))
+
+    @property
+    def net_variance(self) -> float:
+        """The estimated variance of ``yield - rationale`` (infinite before a pass gives a spread)."""
+        return self._variance(self.sum_net, self.sum_net_sq)
+
+    def spreads(self) -> dict[str, float]:
+        """Standard deviations of the yield, the rationale and their difference (``inf`` before any pass)."""
+        return {"spread_yield": math.sqrt(self._variance(self.sum_yield, self.sum_yield_sq)),
+                "spread_rationale": math.sqrt(self._variance(self.sum_rationale, self.sum_rationale_sq)),
+                "spread_net": math.sqrt(self.net_variance)}
+
+
+def net_negative_bound(expected_net: float, net_variance: float) -> float:
+    """Cantelli's bound on ``P(net <= 0)`` for a pass whose net has this mean and variance (1 when it says nothing).
+
+    >>> net_negative_bound(300.0, 90000.0)
+    0.5
+    >>> net_negative_bound(300.0, math.inf), net_negative_bound(-5.0, 1.0)
+    (1.0, 1.0)
+    """
+    if expected_net <= 0 or math.isinf(net_variance):
+        return 1.0
+    return net_variance / (net_variance + expected_net * expected_net)

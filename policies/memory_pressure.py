@@ -37,7 +37,7 @@ from prunesim.policies.summary import SummaryParams, SummaryWriter
 class MemoryPressure:
     """``[memory_pressure]``: see the module docstring. ``None``: the preset's value."""
 
-    preset: Literal["letta", "memgpt"] = "letta"
+    preset: Literal["letta", "memgpt", "gemini-cli"] = "letta"
     send_warning: bool | None = None
     warn_at: float | None = None
     warning_tokens: int | None = None
@@ -85,6 +85,16 @@ PRESETS = {
                      {"send_warning": True, "warn_at": 0.75, "warning_tokens": 33, "self_edit": 0.5,
                       "evict_at": 1.0, "evict_fraction": 0.75, "evict_unit": "tokens", "evict_step": 0.0,
                       "keep_last": 3}),
+    # Gemini CLI 0.21 (packages/core/src/services/chatCompressionService.ts): DEFAULT_COMPRESSION_TOKEN_THRESHOLD
+    # 0.5 of the model's token limit (model.compressionThreshold), COMPRESSION_PRESERVE_THRESHOLD 0.3: the oldest
+    # 70% of the history (cut at a turn boundary) becomes one model-written state snapshot, the newest 30% stays.
+    # This policy, not llm-summary, models it: llm-summary keeps a number of turns, this one a share of the
+    # tokens, and folds the previous snapshot into the next as Gemini CLI does.
+    "gemini-cli": Preset("Gemini CLI chat compression: at 50% of the window, the oldest 70% of the history "
+                         "summarized into a snapshot, the newest 30% kept",
+                         {"send_warning": False, "warn_at": 0.5, "warning_tokens": 0, "self_edit": 0.0,
+                          "evict_at": 0.5, "evict_fraction": 0.7, "evict_unit": "tokens", "evict_step": 0.0,
+                          "keep_last": 0}),
 }
 
 

@@ -3,17 +3,26 @@
 Once utilization reaches its own trigger, ``trigger - [gate] lead`` (``lead``
 tokens below the scenario's trigger, so that there is still room to decide, and
 so that sweeping ``trigger`` moves it with every other threshold policy), the
-policy draws the plan a model-driven pass would make (:func:`plan_pass`) and
-asks :func:`evaluate_boundary` about it:
+policy asks :func:`evaluate_boundary` whether a model-driven pass would pay,
+with what it knows before the model call (``[gate] knowledge``):
 
-* ``stale_candidate_sizes`` are the sizes of the spans the plan selects (what
-  the model judged stale and would evict), ``index_size`` the plan's index and
-  ``expected_rationale_size`` the rationale it would write;
-* on ``"run"`` the pass is taken as planned; the boundary guarantees that it
-  frees more than ``margin`` net of its own index and rationale;
-* on a refusal it takes the scenario's non-model ``[gate] fallback``, which
-  costs no decision tokens, and frees down to ``trigger - low_water_gap``
-  (low-water mark) where it can:
+* ``"estimate"`` (the default; what a runtime knows): the window, the
+  candidates it would list in the index and the index's size, and the running
+  estimates of :class:`~prunesim.policies.boundary.PassEstimate` from the
+  passes it ran before (the seed's priors, ``prior_yield`` and
+  ``prior_rationale``, before the first). The stale size is the expected yield,
+  at most what the candidates hold; the rationale is the expected one; the
+  margin is ``margin_factor`` x that expected rationale. The pass that runs is
+  then drawn, and may turn out net-negative: the ledger counts it;
+* ``"oracle"`` (a named bound, not a runtime): it judges the very plan the
+  model will carry out (:func:`plan_pass`: the spans it will name, the
+  rationale it will write), so that a pass it runs frees more than ``margin``
+  net of its own index and rationale by construction. Seed 000's replay runs it
+  as a counterfactual row, to show what perfect knowledge would add.
+
+On ``"run"`` the pass is taken as planned. On a refusal it takes the
+scenario's non-model ``[gate] fallback``, which costs no decision tokens, and
+frees down to ``trigger - low_water_gap`` (low-water mark) where it can:
 
   - ``"recency"``: drop the oldest prunable spans outside the protected recent turns;
   - ``"truncate"``: cut the oldest tool outputs, one after another, to ``truncate_keep`` tokens;
@@ -22,18 +31,22 @@ asks :func:`evaluate_boundary` about it:
 
 Every consultation is recorded as a :class:`BoundaryEvent` carrying the reason
 and the numbers behind it. The plan is drawn on every consultation, whether it
-runs or not, so the policy's random stream advances the same way in both cases.
+runs or not and whatever the knowledge, so that the policy's random stream
+advances the same way in every case (an estimating and an oracle gate meet the
+same plans until their decisions part); under ``"estimate"`` the decision reads
+only the plan's candidates and index, which the runtime builds itself.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import non_negative
 from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
-from prunesim.policies.boundary import BoundaryDecision, evaluate_boundary
+from prunesim.policies.boundary import BoundaryDecision, PassEstimate, evaluate_boundary, net_negative_bound
 from prunesim.policies.decision import plan_pass
 from prunesim.policies.recency import oldest_prunable
 
@@ -48,11 +61,16 @@ class Gate:
     the decision boundary whether to run it; on a refusal it takes the non-model
     ``fallback`` instead, freeing down to its own trigger minus ``low_water_gap``.
     Expressed relative to the scenario's trigger, the gate moves when ``trigger``
-    is swept, as naive and recency do.
+    is swept, as naive and recency do. ``knowledge`` says what it decides on
+    (``"estimate"``: running estimates from ``prior_yield`` and
+    ``prior_rationale`` on; ``"oracle"``: the plan itself, a bound for comparison).
     """
 
     lead: int = 0
     margin_factor: float = 1.5
+    knowledge: Literal["estimate", "oracle"] = "estimate"
+    prior_yield: float = 1800.0  # the seed's pass: "evicted traces totaling ~1,800 tokens"
+    prior_rationale: float = 400.0  # "~400 tokens of decision text"
     fallback: Literal["recency", "truncate", "template"] = "recency"
     low_water_gap: int = 1000
     truncate_keep: int = 200
@@ -63,11 +81,12 @@ class Gate:
         if not 0 <= acts_at <= scenario.budget:
             raise UserError(where, f"{key}.lead", f"{self.lead} puts the gate at {acts_at} (trigger - lead), "
                             f"outside 0..{scenario.budget} (the budget)")
-        for name in ("margin_factor", "low_water_gap", "truncate_keep", "template_tokens"):
+        for name in ("margin_factor", "prior_yield", "prior_rationale", "low_water_gap", "truncate_keep",
+                     "template_tokens"):
             non_negative(getattr(self, name), f"{key}.{name}", where)
 
 
-__all__ = ["BoundaryDecision", "SlackGatedPolicy", "evaluate_boundary", "fallback_actions"]
+__all__ = ["BoundaryDecision", "PassEstimate", "SlackGatedPolicy", "evaluate_boundary", "fallback_actions"]
 
 
 def fallback_actions(view: WindowView, gate, target: int, protect_recent_turns: int) -> list[Action]:
@@ -123,6 +142,9 @@ class SlackGatedPolicy(Policy):
         gate = scenario.gate
         self.trigger = scenario.trigger - gate.lead
         self.low_water = self.trigger - gate.low_water_gap
+        # What a runtime learns from its own passes (None: the oracle, which needs no estimate).
+        self.estimate = (PassEstimate(gate.prior_yield, gate.prior_rationale) if gate.knowledge == "estimate"
+                         else None)
 
     def acting_trigger(self) -> int:
         return self.trigger
@@ -132,16 +154,33 @@ class SlackGatedPolicy(Policy):
             return []
         gate = self.scenario.gate
         params = self.scenario.decision
-        plan = plan_pass(view, params, self.rng)  # drawn whatever the gate says
-        decision = evaluate_boundary(
-            view.utilization,
-            view.budget,
-            [s.tokens for s in plan.selected],
-            plan.index_tokens,
-            plan.rationale_tokens,
-            gate.margin_factor,
-        )
+        plan = plan_pass(view, params, self.rng)  # drawn whatever the gate says or knows
+        if self.estimate is None:  # the oracle: the plan's own spans and rationale
+            decision = evaluate_boundary(view.utilization, view.budget, [s.tokens for s in plan.selected],
+                                         plan.index_tokens, plan.rationale_tokens, gate.margin_factor)
+            numbers = self._numbers(view, plan, decision)
+            numbers["risk_bound"] = 0.0 if decision.run else 1.0  # it knows the net: a pass it runs is positive
+        else:
+            est = self.estimate
+            held = float(sum(s.tokens for s in plan.candidates))  # listed in the index: known before the call
+            expected_yield = min(est.expected_yield, held)
+            decision = evaluate_boundary(view.utilization, view.budget, [expected_yield], plan.index_tokens,
+                                         est.expected_rationale, gate.margin_factor)
+            numbers = self._numbers(view, plan, decision)
+            numbers.update(expected_yield=expected_yield, expected_rationale=est.expected_rationale,
+                           candidate_tokens=held, spread_net=math.sqrt(est.net_variance),
+                           risk_bound=net_negative_bound(decision.reclaimable, est.net_variance))
+            if decision.run:  # what the model then writes and names is what the runtime learns from
+                est.observe(plan.selected_tokens, plan.rationale_tokens)
+        if decision.run:
+            return [BoundaryEvent(decision.reason, numbers), plan.as_pass()]
+        numbers["fallback"] = gate.fallback
+        event = BoundaryEvent(decision.reason, numbers)
+        return [event, *fallback_actions(view, gate, self.low_water, params.protect_recent_turns)]
+
+    def _numbers(self, view: WindowView, plan, decision: BoundaryDecision) -> dict:
         numbers = {
+            "knowledge": self.scenario.gate.knowledge,
             "utilization": view.utilization,
             "trigger": self.trigger,
             "headroom": decision.headroom,
@@ -149,13 +188,9 @@ class SlackGatedPolicy(Policy):
             "reclaimable": decision.reclaimable,
             "margin": decision.margin,
             "index": plan.index_tokens,
-            "rationale": plan.rationale_tokens,
             "candidates": len(plan.candidates),
-            "selected": len(plan.selected),
-            "selected_tokens": plan.selected_tokens,
         }
-        if decision.run:
-            return [BoundaryEvent(decision.reason, numbers), plan.as_pass()]
-        numbers["fallback"] = gate.fallback
-        event = BoundaryEvent(decision.reason, numbers)
-        return [event, *fallback_actions(view, gate, self.low_water, params.protect_recent_turns)]
+        if self.estimate is None:  # what only the oracle reads before the call
+            numbers.update(rationale=plan.rationale_tokens, selected=len(plan.selected),
+                           selected_tokens=plan.selected_tokens)
+        return numbers

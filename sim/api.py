@@ -36,18 +36,39 @@ GIVEN_AS = "overrides"  # what an error in the caller's overrides names: the arg
 
 def load_scenario(name_or_path: str | Scenario, overrides: dict[str, Any] | None = None,
                   policy: str | type[Policy] | list | tuple | None = None, *, given_as: str = GIVEN_AS,
-                  ) -> Scenario:
+                  prices: str | Path | None = None) -> Scenario:
     """A validated scenario from a shipped name, a path, or a Scenario plus overrides.
 
     ``policy``: the policy it will run under, when not its own, or a list of them: the tables those policies
     declare may be overridden, whether or not they were ever loaded before in this process, and the tables
     they read are checked against the scenario (only those: a table no policy in play reads is never a
     reason to refuse). ``given_as``: what an error in
-    the overrides names them as (the command line passes ``--set``).
+    the overrides names them as (the command line passes ``--set``); ``prices``: a price file (``--prices``).
+    Every value keeps where it came from: :func:`settings` reads it.
     """
     if isinstance(name_or_path, Scenario):
+        if prices is not None:
+            raise UserError("api.load_scenario", "prices", "applies to a scenario file or name, not to a Scenario")
         return scenario_mod.replace(name_or_path, overrides, policy=policy) if overrides else name_or_path
-    return scenario_mod.load(str(name_or_path), overrides, policy, given_as)
+    return scenario_mod.load(str(name_or_path), overrides, policy, given_as, prices)
+
+
+def settings(scenario_or_result) -> Any:
+    """The :class:`~prunesim.io.settings.Settings` of a scenario or a run: every value with its source (``user``,
+    ``recorded``, ``fitted``, ``default``) and where it came from.
+
+    >>> from prunesim import api
+    >>> s = api.settings(api.load_scenario("oscillation-40", {"pricing.reuse": 0.9}))
+    >>> s["pricing.reuse"].source, s["pricing.model"].source
+    ('user', 'default')
+    """
+    from prunesim.io import settings as resolved
+
+    found = getattr(scenario_or_result, "settings", None)
+    if found is not None and not isinstance(scenario_or_result, Scenario):
+        return found
+    scenario = getattr(scenario_or_result, "scenario", scenario_or_result)
+    return resolved.of(scenario)
 
 
 def _check_arguments(seed, overrides, trace) -> None:

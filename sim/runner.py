@@ -75,6 +75,9 @@ class RunResult:
     pass_costs: dict = field(default_factory=dict)
     # What the agent model says the agent did (turns, stop reason, success); None without an agent model.
     outcome: Outcome | None = None
+    # Every value the run ran on with where it came from (prunesim.io.settings.Settings): set by the callers
+    # that resolved the scenario (replays, the run command, the API); written as settings.json.
+    settings: object = None
 
     @cached_property
     def ledger(self) -> Records:
@@ -117,6 +120,7 @@ def check_tables(scenario: Scenario, cls: type[Policy], where: str) -> None:
             raise UserError(f"policy {cls.name!r}", f"[{name}]", "declares a table with no check(key, where, "
                             "scenario) method")
         table.check(name, where, scenario)
+    cls.check_settings(scenario, where)
 
 
 def scenario_for(scenario: Scenario, cls: type[Policy]) -> Scenario:

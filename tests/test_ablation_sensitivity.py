@@ -18,7 +18,7 @@ def test_the_ablation_refits_and_judges_every_combination(tmp_path, capsys):
     assert all(label in printed for label in ("neither", "early outputs", "turn unit", "early outputs + turn unit"))
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
-    judged = sum(f.judged for f in OSCILLATION.figures)
+    judged = sum(f.judged for f in OSCILLATION.figures) + len(OSCILLATION.targets().contrasts)
     assert len(rows) == 4 * judged and set(rows[0]) == set(ablation.COLUMNS)
     assert main(argv) == 2  # the file exists: nothing replaced without --force
     assert "exists" in capsys.readouterr().err

@@ -44,7 +44,9 @@ def test_compare_reduces_each_policy_over_the_same_seeds(oscillation):
             assert m[name]["p10"] <= m[name]["median"] <= m[name]["p90"]
         passes = sorted(run_one(oscillation, policy, s, trace="none").summary["passes"] for s in seeds)
         assert m["passes"]["median"] == (passes[2] + passes[3]) / 2
-    assert result["metrics"]["slack-gated"]["net_negative_passes"]["p90"] == 0
+    # the oracle gate runs no net-negative pass (the estimating one may: tests/test_slack_gated.py counts them)
+    oracle = compare(sc.replace(oscillation, {"gate.knowledge": "oracle"}), ["slack-gated"], seeds)
+    assert oracle["metrics"]["slack-gated"]["net_negative_passes"]["p90"] == 0
     # the same workload: with the gate consulted at the scenario's trigger, the first turn reaching it is the same
     same = compare(sc.replace(oscillation, {"gate.lead": 0}), ["naive", "slack-gated"], seeds)["metrics"]
     assert same["naive"]["first_trigger_turn"] == same["slack-gated"]["first_trigger_turn"]

@@ -48,11 +48,19 @@ def test_a_does_not_hold_claim_is_judged_by_the_rule_of_a_published_no():
     case = cf.cases(sc.load("oscillation-40"))[0]
     runs = [{"oscillating": i < 15, "overhead_ratio": 1.0, "passes": 5, "net_negative_passes": 0,
              "truncated_tokens": 0} for i in range(100)]
-    assert cf._summarize(case, runs, None).agrees  # 15% of runs: at most 15%
-    runs[15]["oscillating"] = True
-    result = cf._summarize(case, runs, None)
+    for r in runs:
+        r.update(osc_keeps_pruning=True, osc_tight_band=r["oscillating"], osc_rate_holds=True,
+                 osc_overhead_above_net=True)
+    assert cf._summarize(case, runs, {}).agrees  # 15% of runs: at most 15%
+    runs[15].update(oscillating=True, osc_tight_band=True)
+    result = cf._summarize(case, runs, {})
     assert not result.agrees and result.interval == wilson(16, 100)
-    assert result.as_dict()["why"] == case.why
+    # the reason is the runs': how many oscillate, and which clause holds how often
+    assert result.as_dict()["why"] == ("16 of 100 runs oscillate (claim: at most 15%); clauses: >= 3 passes 1.00, "
+                                       "tight band 0.16, trend >= 0 1.00, overhead > net 1.00")
+    naive = [dict(r, oscillating=i < 60) for i, r in enumerate(runs)]
+    why = cf._summarize(case, runs, {"naive @22k": naive}).why
+    assert "against naive @22k on the same seeds -0.44 [" in why
 
 
 @pytest.fixture(scope="module")
@@ -68,4 +76,6 @@ def test_the_replay_carries_every_counterfactual_in_its_json(report):
     for r in rows:
         low, high = r["oscillating_interval"]
         assert low <= r["oscillating_share"] <= high and r["runs"] == 20
-    assert [r["assumption"] for r in rows].count(True) == 2
+    assert [r["assumption"] for r in rows].count(True) == 2 and [r["bound"] for r in rows].count(True) == 1
+    oracle = next(r for r in rows if r["bound"])
+    assert oracle["why"].startswith("against the estimating gate on the same seeds: median passes")

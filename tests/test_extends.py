@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from prunesim.cli import main
 from prunesim.errors import UserError
+from prunesim.io import prices
 from prunesim.io import scenario_files as sc
 from prunesim.io.transcripts.workload import WorkloadData
 from prunesim.studies.transcript_replay import peak_tokens, replay, replay_scenario
@@ -127,17 +128,20 @@ def test_a_recorded_window_wins_over_the_documented_one_and_an_impossible_one_is
         replay_scenario(base, data)
 
 
-def test_an_unknown_model_is_one_error_naming_it_and_the_flag():
+def test_an_unknown_model_is_one_error_naming_it_every_key_it_needs_and_the_flag():
     with pytest.raises(UserError) as err:
         replay_scenario(sc.load("transcript"), workload([10] * 3, "acme/llama-9"))
-    assert "'acme/llama-9' is not in prices.toml" in str(err.value) and "--set pricing.model=NAME" in str(err.value)
+    text = str(err.value)
+    assert "\n" not in text and "'acme/llama-9'" in text and "--set pricing.model=NAME" in text
+    needed = text.split("gives: ", 1)[1].split(";", 1)[0].split(", ")
+    assert needed == [k for k in prices.PRICED_KEYS]  # every key at once, not the first one missing
 
 
 @pytest.mark.parametrize("overrides", [{"window": 64000, "trigger": 12000}, {"trigger": 2000},
                                        {"pricing.model": "gpt-5"}])
 def test_what_the_user_sets_wins_over_the_recording(overrides):
     loaded = sc.load("transcript", overrides)
-    assert set(loaded.replay.pinned) == {k.split(".")[0] for k in overrides}
+    assert set(loaded.replay.pinned) == set(overrides)
     scenario = replay_scenario(loaded, workload([5000] * 10, "claude-opus-4-5"))
     assert scenario.window == overrides.get("window", 200000)
     assert scenario.trigger == overrides.get("trigger", round(0.75 * scenario.budget))

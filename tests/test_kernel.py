@@ -86,9 +86,15 @@ def test_the_random_scenarios_exercise_what_the_kernel_claims():
     rng = np.random.default_rng(7)
     assert sum(summary(random_scenario(rng), "recency", seed, "kernel")["non_model_evictions"] for seed in range(12))
     rng = np.random.default_rng(7)
-    gated = [summary(random_scenario(rng), "slack-gated", seed, "kernel") for seed in range(20)]
+    scenarios = [random_scenario(rng) for _ in range(20)]
+    gated = [summary(sc, "slack-gated", seed, "kernel") for seed, sc in enumerate(scenarios)]
     for figure in ("gate_runs", "fallback_evictions", "refusals_decision_in_band", "refusals_insufficient_net"):
         assert any(r[figure] for r in gated), figure
+    # both knowledges of the gate, and an estimating gate's bound strictly between certainty and none
+    knows = [sc.gate.knowledge for sc in scenarios]
+    assert {"estimate", "oracle"} <= set(knows)
+    assert any(0 < r["gate_risk_bound"] < 1 for k, r in zip(knows, gated, strict=True) if k == "estimate")
+    assert all(r["gate_risk_bound"] in (0.0, -1) for k, r in zip(knows, gated, strict=True) if k == "oracle")
 
 
 @pytest.mark.parametrize("policy", ["naive", "slack-gated"])

@@ -6,9 +6,10 @@ from prunesim.cli import main
 from prunesim.io import scenario_files as sc
 from prunesim.io.transcripts.workload import TranscriptWorkload
 from prunesim.model.engine import Engine
-from prunesim.model.spans import SUMMARY_TAG, Span
+from prunesim.model.spans import PLACEHOLDER_OF, SUMMARY_TAG, THINKING, Span
 from prunesim.policies import get_policy
 from prunesim.policies.base import Compact
+from prunesim.policies.sdk_condenser import Replies, cut_points, sdk_condensation, sdk_events
 from prunesim.runner import run_one, streams
 from prunesim.studies.transcript_replay import replay
 from runtime_fixtures import policy, tool_turns, view_of, workload
@@ -25,7 +26,9 @@ def test_presets_hold_their_sources_thresholds():
     claude = policy("llm-summary:claude-code").params
     openhands = policy("llm-summary:openhands").params
     assert (codex.threshold, codex.unit, codex.keep_turns) == (0.9, "window", 0)
-    assert (claude.threshold, claude.unit, claude.keep_turns) == (0.775, "window", 0)
+    assert (claude.threshold, claude.unit, claude.keep_turns) == (0.835, "window", 0)  # 167k of 200k (2.1)
+    assert policy("llm-summary:claude-code-2.0").params.threshold == 0.775  # 155k of 200k, as 2.0 ran
+    assert policy("llm-summary:claude-code-1m").params.threshold == 0.967  # 967k of 1M
     assert (openhands.threshold, openhands.unit, openhands.keep_turns) == (50, "turns", 24)
 
 
@@ -165,7 +168,8 @@ def test_the_openhands_preset_compacts_past_50_turns_and_keeps_24():
     ("llm_summary.threshold=1.5 --set llm_summary.unit=window", "llm_summary.threshold: 1.5 is above the window"),
     ("llm_summary.threshold=300000 --set llm_summary.unit=tokens",
      "llm_summary.threshold: 300000 is above the window 200000"),
-    ("llm_summary.threshold=0.5", "set threshold and unit together"),
+    ("llm_summary.unit=turns", "llm_summary.unit: set a threshold with its unit"),
+    ("llm_summary.threshold=2", "llm_summary.threshold: 2.0 is above the window (a fraction of it: at most 1)"),
     ("llm_summary.keep_turns=-1", "llm_summary.keep_turns: must not be negative"),
     ("summary.keep_tool_output=2", "summary.keep_tool_output: must be between 0 and 1"),
 ])
@@ -267,3 +271,120 @@ def test_a_keep_first_that_leaves_no_tail_is_one_line_and_exit_2(tmp_path, capsy
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "llm_summary.keep_first: 39 leaves no room" in line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("overrides, fires", [
+    ({}, [31, 52, 73]),  # N = 21, M = 10: at 31 unsummarized turns, then every 21
+    ({"llm_summary.threshold": 7}, [17, 24, 31, 38, 45, 52, 59, 66, 73, 80]),  # threshold is N
+    ({"llm_summary.keep_turns": 3}, [24, 45, 66]),  # keep_turns is M
+])
+def test_the_complexity_trap_preset_summarizes_n_turns_every_n_turns_keeping_the_last_m(overrides, fires):
+    data = workload(80, output=lambda t: 200)
+    result, _ = replay(data, sc.load("transcript", overrides), "llm-summary:complexity-trap", 0)
+    assert [e.turn for e in result.events if e.event == "compact"] == fires
+    n = overrides.get("llm_summary.threshold", 21)
+    engine = run_engine(80, overrides, output=lambda t: 200, name="llm-summary:complexity-trap")
+    spans = engine.window.spans()
+    assert [s.kind for s in spans[:2]] == ["system", "summary"]
+    last = fires[-1]  # the last summary took the oldest n of the n + m unsummarized turns
+    assert {s.turn for s in spans[2:]} == set(range(last - (overrides.get("llm_summary.keep_turns", 10)) + 1, 81))
+    assert n == policy("llm-summary:complexity-trap", overrides).params.threshold
+
+
+# -- how the SDK's events are read from the window (openhands-sdk 1.58.2's source; tests/openhands_sdk_reference.py
+# runs the SDK itself on these shapes) --------------------------------------------------------------------------
+def spans_of(*rows):
+    """Spans from (kind, turn, tokens, call, tags) rows, ids in order; turn 0 pinned."""
+    return [Span(i, kind, tokens, turn, call=call, pinned=turn == 0, tags=frozenset(tags))
+            for i, (kind, turn, tokens, call, *tags) in enumerate(rows, 1)]
+
+
+START = (("system", 0, 500, 0), ("user", 0, 50, 0))
+
+
+def kinds(events):
+    return [(e.kind, [s.id for s in e.spans], e.call) for e in events]
+
+
+def test_a_turns_text_placed_after_its_result_is_the_thought_of_its_first_call():
+    # The engine places a turn's first reasoning, call and result, then the rest: the text comes last.
+    spans = spans_of(*START, ("reasoning", 1, 20, 0, THINKING), ("tool_call", 1, 30, 1), ("tool_output", 1, 400, 1),
+                     ("reasoning", 1, 15, 0))
+    assert kinds(sdk_events(spans))[2:] == [("action", [3, 6, 4], 1), ("observation", [5], 1)]
+
+
+def test_a_response_without_a_call_is_one_message_and_the_users_reply_another():
+    spans = spans_of(*START, ("reasoning", 1, 20, 0, THINKING), ("reasoning", 1, 15, 0), ("user", 1, 40, 0))
+    events = sdk_events(spans)
+    assert kinds(events)[2:] == [("message", [3, 4], 0), ("message", [5], 0)]
+    assert cut_points(events)[3]  # the SDK may cut between the agent's message and the user's reply
+
+
+def test_parallel_calls_are_one_batch_that_no_cut_splits_whatever_order_their_results_came_in():
+    # engine order: reasoning, call 1, its result, then the extras: call 2, result 2
+    spans = spans_of(*START, ("reasoning", 1, 20, 0), ("tool_call", 1, 30, 1), ("tool_output", 1, 400, 1),
+                     ("tool_call", 1, 30, 2), ("tool_output", 1, 300, 2), ("tool_call", 2, 30, 3),
+                     ("tool_output", 2, 300, 3))
+    events = sdk_events(spans)
+    assert [(k, c) for k, _, c in kinds(events)[2:]] == [("action", 1), ("action", 2), ("observation", 1),
+                                                        ("observation", 2), ("action", 3), ("observation", 3)]
+    assert cut_points(events) == [True, True, True, False, False, False, True, False, True]
+
+
+def test_no_cut_inside_a_tool_loop_that_an_action_with_thinking_opens():
+    spans = spans_of(*START, ("reasoning", 1, 20, 0, THINKING), ("tool_call", 1, 30, 1), ("tool_output", 1, 400, 1),
+                     ("tool_call", 2, 30, 2), ("tool_output", 2, 400, 2), ("user", 2, 40, 0),
+                     ("tool_call", 3, 30, 3), ("tool_output", 3, 400, 3))
+    # events: system, task, A1 (thinking), O1, A2, O2, user, A3, O3
+    assert cut_points(sdk_events(spans)) == [True, True, True, False, False, False, True, True, False, True]
+    # Without thinking there is no loop: a turn's action may start a range.
+    plain = [s if THINKING not in s.tags else Span(s.id, s.kind, s.tokens, s.turn) for s in spans]
+    assert cut_points(sdk_events(plain))[4]
+
+
+def test_a_format_error_answers_its_call_but_a_message_after_a_cleared_result_stays_a_message():
+    turn_1 = (("reasoning", 1, 20, 0), ("tool_call", 1, 30, 1), ("user", 1, 60, 0))  # a call that never ran
+    turn_2 = (("reasoning", 2, 20, 0), ("tool_call", 2, 30, 2), ("tool_output", 2, 400, 2), ("user", 2, 30, 0))
+    replies = Replies()
+    spans = spans_of(*START, *turn_1, *turn_2)
+    assert [k for k, _, _ in kinds(sdk_events(spans, replies))[2:]] == ["action", "observation", "action",
+                                                                        "observation", "message"]
+    cleared = [s for s in spans if s.id != 8]  # later the runtime clears result 2 while its call stays
+    assert kinds(sdk_events(cleared, replies))[4:] == [("action", [6, 7], 2), ("observation", [], 2),
+                                                        ("message", [9], 0)]
+    assert len(sdk_events(cleared)) == len(sdk_events(spans, replies)) - 1  # read afresh, it is misread
+
+
+def test_the_sdk_forgets_the_task_beyond_keep_first_but_never_a_constraint():
+    spans = [*spans_of(*START, *((kind, t, 100, t if kind != "reasoning" else 0) for t in range(1, 8)
+                                 for kind in ("reasoning", "tool_call", "tool_output"))),
+             Span(99, "constraint", 30, 0, pinned=True)]
+    spans.insert(2, spans.pop())  # the constraint right after the task
+    forgotten = {s.id for s in sdk_condensation(view_of(spans, turn=7), 10, 1, 0.1, 0)}
+    assert 2 in forgotten and 99 not in forgotten and 1 not in forgotten  # the task goes, the constraint stays
+
+
+def test_a_refused_range_under_token_pressure_resets_everything_after_the_system_prompt():
+    rows = [("reasoning", 1, 20, 0), ("tool_call", 1, 30, 1), ("tool_output", 1, 9000, 1)]
+    rows += [(kind, t, 100, t if kind != "reasoning" else 0) for t in range(2, 16)
+             for kind in ("reasoning", "tool_call", "tool_output")]
+    spans = spans_of(*START, *rows)  # 32 events: freeing enough takes 2 of them, under 10%
+    used = sum(s.tokens for s in spans)
+    forgotten = sdk_condensation(view_of(spans, turn=15, utilization=used), 240, 2, 0.1, used - 1)
+    assert [s.id for s in forgotten] == [s.id for s in spans[1:]]
+    assert sdk_condensation(view_of(spans, turn=15, utilization=used), 240, 2, 0.1, 0) == []  # events alone: none
+
+
+def test_the_sdk_presets_are_asked_again_after_the_runtime_drops_content_the_others_not():
+    for name in ("llm-summary:openhands-sdk", "llm-summary:openhands-sdk-class",
+                 "observation-masking:swe-agent+llm-summary:openhands-sdk"):  # a composition reads the class
+        assert get_policy(name).edits_every_call and policy(name).edits_every_call
+    assert policy("llm-summary", {"llm_summary.preset": "openhands-sdk"}).edits_every_call
+    assert not get_policy("llm-summary:codex").edits_every_call and not policy("llm-summary:codex").edits_every_call
+
+
+def test_a_placeholder_stands_in_the_sdks_events_for_what_it_replaced():
+    spans = spans_of(*START, ("reasoning", 1, 20, 0), ("placeholder", 1, 4, 1, PLACEHOLDER_OF + "tool_call"),
+                     ("placeholder", 1, 4, 1, PLACEHOLDER_OF + "tool_output"),
+                     ("placeholder", 1, 4, 0, PLACEHOLDER_OF + "reasoning"))
+    assert kinds(sdk_events(spans))[2:] == [("action", [3, 6, 4], 1), ("observation", [5], 1)]

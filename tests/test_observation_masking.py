@@ -15,6 +15,8 @@ def test_presets_hold_the_n_of_swe_agent_and_of_the_complexity_trap():
     assert policy("observation-masking:complexity-trap").params.n == 10
     assert policy("observation-masking").params.n == 5  # its table's default preset is SWE-agent's
     assert policy("observation-masking:swe-agent").params.placeholder_tokens == 9
+    openhands = policy("observation-masking:openhands").params
+    assert (openhands.n, openhands.unit, openhands.placeholder_tokens) == (10, "events", 5)
 
 
 @pytest.mark.parametrize("n", [1, 3, 5])
@@ -76,7 +78,8 @@ def test_masking_cuts_the_prompt_tokens_and_its_placeholders_are_billed():
 @pytest.mark.parametrize("setting, words", [
     ("observation_masking.n=0", "observation_masking.n: must be at least 1"),
     ("observation_masking.polling=-2", "observation_masking.polling: must be at least 1"),
-    ("observation_masking.preset=openhands", "observation_masking.preset: must be one of"),
+    ("observation_masking.preset=sweagent", "observation_masking.preset: must be one of"),
+    ("observation_masking.unit=turns", "observation_masking.unit: must be one of"),
 ])
 def test_bad_parameters_are_one_line_and_exit_2(setting, words, capsys):
     assert main(["compare", "oscillation-40", "--policies", "observation-masking", "--seeds", "0:1",
@@ -127,3 +130,69 @@ def test_a_placeholder_leaves_with_the_span_it_replaced_when_the_runtime_drops_i
     placeholders = [s.turn for s in engine.window.spans() if s.kind == "placeholder"]
     assert placeholders == [5, 6, 7, 8]  # those of turns 1 to 4 left with their outputs
     assert result.summary["placeholder_tokens"] == 4 * 9
+
+
+# -- OpenHands' ObservationMaskingCondenser (unit = "events") -----------------------------------------------
+def openhands_window(turns, calls_per_turn=1):
+    """A system prompt and a task, then per turn a reasoning, its calls and their outputs (OpenHands' order)."""
+    from prunesim.model.spans import Span
+
+    spans = [Span(1, "system", 300, 0, pinned=True), Span(2, "user", 100, 0, pinned=True)]
+    sid = 3
+    for t in range(1, turns + 1):
+        spans.append(Span(sid, "reasoning", 30, t))
+        calls = [Span(sid + 1 + i, "tool_call", 20, t, key=f"c{t}.{i}") for i in range(calls_per_turn)]
+        outputs = [Span(sid + 1 + calls_per_turn + i, "tool_output", 400, t, key=f"c{t}.{i}")
+                   for i in range(calls_per_turn)]
+        spans += calls + outputs
+        sid += 1 + 2 * calls_per_turn
+    return spans
+
+
+@pytest.mark.parametrize("window, kept", [(1, 1), (2, 1), (3, 2), (4, 2), (10, 5), (11, 6), (29, 15)])
+def test_openhands_counts_events_so_an_attention_window_of_m_keeps_m_over_2_outputs_rounded_up(window, kept):
+    spans = openhands_window(20)
+    actions = policy("observation-masking:openhands", {"observation_masking.n": window}).decide(view_of(spans, 20))
+    masked = {i for a in actions for i, size in zip(a.span_ids, a.placeholder_tokens, strict=True) if size}
+    outputs = [s for s in spans if s.kind == "tool_output"]
+    # An observation is masked when `window` events or more follow it: turn t's output has 2 * (20 - t) after it.
+    assert [s.turn for s in outputs if s.id not in masked] == list(range(21 - kept, 21))
+
+
+def test_openhands_takes_a_masked_step_out_whole_reasoning_and_call_with_no_placeholder():
+    spans = openhands_window(8)
+    (action,) = policy("observation-masking:openhands", {"observation_masking.n": 4}).decide(view_of(spans, 8))
+    by_id = {s.id: s for s in spans}
+    cleared = [(by_id[i].turn, by_id[i].kind, size) for i, size in zip(action.span_ids, action.placeholder_tokens,
+                                                                         strict=True)]
+    # Turns 1-6 are masked (turn 7's output is followed by 3 events): each loses its reasoning and call (0 tokens)
+    # and its output becomes the 5-token "<MASKED>" line. The task and the system prompt are not observations.
+    assert cleared == [(t, kind, 5 if kind == "tool_output" else 0) for t in range(1, 7)
+                       for kind in ("reasoning", "tool_call", "tool_output")]
+
+
+def test_openhands_drops_every_output_of_a_model_call_one_of_whose_outputs_is_masked():
+    spans = openhands_window(4, calls_per_turn=2)
+    (action,) = policy("observation-masking:openhands", {"observation_masking.n": 5}).decide(view_of(spans, 4))
+    by_id = {s.id: s for s in spans}
+    turn3 = [(by_id[i].kind, size) for i, size in zip(action.span_ids, action.placeholder_tokens, strict=True)
+             if by_id[i].turn == 3]
+    # Turn 3's events: A, A, O1, O2, then turn 4's four: O1 has 5 after it (masked), O2 has 4 (not masked), but the
+    # assistant message waits for both answers and never comes, so O2 leaves the prompt too, with no placeholder.
+    assert turn3 == [("reasoning", 0), ("tool_call", 0), ("tool_call", 0), ("tool_output", 5), ("tool_output", 0)]
+    assert all(by_id[i].turn <= 3 for i in action.span_ids)
+
+
+@pytest.mark.parametrize("window", [2, 10])
+def test_openhands_masking_in_a_run_keeps_counting_the_steps_it_took_out(window):
+    """Synthetic steps leave no trace of a cleared call (no call id): its action still counts as an event."""
+    data = workload(30, output=lambda t: 800)
+    scenario = sc.load("transcript", {"turns": 30, "observation_masking.n": window})
+    engine = Engine(scenario, policy("observation-masking:openhands", {"observation_masking.n": window}),
+                    TranscriptWorkload(data))
+    engine.run()
+    spans = engine.window.spans()
+    assert [s.turn for s in spans if s.kind == "tool_output"] == list(range(31 - window // 2, 31))
+    assert [s.turn for s in spans if s.kind == "tool_call"] == list(range(31 - window // 2, 31))
+    assert [s.turn for s in spans if s.kind == "placeholder"] == list(range(1, 31 - window // 2))
+    assert {s.tokens for s in spans if s.kind == "placeholder"} == {5}

@@ -79,6 +79,7 @@ def test_every_kind_is_published_in_a_run_that_exercises_it(monkeypatch):
     heard: dict[str, int] = {}
     monkeypatch.setitem(observe.REGISTRY, "counts", Counts)
     for name, policy, overrides in [("oscillation-40", "naive", {}), ("oscillation-40", "slack-gated", {}),
+                                    ("oscillation-40", "slack-gated", {"gate.knowledge": "oracle"}),  # it falls back
                                     ("reentrancy-60", "tombstoned", {}), ("reentrancy-60", "naive", {}),
                                     ("oscillation-40", "observation-masking", {}), ("oscillation-40", "noop", {}),
                                     ("reentrancy-60", "tombstoned", {"tombstone.budget": 200}),

@@ -129,8 +129,11 @@ def test_pricing_for_code_that_builds_scenarios_directly():
 def test_a_model_outside_the_table_needs_every_key():
     full = {"model": "my-model", **prices.entry_values(prices.load()["gpt-5"])}
     assert sc.from_dict({"pricing": full}).pricing.model == "my-model"
-    with pytest.raises(UserError, match="unknown model 'my-model'"):
+    with pytest.raises(UserError) as err:
         sc.from_dict({"pricing": {"model": "my-model", "input": 1.0}})
+    text = str(err.value)
+    named = text.split("gives: ", 1)[1].split(";", 1)[0].split(", ")
+    assert "'my-model'" in text and named == [k for k in prices.PRICED_KEYS if k != "input"]  # all, at once
 
 
 def test_the_command_line_reports_a_bad_model_in_one_line(capsys, tmp_path):

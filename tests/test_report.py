@@ -27,8 +27,9 @@ def results(tmp_path_factory) -> dict[str, Path]:
         ("run", "oscillation-40", "--policy", "naive", "--seed", "3", "--set", "trigger=21000", "--out", out["run"]),
         ("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency", "--seeds", "0:3",
          "--jobs", "1", "--quiet", "--out", out["sweep"]),
+        # A need model, so that re-retrievals can happen (without one they are unobservable and left out).
         ("leaderboard", "--scenario", "oscillation-40", "--seeds", "0:3", "--policies", "noop,naive,recency",
-         "--out", out["leaderboard"]),
+         "--set", "need.relevant=0.05", "--out", out["leaderboard"]),
         ("replay", "oscillation", "--seeds", SEEDS, "--out", out["replay"]),
         ("replay", "oscillation", "--seeds", SEEDS, "--plot", out["story"], "--format", "svg"),
     ]
@@ -149,13 +150,20 @@ def test_the_replay_records_the_command_as_typed_and_the_page_shows_it(results, 
     assert page.commands == [(shlex.join(record["command"]), True)]
 
 
-def test_disagreements_are_exactly_the_judged_figures_outside_their_range(results, tmp_path):
+def test_disagreements_are_exactly_the_judged_figures_not_counted_and_the_contrasts_out_of_range(results, tmp_path):
     record = json.loads(results["replay"].read_text())
     misses = [(f["variant"], f["figure"]) for f, j in zip(record["report"]["figures"], record["judging"], strict=True)
-              if j["judged"] and not f["ok"]]
-    assert misses, "this replay over 4 seeds disagrees somewhere; the test needs a disagreement to check"
+              if j["judged"] and not f["counted"]]
+    contrasts = [c["contrast"] for c in record["report"]["contrasts"] if not c["ok"]]
+    assert misses and contrasts, "this replay over 4 seeds disagrees somewhere; the test needs a disagreement"
     page, _ = report([results["replay"]], tmp_path / "r.html")
-    assert [tuple(d.split(": ")[:2]) for d in page.disagreements] == misses
+    figures, rest = page.disagreements[:len(misses)], page.disagreements[len(misses):]
+    assert [tuple(d.split(": ")[:2]) for d in figures] == misses
+    assert [d.split(": ")[0] for d in rest] == [f"contrast {c}" for c in contrasts]
+    # each with the reason the replay computed from its runs
+    missed = [f for f, j in zip(record["report"]["figures"], record["judging"], strict=True)
+              if j["judged"] and not f["counted"]]
+    assert all(f["why"] and d.endswith(f["why"]) for d, f in zip(figures, missed, strict=True))
 
 
 def rerun(page: Page, again: Path, *extra: str) -> list[str]:
@@ -192,15 +200,17 @@ def test_a_rebuilt_leaderboard_command_makes_the_same_table(results, tmp_path):
 
 
 def test_the_scenario_hash_names_the_scenario_not_its_label(results, tmp_path):
-    """The run (trigger set to 21000) ran another scenario under the shipped one's name: another hash; the sweep
-    (its base scenario), the leaderboard and the replay ran the shipped one: the same hash."""
+    """The run (trigger set to 21000) and the leaderboard (a need model set) ran other scenarios under the shipped
+    one's name: other hashes; the sweep (its base scenario) and the replay ran the shipped one: the same hash."""
     from prunesim.io.scenario_files import load
     from prunesim.plots.report import scenario_hash
 
     shipped = scenario_hash(load("oscillation-40").to_dict())
     _, html = report([results[k] for k in ("run", "sweep", "leaderboard", "replay")], tmp_path / "r.html",
                      "--metric", "passes")
-    assert html.count(f"hash {shipped}") == 3
+    assert html.count(f"hash {shipped}") == 2
+    board_hash = scenario_hash(json.loads((results["leaderboard"] / "leaderboard.json").read_text())["scenario"])
+    assert board_hash != shipped and html.count(f"hash {board_hash}") == 1
     run_hash = scenario_hash(json.loads((results["run"] / "scenario.json").read_text()))
     assert run_hash != shipped and html.count(f"hash {run_hash}") == 1
 

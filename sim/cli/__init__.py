@@ -12,6 +12,7 @@ codes"):
 * 0: done;
 * 1: the machine failed (disk full, an I/O error, out of memory);
 * 2: the input is wrong (a file, a flag, a value, an output path that cannot be written);
+* 3: ``validate`` ran and a published figure does not hold (a finding about the model, returned by the command);
 * 70: a bug in prunesim: the line names the crash report holding the traceback;
 * 130: interrupted (Ctrl-C);
 * 143: terminated (SIGTERM).

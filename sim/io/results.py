@@ -20,7 +20,7 @@ from prunesim.observe.recorder import (  # noqa: F401 - the files' columns, for 
 )
 from prunesim.runner import RunResult
 
-FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv")
+FILES = ("summary.json", "scenario.json", "trace.csv", "ledger.csv", "events.csv", "calls.csv", "settings.json")
 EDIT_LOG_FILE = "editlog.jsonl"  # one JSON record per line, written for policies that keep an edit log
 
 
@@ -39,6 +39,15 @@ def run_record(result: RunResult) -> dict:
         **({"transcript": result.transcript} if result.transcript else {}),
         "metrics": result.summary,
     }
+
+
+def run_settings(result: RunResult):
+    """The run's :class:`~prunesim.io.settings.Settings` (each value and where it came from): settings.json."""
+    from prunesim.io import settings
+
+    if result.settings is None:
+        result.settings = settings.of(result.scenario)
+    return result.settings
 
 
 def write_run(result: RunResult, out_dir: Path) -> list[Path]:
@@ -69,6 +78,7 @@ def write_run(result: RunResult, out_dir: Path) -> list[Path]:
         atomic.write_csv(staging / "calls.csv", CALL_COLUMNS, result.calls)
         atomic.write_json(staging / "scenario.json", result.scenario.to_dict())
         atomic.write_json(staging / "summary.json", run_record(result))
+        atomic.write_json(staging / "settings.json", run_settings(result).to_json())
         if result.edit_log:  # only policies that keep an edit log have one
             lines = "".join(json.dumps(r.as_dict(), sort_keys=True) + "\n" for r in result.edit_log)
             atomic.write_text(staging / EDIT_LOG_FILE, lines)

@@ -12,8 +12,11 @@ error naming the file. A scenario's ``name`` and ``description`` are its own.
 
 A replay of a recording takes its window, budget, trigger and ``[pricing]``
 from the recorded run (``[replay] recorded``); a file extending another, a
-``--set`` or a ``--grid`` point that sets one of them means it: the key is
-listed in ``[replay] pinned`` and the recording no longer sets it.
+``--set``, a ``--grid`` point or a user's own ``[pricing]`` that sets one of
+them means it: the key (``pricing.KEY`` for a price key: that key alone) is
+listed in ``[replay] pinned`` and the recording no longer sets it. Which
+source each value came from is resolved by :mod:`prunesim.io.settings`, which
+:func:`load` and :func:`replace` call.
 """
 
 from __future__ import annotations
@@ -198,19 +201,37 @@ def check_replay_overrides(overrides: dict[str, Any] | None, flag: str = "--set"
 
 
 
-def absolute_sizes_win(data: dict, layer_keys) -> dict:
+def pinned_by(layer) -> list[str]:
+    """What a layer (a file's data over its base, or dotted overrides) sets of the keys a recording would set:
+    ``window``, ``budget``, ``trigger`` and each ``pricing.KEY`` it names (a whole ``pricing`` table: its keys)."""
+    out: list[str] = []
+    items = layer.items() if isinstance(layer, dict) else ((k, None) for k in layer)
+    for key, value in items:
+        head, _, rest = str(key).partition(".")
+        if head == "pricing":
+            if rest:
+                out.append(f"pricing.{rest.split('.', 1)[0]}")
+            elif isinstance(value, dict):
+                out.extend(f"pricing.{k}" for k in value)
+            else:
+                out.append("pricing")
+        elif head in PINNABLE and not rest:
+            out.append(head)
+    return list(dict.fromkeys(out))
+
+
+def absolute_sizes_win(data: dict, layer) -> dict:
     """What a layer sets of the recorded runtime's keys is pinned (module docstring).
 
-    The scenario's own window, budget and trigger are placeholders on a replay of
-    a recording: each replay sets those not pinned. So that the scenario itself
-    is valid, a budget not set follows a window that is, and a window and budget
-    not set make room for a trigger that is.
+    ``layer``: the layer's data or its dotted keys (:func:`pinned_by`). The scenario's own window, budget and
+    trigger are placeholders on a replay of a recording: each replay sets those not pinned. So that the
+    scenario itself is valid, a budget not set follows a window that is, and a window and budget not set make
+    room for a trigger that is.
     """
     replay = data.get("replay")
     if not isinstance(replay, dict):
         return data
-    keys = {str(k).split(".", 1)[0] for k in layer_keys}
-    named = [k for k in PINNABLE if k in keys]
+    named = pinned_by(layer)
     have = replay.get("pinned", [])
     if not named or not isinstance(have, list):
         return data
@@ -294,7 +315,8 @@ def read_toml(path: Path, what: str = "scenario file") -> dict:
         raise UserError(where, None, "malformed TOML: nested too deeply to read") from None
 
 
-def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequence | None = None) -> Scenario:
+def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequence | None = None,
+              price_file: tuple[dict, str] | None = None) -> Scenario:
     """A validated scenario from plain data; the policies' own tables are built from their declarations.
 
     ``policy``: the policy the scenario will run under when it is not the one the data names (a name or a
@@ -302,7 +324,8 @@ def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequen
     in the process. Every table is read and typed, but checked against the scenario only for the policies
     that will run (these, else the data's; none for ``()``: :func:`~prunesim.runner.check_tables`), so a
     ``[gate]`` that would be wrong for slack-gated does not refuse a naive run; ``run_one`` checks the tables
-    of the policy it runs. A ``[pricing]`` table is completed from the model's entry in prices.toml first.
+    of the policy it runs. A ``[pricing]`` table is completed from the model's entry first
+    (:func:`prices.fill`; ``price_file``: a user's price table and the file it was read from).
     """
     named = [] if policy is None else [policy] if isinstance(policy, str | type) else list(policy)
     if isinstance(data.get("policy"), str):  # a policy from a file or a plugin declares its tables once loaded
@@ -324,7 +347,7 @@ def from_dict(data: dict, where: str = "<scenario>", policy: str | type | Sequen
     known = {**known, **own}
     declared = {name: cls for name, cls in known.items()
                 if name in policies.builtin_tables() or name in data or name in own}
-    data = dict(prices.fill(data, where))
+    data = dict(prices.fill(data, where, *(price_file or ())))
     raw_tables = {name: data.pop(name) for name in list(data) if name in declared}
     if "tables" in data:
         raise UserError(where, "tables", "unknown key")
@@ -362,16 +385,19 @@ def resolve_text(text: str, path: Path) -> Scenario:
     return from_dict(data, where)
 
 
-def read_scenario(path: Path, chain: tuple[Path, ...] = ()) -> dict:
-    """A scenario file's data with its ``extends`` chain resolved (see the module docstring)."""
-    return resolve_extends(read_toml(path), path, chain)
+def read_scenario(path: Path, chain: tuple[Path, ...] = (), trail: list | None = None) -> dict:
+    """A scenario file's data with its ``extends`` chain resolved (see the module docstring). ``trail``, when
+    given, receives each file of the chain with its own data, the base first (where each value came from)."""
+    return resolve_extends(read_toml(path), path, chain, trail)
 
 
-def resolve_extends(data: dict, path: Path, chain: tuple[Path, ...] = ()) -> dict:
-    """``data``, read from ``path``, with its ``extends`` chain resolved."""
+def resolve_extends(data: dict, path: Path, chain: tuple[Path, ...] = (), trail: list | None = None) -> dict:
+    """``data``, read from ``path``, with its ``extends`` chain resolved (``trail``: as :func:`read_scenario`)."""
     data = dict(data)
     base = data.pop("extends", None)
     if base is None:
+        if trail is not None:
+            trail.append((path, data))
         return data
     where = str(path)
     if not isinstance(base, str) or not base.strip():
@@ -384,7 +410,9 @@ def resolve_extends(data: dict, path: Path, chain: tuple[Path, ...] = ()) -> dic
     if base_path.resolve() in seen:
         names = " -> ".join(p.name for p in (*seen, base_path.resolve()))
         raise UserError(where, "extends", f"a cycle: {names}")
-    inherited = read_scenario(base_path, seen)
+    inherited = read_scenario(base_path, seen, trail)
+    if trail is not None:
+        trail.append((path, data))
     for own in ("name", "description"):  # a scenario's name and description are its own
         inherited.pop(own, None)
     merged = merge(inherited, data)
@@ -408,37 +436,32 @@ def _base_path(base: str, path: Path) -> Path:
 
 
 def load(name_or_path: str, overrides: dict[str, Any] | None = None, policy: str | type | Sequence | None = None,
-         given_as: str = "--set") -> Scenario:
+         given_as: str = "--set", prices: str | Path | None = None) -> Scenario:
     """Load, override and validate a scenario; every problem is a :class:`UserError`. ``policy``: as in
     :func:`from_dict`; ``given_as``: what the caller gave the overrides with (``--set``, or the API's
-    ``overrides``), named by an error in them."""
-    path = resolve_path(name_or_path)
-    data = read_scenario(path)
-    data.setdefault("name", inputs.text_name(path.stem))
-    if overrides:
-        data = absolute_sizes_win(apply_overrides(data, overrides, given_as), overrides)
-        where = f"{path} (with {given_as})"
-    else:
-        where = str(path)
-    return from_dict(data, where, policy)
+    ``overrides``), named by an error in them; ``prices``: a user's price file. The values are resolved, each
+    with where it came from, by :func:`prunesim.io.settings.load`."""
+    from prunesim.io import settings  # late: settings reads scenario files through this module
+
+    return settings.load(name_or_path, overrides, policy, given_as, prices).scenario
 
 
 def load_replay(name_or_path: str, overrides: dict[str, Any] | None = None,
-                policy: str | type | Sequence | None = None, given_as: str = "--set") -> Scenario:
+                policy: str | type | Sequence | None = None, given_as: str = "--set",
+                prices: str | Path | None = None) -> Scenario:
     """:func:`load` for a replay of transcripts: every command that replays one refuses what it cannot take
     (:func:`check_replay_overrides`) here, so that none can forget to."""
     check_replay_overrides(overrides, given_as)
-    return load(name_or_path, overrides, policy, given_as)
+    return load(name_or_path, overrides, policy, given_as, prices)
 
 
 def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,
             policy: str | type | Sequence | None = None) -> Scenario:
     """A new scenario with dotted-key overrides, validated (``pin``: the keys it sets are pinned, as by --set;
-    ``policy`` as in :func:`from_dict`)."""
-    data = apply_overrides(scenario.to_dict(), overrides, "overrides")
-    if pin:
-        data = absolute_sizes_win(data, overrides)
-    return from_dict(data, f"{scenario.name} (with overrides)", policy)
+    ``policy`` as in :func:`from_dict`); what they set is the user's (:func:`prunesim.io.settings.with_overrides`)."""
+    from prunesim.io import settings
+
+    return settings.with_overrides(scenario, overrides, pin=pin, policy=policy)
 
 
 # -- the defaults table ---------------------------------------------------------
@@ -446,24 +469,28 @@ def flat_defaults() -> dict[str, Any]:
     """Every single-valued parameter (dotted) and the value a scenario file that omits it gets."""
     data = Scenario().to_dict(full=True)  # the [agent] table too: its unset keys take the profile's values
     data.update({name: dataclasses.asdict(cls()) for name, cls in policies.builtin_tables().items()})
-    return {k: v for k, v in _flatten(data).items() if k not in ("name", "description")}
+    return {k: v for k, v in flatten(data).items() if k not in ("name", "description")}
 
 
-def _flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """Dotted keys of nested tables (a list is one value)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            out.update(flatten(value, name + "."))
         else:
             out[name] = value
     return out
 
 
+_flatten = flatten  # the name plots/report.py reads
+
+
 def defaults_table() -> tuple[list[str], list[list[str]]]:
     """The defaults against every shipped scenario: (header, rows); a cell is blank where it equals the default."""
     defaults = flat_defaults()
-    shipped = {name: _flatten(load(name).to_dict(full=True)) for name in sorted(shipped_scenarios())}
+    shipped = {name: flatten(load(name).to_dict(full=True)) for name in sorted(shipped_scenarios())}
     header = ["key", "default", *shipped]
     rows = []
     for key, default in defaults.items():

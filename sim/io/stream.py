@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 from prunesim.errors import UserError, from_os_error
-from prunesim.io import atomic, output
-from prunesim.io.results import EDIT_LOG_FILE, run_record
+from prunesim.io import atomic, output, settings
+from prunesim.io.results import EDIT_LOG_FILE, run_record, run_settings
 from prunesim.model.editlog import EditLog
 from prunesim.observe.recorder import StreamingRecorder
 from prunesim.runner import EDIT_LOG_TAIL, RunResult, run_one
@@ -166,6 +166,7 @@ def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, tr
             recorder.flush()
             staged.write("scenario.json", atomic.dumps_json(result.scenario.to_dict()))
             staged.write("summary.json", atomic.dumps_json(run_record(result)))
+            staged.write(settings.SETTINGS_FILE, atomic.dumps_json(run_settings(result).to_json()))
             remove = ()
             if log is None or len(log) == 0:  # only a log with records is written; an old one is not this run's
                 if log is not None:

@@ -62,6 +62,7 @@ def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
         selection_quality=float(rng.uniform(0.5, 1.0)), protect_recent_turns=int(rng.integers(0, 5)),
         reentrant=bool(rng.random() < 0.3),
     )
+    gate_rng = rng.spawn(1)[0]  # (spawning draws nothing from rng)
     latency = dataclasses.replace(Scenario().latency, tool_mean_s=float(rng.choice([0.0, rng.uniform(0.1, 3)])))
     sc = Scenario(name="random", turns=turns, window=window, budget=budget,
                   budget_kind=str(rng.choice(["hard", "soft"])), trigger=trigger, workload=workload,
@@ -69,7 +70,11 @@ def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
                   tables={"recency": RecencyParams(low_water_gap=int(rng.integers(0, budget // 2))),
                           "gate": Gate(lead=int(rng.integers(trigger - budget, trigger // 2 + 1)),
                                        margin_factor=float(rng.uniform(0, 3)),
-                                       low_water_gap=int(rng.integers(0, budget // 2)))})
+                                       low_water_gap=int(rng.integers(0, budget // 2)),
+                                       # (a child stream: the draws above stay those of earlier versions)
+                                       knowledge=str(gate_rng.choice(["estimate", "estimate", "oracle"])),
+                                       prior_yield=float(gate_rng.uniform(0, 4_000)),
+                                       prior_rationale=float(gate_rng.uniform(0, 800)))})
     sc.check("random scenario")
     return sc
 

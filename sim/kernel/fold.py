@@ -47,7 +47,7 @@ def callees_digest() -> str:
 # after an edit of loop.py alone, run would load the loop compiled before it. So this file names the callees
 # it was last saved with (tests/test_hostile_round5.py checks the name is current); while they differ, the
 # functions here compile afresh in each process instead of loading a stale cache.
-CALLEES = "13bcd5f30f04d8fe"
+CALLEES = "e770e37e7236b767"
 CACHE = callees_digest() == CALLEES
 
 # Counters (the int64 result), by index.
@@ -61,8 +61,8 @@ CACHE = callees_digest() == CALLEES
 BAND_P10, BAND_P90 = 50, 51
 INT_COUNTERS = 52
 # Float counters (the float64 result): the band's sums are the seconds held in all, above the trigger, at the budget.
-SIM_TIME, COST, DECISION_COST, INVALIDATION_COST, HELD, HELD_ABOVE, HELD_AT_CEILING = range(7)
-FLOAT_COUNTERS = 7
+SIM_TIME, COST, DECISION_COST, INVALIDATION_COST, HELD, HELD_ABOVE, HELD_AT_CEILING, GATE_RISK = range(8)
+FLOAT_COUNTERS = 8
 # The cache's behaviours, and whose edit a change of the prompt is (a pass's own id is positive).
 EXPLICIT, IMPLICIT, NO_CACHE = range(3)
 FALLBACK_SOURCE, RUNTIME_SOURCE, NO_SOURCE = -1, -2, 0
@@ -542,8 +542,10 @@ def run(numbers, policy_rng, variates, pattern, sizes, p_stale, tool, scale, ini
     rows, n_init, first, output, tool_s = draws.arrivals(variates, numbers[N_TURNS], pattern, sizes, p_stale, tool,
                                                          scale, numbers[N_TURN_UNIT] != 0, initial, templates,
                                                          event_first)
-    ev, times, table, names, passes, now = loop.simulate(
+    ev, times, table, names, passes, now, risk = loop.simulate(
         numbers[N_POLICY], generator_at(policy_rng), rows, n_init, first, output, tool_s, numbers[N_CEILING],
         numbers[N_BUDGET], numbers[N_TRIGGER], latency, dec, numbers[N_SELECT_MAX], numbers[N_PROTECT_RECENT],
         numbers[N_REENTRANT] != 0, prune_kinds, numbers[N_LOW_WATER], gate)
-    return fold(ev, times, table, names, passes, rows, now, run_numbers, cache, rates, marker_kinds)
+    c, f = fold(ev, times, table, names, passes, rows, now, run_numbers, cache, rates, marker_kinds)
+    f[GATE_RISK] = risk
+    return c, f

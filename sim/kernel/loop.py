@@ -116,7 +116,7 @@ def _largest_prefix(sp, ids, tokens, n, limit, reclaim):
 @numba.njit(cache=True)
 def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ceiling, budget, trigger, lat,
              dec, select_max, protect_recent, reentrant, prune_kinds, low_water_gap, gate):
-    """Run the turns; returns (events, times, spans, names, passes, end time).
+    """Run the turns; returns (events, times, spans, names, passes, end time, the gate's risk sum).
 
     ``arrivals``: one row per span the workload places, initial ones first, then each turn's in order:
     (turn, step, kind, tokens, stale_at, pinned, offerable, constraint); step 0 enters after the model
@@ -124,9 +124,18 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     decision's floats: index_base, index_per_candidate, rationale_base, rationale_per_span,
     rationale_sigma, select_mean, reclaim_target, selection_quality. ``prune_kinds``: the kind codes
     of the prune index and rationale. ``low_water_gap``: recency frees down to ``trigger`` minus it.
-    ``gate``: slack-gated's (trigger - lead, its low-water mark, margin_factor); its fallback is recency's.
+    ``gate``: slack-gated's (trigger - lead, its low-water mark, margin_factor, 1 when it decides on estimates
+    and 0 for the oracle, prior_yield, prior_rationale); its fallback is recency's. The last value returned is
+    the sum of the bounds on a net-negative pass of the gate's decisions that ran one (GateMetrics.risk_sum).
     """
     gate_at, gate_low_water, margin_factor = np.int64(gate[0]), np.int64(gate[1]), gate[2]
+    # boundary.PassEstimate, its sums in the same order: the prior counts as one pass
+    estimating = gate[3] != 0
+    e_n = 1.0
+    e_y, e_r = 1.0 * gate[4], 1.0 * gate[5]
+    e_d = 1.0 * (gate[4] - gate[5])
+    e_dd = 1.0 * ((gate[4] - gate[5]) * (gate[4] - gate[5]))
+    risk_sum = 0.0
     k_index, k_rationale = prune_kinds[0], prune_kinds[1]
     n_rows = arrivals.shape[0]
     turns = model_output.shape[0]
@@ -238,15 +247,39 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 for q in range(ns):
                     selected_tokens += sp[judged[q], 1]
                 headroom = budget - util
-                margin = margin_factor * rationale_tokens
+                if estimating:  # SlackGatedPolicy.decide with a PassEstimate: the candidates, the index, the sums
+                    held = 0
+                    for q in range(nc):
+                        held += sp[cand[q], 1]
+                    expected_rationale = e_r / e_n
+                    expected_yield = min(e_y / e_n, 1.0 * held)
+                    gate_overhead = index_tokens + expected_rationale
+                    reclaimable = expected_yield - gate_overhead
+                    margin = margin_factor * expected_rationale
+                else:
+                    gate_overhead = 1.0 * overhead
+                    reclaimable = 1.0 * (selected_tokens - overhead)
+                    margin = margin_factor * rationale_tokens
                 if headroom < 0:
                     reason = 1
-                elif headroom < overhead:
+                elif headroom < gate_overhead:
                     reason = 2
-                elif selected_tokens - overhead <= margin:
+                elif reclaimable <= margin:
                     reason = 3
                 else:
                     reason = 0
+                if reason == 0 and estimating:  # net_negative_bound, then PassEstimate.observe
+                    if e_n <= 1.0 or reclaimable <= 0:
+                        risk_sum += 1.0
+                    else:
+                        var = max(0.0, (e_dd - e_d * e_d / e_n) / (e_n - 1.0))
+                        risk_sum += var / (var + reclaimable * reclaimable)
+                    d_tokens = selected_tokens - rationale_tokens
+                    e_n += 1.0
+                    e_y += selected_tokens
+                    e_r += rationale_tokens
+                    e_d += d_tokens
+                    e_dd += d_tokens * d_tokens
                 n = _log(ev, times, n, GATE, turn, reason, index_tokens, rationale_tokens, nc, ns,
                                     selected_tokens, now, util, added, removed)
                 if reason == 0:
@@ -374,4 +407,4 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
             passes[k, 14], passes[k, 15], passes[k, 16] = was_cut, stale, in_band
             n = _log(ev, times, n, PASS, turn, n_pass - 1, 0, 0, 0, 0, 0, now, util, added, removed)
         n = _log(ev, times, n, TURN_END, turn, 0, 0, 0, 0, 0, 0, now, util, added, removed)
-    return ev[:n], times[:n], sp[:next_id + 1], names[:n_names], passes[:n_pass], now
+    return ev[:n], times[:n], sp[:next_id + 1], names[:n_names], passes[:n_pass], now, risk_sum

@@ -120,10 +120,12 @@ class Prepared:
                              d.rationale_sigma, d.select_mean, d.reclaim_target, d.selection_quality])
         self.prune_kinds = PRUNE_KINDS
         self.latency = np.array([lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s])
-        self.gate = np.zeros(3)
+        self.gate = np.zeros(6)
         if name == "slack-gated":
-            acts_at = scenario.trigger - scenario.gate.lead
-            self.gate = np.array([acts_at, acts_at - scenario.gate.low_water_gap, scenario.gate.margin_factor])
+            g = scenario.gate
+            acts_at = scenario.trigger - g.lead
+            self.gate = np.array([acts_at, acts_at - g.low_water_gap, g.margin_factor, g.knowledge == "estimate",
+                                  g.prior_yield, g.prior_rationale], dtype=np.float64)
         numbers = [0] * fold.NUMBERS
         numbers[fold.N_POLICY], numbers[fold.N_TURNS], numbers[fold.N_TURN_UNIT] = POLICY_CODE[name], self.turns, \
             w.turn_unit
@@ -172,6 +174,8 @@ class Prepared:
         if obs is not None:
             obs.decisions = dict(zip(REASONS, c[fold.GATE_RUN:fold.GATE_INSUFFICIENT + 1], strict=True))
             obs.fallbacks, obs.fallback_tokens = c[fold.FALLBACKS], c[fold.FALLBACK_TOKENS]
+            # every decision of the gate that ran a pass reported a bound (the oracle's are 0)
+            obs.risk_sum, obs.risk_count = f[fold.GATE_RISK], c[fold.GATE_RUN] if self.name == "slack-gated" else 0
         obs = roles[EvictionMetrics]
         if obs is not None:
             (obs.non_model, obs.non_model_tokens, obs.evicted_spans, obs.needed_spans, obs.evicted_tokens,

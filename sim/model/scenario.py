@@ -319,9 +319,10 @@ class ReplayParams:
     window is the one the runtime recorded, else the model's documented one
     (``prices.toml``), the budget is that window, and the trigger of
     prunesim's own policies is ``trigger_of_budget`` of the budget. A key listed in
-    ``pinned`` (``window``, ``budget``, ``trigger``, ``pricing``) keeps the
-    scenario's own value: the loader lists there what ``--set``, ``--grid`` or
-    a file extending another sets. With ``clock = "recorded"`` model calls
+    ``pinned`` (``window``, ``budget``, ``trigger``, ``pricing.KEY`` or all of
+    ``pricing``) keeps the scenario's own value: the user set it. The loader
+    lists there what ``--set``, ``--grid``, a user's ``[pricing]`` or a file
+    extending another sets (:mod:`prunesim.io.settings`). With ``clock = "recorded"`` model calls
     come at their recorded times where the format records them; with
     ``cache_breaks`` the runtime's recorded cache breaks (a call that read
     less from an explicit cache than it held) are replayed. ``sizes``: the
@@ -339,12 +340,15 @@ class ReplayParams:
 
     def check(self, key: str, where: str) -> None:
         fraction(self.trigger_of_budget, f"{key}.trigger_of_budget", where)
+        priced = {f"pricing.{f.name}" for f in dataclasses.fields(Pricing)}
         for name in self.pinned:
-            if name not in PINNABLE:
-                raise UserError(where, f"{key}.pinned", f"unknown key {name!r} (known: {', '.join(PINNABLE)})")
+            if name not in PINNABLE and name not in priced:
+                raise UserError(where, f"{key}.pinned", f"unknown key {name!r} (known: {', '.join(PINNABLE)}, "
+                                "or pricing.KEY for one key of [pricing])")
 
 
-PINNABLE = ("window", "budget", "trigger", "pricing")  # what a replay of a recording sets unless pinned
+# What a replay of a recording sets unless pinned; ``pricing`` pins every key of [pricing], ``pricing.KEY`` one.
+PINNABLE = ("window", "budget", "trigger", "pricing")
 
 
 @dataclass

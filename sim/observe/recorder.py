@@ -294,6 +294,9 @@ class Recorder(Observer):
 
 # Rows buffered before they are written: large enough to amortise the writer, small enough to stay flat.
 BATCH = 4096
+# events.csv lines carry a JSON detail, a few hundred bytes for a gate's decision: a quarter of the trace's batch
+# keeps their buffer under half a megabyte whatever the policy (a gate deciding at every turn filled 4,096 of them)
+EVENT_BATCH = 1024
 CALL_BATCH = 256  # calls.csv rows the cost observer holds before they are written (in one writerows)
 
 
@@ -434,7 +437,7 @@ class StreamingRecorder(Recorder):
         if '"' in detail or "," in detail:
             detail = '"' + detail.replace('"', '""') + '"'
         batch.append(f"{self._events_written},{self._t(time)},{turn},{event},{detail}\n")
-        if len(batch) >= BATCH:
+        if len(batch) >= EVENT_BATCH:
             self._files[1].write("".join(batch))
             batch.clear()
 
@@ -453,7 +456,7 @@ class StreamingRecorder(Recorder):
         self._events_written += 1
         batch = self._event_batch
         batch.append(f"{self._events_written},{self._t(time)},{turn},{cause},{detail}\n")
-        if len(batch) >= BATCH:
+        if len(batch) >= EVENT_BATCH:
             self._files[1].write("".join(batch))
             batch.clear()
 

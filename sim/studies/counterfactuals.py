@@ -18,12 +18,22 @@ on the replay's seeds beside its figures:
   acts (``trigger - gate.lead``), so that a reader sees whether the gate's
   boundary check does better than the earlier start alone.
 
+* ``gate with perfect knowledge``: slack-gated deciding on the very plan the
+  model will carry out (``gate.knowledge = "oracle"``), beside the shipped
+  gate, which decides on estimates as a runtime must: a bound, reported apart,
+  that shows what knowing each plan before the call would add.
+
 A claim that the failure "does not hold" is judged by the rule of a published
 "no" (docs/model.md, "Accepted ranges"): at most 15% of the runs oscillate.
 The gate's row is judged against the slack-gated runs: the seed's claim holds
 when naive at the same trigger does worse, by more net-negative passes in the
 median run or a share of oscillating runs whose Wilson interval lies above the
 gate's.
+
+Where the model differs from a claim, the row's reason is computed from the
+runs, never written: how many runs still oscillate, the paired difference
+from the setting it is compared with on the same seeds, and how often each
+clause of the verdict holds, so that it changes when the model does.
 
 The **headroom-dependent yield** is not the seed's and not a runtime's: a pass
 that frees more when it is decided with more room (its reclaim target and
@@ -37,12 +47,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from prunesim.io.scenario_files import replace
 from prunesim.model.scenario import Scenario
-from prunesim.observe.metrics.intervals import wilson
+from prunesim.observe.metrics.intervals import paired_difference, wilson
 from prunesim.observe.metrics.passes import OSC_MIN_PASSES  # noqa: F401 - the verdict these rows count
 from prunesim.policies.base import ModelPass
 from prunesim.policies.decision import plan_pass
@@ -96,7 +106,17 @@ class Counterfactual:
     overrides: dict
     against_gate: bool = False  # judged against the slack-gated runs instead of the "no" rule
     assumption: bool = False  # not the seed's: reported apart
-    why: str = ""  # where the model differs from the claim, why (docs/model.md, "Counterfactuals")
+    bound: bool = False  # a bound on the gate (perfect knowledge), compared with the slack-gated runs: reported apart
+
+    @property
+    def judged(self) -> bool:
+        return not (self.assumption or self.bound)
+
+
+CASE = "naive @22k"  # what a row is compared with, on the same seeds
+GATED = "slack-gated"
+CLAUSES = (("osc_keeps_pruning", ">= 3 passes"), ("osc_tight_band", "tight band"), ("osc_rate_holds", "trend >= 0"),
+           ("osc_overhead_above_net", "overhead > net"))
 
 
 def gate_trigger(scenario: Scenario) -> int:
@@ -113,6 +133,9 @@ class CounterfactualResult:
     net_negative: float
     truncated: float
     agrees: bool
+    summaries: list[dict] = field(default_factory=list, repr=False)
+    compared: list[dict] = field(default_factory=list, repr=False)  # the runs it is set against, same seeds
+    compared_label: str = ""
 
     @property
     def share(self) -> float:
@@ -122,13 +145,35 @@ class CounterfactualResult:
     def interval(self) -> tuple[float, float]:
         return wilson(self.oscillating, self.runs)
 
+    @property
+    def why(self) -> str:
+        """What the runs say where the model differs from the claim, or what the bound adds (module docstring)."""
+        if self.case.bound:
+            return _bound_line(self.summaries, self.compared)
+        if self.agrees or not self.case.judged:
+            return ""
+        parts = [f"{self.oscillating} of {self.runs} runs oscillate"
+                 + ("" if self.case.against_gate else f" (claim: at most {TOLERANCE:.0%})")]
+        if self.compared:
+            d, low, high = paired_difference([bool(s["oscillating"]) for s in self.summaries],
+                                             [bool(s["oscillating"]) for s in self.compared])
+            parts.append(f"against {self.compared_label} on the same seeds {d:+.2f} [{low:+.2f}..{high:+.2f}]")
+        if self.case.against_gate:
+            parts.append(f"median net-negative passes {self.net_negative:g} against the gate's "
+                         f"{_median(self.compared, 'net_negative_passes'):g}")
+        else:
+            shares = {label: sum(bool(s[m]) for s in self.summaries) / self.runs for m, label in CLAUSES}
+            parts.append("clauses: " + ", ".join(f"{label} {v:.2f}" for label, v in shares.items()))
+        return "; ".join(parts)
+
     def as_dict(self) -> dict:
         c = self.case
-        return {"counterfactual": c.label, "claim": c.claim, "assumption": c.assumption,
+        return {"counterfactual": c.label, "claim": c.claim, "assumption": c.assumption, "bound": c.bound,
                 "oscillating_share": self.share, "oscillating_interval": list(self.interval), "runs": self.runs,
                 "median_overhead_ratio": self.overhead_ratio, "median_passes": self.passes,
                 "median_net_negative_passes": self.net_negative, "median_truncated_tokens": self.truncated,
-                "agrees": self.agrees, "why": "" if self.agrees else c.why}
+                "net_negative_share": _share(self.summaries, "net_negative_passes") if self.summaries else None,
+                "agrees": self.agrees, "why": self.why}
 
 
 def _median(summaries: list[dict], metric: str) -> float:
@@ -136,17 +181,38 @@ def _median(summaries: list[dict], metric: str) -> float:
     return float(np.median(values))
 
 
-def _summarize(case: Counterfactual, summaries: list[dict], gate: list[dict] | None) -> CounterfactualResult:
+def _share(summaries: list[dict], metric: str) -> float:
+    return sum(float(s[metric]) > 0 for s in summaries) / len(summaries)
+
+
+def _bound_line(oracle: list[dict], gated: list[dict]) -> str:
+    """What deciding on the plan itself changes against the estimating gate, on the same seeds."""
+    if not gated:
+        return ""
+    d, low, high = paired_difference([float(s["net_negative_passes"]) > 0 for s in oracle],
+                                     [float(s["net_negative_passes"]) > 0 for s in gated])
+    return (f"against the estimating gate on the same seeds: median passes {_median(oracle, 'passes'):g} against "
+            f"{_median(gated, 'passes'):g}; runs with a net-negative pass {_share(oracle, 'net_negative_passes'):.2f} "
+            f"against {_share(gated, 'net_negative_passes'):.2f} ({d:+.2f} [{low:+.2f}..{high:+.2f}]); median peak "
+            f"{_median(oracle, 'peak_utilization'):,.0f} against {_median(gated, 'peak_utilization'):,.0f}")
+
+
+def _summarize(case: Counterfactual, summaries: list[dict], runs: dict[str, list[dict]]) -> CounterfactualResult:
     yes = sum(bool(s["oscillating"]) for s in summaries)
     result = CounterfactualResult(case, len(summaries), yes, _median(summaries, "overhead_ratio"),
                                   _median(summaries, "passes"), _median(summaries, "net_negative_passes"),
-                                  _median(summaries, "truncated_tokens"), False)
+                                  _median(summaries, "truncated_tokens"), False, summaries)
+    gate = runs.get(GATED)
+    label = GATED if (case.against_gate or case.bound) else CASE
+    result.compared, result.compared_label = runs.get(label) or [], label
     if case.against_gate and gate:
         gate_yes = sum(bool(s["oscillating"]) for s in gate)
         worse_share = result.interval[0] > wilson(gate_yes, len(gate))[1]
         result.agrees = worse_share or result.net_negative > _median(gate, "net_negative_passes")
     else:
         result.agrees = result.share <= TOLERANCE
+    if not case.judged:
+        result.agrees = True  # nothing of the seed's to agree with: reported, never judged
     return result
 
 
@@ -154,54 +220,48 @@ def cases(scenario: Scenario) -> list[Counterfactual]:
     early = gate_trigger(scenario)
     return [
         Counterfactual("trigger at 20k", "the oscillation disappears (slack above overhead)", "naive",
-                       {"trigger": 20000},
-                       why="a pass costs and frees the same at any trigger in the model; slack only keeps it off "
-                           "the hard ceiling"),
-        Counterfactual("rationale in a log", "does not hold (rationales not prunable)", NaiveLogged, {},
-                       why="fewer passes, but each still pays its index and rationale (billed, read and written) "
-                           "for a yield near its cost, so some runs keep the tight net-negative cycle"),
-        Counterfactual("rationale kept, not prunable", "does not hold (rationales not prunable)", NaiveProtected, {},
-                       why="pinned rationales pile up in the window: passes fire more often and free less; "
-                           "excluding them helps only if they also leave the window (the log row)"),
-        Counterfactual("soft budget", "does not hold (overflow tolerated)", "naive", {"budget_kind": "soft"},
-                       why="the cycle stays under the 24k ceiling (it peaks below it), so a soft ceiling is never "
-                           "used and changes nothing"),
+                       {"trigger": 20000}),
+        Counterfactual("rationale in a log", "does not hold (rationales not prunable)", NaiveLogged, {}),
+        Counterfactual("rationale kept, not prunable", "does not hold (rationales not prunable)", NaiveProtected, {}),
+        Counterfactual("soft budget", "does not hold (overflow tolerated)", "naive", {"budget_kind": "soft"}),
         Counterfactual(f"naive at the gate's trigger ({early:,})", "the check, not the earlier start, removes it",
-                       "naive", {"trigger": early}, against_gate=True,
-                       why="naive started as early does as well as the gate: the gate's benefit is its earlier "
-                           "start"),
+                       "naive", {"trigger": early}, against_gate=True),
+        Counterfactual("gate with perfect knowledge (oracle)", "(a bound: the gate knowing each plan)",
+                       "slack-gated", {"gate.knowledge": "oracle"}, bound=True),
         Counterfactual("ASSUMED yield grows with headroom, @22k", "(not a seed claim: the 20k contrast assumed)",
-                       NaiveHeadroomYield, {}, assumption=True, why="-"),
+                       NaiveHeadroomYield, {}, assumption=True),
         Counterfactual("ASSUMED yield grows with headroom, @20k", "(not a seed claim: the 20k contrast assumed)",
-                       NaiveHeadroomYield, {"trigger": 20000}, assumption=True, why="-"),
+                       NaiveHeadroomYield, {"trigger": 20000}, assumption=True),
     ]
 
 
-def run(scenario: Scenario, seeds: Sequence[int], gate_runs: list[dict] | None) -> list[CounterfactualResult]:
-    """Every counterfactual on ``seeds``; ``gate_runs`` are the slack-gated summaries on the same seeds."""
+def run(scenario: Scenario, seeds: Sequence[int], runs: dict[str, list[dict]] | None = None
+        ) -> list[CounterfactualResult]:
+    """Every counterfactual on ``seeds``; ``runs`` are the replay's summaries by variant on the same seeds (the
+    rows are set against naive at 22k and the slack-gated runs)."""
+    runs = runs or {}
     out = []
     for case in cases(scenario):
         sc = replace(scenario, case.overrides) if case.overrides else scenario
         summaries = [run_one(sc, case.policy, s, trace="none").summary for s in seeds]
-        result = _summarize(case, summaries, gate_runs)
-        if case.assumption:
-            result.agrees = True  # nothing of the seed's to agree with: reported, never judged
-        out.append(result)
+        out.append(_summarize(case, summaries, runs))
     return out
 
 
 def format_rows(results: list[CounterfactualResult]) -> list[str]:
     lines = ["", "counterfactuals (seed 000's condition of validity; naive unless named), same seeds:",
              f"{'counterfactual':40s} {'seed claims':55s} {'oscillating [Wilson 95%]':>25s} {'ratio':>6s} "
-             f"{'passes':>6s} {'truncated':>9s}  model"]
+             f"{'passes':>6s} {'net-neg':>7s} {'truncated':>9s}  model"]
     for r in results:
         low, high = r.interval
-        verdict = "reported apart" if r.case.assumption else ("agrees" if r.agrees else "differs")
+        verdict = "reported apart" if not r.case.judged else ("agrees" if r.agrees else "differs")
         ratio = "inf" if math.isinf(r.overhead_ratio) else f"{r.overhead_ratio:.2f}"
+        negative = _share(r.summaries, "net_negative_passes") if r.summaries else float("nan")
         lines.append(f"{r.case.label:40s} {r.case.claim:55s} {f'{r.share:.2f} [{low:.2f}..{high:.2f}]':>25s} "
-                     f"{ratio:>6s} {r.passes:>6.1f} {r.truncated:>9,.0f}  {verdict}")
-        if verdict == "differs":
-            lines.append(f"    why: {r.case.why}")
-    lines.append("ratio: median sum(index+rationale) / sum(net); passes and truncated tokens: medians per run. "
-                 "The assumed yield is not the seed's nor a runtime's (docs/model.md, \"Counterfactuals\").")
+                     f"{ratio:>6s} {r.passes:>6.1f} {negative:>7.2f} {r.truncated:>9,.0f}  {verdict}")
+        if r.why:
+            lines.append(f"    {'adds' if r.case.bound else 'why'}: {r.why}")
+    lines.append("ratio: median sum(index+rationale) / sum(net); passes and truncated tokens: medians per run; "
+                 "net-neg: share of runs with a net-negative pass. The assumed yield is not the seed's nor a "
+                 "runtime's (docs/model.md, \"Counterfactuals\").")
     return lines

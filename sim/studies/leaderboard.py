@@ -19,6 +19,16 @@ truncations) are reported by their mean with the bootstrap interval of the
 mean (``interval`` = ``mean``) and by the share of units with at least one
 (figure ``<name>_share``, with its Wilson interval: ``interval`` = ``wilson``).
 
+Every unit names the runtime it was billed on (``model``, ``price_table`` and
+the values its recording did not give, ``not_recorded``:
+:mod:`prunesim.io.settings`). Dollars are given twice: as billed with the
+prompt cache (``cost_usd``) and as if nothing were cached
+(``uncached_cost_usd``): a policy that rewrites the prefix (clearing, masking,
+compaction) can save with one and lose with the other, and
+:func:`cache_assumption` says where the sign or the ranking depends on it. A
+figure no unit can move (:mod:`prunesim.studies.observable`) is left out, and
+named as unobservable with the reason.
+
 Files written in the output folder: ``runs.csv`` (one row per unit and entry,
 with the unit's turns), ``leaderboard.csv`` (tidy: one row per entry and
 figure) and ``leaderboard.json`` (what was run).
@@ -26,6 +36,7 @@ figure) and ``leaderboard.json`` (what was run).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +44,12 @@ from pathlib import Path
 import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError
-from prunesim.io import atomic
+from prunesim.io import atomic, settings
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics import outcome as outcome_metrics
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
-from prunesim.studies import aggregate
+from prunesim.studies import aggregate, observable
 from prunesim.studies.aggregate import describe
 from prunesim.studies.transcript_replay import iter_sources, replay, replay_scenario
 
@@ -83,6 +94,10 @@ FIGURES = (
     Figure("forced_truncations", "appends", "forced_truncations"),
     Figure("acted", "bool", "1 when the policy changed the window on the unit (a prune pass, a non-model "
            "eviction, a clearing, a compaction or a warning), else 0: its mean is the share of units it acted on"),
+    Figure("uncached_cost_usd", "USD", "the same calls billed as if the provider cached nothing: input_tokens_billed "
+           "x the input price + output_tokens_billed x the output price"),
+    Figure("uncached_cost_ratio", "ratio", "uncached_cost_usd / noop's on the same unit: the cost ratio without "
+           "the prompt cache"),
 )
 # What the policy did to the agent, where an agent model ran (prunesim.observe.metrics.outcome names and defines
 # each once), and how each is reduced over units: a median, a count's mean and share, a yes/no's share (Wilson),
@@ -97,7 +112,9 @@ SHARE_SUFFIX = "_share"
 # What the policy did, from the metrics: any of these above zero means it changed the window.
 ACTIONS = ("passes", "non_model_evictions", "clearings", "compactions", "memory_warnings")
 FIGURE_NAMES = tuple(f.name for f in FIGURES)
-RUN_COLUMNS = ("unit", "policy", "setting", "acting_threshold", "turns", *FIGURE_NAMES)
+# The runtime a unit was billed on (prunesim.io.settings): after the figures, so older columns keep their place.
+RUNTIME_COLUMNS = ("model", "price_table", "not_recorded")
+RUN_COLUMNS = ("unit", "policy", "setting", "acting_threshold", "turns", *FIGURE_NAMES, *RUNTIME_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -121,6 +138,9 @@ class Unit:
     summaries: dict[tuple[str, str], dict]
     warnings: tuple[str, ...] = ()  # the import's and the replay's warnings about the transcript
     recorded_cost: float | None = None  # the bill the transcript records
+    runtime: dict | None = None  # the model, price table and unrecorded values it was billed on (Settings.runtime)
+    unobservable: dict | None = None  # figure -> why it cannot move on this unit (observable.py)
+    prices: dict | None = None  # (policy, setting) -> (input, output) USD per million tokens it was billed at
 
 
 def with_reference(policies: list[str]) -> list[str]:
@@ -162,12 +182,16 @@ def reads(policy: str, param: str) -> bool:
 
 
 def recorded_bill(data, scenario: Scenario) -> float | None:
-    """What the transcript records it cost (see FIGURES), priced as the replay on ``scenario`` bills it."""
+    """What the transcript records it cost (see FIGURES): its recorded cost, else its recorded tokens at the list
+    prices of the model it was billed as, never at a price the user set (that bill is not the recorded one)."""
     from prunesim.studies import cache_fidelity
     from prunesim.studies.replay_identity import recorded_run
 
     run = recorded_run(data, scenario.pricing.model)
-    return None if run is None else cache_fidelity.reference_cost(run, scenario.pricing)
+    if run is None:
+        return None
+    listed = {k: v for k, v in settings.list_prices(scenario).items()}
+    return cache_fidelity.reference_cost(run, dataclasses.replace(scenario.pricing, **listed))
 
 
 def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str],
@@ -194,29 +218,36 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
         summaries, warnings = {}, dict.fromkeys(data.warnings)  # each of its replays' warnings once
         try:
             built: dict[int, Scenario] = {}  # each setting's replay scenario, built once per transcript
+            billed = {}
             for entry in entries:
                 if id(entry.scenario) not in built:
                     built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
                 result, _ = replay(data, entry.scenario, entry.policy, seed, trace="none",
                                    scenario=built[id(entry.scenario)])
                 summaries[entry.key] = result.summary
+                billed[entry.key] = (result.scenario.pricing.input, result.scenario.pricing.output)
                 warnings.update(dict.fromkeys(result.warnings))
                 if entry.key == (REFERENCE, ""):
                     bill = recorded_bill(data, result.scenario)
+                    runtime = result.settings.runtime()
+                    hidden = observable.of_transcript(data, result.scenario)
                 del result
         except UserError as err:  # the transcript's model or window: this file's error, the others go on
             held, dead = [], path
             yield path, err
             continue
-        held.append(Unit(data.name, summaries, tuple(warnings), bill))
+        held.append(Unit(data.name, summaries, tuple(warnings), bill, runtime, hidden, billed))
     yield from held
 
 
 def synthetic_units(entries: list[Entry], seeds: list[int]) -> Iterator[Unit]:
     """One unit per seed: every entry on its scenario's workload for that seed."""
+    reference = entries[0].scenario
+    runtime, hidden = settings.of(reference).runtime(), observable.of_synthetic(reference)
+    billed = {e.key: (e.scenario.pricing.input, e.scenario.pricing.output) for e in entries}
     for seed in seeds:
         yield Unit(f"seed {seed}", {e.key: run_one(e.scenario, e.policy, seed, trace="none").summary
-                                    for e in entries})
+                                    for e in entries}, runtime=runtime, unobservable=hidden, prices=billed)
 
 
 def unit_rows(unit: Unit, entries: list[Entry], transcripts: bool) -> list[dict]:
@@ -226,9 +257,13 @@ def unit_rows(unit: Unit, entries: list[Entry], transcripts: bool) -> list[dict]
     ref_total = ref_input + ref["output_tokens_billed"]
     ref_cost = ref["cost_usd"]
     bill = unit.recorded_cost
+    ref_uncached = uncached_bill(ref, unit.prices.get((REFERENCE, ""))) if unit.prices else None
+    hidden = unit.unobservable or {}
+    runtime = unit.runtime or {}
     rows = []
     for entry in entries:
         s = unit.summaries[entry.key]
+        uncached = uncached_bill(s, unit.prices.get(entry.key)) if unit.prices else None
         rows.append({
             "unit": unit.name,
             "policy": entry.policy,
@@ -249,8 +284,15 @@ def unit_rows(unit: Unit, entries: list[Entry], transcripts: bool) -> list[dict]
             "unrecorded_evictions": s["unrecorded_evictions"],
             "forced_truncations": s["forced_truncations"],
             "acted": int(any(s[a] for a in ACTIONS)),
+            "uncached_cost_usd": uncached,
+            "uncached_cost_ratio": uncached / ref_uncached if uncached is not None and ref_uncached else None,
+            "model": runtime.get("model"),
+            "price_table": runtime.get("price_table"),
+            "not_recorded": ";".join(runtime.get("not_recorded", ())) if runtime else None,
             **{f.name: _number(s.get(f.name)) for f in OUTCOME_FIGURES},
         })
+        for figure in hidden:  # cannot move on this input: no value, never a 0
+            rows[-1][figure] = None
     return rows
 
 
@@ -262,6 +304,55 @@ def _number(value):
 def outcome_names(rows: list[dict]) -> tuple[str, ...]:
     """The outcome figures some row reports (an agent model ran on its unit)."""
     return tuple(f.name for f in OUTCOME_FIGURES if any(r.get(f.name) is not None for r in rows))
+
+
+def uncached_bill(summary: dict, prices: tuple[float, float] | None) -> float | None:
+    """The run's calls billed as if nothing were cached: every prompt token at the input price."""
+    if prices is None:
+        return None
+    return round((summary["input_tokens_billed"] * prices[0] + summary["output_tokens_billed"] * prices[1]) / 1e6, 9)
+
+
+def cache_assumption(table: list[dict], entries: list[Entry]) -> dict:
+    """Where the prompt cache decides the answer: the entries whose median cost ratio is below 1 with the cache
+    and at or above 1 without it (or the reverse), and whether the order of the entries by median cost ratio
+    changes when nothing is cached."""
+    median = {(r["policy"], r["setting"], r["figure"]): r["median"] for r in table}
+    cached = {e.key: median.get((*e.key, "cost_ratio")) for e in entries}
+    uncached = {e.key: median.get((*e.key, "uncached_cost_ratio")) for e in entries}
+    known = [e.key for e in entries if cached[e.key] is not None and uncached[e.key] is not None]
+    flips = [k for k in known if (cached[k] < 1) != (uncached[k] < 1)]
+    # A pair ranked one way with the cache and the other way without it (ties on either side reverse nothing).
+    reversed_pairs = [[_label(a), _label(b)] for i, a in enumerate(known) for b in known[i + 1:]
+                      if (cached[a] - cached[b]) * (uncached[a] - uncached[b]) < 0]
+
+    def order(values):
+        return [_label(k) for k in sorted(known, key=lambda k: (values[k], k))]
+
+    return {"cached_order": order(cached), "uncached_order": order(uncached),
+            "ranking_depends_on_cache": bool(reversed_pairs), "reversed_pairs": reversed_pairs,
+            "sign_depends_on_cache": [_label(k) for k in flips],
+            "medians": {_label(k): {"cached": cached[k], "uncached": uncached[k]} for k in known}}
+
+
+def _label(key: tuple[str, str]) -> str:
+    return key[0] + (f" @ {key[1]}" if key[1] else "")
+
+
+def runtimes(units: list[Unit]) -> dict:
+    """What the units were billed on: per model, the units, price tables, windows and what was not recorded."""
+    out: dict[str, dict] = {}
+    for unit in units:
+        r = unit.runtime or {}
+        m = out.setdefault(r.get("model", "?"), {"units": 0, "price_tables": [], "windows": [], "triggers": [],
+                                                 "not_recorded": {}})
+        m["units"] += 1
+        for key, plural in (("price_table", "price_tables"), ("window", "windows"), ("trigger", "triggers")):
+            if r.get(key) not in m[plural]:
+                m[plural].append(r.get(key))
+        for key in r.get("not_recorded", ()):
+            m["not_recorded"][key] = m["not_recorded"].get(key, 0) + 1
+    return out
 
 
 def mean_interval(values: list[float], key: tuple) -> tuple[float, float]:

@@ -82,6 +82,10 @@ EXECUTORS = ("local", "dask")
 # -- identity -----------------------------------------------------------------
 def run_id(scenario_dict: dict, policy: str, seed: int, version: str = __version__) -> str:
     """A stable 16-hex-digit hash of what determines a run's output."""
+    # What the user set ([replay] pinned) is where values came from, not a value: hashed without it.
+    replay = scenario_dict.get("replay")
+    if isinstance(replay, dict) and replay.get("pinned"):
+        scenario_dict = {**scenario_dict, "replay": {k: v for k, v in replay.items() if k != "pinned"}}
     blob = json.dumps(
         atomic.json_ready({"scenario": scenario_dict, "policy": policy, "seed": seed, "version": version}),
         sort_keys=True,

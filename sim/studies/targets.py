@@ -24,6 +24,23 @@ it holds for yes/no figures.
 
 A judged figure with ``fit = false`` is judged but never fitted by ``prunesim
 calibrate``: seed 000's yes/no verdicts are left for the model to reproduce.
+
+**Discrimination.** A figure may name the variant the seed contrasts its own
+setting with (``against``): a figure whose statistic also falls in its range
+under that setting cannot tell the two apart, and a replay shows it without
+counting it as a reproduction (a median of 0 net-negative passes at 20k says
+nothing when it is 0 at 22k too).
+
+**Contrasts** (``[[contrasts]]``): where the seed contrasts two settings, the
+figure is the difference between them over the same seeds, the share of runs
+where the metric holds (is above 0) under ``variant`` minus the share under
+``against``, with its paired interval
+(:func:`prunesim.observe.metrics.intervals.paired_difference`). Its range is
+the difference of the two published ranges: ``drop`` (a published "yes" under
+``against``, "no" under ``variant``) accepts ``-1 .. 0.15 - 0.85 = -0.70``;
+``fewer`` (only the direction is published) accepts any difference below 0.
+Either way the interval must lie below 0 too: the contrast has the seed's sign
+with 95% confidence and its size. Contrasts are judged, never fitted.
 """
 
 from __future__ import annotations
@@ -44,6 +61,7 @@ from prunesim.studies.variant import Variant
 
 TOLERANCE = 0.15
 COMPARES = ("near", "level", "above", "at_most", "yes", "no", "report")
+CONTRASTS = ("drop", "fewer")  # how a contrast between two settings is compared (module docstring)
 SHARES = ("yes", "no")  # compared as the share of runs, not the median
 YES_NO = frozenset(m.name for m in METRICS if m.unit == "bool")  # reported as a share of runs, never a median
 
@@ -61,6 +79,7 @@ class Target:
     low: float
     high: float
     fit: bool = True  # whether `prunesim calibrate` fits it (a judged figure may be left to be reproduced)
+    against: str = ""  # the variant the seed contrasts this one with ("": none): see "Discrimination"
 
     @property
     def fitted(self) -> bool:
@@ -177,6 +196,38 @@ def statistic(target: Target, values: list) -> float:
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """A contrast between two settings the seed compares: the share of runs where ``metric`` holds under
+    ``variant`` minus under ``against``, over the same seeds."""
+
+    variant: str
+    against: str
+    label: str
+    metric: str
+    published: str
+    compare: str  # one of CONTRASTS
+    low: float
+    high: float
+
+    judged = True
+    reduce = "share"
+
+    def accepts(self, difference: float, interval_high: float) -> bool:
+        """In range, and the interval below 0: the seed's sign with 95% confidence, and its size."""
+        return self.low <= difference <= self.high and difference < 0 and interval_high < 0
+
+    def accepted_text(self) -> str:
+        return f"<= {self.high:.2f}" if self.compare == "drop" else "< 0"
+
+
+def contrast_range(compare: str) -> tuple[float, float]:
+    """The range of a contrast's difference (module docstring): the difference of the published ranges."""
+    if compare == "drop":  # "no" here (at most TOLERANCE) against "yes" there (at least 1 - TOLERANCE)
+        return -1.0, TOLERANCE - (1 - TOLERANCE)
+    return -1.0, 0.0  # "fewer": the sign alone (0 itself excluded by accepts)
+
+
+@dataclass(frozen=True)
 class Targets:
     """A scenario, the variants to run it under, the published figures and the parameters' bounds."""
 
@@ -185,6 +236,7 @@ class Targets:
     variants: tuple[Variant, ...]
     figures: tuple[Target, ...]
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    contrasts: tuple[Contrast, ...] = ()
 
     def variant(self, label: str) -> Variant:
         return next(v for v in self.variants if v.label == label)
@@ -218,9 +270,10 @@ def load_targets(name_or_path: str, scenario: Scenario | None = None) -> Targets
     path = resolve(name_or_path)
     where = str(path)
     data = read_toml(path, "targets file")
-    unknown = set(data) - {"scenario", "variants", "figures", "bounds"}
+    unknown = set(data) - {"scenario", "variants", "figures", "contrasts", "bounds"}
     if unknown:
-        raise UserError(where, sorted(unknown)[0], "unknown key (known: scenario, variants, figures, bounds)")
+        raise UserError(where, sorted(unknown)[0], "unknown key (known: scenario, variants, figures, contrasts, "
+                        "bounds)")
     name = data.get("scenario")
     if scenario is None:
         if not isinstance(name, str):
@@ -236,7 +289,8 @@ def load_targets(name_or_path: str, scenario: Scenario | None = None) -> Targets
         raise UserError(where, "bounds", "must be a table of NAME = [LOW, HIGH]")
     for param, pair in raw_bounds.items():
         bounds[param] = check_bounds(pair, f"bounds.{param}", where)
-    return Targets(where, scenario.name, tuple(variants.values()), figures, bounds)
+    contrasts = tuple(_contrast(i, c, where, variants) for i, c in enumerate(_list(data, "contrasts", where)))
+    return Targets(where, scenario.name, tuple(variants.values()), figures, bounds, contrasts)
 
 
 def check_bounds(pair, key: str, where: str) -> tuple[float, float]:
@@ -301,15 +355,13 @@ def variant_scenario(scenario: Scenario, variant: Variant) -> Scenario:
 
 def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenario: Scenario) -> Target:
     key = f"figures[{i}]"
-    extra = set(raw) - {"variant", "label", "metric", "published", "value", "compare", "fit"}
+    extra = set(raw) - {"variant", "label", "metric", "published", "value", "compare", "fit", "against"}
     if extra:
         raise UserError(where, f"{key}.{sorted(extra)[0]}", "unknown key")
     variant = raw.get("variant")
     if variant not in variants:
         raise UserError(where, f"{key}.variant", f"unknown variant {variant!r} (known: {', '.join(variants)})")
-    metric = raw.get("metric")
-    if metric not in METRIC_NAMES:
-        raise UserError(where, f"{key}.metric", f"unknown figure {metric!r} (see `prunesim metrics`)")
+    metric = _metric(raw, key, where)
     compare = raw.get("compare", "near")
     if compare not in COMPARES:
         raise UserError(where, f"{key}.compare", f"must be one of {', '.join(COMPARES)} (got {compare!r})")
@@ -319,12 +371,48 @@ def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenari
     budget = variant_scenario(scenario, variants[variant]).budget
     if compare == "level" and value >= budget:
         raise UserError(where, f"{key}.value", f"a level must be below the budget {budget} (got {value})")
-    label = raw.get("label", metric)
-    published = raw.get("published", str(value))
-    if not isinstance(label, str) or not isinstance(published, str):
-        raise UserError(where, key, "label and published must be strings")
+    label, published = _words(raw, key, where, metric, str(value))
     fit = raw.get("fit", True)
     if not isinstance(fit, bool):
         raise UserError(where, f"{key}.fit", f"must be true or false (got {fit!r})")
+    against = raw.get("against", "")
+    if against and (against not in variants or against == variant):
+        raise UserError(where, f"{key}.against", f"must name another variant (known: {', '.join(variants)}; "
+                        f"got {against!r})")
     low, high = accepted_range(compare, float(value), budget)
-    return Target(variant, label, metric, published, float(value), compare, low, high, fit)
+    return Target(variant, label, metric, published, float(value), compare, low, high, fit, against)
+
+
+def _contrast(i: int, raw: dict, where: str, variants: dict[str, Variant]) -> Contrast:
+    key = f"contrasts[{i}]"
+    extra = set(raw) - {"variant", "against", "label", "metric", "published", "compare"}
+    if extra:
+        raise UserError(where, f"{key}.{sorted(extra)[0]}", "unknown key")
+    variant, against = raw.get("variant"), raw.get("against")
+    for name, value in (("variant", variant), ("against", against)):
+        if value not in variants:
+            raise UserError(where, f"{key}.{name}", f"unknown variant {value!r} (known: {', '.join(variants)})")
+    if variant == against:
+        raise UserError(where, f"{key}.against", f"contrasts {variant!r} with itself")
+    metric = _metric(raw, key, where)
+    compare = raw.get("compare")
+    if compare not in CONTRASTS:
+        raise UserError(where, f"{key}.compare", f"must be one of {', '.join(CONTRASTS)} (got {compare!r})")
+    label, published = _words(raw, key, where, metric, compare)
+    low, high = contrast_range(compare)
+    return Contrast(variant, against, label, metric, published, compare, low, high)
+
+
+def _metric(raw: dict, key: str, where: str) -> str:
+    metric = raw.get("metric")
+    if metric not in METRIC_NAMES:
+        raise UserError(where, f"{key}.metric", f"unknown figure {metric!r} (see `prunesim metrics`)")
+    return metric
+
+
+def _words(raw: dict, key: str, where: str, metric: str, published: str) -> tuple[str, str]:
+    """A figure's label (its metric by default) and its published text (``published`` by default)."""
+    label, published = raw.get("label", metric), raw.get("published", published)
+    if not isinstance(label, str) or not isinstance(published, str):
+        raise UserError(where, key, "label and published must be strings")
+    return label, published

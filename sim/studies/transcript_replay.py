@@ -28,8 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prunesim.errors import ResourceError, UserError, from_os_error
-from prunesim.io import inputs, prices
-from prunesim.io.scenario_files import replace
+from prunesim.io import inputs, settings
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.tokens import DEFAULT, get_counter
@@ -161,107 +160,21 @@ def peak_tokens(data: wl.WorkloadData) -> int:
     return peak
 
 
-def recorded_model(data: wl.WorkloadData) -> tuple[str, bool]:
-    """The prices.toml name of the model that ran the workload, and whether the file named it ('' when unknown)."""
-    raw = data.header.get("model") or ""
-    if raw:
-        return prices.known_name(raw), True
-    assumed = prices.ASSUMED_MODELS.get(data.header.get("format", ""), "")
-    return assumed, False
-
-
-def _where(data: wl.WorkloadData) -> str:
-    """The file the user named (a problem of the recorded runtime is one of that file), then the run in it."""
-    if data.path:
-        return f"{data.path} ({data.name})"
-    source = data.header.get("source") or ""
-    return data.name if not source or source == data.name else f"{source} ({data.name})"
+recorded_model = settings.recorded_model  # (model, named): the model that ran a workload
+_where = settings.transcript_where
 
 
 def recorded_changes(base: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> dict:
-    """The overrides that put the recorded runtime under ``base``: model, window, budget, trigger (class docs).
-
-    Raises :class:`UserError` for a model prices.toml does not know and for a
-    recorded window smaller than a prompt the run really sent.
-    """
-    changes: dict = {"turns": data.turns} if base.turns != data.turns else {}
-    rp = base.replay
-    if not rp.recorded:
-        return changes
-    pinned = set(rp.pinned)
-    where = _where(data)
-    model, named = recorded_model(data)
-    table = prices.load()
-    if "pricing" not in pinned and model:
-        if model not in table:
-            known = ", ".join(sorted(table))
-            raise UserError(where, "model", f"{data.header.get('model')!r} is not in prices.toml: bill the run as a "
-                            f"known model with {given_as} pricing.model=NAME, or give every [pricing] key "
-                            f"(known: {known})")
-        if base.pricing.model != model:
-            changes["pricing.model"] = model
-    window = _recorded_window(data, where)
-    if window is None:  # the documented window of the model that ran it, else of the model it is billed as
-        documented = model if model in table else base.pricing.model
-        window = table.get(documented, {}).get("window")
-    if "window" not in pinned and window is not None and window != base.window:
-        changes["window"] = window
-    window = changes.get("window", base.window)
-    budget = base.budget if "budget" in pinned else window
-    if budget != base.budget:
-        changes["budget"] = budget
-    if "trigger" not in pinned:
-        trigger = round(rp.trigger_of_budget * budget)
-        if trigger != base.trigger:
-            changes["trigger"] = trigger
-    return changes
-
-
-def _recorded_window(data: wl.WorkloadData, where: str) -> int | None:
-    window = data.header.get("context_window")
-    if window is None:
-        return None
-    prompts = [p for p in data.header.get("prompt_tokens") or [] if isinstance(p, int)]
-    if prompts and max(prompts) > window:
-        k = prompts.index(max(prompts)) + 1
-        raise UserError(where, "context_window", f"the recorded window of {window:,} tokens is smaller than a "
-                        f"prompt the run sent ({max(prompts):,} tokens at call {k}): not a window the runtime "
-                        "could have had")
-    return window
-
-
-_RESOLVED: dict[tuple, tuple[Scenario, Scenario]] = {}  # (id(base), changes) -> (base, scenario): one per model
+    """The overrides that put the recorded runtime under ``base`` (:func:`prunesim.io.settings.recorded_layer`)."""
+    return {k: s.value for k, s in settings.recorded_layer(base, data, given_as).items()}
 
 
 def replay_scenario(base: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> Scenario:
-    """The base scenario, run for exactly the workload's turns, on the recorded runtime (:func:`recorded_changes`).
+    """The base scenario, run for exactly the workload's turns, on the recorded runtime, each value with where it
+    came from (:func:`prunesim.io.settings.for_transcript`; :func:`prunesim.io.settings.of` reads them).
 
     ``given_as``: what the caller sets values with (``--set``, or the API's ``overrides``), named in its errors."""
-    changes = recorded_changes(base, data, given_as)
-    if not changes:
-        return base
-    key = (id(base), tuple(sorted(changes.items())))
-    hit = _RESOLVED.get(key)
-    if hit is not None and hit[0] is base:
-        return hit[1]
-    try:
-        scenario = replace(base, changes, pin=False, policy=())  # the tables: for the policy that runs (replay)
-    except UserError as err:  # a value set with --set the recorded runtime cannot take (a trigger above its window)
-        raise _on_recorded_runtime(err, data, changes, given_as) from None
-    if len(_RESOLVED) > 256:
-        _RESOLVED.clear()
-    _RESOLVED[key] = (base, scenario)
-    return scenario
-
-
-def _on_recorded_runtime(err: UserError, data: wl.WorkloadData, changes: dict, given_as: str) -> UserError:
-    """``err``, met on the scenario that puts the recorded runtime under the caller's: named as that file's."""
-    recorded = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in changes.items()
-                         if k != "turns")
-    if not recorded:
-        return UserError(_where(data), err.key, err.problem)
-    return UserError(_where(data), err.key, f"{err.problem} on the recorded runtime ({recorded}); "
-                     f"set {given_as} window=... too, or a smaller value")
+    return settings.for_transcript(base, data, given_as)
 
 
 def _check_tables(scenario: Scenario, base: Scenario, data: wl.WorkloadData, policy, given_as: str) -> None:
@@ -270,7 +183,7 @@ def _check_tables(scenario: Scenario, base: Scenario, data: wl.WorkloadData, pol
     try:
         check_tables(scenario, get_policy(policy or scenario.policy), _where(data))
     except UserError as err:
-        raise _on_recorded_runtime(err, data, recorded_changes(base, data, given_as), given_as) from None
+        raise settings.on_recorded_runtime(err, data, recorded_changes(base, data, given_as), given_as) from None
 
 
 def replay_notes(scenario: Scenario, data: wl.WorkloadData, given_as: str = "--set") -> list[str]:
@@ -279,7 +192,7 @@ def replay_notes(scenario: Scenario, data: wl.WorkloadData, given_as: str = "--s
     where = _where(data)
     notes = []
     model, named = recorded_model(data)
-    if scenario.replay.recorded and "pricing" not in scenario.replay.pinned:
+    if scenario.replay.recorded and not settings.known_pinned(scenario, "pricing.model"):
         if not model:
             notes.append(f"{where}: the transcript records no model: billed as {scenario.pricing.model} on a "
                          f"{scenario.window:,}-token window (set {given_as} pricing.model=NAME)")
@@ -339,6 +252,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     result = run_one(scenario, policy, seed, trace=trace, workload=workload, recorder=recorder,
                      edit_log=edit_log, observers=[tally])
     result.transcript = data.name
+    result.settings = settings.of(scenario)
     # The import's warnings and this replay's notes; the workload itself is left as it was (a caller replays it
     # under many policies and sizings, and shows each warning of its replays once).
     notes = [note for note in (*replay_notes(scenario, data, given_as), forced_cut_note(data, [result])) if note]

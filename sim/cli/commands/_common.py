@@ -64,6 +64,14 @@ def add_set(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_prices(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prices", metavar="FILE",
+        help="a price file: [models.NAME] entries in prices.toml's format, any key optional (what it leaves out "
+             "comes from prices.toml or genai-prices); its values are the user's and win over both",
+    )
+
+
 def add_reaction(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reaction", choices=("closed", "none"),

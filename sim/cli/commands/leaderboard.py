@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
     add_agent,
+    add_prices,
     add_reaction,
     add_set,
     add_transcript_options,
@@ -25,6 +27,7 @@ from prunesim.io.labels import fitted_names, policy_labels
 from prunesim.io.scenario_files import load, load_replay
 from prunesim.policies import parse_names
 from prunesim.studies import leaderboard as lb
+from prunesim.studies import observable
 from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.transcript_replay import expand
 
@@ -48,6 +51,7 @@ def register(sub) -> None:
                    "(default 0:20)")
     p.add_argument("--seed", type=seed_arg, help="with DIR: the seed of the policies' random streams")
     add_set(p)
+    add_prices(p)
     add_reaction(p)
     add_agent(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
@@ -89,13 +93,13 @@ def main(args) -> int:
                                 f"the leaderboard's own {name} would replace it; give another folder") from None
         check_transcript_options(args)
         overrides = scenario_sets(args)
-        scenario = load_replay(args.scenario or "transcript", overrides, policies)
+        scenario = load_replay(args.scenario or "transcript", overrides, policies, prices=args.prices)
         seeds = None
     else:
         if args.scenario is None:
             raise UserError("leaderboard", None, "give a folder or file of transcripts, or --scenario to run seeds "
                                                  "of a synthetic scenario")
-        scenario = load(args.scenario, scenario_sets(args), policies)
+        scenario = load(args.scenario, scenario_sets(args), policies, prices=args.prices)
         seeds = parse_seeds(args.seeds or "0:20")
     axes = parse_axes(args.grid)
     for param in axes:
@@ -114,6 +118,7 @@ def main(args) -> int:
     else:
         units = lb.synthetic_units(entries, seeds)
     count = 0
+    done: list = []
     for unit in units:
         if isinstance(unit, tuple):
             skipped.append(str(unit[0]))
@@ -122,6 +127,7 @@ def main(args) -> int:
         for warning in unit.warnings:
             print(f"prunesim: warning: {warning}", file=sys.stderr)
         rows.extend(lb.unit_rows(unit, shown, transcripts))
+        done.append(dataclasses.replace(unit, summaries={}))  # what it ran on, not its summaries
         count += 1
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
     if skipped and (not args.skip_bad or not count):  # a leaderboard over part of the folder reads as one
@@ -129,6 +135,8 @@ def main(args) -> int:
               + (")" if not count else ", or give --skip-bad to leave them out)"), file=sys.stderr)
         return 2
     table = lb.reduce(rows, shown)
+    unobservable = observable.common([u.unobservable or {} for u in done])
+    cache = lb.cache_assumption(table, shown)
     meta = {
         "source": str(args.dir) if transcripts else None,
         "scenario": scenario.to_dict(),
@@ -142,6 +150,12 @@ def main(args) -> int:
         "calibration": args.calibration if transcripts else None,
         "sidechains": args.sidechains if transcripts else None,
         "skipped": skipped,  # the files --skip-bad left out
+        # What each model's units were billed on, and the values no recording gave (prunesim.io.settings). The
+        # scenario above is the base every unit started from; on transcripts its window and [pricing] are each
+        # recording's (these), not its own placeholders.
+        "runtime": lb.runtimes(done),
+        "unobservable": unobservable,
+        "cache_assumption": cache,
     }
     try:
         with output.folder(args.out, "--out") as staging:  # the three files together, or none
@@ -156,6 +170,9 @@ def main(args) -> int:
     if skipped:
         what += f" ({len(skipped)} file(s) that failed left out: --skip-bad)"
     print(format_table(table, shown, what))
+    print(format_runtime(meta["runtime"], transcripts))
+    print(format_unobservable(unobservable))
+    print(format_cache(cache))
     if transcripts:
         print(format_bills(rows))
     print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}")
@@ -187,7 +204,8 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
         centre = r["mean"] if r["interval"] in ("mean", "wilson") else r["median"]
         show = _usd if r["figure"] in dollars else lambda x, ratio=ratio: _num(x, ratio)
         cell[(r["policy"], r["setting"], r["figure"])] = f"{show(centre)} [{show(r['ci_low'])}, {show(r['ci_high'])}]"
-    shown = ("cost_ratio", "cost_usd", "cost_vs_recorded", "input_ratio", "decision_tokens", "peak_utilization",
+    shown = ("cost_ratio", "uncached_cost_ratio", "cost_usd", "uncached_cost_usd", "cost_vs_recorded", "input_ratio",
+             "decision_tokens", "peak_utilization",
              "re_retrievals", "re_retrievals_share", "refetches", "lost_constraints", "lost_constraints_share",
              "unrecorded_evictions", "forced_truncations", "acted",
              # what the policy did to the agent, where an agent model ran (left out where none did)
@@ -208,6 +226,44 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
         lines.append("  ".join([f"{name:{name_w}s}", *(f"{cell.get((*e.key, f), '-'):>{w}s}"
                                                          for f, w in zip(figures, widths, strict=True))]))
     return "\n".join(lines)
+
+
+def format_runtime(runtime: dict, transcripts: bool) -> str:
+    """Which model and price table the units were billed on, and what no recording gave."""
+    lines = []
+    for model, r in runtime.items():
+        windows = ", ".join(f"{w:,}" for w in r["windows"] if isinstance(w, int))
+        acting = ", ".join(f"{w:,}" for w in r["triggers"] if isinstance(w, int))
+        unit = "transcript(s)" if transcripts else "seed(s)"
+        lines.append(f"billed as {model} ({'; '.join(map(str, r['price_tables']))}) on {r['units']} {unit}: window "
+                     f"{windows} tokens, the scenario's trigger at {acting}")
+        if transcripts and r["not_recorded"]:
+            lines.append("  not recorded (assumed): " + ", ".join(
+                f"{k} ({n} of {r['units']})" if n != r["units"] else k for k, n in r["not_recorded"].items()))
+    return "\n".join(lines)
+
+
+def format_unobservable(unobservable: dict) -> str:
+    if not unobservable:
+        return ""
+    return "\n".join(["unobservable here (left out, not 0):",
+                      *(f"  {k}: {why}" for k, why in unobservable.items())])
+
+
+def format_cache(cache: dict) -> str:
+    """Whether the prompt cache decides the sign of a policy's saving or the ranking."""
+    lines = []
+    if cache["sign_depends_on_cache"]:
+        lines.append("the prompt cache decides the sign: " + ", ".join(
+            f"{name} ({cache['medians'][name]['cached']:.3f} with the cache, {cache['medians'][name]['uncached']:.3f}"
+            " without)" for name in cache["sign_depends_on_cache"]))
+    if cache["ranking_depends_on_cache"]:
+        pairs = cache["reversed_pairs"]
+        moved = sorted({name for pair in pairs for name in pair}, key=lambda n: (-sum(n in p for p in pairs), n))
+        lines.append(f"the ranking by median cost ratio depends on the cache: {len(pairs)} pair(s) of entries swap "
+                     f"places without it, most often {', '.join(moved[:3])} (leaderboard.json: "
+                     "cache_assumption.reversed_pairs)")
+    return "\n".join(lines) if lines else "the prompt cache changes no sign and no rank of the median cost ratios"
 
 
 def format_bills(rows: list[dict]) -> str:

@@ -16,6 +16,8 @@ from prunesim.io.results import write_run
 from prunesim.io.scenario_files import load, replace
 from prunesim.policies import REGISTRY
 from prunesim.runner import run_one
+from prunesim.studies import ranges
+from prunesim.studies import replay as study
 from prunesim.studies.replay import REPLAY_SEEDS, REPLAYS, get_replay, median_seed
 
 # replay name -> name of its story-figure function in plots.stories
@@ -45,6 +47,9 @@ def register(sub) -> None:
                    help="reentrancy: also predict, under this agent profile, each variant's model calls and solved "
                         f"share and the difference records make (default {PREDICTION_PROFILE}; none: no prediction; "
                         "docs/agent.md)")
+    p.add_argument("--ranges", type=Path, metavar="FILE", default=None,
+                   help="the ranges record (prunesim validate --out) whose figures held in most ranges of seeds "
+                        "the headline counts (default: the one shipped beside the replay's targets)")
     add_engine(p)
     p.set_defaults(func=main)
 
@@ -77,7 +82,12 @@ def main(args) -> int:
     elif args.engine == "auto":
         print(f"replay: engine: simpy (the kernel does not cover the {args.name} replay)", file=sys.stderr)
     agent = _prediction_profile(args, replay)
-    if engine is not None:
+    if args.ranges is not None:
+        if not hasattr(replay, "run_variants"):
+            raise UserError("--ranges", str(args.ranges), f"the {args.name} replay has no figures to count")
+        record = ranges.read(args.ranges)
+        report = replay.run(seeds, engine=engine, record=record)
+    elif engine is not None:
         report = replay.run(seeds, engine=engine)
     else:
         report = replay.run(seeds, agent=agent) if agent else replay.run(seeds)
@@ -187,7 +197,7 @@ def format_report(report) -> str:
         f"replay {report.name}: scenario {report.scenario}, {len(seeds)} {span}; a yes/no figure is the share "
         "of runs where it holds [Wilson 95% interval]",
         f"{'variant':13s} {'figure':44s} {'published':>10s} {'median':>9s} {'p10..p90':>17s}  "
-        f"{'accepted':>15s}  in range",
+        f"{'accepted':>15s}  in range  counted" + ("  ranges" if report.ranges and report.ranges.current else ""),
     ]
     for r in report.figures:
         f = r.figure
@@ -195,14 +205,73 @@ def format_report(report) -> str:
         verdict = ("yes" if r.ok else "NO") if f.judged else "-"
         lines.append(
             f"{f.variant:13s} {f.label:44s} {f.published:>10s} {_num(r.median):>9s} {spread:>17s}  "
-            f"{f.accepted_text():>15s}  {verdict}"
+            f"{f.accepted_text():>15s}  {verdict:>8s}  {_counted(r, report) if f.judged else '-':>7s}"
+            + _ranges_cell(r, report)
         )
+        reason = study.why(r, report) if f.judged else ""
+        if reason:
+            lines.append(f"    why: {reason}")
+    if report.contrasts:
+        lines += ["", "contrasts (the seed's two settings over the same seeds): share of runs under the first minus "
+                      "under the second [paired 95% interval]",
+                  f"{'contrast':60s} {'published':>10s} {'difference':>24s}  {'accepted':>9s}  in range  counted"
+                  + ("  ranges" if report.ranges and report.ranges.current else "")]
+        for c in report.contrasts:
+            name = f"{c.contrast.label} ({c.contrast.metric})"
+            cell = f"{c.difference:+.2f} [{c.low:+.2f}..{c.high:+.2f}]"
+            lines.append(f"{name:60s} {c.contrast.published:>10s} {cell:>24s}  {c.contrast.accepted_text():>9s}  "
+                         f"{'yes' if c.ok else 'NO':>8s}  {_counted(c, report):>7s}" + _ranges_cell(c, report))
+            reason = study.why(c, report)
+            if reason:
+                lines.append(f"    why: {reason}")
+    if report.specificity is not None:
+        from prunesim.studies.specificity import format_rows as specificity_rows
+
+        lines += specificity_rows(report.specificity)
+    if any("pinned_under" in runs[0] for runs in report.runs.values() if runs):
+        lines += ["", "the band after the first trigger (medians over the runs):", *study.band_lines(report)]
+    bound = study.gate_bound(report)
+    if bound is not None:
+        low, high = bound["interval"]
+        lines += ["", f"the gate on estimates: {bound['net_negative']} of {bound['passes']} passes net-negative "
+                      f"({bound['share']:.3f} [{low:.3f}..{high:.3f}]), against its own bound on a net-negative pass, "
+                      f"{bound['mean_bound']:.3f} on average over them: "
+                      + ("within it" if bound["within"] else "NOT within it")]
     if report.counterfactuals:
         from prunesim.studies.counterfactuals import format_rows
 
         lines += format_rows(report.counterfactuals)
-    misses = [r for r in report.figures if r.figure.judged and not r.ok]
-    if misses:
-        lines.append(f"{len(misses)} of {sum(r.figure.judged for r in report.figures)} figures outside their range: "
-                     "the model disagrees with the seed there (docs/model.md, \"Where the model disagrees\")")
+    lines += headline(report)
     return "\n".join(lines)
+
+
+def _counted(result, report) -> str:
+    return "yes" if result.counted else "NO"
+
+
+def _ranges_cell(result, report) -> str:
+    if report.ranges is None or not report.ranges.current:
+        return ""
+    held = report.ranges.held(ranges.key(result))
+    return f"  {held[0]:>2d}/{held[1]}" if held else "     -"
+
+
+def headline(report) -> list[str]:
+    """The count a reader takes away: what holds on these seeds, and what holds across ranges of seeds."""
+    judged = report.judged
+    n = len(judged)
+    here = sum(r.counted for r in judged)
+    lines = [f"{here} of {n} judged figures counted on these seeds (in range, telling the seed's settings apart, "
+             "specific where a verdict; contrasts in range with their interval)"]
+    check = report.ranges
+    if check is None:
+        lines.append("no ranges record: how many hold across independent ranges of seeds is not known "
+                     "(prunesim validate --ranges N --out FILE)")
+    elif not check.current:
+        lines.append(f"the ranges record {check.source} does not match this model and scenario (stale): nothing is "
+                     "counted across ranges until prunesim validate --ranges N --out writes it again")
+    else:
+        held = sum(study.counted(r, report) for r in judged)
+        lines.append(f"{held} of {n} figures hold: counted here and holding in most of the {check.ranges} independent "
+                     "ranges of the ranges record (docs/model.md, \"Where the model disagrees\")")
+    return lines

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from prunesim.cli.commands._common import (
     Tally,
     add_agent,
+    add_prices,
     add_reaction,
     add_set,
     add_transcript_options,
@@ -38,8 +39,9 @@ from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.metrics.outcome import NAMES as OUTCOME_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import parse_names
+from prunesim.studies import observable
 from prunesim.studies.grid import inert_axes, parse_axes
-from prunesim.studies.leaderboard import ACTIONS
+from prunesim.studies.leaderboard import ACTIONS, uncached_bill
 from prunesim.studies.sweep import metric_column, plan_sweep
 from prunesim.studies.transcript_replay import REPLAY_METRICS, TRANSCRIPT_SUFFIXES, expand, iter_sources, replay
 
@@ -47,9 +49,12 @@ if TYPE_CHECKING:
     from prunesim.runner import RunResult
 
 ID_COLUMNS = ("transcript", "format", "policy", "turns", "budget", "repeats")
+# What each row was billed on (prunesim.io.settings) and its bill without the prompt cache: after the metrics, so
+# that every older column keeps its place. A metric the transcript cannot move is left empty (observable.py).
+RUNTIME_COLUMNS = ("model", "price_table", "not_recorded", "uncached_cost_usd")
 COLUMNS = ID_COLUMNS + tuple(m for m in REPLAY_METRICS if m not in ID_COLUMNS) + tuple(
     m for m in METRIC_NAMES if m not in ID_COLUMNS and m not in REPLAY_METRICS
-)
+) + RUNTIME_COLUMNS
 
 
 def register(sub) -> None:
@@ -59,6 +64,7 @@ def register(sub) -> None:
     p.add_argument("--policies", required=True, help="comma-separated policy names, or all")
     p.add_argument("--scenario", default="transcript", help="scenario for the window and policies")
     add_set(p)
+    add_prices(p)
     add_reaction(p)
     add_agent(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
@@ -104,7 +110,7 @@ def main(args) -> int:
     overrides = scenario_sets(args)
     # With --grid only its points run, each checked for the policies that run it (plan_sweep): a table the grid
     # moves (slack-gated:gate.lead) may be wrong in the base.
-    base = load_replay(args.scenario, overrides, () if args.grid else policies)
+    base = load_replay(args.scenario, overrides, () if args.grid else policies, prices=args.prices)
     axes = parse_axes(args.grid)
     grid = Grid(base, policies, axes)
     check_transcript_options(args)
@@ -200,8 +206,14 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
 def _row(data, scenario, policy: str, seed, grid: Grid, point: dict) -> tuple[str, RunResult]:
     result, _ = replay(data, scenario, policy, seed, trace="none")  # rows of summaries: no trace kept
     s = result.summary
+    runtime = result.settings.runtime()
+    pricing = result.scenario.pricing
     row = {"transcript": data.name, "format": data.header["format"], "policy": policy, "turns": data.turns,
-           "budget": result.scenario.budget, **s}
+           "budget": result.scenario.budget, **s, "model": runtime["model"], "price_table": runtime["price_table"],
+           "not_recorded": ";".join(runtime["not_recorded"]),
+           "uncached_cost_usd": uncached_bill(s, (pricing.input, pricing.output))}
+    for metric in observable.of_transcript(data, result.scenario):  # cannot move here: empty, never a 0
+        row[metric] = ""
     if grid.axes:
         row = {metric_column(k, grid.axes): v for k, v in row.items()}
         row.update(point)

@@ -10,6 +10,7 @@ from pathlib import Path
 from prunesim import api
 from prunesim.cli.commands._common import (
     add_agent,
+    add_prices,
     add_reaction,
     add_set,
     out_arg,
@@ -36,6 +37,7 @@ def register(sub) -> None:
     p.add_argument("--policy", help="policy name (default: the scenario's)")
     p.add_argument("--seed", type=seed_arg, help="random seed (default: the scenario's)")
     add_set(p)
+    add_prices(p)
     add_reaction(p)
     add_agent(p)
     p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
@@ -61,12 +63,13 @@ def main(args) -> int:
     elif out is not None:  # rows go to the files as the run makes them
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
+        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set", prices=args.prices)
         result, _ = stream_run(sc, args.policy, args.seed, out, trace)
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        scenario = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set")
+        scenario = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set",
+                                     prices=args.prices)
         result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
     print_notes([result.policy], result.scenario)
     if args.json:
@@ -79,7 +82,8 @@ def main(args) -> int:
 def _replay_workload(args, trace: str, out: Path | None):
     if args.policy is not None:
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-    base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy)  # errors name --set
+    # errors name --set
+    base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy, prices=args.prices)
     if out is None:
         result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload,
                          given_as="--set")

@@ -19,9 +19,13 @@ records:
   path and itself; ``Glob``, ``LS``, ``WebFetch`` and ``WebSearch`` fetch
   themselves; ``Bash`` is a shell command; the rest (``TodoWrite``,
   ``AskUserQuestion``, ``Task``, ...) touch nothing.
-* ``codex``: ``shell``, ``exec_command``, ``local_shell`` are shell commands;
-  ``apply_patch`` uses the files its patch names; ``read_file`` and
-  ``view_image`` fetch their path; ``update_plan`` touches nothing.
+* ``codex``: ``shell``, ``exec_command``, ``local_shell`` are shell commands,
+  except an ``apply_patch`` run through them (:func:`codex_patch`:
+  ``["apply_patch", PATCH]``, or a ``bash -lc`` script that feeds
+  ``apply_patch`` a heredoc, maybe after ``cd DIR &&``),
+  which, like the ``apply_patch`` tool, uses the files its patch adds,
+  updates, deletes or moves to; ``read_file`` and ``view_image`` fetch their
+  path; ``update_plan`` touches nothing.
 * ``mini-swe-agent``: every action is a bash command.
 * ``swe-agent``: ``open``, ``goto``, ``scroll_up``/``scroll_down`` fetch the open
   file; ``edit`` uses it; ``create`` uses its file; ``search_file``,
@@ -62,7 +66,15 @@ FETCH, USE = "fetch", "use"
 _READERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "bat", "wc"})
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag"})
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")"})
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Update|Add|Delete) File|Move to): (.+?)\s*$", re.M)
+_PATCH_COMMANDS = frozenset({"apply_patch", "applypatch"})
+_PATCH_SHELLS = frozenset({"bash", "zsh", "sh"})
+# apply_patch fed a heredoc, maybe after a leading `cd DIR &&`. Codex applies a script that is only that itself
+# (codex-rs/apply-patch/src/invocation.rs); any other (text after it, a heredoc left open, which bash reads to the
+# end) bash runs, through the apply_patch command Codex puts on its path: the files are patched all the same.
+_PATCH_HEREDOC = re.compile(
+    r"(?:\A\s*cd\s+(?P<dir>'[^']*'|\"[^\"]*\"|[^\s'\";&|]+)\s*&&\s*)?\b(?:apply_patch|applypatch)\s*<<-?\s*"
+    r"(?P<q>['\"]?)(?P<tag>\w+)(?P=q)[ \t]*\n(?P<body>.*?)(?:\n(?P=tag)[ \t]*(?:\n|\Z)|\Z)", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +217,49 @@ def _shell_text(args, text, key, state) -> Touches:
 
 
 def _patch(args, text, key, state) -> Touches:
-    body = _str(args, "input") or text
-    return Touches((), _unique(file_resource(m) for m in _PATCH_FILE.findall(body)))
+    return _patched(_str(args, "input") or text)
+
+
+def _patched(body: str, workdir: str = "") -> Touches:
+    """The files a patch in Codex's format adds, updates, deletes or moves to: each used (relative to ``workdir``)."""
+    files = _PATCH_FILE.findall(body)
+    if workdir:
+        files = [f if f.startswith("/") else f"{workdir.rstrip('/')}/{f}" for f in files]
+    return Touches((), _unique(file_resource(f) for f in files))
+
+
+def codex_patch(command) -> tuple[str, str] | None:
+    """(patch, working folder) when a Codex shell call runs ``apply_patch`` as Codex applies it; else None.
+
+    ``command`` is an argv list or a script: ``["apply_patch", PATCH]`` (or ``applypatch``), or a
+    ``bash``/``zsh``/``sh`` ``-lc``/``-c`` script (or a script alone, as ``exec_command`` runs it) that feeds
+    ``apply_patch`` a heredoc (``apply_patch <<'EOF'``), maybe after ``cd DIR &&``; a heredoc left open runs to
+    the end of the script, as bash reads it. The patch must open with ``*** Begin Patch``.
+    """
+    script = command
+    if isinstance(command, list) and all(isinstance(a, str) for a in command):
+        if len(command) == 2 and command[0].rsplit("/", 1)[-1] in _PATCH_COMMANDS:
+            return (command[1], "") if command[1].lstrip().startswith("*** Begin Patch") else None
+        shell = command[0].rsplit("/", 1)[-1] if command else ""
+        if len(command) != 3 or shell not in _PATCH_SHELLS or command[1] not in ("-lc", "-c"):
+            return None
+        script = command[2]
+    if not isinstance(script, str):
+        return None
+    found = _PATCH_HEREDOC.search(script[: 1 << 20])
+    if found is None or not found["body"].lstrip().startswith("*** Begin Patch"):
+        return None
+    return found["body"], (found["dir"] or "").strip("'\"")
+
+
+def _codex_shell(arg: str) -> Rule:
+    """A Codex shell call: an ``apply_patch`` it runs is an edit of the patched files, anything else a command."""
+    command = _shell_arg(arg)
+
+    def rule(args, text, key, state) -> Touches:
+        patch = codex_patch(args.get(arg))
+        return _patched(*patch) if patch else command(args, text, key, state)
+    return rule
 
 
 def _oh_editor(args, text, key, state) -> Touches:
@@ -273,8 +326,8 @@ NEED_TABLE: dict[str, dict[str, Rule]] = {
                          "BashOutput", "EnterPlanMode", "ExitPlanMode", "SlashCommand"), _nothing),
     },
     "codex": {
-        "shell": _shell_arg("command"), "exec_command": _shell_arg("cmd"), "local_shell": _shell_arg("command"),
-        "container.exec": _shell_arg("command"), "apply_patch": _patch,
+        "shell": _codex_shell("command"), "exec_command": _codex_shell("cmd"), "local_shell": _codex_shell("command"),
+        "container.exec": _codex_shell("command"), "apply_patch": _patch,
         "read_file": _file("path", FETCH), "view_image": _file("path", FETCH), "web_search": _itself,
         "update_plan": _nothing,
     },

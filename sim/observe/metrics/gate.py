@@ -30,6 +30,13 @@ DEFINITIONS = (
         "template summary); a policy's own non-model evictions are non_model_evictions.",
     ),
     Metric("fallback_tokens", "tokens", "Tokens freed by fallback_evictions, net of any summary written."),
+    Metric(
+        "gate_risk_bound",
+        "probability",
+        "Mean, over the gate decisions that let a model-driven pass run and reported one, of the gate's own bound "
+        "on the probability that the pass is net-negative (Cantelli's, from its running estimates: "
+        "policies/boundary.py; 0 for an oracle gate, 1 before any spread is known); -1 if none.",
+    ),
 )
 
 
@@ -37,9 +44,14 @@ class GateMetrics(Observer):
     def __init__(self, run):
         self.decisions = {"run": 0, "over_budget": 0, "decision_in_band": 0, "insufficient_net": 0}
         self.fallbacks = self.fallback_tokens = 0
+        self.risk_sum = 0.0  # of the bounds reported by decisions that ran a pass, summed in order
+        self.risk_count = 0
 
     def on_gate_decision(self, time, turn, reason, numbers) -> None:
         self.decisions[reason] = self.decisions.get(reason, 0) + 1
+        if reason == "run" and "risk_bound" in numbers:
+            self.risk_sum += numbers["risk_bound"]
+            self.risk_count += 1
 
     def on_non_model_eviction(self, time, turn, action, reason, spans, freed, fallback) -> None:
         if fallback:
@@ -54,4 +66,5 @@ class GateMetrics(Observer):
             "refusals_insufficient_net": self.decisions["insufficient_net"],
             "fallback_evictions": self.fallbacks,
             "fallback_tokens": self.fallback_tokens,
+            "gate_risk_bound": round(self.risk_sum / self.risk_count, 6) if self.risk_count else -1,
         }

@@ -26,6 +26,13 @@ oscillates when all four hold:
 3. the pass rate does not fall: ``pass_trend >= 0`` (below);
 4. deciding costs more than it frees: ``sum_overhead_tokens > sum_net_tokens``.
 
+*Pinned just under the trigger* (``pinned_under``), the seed's "a tight band just
+below the trigger threshold" as a verdict of its own: the middle 80% of the
+post-trigger time lies in that band, ``trigger - OSC_BAND_PASSES x`` the mean
+pass overhead ``<= band_p10`` and ``band_p90 <= trigger`` (the time-weighted
+quantiles of :mod:`.window`). Clause 2 asks only that utilization never falls
+far below the trigger; this also asks that it does not sit above it.
+
 *pass_trend* is how much shorter the gaps between passes become over the run:
 for the passes from the first trigger on, at turns ``p_0 < ... < p_m``, the
 gaps ``g_i = p_i - p_(i-1)`` are fitted by least squares against their order
@@ -63,6 +70,9 @@ DEFINITIONS = (
     Metric("osc_tight_band", "bool", f"Clause 2: 0 <= band_width < {OSC_BAND_PASSES:g} x the mean pass overhead."),
     Metric("osc_rate_holds", "bool", "Clause 3: pass_trend >= 0 (the pass rate does not fall)."),
     Metric("osc_overhead_above_net", "bool", "Clause 4: sum_overhead_tokens > sum_net_tokens."),
+    Metric("pinned_under", "bool", f"Utilization pinned just under the trigger: band_p10 >= trigger - "
+           f"{OSC_BAND_PASSES:g} x the mean pass overhead and band_p90 <= trigger (most post-trigger time in the "
+           "band just below the trigger, little above it)."),
     Metric("passes", "passes", "Model-driven prune passes."),
     Metric("passes_first_half", "passes", "Passes in the first half of the post-trigger turns."),
     Metric("passes_second_half", "passes", "Passes in the second half of the post-trigger turns."),
@@ -125,6 +135,13 @@ def oscillation_clauses(
         "osc_rate_holds": pass_trend >= 0,
         "osc_overhead_above_net": sum_overhead > sum_net,
     }
+
+
+def is_pinned_under(trigger: int, band_p10: int, band_p90: int, mean_overhead: float) -> bool:
+    """``pinned_under`` of the module docstring (False with no trigger reached or no pass)."""
+    if band_p10 < 0 or mean_overhead <= 0:
+        return False
+    return trigger - OSC_BAND_PASSES * mean_overhead <= band_p10 and band_p90 <= trigger
 
 
 class GapTrend:
@@ -255,6 +272,9 @@ class PassMetrics(Observer):
         return {
             "oscillating": all(clauses.values()),
             **clauses,
+            # (the band's quantiles are the window metrics', summarized before these; none: not pinned)
+            "pinned_under": is_pinned_under(self.trigger, so_far.get("band_p10", -1), so_far.get("band_p90", -1),
+                                            overhead / n if n else 0.0),
             "passes": n,
             "passes_first_half": first,
             "passes_second_half": second,

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .passes import gap_trend, half_of, oscillation_clauses
+from .passes import gap_trend, half_of, is_pinned_under, oscillation_clauses
 from .window import BAND_QUANTILES, QUANTILE_TOLERANCE, SHARE_DIGITS
 
 FIGURES = (
@@ -40,6 +40,7 @@ FIGURES = (
     "osc_rate_holds",
     "osc_overhead_above_net",
     "oscillating",
+    "pinned_under",
 )
 
 
@@ -109,7 +110,8 @@ def from_trace(
     clauses = oscillation_clauses(first_half + second_half, out["band_width"], overhead / n if n else 0.0, trend,
                                   overhead, net)
     out.update(passes_first_half=first_half, passes_second_half=second_half, pass_trend=trend, **clauses,
-               oscillating=all(clauses.values()))
+               oscillating=all(clauses.values()),
+               pinned_under=is_pinned_under(trigger, out["band_p10"], out["band_p90"], overhead / n if n else 0.0))
     return {name: out[name] for name in FIGURES}
 
 
