@@ -223,9 +223,10 @@ class Engine(Provenance):
         bus, window = self.bus, self.window
         counting = self._counting
         for plan in self.workload:
-            self.turn = turn = plan.turn + self.extra_turns
+            # (a run without an agent model reads no more than it did before there were agent models)
+            self.turn = turn = plan.turn + self.extra_turns if counting else plan.turn
             yield from self.take_turn(plan)
-            if self.stop_reason:  # the agent stopped before the turn's call: the turn's work is not done
+            if counting and self.stop_reason:  # the agent stopped before the turn's call: its work is not done
                 break
             for h in bus.turn_reached:
                 h(turn, window.utilization)
