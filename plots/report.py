@@ -6,6 +6,7 @@ simulates. A result is one of:
 * a run folder (``summary.json``, as ``prunesim run --out`` writes it);
 * a sweep folder (``sweep.json`` and ``runs.csv``);
 * a leaderboard folder (``leaderboard.csv`` and ``leaderboard.json``), or its ``leaderboard.csv``;
+* a recommendation's folder (``recommend.json``, as ``prunesim recommend --out`` writes it);
 * a replay's ``replay.json`` (``prunesim replay NAME --out FILE``), or the folder
   ``replay --plot DIR`` wrote (``replay.json`` beside the runs the story figure is drawn from).
 
@@ -14,7 +15,12 @@ where the result file records it, else one rebuilt from what it records, and
 the page says which), the scenario with its hash, seeds and version; its
 tables, sortable by any column; its figures, drawn by the ``prunesim.plots``
 functions as SVG and inlined; the figures that disagree with the seed, for a
-replay; and, under each figure, the files and columns it was drawn from. The
+replay; and, under each figure, the files and columns it was drawn from. A
+recommendation and a leaderboard lead with the decision's own figure: each
+policy's dollars against noop's on the same units, paired, with its 95%
+interval (:mod:`prunesim.plots.paired`); token ratios come after. A sweep's
+table gives a yes/no figure (or a count that is mostly zero) as the share of
+runs with its Wilson interval, as the figures do, not as a median. The
 page loads nothing from anywhere: its style and the few lines of script that
 sort the tables are inside it. The HTML comes from the Jinja2 template
 ``templates/report.html.j2`` (autoescaped).
@@ -37,6 +43,14 @@ from prunesim.observe.metrics import METRICS
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.plots import style
 from prunesim.plots.io import read_json, read_run, read_sweep
+from prunesim.plots.paired import (
+    RECOMMEND_FILE,
+    Paired,
+    from_leaderboard,
+    from_recommendation,
+    paired_figure,
+    read_recommendation,
+)
 from prunesim.plots.pareto import META_FILE as LEADERBOARD_META
 from prunesim.plots.pareto import TABLE_FILE as LEADERBOARD_TABLE
 from prunesim.plots.pareto import pareto_figure, read_leaderboard
@@ -92,7 +106,7 @@ class Section:
 
 # -- what a result is ---------------------------------------------------------------
 def kind_of(path: Path) -> str:
-    """``run``, ``sweep``, ``leaderboard`` or ``replay``; anything else is one line naming the path."""
+    """``run``, ``sweep``, ``leaderboard``, ``recommend`` or ``replay``; anything else is one line naming it."""
     path = Path(path)
     if not path.exists():
         raise UserError(str(path), None, "no such file or folder")
@@ -101,16 +115,18 @@ def kind_of(path: Path) -> str:
     if path.is_file():
         if path.name == LEADERBOARD_TABLE:
             return "leaderboard"
+        if path.name == RECOMMEND_FILE:
+            return "recommend"
         if path.suffix == ".json":
             return "replay"
         raise UserError(str(path), None, "not a prunesim result (give a result folder, a replay's JSON file or "
                                          "a leaderboard.csv)")
     for name, kind in (("summary.json", "run"), (sweep_files.SWEEP_FILE, "sweep"),
-                       (LEADERBOARD_TABLE, "leaderboard"), (REPLAY_FILE, "replay")):
+                       (LEADERBOARD_TABLE, "leaderboard"), (RECOMMEND_FILE, "recommend"), (REPLAY_FILE, "replay")):
         if (path / name).exists():
             return kind
-    raise UserError(str(path), None, "not a prunesim result folder (no summary.json, sweep.json, leaderboard.csv "
-                                     "or replay.json in it)")
+    raise UserError(str(path), None, "not a prunesim result folder (no summary.json, sweep.json, leaderboard.csv, "
+                                     "recommend.json or replay.json in it)")
 
 
 def scenario_hash(scenario: dict) -> str:
@@ -276,6 +292,7 @@ def run_section(path: Path, figures: _Figures) -> Section:
 
 
 def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> Section:
+    from prunesim.plots.stats import default_stat
     from prunesim.plots.sweep import choose_x, curves, sweep_figure
 
     sweep = read_sweep(path)
@@ -308,17 +325,20 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     rows = []
     for metric in chosen:
         sweep.check_metric(metric)
-        lines, source = curves(sweep, metric, x)
-        figures.add(section, metric, sweep_figure(sweep, metric, x),
+        stat = default_stat(metric, (r.get(metric) for r in sweep.runs))  # a yes/no figure is a share of runs
+        lines, source = curves(sweep, metric, x, stat)
+        figures.add(section, metric, sweep_figure(sweep, metric, x, stat),
                     f"{path / sweep_files.RUNS_FILE}: column {metric} by policy and {x}; "
                     f"the figure's numbers come from {source}")
         for (policy, others), by_x in lines.items():
-            for xv, (median, low, high, n) in sorted(by_x.items(), key=lambda kv: str(kv[0])):
-                rows.append([metric, policy, ", ".join(f"{a}={v}" for a, v in others), _number(xv), n,
-                             median, low, high])
-    section.tables.append(Table(f"medians and 95% intervals by {x}", ["metric", "policy", "other axes", x, "n",
-                                "median", "low", "high"], rows,
-                                "as drawn in the figures above; every run is a row of runs.csv"))
+            for xv, (value, low, high, n) in sorted(by_x.items(), key=lambda kv: str(kv[0])):
+                rows.append([metric, stat, policy, ", ".join(f"{a}={v}" for a, v in others), _number(xv), n,
+                             value, low, high])
+    section.tables.append(Table(f"each figure by {x}, with its 95% interval", ["metric", "statistic", "policy",
+                                "other axes", x, "n", "value", "low", "high"], rows,
+                                "as drawn in the figures above: a share of runs (Wilson interval) for a yes/no "
+                                "figure or a count mostly zero, else the median (bootstrap interval); every run is "
+                                "a row of runs.csv"))
     return section
 
 
@@ -348,7 +368,17 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
         section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
     _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META, limits=not meta.get("source"))
     _runtime_facts(section, meta)
-    names = board.figures()
+    paired = from_leaderboard(meta, str(folder / LEADERBOARD_META))
+    if paired:
+        _paired_table(section, paired, f"{folder / LEADERBOARD_META}: paired")
+        figures.add(section, "dollars against noop, paired", paired_figure(paired),
+                    f"{folder / LEADERBOARD_META}: paired (each documented row's cost_usd minus noop's on the same "
+                    "units, summed, with its 95% interval)")
+    else:
+        section.notes.append("this leaderboard.json records no paired dollars (a leaderboard written before "
+                             "prunesim recorded them): run it again for the decision's figure")
+    names = sorted(board.figures(), key=lambda n: (n not in DOLLAR_FIGURES, DOLLAR_FIGURES.index(n)
+                                                   if n in DOLLAR_FIGURES else 0))
     cells = []
     for policy in board.policies():
         row: list = [policy]
@@ -356,11 +386,86 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
             point = board.point(policy, name)
             row.append(point[0] if point else "")
         cells.append(row)
-    section.tables.append(Table("medians per policy (leaderboard.csv)", ["policy", *names], cells,
-                                "intervals are in leaderboard.csv (ci_low, ci_high) and drawn in the figure"))
-    if "input_ratio" in names and "re_retrievals" in names:
-        figures.add(section, "cost against breakage", pareto_figure(board),
-                    f"{board.path}: rows of figure input_ratio and re_retrievals, columns median, ci_low, ci_high")
+    section.tables.append(Table("medians per policy (leaderboard.csv): dollars first, token ratios after",
+                                ["policy", *names], cells,
+                                "intervals are in leaderboard.csv (ci_low, ci_high) and drawn in the figures"))
+    for x in ("cost_ratio", "input_ratio"):  # the decision's own figure, then the tokens
+        if x in names and "re_retrievals" in names:
+            figures.add(section, f"{x} against breakage", pareto_figure(board, x=x),
+                        f"{board.path}: rows of figure {x} and re_retrievals, columns median, ci_low, ci_high")
+    return section
+
+
+DOLLAR_FIGURES = ("cost_ratio", "cost_usd", "cost_vs_recorded", "recorded_cost_usd")
+
+
+def _paired_table(section: Section, rows: list[Paired], data: str) -> None:
+    cells = [[r.policy, r.total, r.diff, r.low, r.high,
+              "" if r.wins is None else f"{r.wins}/{r.losses}/{r.ties}", "" if r.acted is None else r.acted]
+             for r in rows]
+    section.tables.append(Table("dollars against noop on the same units (paired)",
+                                ["policy", "total_usd", "diff_usd", "low", "high", "W/L/T acted", "acted share"],
+                                cells, f"{data}; an interval that crosses zero is a tie; W/L/T: wins, losses and "
+                                "ties (within 0.1% of noop's bill) on the units where the policy acted"))
+
+
+def recommend_section(path: Path, figures: _Figures) -> Section:
+    data = read_recommendation(path)
+    folder = path if path.is_dir() else path.parent
+    section = Section("recommend", str(folder), f"recommendation: {data['recommendation']}")
+    section.inputs += [folder / RECOMMEND_FILE, folder / "recommend.csv"]
+    words = ["recommend"]
+    if data.get("source") and not data.get("seeds"):
+        words.append(str(data["source"]))
+    if data.get("scenario"):
+        words += ["--scenario", str(data["scenario"])]
+    if data.get("seeds"):
+        words += ["--seeds", _seeds_text(data["seeds"])]
+    if data.get("seed") is not None:
+        words += ["--seed", str(data["seed"])]
+    if data.get("asked"):
+        words += ["--policies", ",".join(data["asked"])]
+    for key, value in (data.get("overrides") or {}).items():
+        words += ["--set", f"{key}={_value_text(value)}"]
+    if data.get("prices"):
+        words += ["--prices", str(data["prices"])]
+    words += ["--objective", str(data["objective"]), "--draws", str(data["draws"])]
+    section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(folder)]), exact=False))
+    by = {p["policy"]: p for p in data["policies"]}
+    winner = data.get("winner")
+    headline = (f"{winner}: the cheapest in {by[winner]['p_best']:.1%} of {data['draws']:,} draws" if winner else
+                f"no clear winner (a policy is named at p_best >= {data.get('clear_at', 0.9)}); tied: "
+                f"{', '.join(data.get('tied') or [])}")
+    section.facts += [("recommendation", headline), ("objective", str(data["objective"])),
+                      ("over", f"{data.get('units', '?')} units of {data.get('source', '?')}"),
+                      ("prunesim version", str(data.get("prunesim_version", "not recorded")))]
+    if data.get("clairvoyant"):
+        c = data["clairvoyant"]
+        section.facts.append(("clairvoyant optimum", f"{_fmt(c['total_usd'])} dollars, {_fmt(c['saving_usd'])} "
+                                                     "below noop"))
+    section.notes += list(data.get("notes") or [])
+    paired = from_recommendation(data)
+    _paired_table(section, paired, f"{folder / RECOMMEND_FILE}: policies, diff_vs_noop")
+    figures.add(section, "dollars against noop, paired", paired_figure(paired),
+                f"{folder / RECOMMEND_FILE}: each policy's diff_vs_noop (diff_usd, interval)")
+    section.tables.append(Table("ranking over draws of the units and the assumptions",
+                                ["policy", "p_best", "rank low", "rank high", "oracle_gap", "break-even turns"],
+                                [[p["policy"], p["p_best"], p["rank_interval"][0], p["rank_interval"][1],
+                                  p.get("oracle_gap", ""), (p.get("break_even") or {}).get("turns", "")]
+                                 for p in data["policies"]],
+                                "p_best: the share of draws in which the policy is the cheapest; oracle_gap: its "
+                                "share of the clairvoyant optimum's saving over noop"))
+    section.tables.append(Table("assumptions", ["name", "value", "source", "range", "how", "basis"],
+                                [[a["name"], _fmt(a["value"]), a["source"],
+                                  "" if a.get("range") is None else " to ".join(map(_fmt, a["range"])),
+                                  a.get("how", ""), a.get("basis", "")] for a in data["assumptions"]]))
+    flips = data.get("sensitivity") or []
+    if flips:
+        section.tables.append(Table("which assumption, at either end of its range, changes the cheapest policy",
+                                    ["assumption", "at low", "cheapest", "at high", "cheapest", "changes the top"],
+                                    [[f["name"], _fmt(f["at_lo"]["value"]), ", ".join(f["at_lo"]["top"]),
+                                      _fmt(f["at_hi"]["value"]), ", ".join(f["at_hi"]["top"]),
+                                      "yes" if f["changes_top"] else "no"] for f in flips]))
     return section
 
 
@@ -473,6 +578,8 @@ def build(paths: list[Path], metrics: list[str] | None = None) -> list[Section]:
             sections.append(sweep_section(Path(path), figures, metrics))
         elif kind == "leaderboard":
             sections.append(leaderboard_section(Path(path), figures))
+        elif kind == "recommend":
+            sections.append(recommend_section(Path(path), figures))
         else:
             sections.append(replay_section(Path(path), figures))
     return sections

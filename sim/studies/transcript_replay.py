@@ -231,7 +231,7 @@ def forced_cut_note(data: wl.WorkloadData, results: list[RunResult]) -> str:
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
            trace: str = "all", scenario: Scenario | None = None, given_as: str = "--set",
-           recorder=None, edit_log=None) -> tuple[RunResult, dict]:
+           recorder=None, edit_log=None, observers=()) -> tuple[RunResult, dict]:
     """Run the workload under ``policy`` on its recorded runtime; the run and its replay metrics.
 
     ``trace``: what the run keeps, as :func:`~prunesim.runner.run_one` takes it; the replay metrics are heard
@@ -239,7 +239,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     ``edit_log``: as run_one takes them (a replay written as it goes, :func:`~prunesim.io.stream.stream_run`).
     ``scenario``: ``replay_scenario(base, data)``, for a caller that replays one workload under many
     policies and builds it once; ``given_as``: what the caller set values with (``--set``, or the API's
-    ``overrides``), named in its errors and notes."""
+    ``overrides``), named in its errors and notes; ``observers``: a study's own, heard after the others."""
     if scenario is None:
         scenario = replay_scenario(base, data, given_as)
     _check_tables(scenario, base, data, policy, given_as)
@@ -250,7 +250,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     )
     tally = RepeatTally()
     result = run_one(scenario, policy, seed, trace=trace, workload=workload, recorder=recorder,
-                     edit_log=edit_log, observers=[tally])
+                     edit_log=edit_log, observers=[tally, *observers])
     result.transcript = data.name
     result.settings = settings.of(scenario)
     # The import's warnings and this replay's notes; the workload itself is left as it was (a caller replays it
