@@ -72,7 +72,7 @@ def uniform(seed, purpose, a, b):
 
 
 @_jit
-def _prefix(tok, n, pos):
+def _prefix(tok, pos):
     s = 0
     for k in range(pos):
         s += tok[k]
@@ -81,282 +81,172 @@ def _prefix(tok, n, pos):
 
 @_jit
 def _remove_at(st, pos, n):
-    """Drop the span at window position ``pos`` (the arrays shift down); the new length."""
-    for arr in st:
+    """Drop the span at window position ``pos`` (later ones move down); the new length."""
+    for r in range(5):
+        row = st[r]
         for k in range(pos, n - 1):
-            arr[k] = arr[k + 1]
+            row[k] = row[k + 1]
     return n - 1
 
 
 @_jit
 def _insert_at(st, pos, n, kind, tok, turn, item, sid):
-    for arr in st:
+    """Put a span at window position ``pos`` (later ones move up); the new length."""
+    for r in range(5):
+        row = st[r]
         for k in range(n, pos, -1):
-            arr[k] = arr[k - 1]
-    st[0][pos] = kind
-    st[1][pos] = tok
-    st[2][pos] = turn
-    st[3][pos] = item
-    st[4][pos] = sid
+            row[k] = row[k - 1]
+    st[0, pos] = kind
+    st[1, pos] = tok
+    st[2, pos] = turn
+    st[3, pos] = item
+    st[4, pos] = sid
     return n + 1
 
 
-@_jit
-def simulate(work, base, call, output, billed, policy, summary, agent, seed, draws, use_draws):
-    """One run; returns its record (:data:`COLUMNS`) as float64.
-
-    ``policy``: int64 [kind, n, placeholder tokens, keep_turns]; ``summary``: float64 [keep_tool_output,
-    keep_tool_call, keep_other, size_half, age_half_life, tokens, max_tokens, instruction_tokens];
-    ``agent``: float64 [need_rate (the run's own), need_decay, need_horizon, summary_fidelity, redo_turns, cap,
-    cap counts decisions (0/1)]; ``draws``: the policy stream's uniforms (``use_draws``), else the summary's
-    draws are counter-based on ``seed``.
-    """
-    rate, decay, horizon, fidelity = agent[0], agent[1], int(agent[2]), agent[3]
-    redo_turns, cap, with_decisions = int(agent[4]), int(agent[5]), agent[6] > 0
-    kind_p = policy[0]
-    steps_max = (cap if cap > 0 else work * (1 + min(work, horizon))) + 2
-    size = 2 * steps_max + 8
-    # window, in order: kind, tokens, turn, item, span id
-    st = np.zeros((5, size), np.int64)
-    n = 0
+def scratch(work_max: int, cap: int, horizon: int):
+    """The arrays one batch's runs reuse, sized for its longest run."""
+    steps = (cap if cap > 0 else work_max * (1 + min(work_max, horizon))) + 2
+    size = 2 * steps + 8
     ids = 3 * size + 8
-    # by span id: the content a summary remembers (kind, tokens, turn), the item, whether a summary names it
-    c_kind = np.zeros(ids, np.int64)
-    c_tok = np.zeros(ids, np.int64)
-    c_turn = np.zeros(ids, np.int64)
-    c_item = np.full(ids, -1, np.int64)
-    named = np.zeros(ids, np.bool_)
-    names = np.zeros(ids, np.int64)  # the summary's names in order
-    n_names = 0
-    # by item (the work turn's output, 0-based in order)
-    it_turn = np.zeros(work + 1, np.int64)
-    out_alive = np.zeros(work + 1, np.int64)
-    call_alive = np.zeros(work + 1, np.int64)
-    ph_alive = np.zeros(work + 1, np.int64)
-    carried = np.zeros(work + 1, np.int64)
-    n_items = 0
-    next_id = 0
-    util = 0
-    stable = 0  # prompt tokens unchanged since the last call (what an ideal implicit cache reads)
-    rec = np.zeros(N_COLUMNS, np.float64)
-    agent_calls = 0
-    decision_calls = 0
-    k_draw = 0
-    need_item = np.zeros(work + 1, np.int64)
-    need_how = np.zeros(work + 1, np.int64)
-    if base > 0:
-        next_id += 1
-        n = _insert_at(st, n, n, SYSTEM, base, 0, -1, next_id)
-        util += base
-    capped = False
-    for w in range(1, work + 1):
-        # 1. needs, drawn against the window as the last turn left it
-        n_need = 0
-        if rate > 0.0:
-            for i in range(n_items):
-                t = it_turn[i]
-                if w - t > horizon or t >= w:
-                    continue
-                p = rate * math.exp(-(w - t - 1) / decay)
-                if p > 1.0:
-                    p = 1.0
-                if uniform(seed, NEED, w, i) < p:
-                    if out_alive[i] > 0:
-                        continue
-                    how = LOST
-                    if carried[i] > 0:
-                        if uniform(seed, CARRY, w, i) < fidelity:
-                            continue
-                        how = RECORDED
-                    elif call_alive[i] > 0 or ph_alive[i] > 0:
-                        how = RECORDED
-                    need_item[n_need] = i
-                    need_how[n_need] = how
-                    n_need += 1
-        # 2. re-fetch and redo turns
-        for r in range(n_need):
-            i = need_item[r]
-            turns = 1 if need_how[r] == RECORDED else redo_turns
-            for _ in range(turns):
-                rec[6] += util
-                rec[8] += stable
-                rec[7] += call  # a re-fetch's call writes the item's tool call
-                stable = util
-                agent_calls += 1
-                if call > 0:
-                    next_id += 1
-                    n = _insert_at(st, n, n, CALL, call, w, i, next_id)
-                    util += call
-                    c_kind[next_id], c_tok[next_id], c_turn[next_id], c_item[next_id] = CALL, call, w, i
-                    call_alive[i] += 1
-                next_id += 1
-                n = _insert_at(st, n, n, OUTPUT, output, w, i, next_id)
-                util += output
-                c_kind[next_id], c_tok[next_id], c_turn[next_id], c_item[next_id] = OUTPUT, output, w, i
-                out_alive[i] += 1
-                if need_how[r] == RECORDED:
-                    rec[3] += 1
-                else:
-                    rec[4] += 1
-                n, util, stable, next_id, n_names, k_draw, decision_calls = _consult(
-                    st, n, util, stable, next_id, w, policy, summary, c_kind, c_tok, c_turn, c_item, named, names,
-                    n_names, out_alive, call_alive, ph_alive, carried, rec, seed, draws, use_draws, k_draw,
-                    decision_calls)
-                counted = agent_calls + (decision_calls if with_decisions else 0)
-                if cap > 0 and counted >= cap:
-                    capped = True
-                    break
-            if capped:
-                break
-        if capped:
-            break
-        # 3. the work turn
-        rec[6] += util
-        rec[8] += stable
-        rec[7] += billed
-        stable = util
-        agent_calls += 1
-        it_turn[n_items] = w
-        if call > 0:
-            next_id += 1
-            n = _insert_at(st, n, n, CALL, call, w, n_items, next_id)
-            util += call
-            c_kind[next_id], c_tok[next_id], c_turn[next_id], c_item[next_id] = CALL, call, w, n_items
-            call_alive[n_items] += 1
-        next_id += 1
-        n = _insert_at(st, n, n, OUTPUT, output, w, n_items, next_id)
-        util += output
-        c_kind[next_id], c_tok[next_id], c_turn[next_id], c_item[next_id] = OUTPUT, output, w, n_items
-        out_alive[n_items] += 1
-        n_items += 1
-        n, util, stable, next_id, n_names, k_draw, decision_calls = _consult(
-            st, n, util, stable, next_id, w, policy, summary, c_kind, c_tok, c_turn, c_item, named, names, n_names,
-            out_alive, call_alive, ph_alive, carried, rec, seed, draws, use_draws, k_draw, decision_calls)
-        rec[2] += 1
-        counted = agent_calls + (decision_calls if with_decisions else 0)
-        if cap > 0 and counted >= cap:
-            capped = True
-            break
-    rec[0] = agent_calls
-    rec[1] = decision_calls
-    rec[5] = 1.0 if capped else 0.0
-    return rec
+    turns = steps + work_max + 4
+    return (np.zeros((5, size), np.int64),  # the window in order: kind, tokens, turn, item, span id
+            np.zeros((4, ids), np.int64),  # by span id: kind, tokens, turn, item (what a summary remembers)
+            np.zeros(ids, np.bool_),  # by span id: a summary in the window names it
+            np.zeros((2, ids), np.int64),  # the summary's names in order, and the next summary's
+            np.zeros((7, work_max + 2), np.int64),  # by item: turn, outputs, calls and placeholders held,
+            #                                         outputs a summary carries; the needs: item, how
+            np.zeros((4, size), np.int64),  # per consult: positions, sizes, event index, masked (0/1)
+            np.zeros((3, turns), np.int64))  # per consult, by turn: calls, outputs, seen/masked
 
 
 @_jit
-def _take(st, pos, n, out_alive, call_alive, ph_alive):
-    """Remove the span at ``pos``, keeping the items' counts of what of them the window holds."""
-    kind, item = st[0][pos], st[3][pos]
+def _take(st, pos, n, items):
+    """Remove the span at ``pos``, keeping count of what of each item the window holds."""
+    kind, item = st[0, pos], st[3, pos]
     if kind == OUTPUT:
-        out_alive[item] -= 1
+        items[1, item] -= 1
     elif kind == CALL:
-        call_alive[item] -= 1
+        items[2, item] -= 1
     elif kind == MASKED:
-        ph_alive[item] -= 1
+        items[3, item] -= 1
     return _remove_at(st, pos, n)
 
 
 @_jit
-def _clear(st, n, util, stable, next_id, pos_list, sizes, count, c_kind, c_tok, c_turn, c_item, out_alive,
-           call_alive, ph_alive):
-    """The engine's Clear: each span (positions in window order) replaced where it stood by a placeholder of its
-    size (none for size 0); the placeholder of an output records the item."""
+def _place(st, n, content, items, next_id, kind, tok, turn, item):
+    """Append a new span (a call or an output of ``item``); the new length and the last id."""
+    next_id += 1
+    n = _insert_at(st, n, n, kind, tok, turn, item, next_id)
+    content[0, next_id], content[1, next_id], content[2, next_id], content[3, next_id] = kind, tok, turn, item
+    items[1 if kind == OUTPUT else 2, item] += 1
+    return n, next_id
+
+
+@_jit
+def _clear(st, n, util, stable, next_id, work, m, content, items):
+    """The engine's Clear of the ``m`` spans at positions ``work[0, :m]`` (in window order): each replaced where
+    it stood by a placeholder of size ``work[1, k]`` (none for 0); an output's placeholder records its item."""
     shift = 0
     first = -1
-    for k in range(count):
-        pos = pos_list[k] - shift
+    for k in range(m):
+        pos = work[0, k] - shift
         if first < 0:
             first = pos
-        kind, tok, turn, item = st[0][pos], st[1][pos], st[2][pos], st[3][pos]
-        n = _take(st, pos, n, out_alive, call_alive, ph_alive)
+        kind, tok, turn, item = st[0, pos], st[1, pos], st[2, pos], st[3, pos]
+        n = _take(st, pos, n, items)
         util -= tok
         next_id += 1  # the marker's id is taken whether or not it is placed
-        if sizes[k] > 0:
-            n = _insert_at(st, pos, n, MASKED if kind == OUTPUT else kind, sizes[k], turn, item, next_id)
-            util += sizes[k]
-            c_kind[next_id], c_tok[next_id], c_turn[next_id], c_item[next_id] = MASKED, sizes[k], turn, item
+        size = work[1, k]
+        if size > 0:
+            n = _insert_at(st, pos, n, MASKED if kind == OUTPUT else kind, size, turn, item, next_id)
+            util += size
+            content[0, next_id], content[1, next_id], content[2, next_id], content[3, next_id] = (
+                MASKED, size, turn, item)
             if kind == OUTPUT:
-                ph_alive[item] += 1
+                items[3, item] += 1
         else:
             shift += 1
     if first >= 0:
-        stable = min(stable, _prefix(st[1], n, first))
+        stable = min(stable, _prefix(st[1], first))
     return n, util, stable, next_id
 
 
 @_jit
-def _mask_observations(st, n, keep, ph):
-    """SWE-agent's LastNObservations (polling 1): the window positions of the outputs older than the last
-    ``keep`` observations (the instance template counts as one)."""
+def _mask_observations(st, n, keep, placeholder, work):
+    """SWE-agent's LastNObservations (polling 1): the outputs older than the last ``keep`` observations (the
+    instance template counts as one) go to ``work``; their count."""
     count = 0
     for k in range(n):
-        if st[0][k] == OUTPUT or st[0][k] == MASKED:
+        if st[0, k] == OUTPUT or st[0, k] == MASKED:
             count += 1
     older = max(0, max(0, count + 1 - keep) - 1)
-    pos = np.zeros(n, np.int64)
     m = 0
     seen = 0
     for k in range(n):
-        if st[0][k] == OUTPUT or st[0][k] == MASKED:
-            if st[0][k] == OUTPUT and seen < older:
-                pos[m] = k
+        kind = st[0, k]
+        if kind == OUTPUT or kind == MASKED:
+            if kind == OUTPUT and seen < older:
+                work[0, m] = k
+                work[1, m] = placeholder
                 m += 1
             seen += 1
-    return pos, m
+    return m
 
 
 @_jit
-def _mask_events(st, n, window, turns):
-    """OpenHands' ObservationMaskingCondenser (``observation_masking.openhands_masked``): the positions to clear
-    and whether each is a masked output (else a span of its step, which leaves without a placeholder)."""
-    calls = np.zeros(turns + 2, np.int64)
-    outs = np.zeros(turns + 2, np.int64)
-    at = np.zeros(n, np.int64)  # event index of each output (-1: not an output)
+def _mask_events(st, n, window, placeholder, work, by_turn):
+    """OpenHands' ObservationMaskingCondenser (``observation_masking.openhands_masked``): the outputs that
+    ``window`` events or more follow, with a placeholder each, and every other call and output of their steps,
+    which leave without one."""
+    for k in range(n):
+        t = st[2, k]
+        by_turn[0, t] = 0
+        by_turn[1, t] = 0
+        by_turn[2, t] = 0
     events = 0
     system = False
     for k in range(n):
-        kind, turn = st[0][k], st[2][k]
-        at[k] = -1
+        kind, t = st[0, k], st[2, k]
+        work[2, k] = -1
         if kind == SYSTEM:
             if not system:
                 events += 1
             system = True
         elif kind == CALL:
-            calls[turn] += 1
+            by_turn[0, t] += 1
             events += 1
         elif kind == OUTPUT or kind == MASKED:
-            outs[turn] += 1
-            if outs[turn] > calls[turn]:
-                calls[turn] = outs[turn]
+            by_turn[1, t] += 1
+            if by_turn[1, t] > by_turn[0, t]:
+                by_turn[0, t] = by_turn[1, t]
                 events += 1
             if kind == OUTPUT:
-                at[k] = events
+                work[2, k] = events
             events += 1
         else:
             events += 1
-    steps = np.zeros(turns + 2, np.bool_)
-    masked = np.zeros(n, np.bool_)
     anything = False
     for k in range(n):
-        if at[k] >= 0 and at[k] < events - window:
-            masked[k] = True
-            steps[st[2][k]] = True
+        work[3, k] = 0
+        if work[2, k] >= 0 and work[2, k] < events - window:
+            work[3, k] = 1
+            by_turn[2, st[2, k]] = 1
             anything = True
-    pos = np.zeros(n, np.int64)
-    is_masked = np.zeros(n, np.bool_)
     m = 0
     if anything:
         for k in range(n):
-            kind = st[0][k]
-            if masked[k] or (steps[st[2][k]] and (kind == CALL or kind == OUTPUT)):
-                pos[m] = k
-                is_masked[m] = masked[k]
+            kind = st[0, k]
+            if work[3, k] == 1 or (by_turn[2, st[2, k]] == 1 and (kind == CALL or kind == OUTPUT)):
+                work[0, m] = k
+                work[1, m] = placeholder if work[3, k] == 1 else 0
                 m += 1
-    return pos, is_masked, m
+    return m
 
 
 @_jit
 def _keep_probability(kind, tok, turn, now, summary):
+    """SummaryWriter's chance of carrying a piece of content (policies/summary.py, ``keep_probability``)."""
     if kind == OUTPUT:
         base = summary[0]
     elif kind == CALL:
@@ -371,111 +261,239 @@ def _keep_probability(kind, tok, turn, now, summary):
 
 
 @_jit
-def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary, c_kind, c_tok, c_turn, c_item,
-                     named, names, n_names, out_alive, call_alive, ph_alive, carried, rec, seed, draws, use_draws,
-                     k_draw, decision_calls):
+def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary, content, named, names, n_names,
+                     items, rec, seed, draws, use_draws, k_draw, by_turn):
     """llm-summary in turn batches: once ``batch + keep_turns`` turns are unsummarized, the oldest ``batch`` of
-    them (and the summary before) are replaced by a summary, whose content is drawn as SummaryWriter draws it."""
-    seen = np.zeros(w + 2, np.bool_)
+    them (and the summary before) are replaced by a summary; what it carries is drawn as SummaryWriter draws it
+    (one uniform per piece judged, in window order; the size fixed: a summary of sigma 0)."""
+    for t in range(w + 2):  # (turns that left the window may still be marked from an earlier consult)
+        by_turn[2, t] = 0
     distinct = 0
     for k in range(n):
-        kind = st[0][k]
+        kind = st[0, k]
         if kind == CALL or kind == OUTPUT or kind == MASKED:
-            t = st[2][k]
-            if not seen[t]:
-                seen[t] = True
+            t = st[2, k]
+            if by_turn[2, t] == 0:
+                by_turn[2, t] = 1
                 distinct += 1
     if distinct < batch + keep_turns:
-        return n, util, stable, next_id, n_names, k_draw, decision_calls
+        return n, util, stable, next_id, n_names, k_draw, 0
     last = 0
     found = 0
     for t in range(w + 2):
-        if seen[t]:
+        if by_turn[2, t] == 1:
             found += 1
             if found == batch:
                 last = t
                 break
-    # the model call reads the window and the instruction
-    rec[9] += util + int(summary[7])
+    rec[9] += util + int(summary[7])  # the call reads the window and the instruction
     rec[11] += stable
     stable = util
-    decision_calls += 1
-    # which content the summary carries: one draw per piece judged, in window order
     first = -1
     replaced_tokens = 0
-    new_names = np.zeros(n_names + n + 1, np.int64)
     m = 0
     k = 0
     while k < n:
-        kind = st[0][k]
-        if kind == SUMMARY or ((kind == CALL or kind == OUTPUT or kind == MASKED) and st[2][k] <= last):
+        kind = st[0, k]
+        if kind == SUMMARY or ((kind == CALL or kind == OUTPUT or kind == MASKED) and st[2, k] <= last):
             if first < 0:
                 first = k
-            replaced_tokens += st[1][k]
+            replaced_tokens += st[1, k]
             if kind == SUMMARY:
                 for q in range(n_names):
-                    cid = names[q]
+                    cid = names[0, q]
                     u = draws[k_draw] if use_draws else uniform(seed, SUMMARY_DRAW, k_draw, 0)
                     k_draw += 1
-                    if u < _keep_probability(c_kind[cid], c_tok[cid], c_turn[cid], w, summary):
-                        new_names[m] = cid
+                    if u < _keep_probability(content[0, cid], content[1, cid], content[2, cid], w, summary):
+                        names[1, m] = cid
                         m += 1
                     else:
                         named[cid] = False
-                        if c_kind[cid] == OUTPUT:
-                            carried[c_item[cid]] -= 1
+                        if content[0, cid] == OUTPUT:
+                            items[4, content[3, cid]] -= 1
             else:
-                sid = st[4][k]
+                sid = st[4, k]
                 u = draws[k_draw] if use_draws else uniform(seed, SUMMARY_DRAW, k_draw, 0)
                 k_draw += 1
-                if u < _keep_probability(kind, st[1][k], st[2][k], w, summary):
-                    new_names[m] = sid
+                if u < _keep_probability(kind, st[1, k], st[2, k], w, summary):
+                    names[1, m] = sid
                     m += 1
                     named[sid] = True
                     if kind == OUTPUT:
-                        carried[st[3][k]] += 1
-            util -= st[1][k]
-            n = _take(st, k, n, out_alive, call_alive, ph_alive)
+                        items[4, st[3, k]] += 1
+            util -= st[1, k]
+            n = _take(st, k, n, items)
         else:
             k += 1
-    size = int(round(summary[5]))
-    tokens = max(1, min(size, int(summary[6]), replaced_tokens))
+    tokens = max(1, min(int(round(summary[5])), int(summary[6]), replaced_tokens))
     rec[10] += tokens
     next_id += 1
     n = _insert_at(st, first, n, SUMMARY, tokens, w, -1, next_id)
     util += tokens
-    c_kind[next_id], c_tok[next_id], c_turn[next_id] = SUMMARY, tokens, w
+    content[0, next_id], content[1, next_id], content[2, next_id], content[3, next_id] = SUMMARY, tokens, w, -1
     for q in range(m):
-        names[q] = new_names[q]
-    stable = min(stable, _prefix(st[1], n, first))
-    return n, util, stable, next_id, m, k_draw, decision_calls
+        names[0, q] = names[1, q]
+    stable = min(stable, _prefix(st[1], first))
+    return n, util, stable, next_id, m, k_draw, 1
 
 
 @_jit
-def _consult(st, n, util, stable, next_id, w, policy, summary, c_kind, c_tok, c_turn, c_item, named, names,
-             n_names, out_alive, call_alive, ph_alive, carried, rec, seed, draws, use_draws, k_draw,
-             decision_calls):
-    """The policy consulted after a turn (:data:`NOOP`, :data:`MASK_OBSERVATIONS`, :data:`MASK_EVENTS`,
-    :data:`SUMMARY_BATCHES`)."""
+def _consult(st, n, util, stable, next_id, w, policy, summary, content, named, names, n_names, items, rec, seed,
+             draws, use_draws, k_draw, work, by_turn):
+    """The policy consulted after a turn; returns the state and whether it made a model call (a summary)."""
     kind = policy[0]
+    called = 0
+    m = 0
     if kind == MASK_OBSERVATIONS:
-        pos, m = _mask_observations(st, n, policy[1], policy[2])
-        if m:
-            sizes = np.full(m, policy[2], np.int64)
-            n, util, stable, next_id = _clear(st, n, util, stable, next_id, pos, sizes, m, c_kind, c_tok, c_turn,
-                                              c_item, out_alive, call_alive, ph_alive)
+        m = _mask_observations(st, n, policy[1], policy[2], work)
     elif kind == MASK_EVENTS:
-        pos, is_masked, m = _mask_events(st, n, policy[1], w)
-        if m:
-            sizes = np.zeros(m, np.int64)
-            for q in range(m):
-                if is_masked[q]:
-                    sizes[q] = policy[2]
-            n, util, stable, next_id = _clear(st, n, util, stable, next_id, pos, sizes, m, c_kind, c_tok, c_turn,
-                                              c_item, out_alive, call_alive, ph_alive)
+        m = _mask_events(st, n, policy[1], policy[2], work, by_turn)
     elif kind == SUMMARY_BATCHES:
-        n, util, stable, next_id, n_names, k_draw, decision_calls = _summary_batches(
-            st, n, util, stable, next_id, w, policy[1], policy[3], summary, c_kind, c_tok, c_turn, c_item, named,
-            names, n_names, out_alive, call_alive, ph_alive, carried, rec, seed, draws, use_draws, k_draw,
-            decision_calls)
-    return n, util, stable, next_id, n_names, k_draw, decision_calls
+        n, util, stable, next_id, n_names, k_draw, called = _summary_batches(
+            st, n, util, stable, next_id, w, policy[1], policy[3], summary, content, named, names, n_names, items,
+            rec, seed, draws, use_draws, k_draw, by_turn)
+    if m:
+        n, util, stable, next_id = _clear(st, n, util, stable, next_id, work, m, content, items)
+    return n, util, stable, next_id, n_names, k_draw, called
+
+
+@_jit
+def _run(work_turns, base, call, output, billed, policy, summary, rate, decay, horizon, fidelity, redo_turns, cap,
+         with_decisions, seed, draws, use_draws, st, content, named, names, items, work, by_turn, rec):
+    """One run into ``rec`` (:data:`COLUMNS`), on the scratch arrays (:func:`scratch`)."""
+    n = 0
+    next_id = 0
+    util = 0
+    stable = 0  # prompt tokens unchanged since the last call: what an ideal implicit cache reads
+    n_names = 0
+    n_items = 0
+    k_draw = 0
+    agent_calls = 0
+    decision_calls = 0
+    capped = False
+    for q in range(N_COLUMNS):
+        rec[q] = 0.0
+    for q in range(work_turns + 1):
+        for r in range(7):
+            items[r, q] = 0
+    if base > 0:
+        next_id += 1
+        n = _insert_at(st, 0, 0, SYSTEM, base, 0, -1, next_id)
+        util += base
+    for w in range(1, work_turns + 1):
+        # 1. the needs of work turn w, and where each needed item stands, before anything moves
+        n_need = 0
+        if rate > 0.0:
+            for i in range(n_items):
+                t = items[0, i]
+                if w - t > horizon or t >= w or items[1, i] > 0:  # a held item: its draw would change nothing
+                    continue
+                p = rate * math.exp(-(w - t - 1) / decay)
+                if p > 1.0:
+                    p = 1.0
+                if uniform(seed, NEED, w, i) < p:
+                    how = LOST
+                    if items[4, i] > 0:
+                        if uniform(seed, CARRY, w, i) < fidelity:
+                            continue
+                        how = RECORDED
+                    elif items[2, i] > 0 or items[3, i] > 0:
+                        how = RECORDED
+                    items[5, n_need] = i
+                    items[6, n_need] = how
+                    n_need += 1
+        # 2. a re-fetch (one turn) or a redo (redo_turns) for each, the policy consulted after every turn
+        for r in range(n_need):
+            i = items[5, r]
+            how = items[6, r]
+            for _ in range(1 if how == RECORDED else redo_turns):
+                rec[6] += util
+                rec[8] += stable
+                rec[7] += call  # the call that asks for it again writes the item's tool call
+                stable = util
+                agent_calls += 1
+                if call > 0:
+                    n, next_id = _place(st, n, content, items, next_id, CALL, call, w, i)
+                    util += call
+                n, next_id = _place(st, n, content, items, next_id, OUTPUT, output, w, i)
+                util += output
+                rec[3 if how == RECORDED else 4] += 1
+                n, util, stable, next_id, n_names, k_draw, called = _consult(
+                    st, n, util, stable, next_id, w, policy, summary, content, named, names, n_names, items, rec,
+                    seed, draws, use_draws, k_draw, work, by_turn)
+                decision_calls += called
+                if cap > 0 and agent_calls + (decision_calls if with_decisions else 0) >= cap:
+                    capped = True
+                    break
+            if capped:
+                break
+        if capped:
+            break
+        # 3. the work turn: its call, its tool call and output (a new item), the policy, the cap
+        rec[6] += util
+        rec[8] += stable
+        rec[7] += billed
+        stable = util
+        agent_calls += 1
+        items[0, n_items] = w
+        if call > 0:
+            n, next_id = _place(st, n, content, items, next_id, CALL, call, w, n_items)
+            util += call
+        n, next_id = _place(st, n, content, items, next_id, OUTPUT, output, w, n_items)
+        util += output
+        n_items += 1
+        n, util, stable, next_id, n_names, k_draw, called = _consult(
+            st, n, util, stable, next_id, w, policy, summary, content, named, names, n_names, items, rec, seed,
+            draws, use_draws, k_draw, work, by_turn)
+        decision_calls += called
+        rec[2] += 1
+        if cap > 0 and agent_calls + (decision_calls if with_decisions else 0) >= cap:
+            capped = True
+            break
+    for q in range(next_id + 1):
+        named[q] = False
+    rec[0] = agent_calls
+    rec[1] = decision_calls
+    rec[5] = 1.0 if capped else 0.0
+
+
+@_jit
+def _batch(works, bases, calls, outputs, billed, rates, seeds, policy, summary, decay, horizon, fidelity, redo_turns,
+           cap, with_decisions, st, content, named, names, items, work, by_turn, out):
+    empty = np.zeros(1)
+    for j in range(len(works)):
+        _run(works[j], bases[j], calls[j], outputs[j], billed[j], policy, summary, rates[j], decay, horizon,
+             fidelity, redo_turns, cap, with_decisions, seeds[j], empty, False, st, content, named, names, items,
+             work, by_turn, out[j])
+
+
+def run_batch(works, bases, calls, outputs, billed, rates, seeds, policy, summary, decay: float, horizon: int,
+              fidelity: float, redo_turns: int, cap: int, with_decisions: bool) -> np.ndarray:
+    """Many runs under one policy and one agent but each its own workload, need rate and seed: one record each
+    (rows of :data:`COLUMNS`). The summary's draws are counter-based on each run's seed."""
+    works = np.ascontiguousarray(works, dtype=np.int64)
+    out = np.zeros((len(works), N_COLUMNS))
+    if not len(works):
+        return out
+    sc = scratch(int(works.max()), int(cap), int(horizon))
+    _batch(works, np.ascontiguousarray(bases, dtype=np.int64), np.ascontiguousarray(calls, dtype=np.int64),
+           np.ascontiguousarray(outputs, dtype=np.int64), np.ascontiguousarray(billed, dtype=np.float64),
+           np.ascontiguousarray(rates, dtype=np.float64), np.ascontiguousarray(seeds, dtype=np.uint64),
+           np.asarray(policy, dtype=np.int64), np.asarray(summary, dtype=np.float64), float(decay), int(horizon),
+           float(fidelity), int(redo_turns), int(cap), bool(with_decisions), *sc, out)
+    return out
+
+
+def run_one(work: int, base: int, call: int, output: int, billed: float, policy, summary, rate: float, decay: float,
+            horizon: int, fidelity: float, redo_turns: int, cap: int, with_decisions: bool, seed: int,
+            draws: np.ndarray | None = None) -> np.ndarray:
+    """One run's record; ``draws``: the policy stream's uniforms for the summary's draws (the engine's, to
+    compare with it), else counter-based on ``seed``."""
+    sc = scratch(int(work), int(cap), int(horizon))
+    rec = np.zeros(N_COLUMNS)
+    use = draws is not None
+    _run(int(work), int(base), int(call), int(output), float(billed), np.asarray(policy, dtype=np.int64),
+         np.asarray(summary, dtype=np.float64), float(rate), float(decay), int(horizon), float(fidelity),
+         int(redo_turns), int(cap), bool(with_decisions), np.uint64(seed),
+         np.asarray(draws if use else np.zeros(1), dtype=np.float64), use, *sc, rec)
+    return rec

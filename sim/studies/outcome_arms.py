@@ -125,14 +125,13 @@ def kind_of(arm: Arm) -> ArmKind:
     return ArmKind(scaffold, model, subset, strategy, n, m)
 
 
-def policy_of(kind: ArmKind) -> tuple[str, dict[str, str]]:
-    """The prunesim policy and ``--set`` values that run what the arm ran."""
+def policy_of(kind: ArmKind) -> tuple[str, dict[str, int]]:
+    """The prunesim policy and the scenario values (``--set``) that run what the arm ran."""
     if kind.strategy == "masking":
         preset = "complexity-trap" if kind.scaffold == "swe-agent" else "openhands"
-        return f"observation-masking:{preset}", {"observation_masking.n": str(kind.m)}
+        return f"observation-masking:{preset}", {"observation_masking.n": kind.m}
     if kind.strategy == "summary":
-        return "llm-summary:complexity-trap", {"llm_summary.threshold": str(kind.n),
-                                               "llm_summary.keep_turns": str(kind.m)}
+        return "llm-summary:complexity-trap", {"llm_summary.threshold": kind.n, "llm_summary.keep_turns": kind.m}
     raise UserError("outcomes", None, f"no prunesim policy is known for a {kind.strategy} arm")
 
 

@@ -7,9 +7,12 @@ mean prompt. The prompt of call ``t`` is then ``base + (t - 1) x growth``: each 
 recorded mean completion: what the model wrote, which stays in the history; reasoning tokens are billed but not
 kept) and its tool output (the rest of the growth).
 
-The base is the arm's 2nd percentile of mean prompt over started runs of two turns or more: the floor every run
-starts from (an instance whose mean prompt is lower gets its own mean as its base). It is estimated per raw
-arm, that is per scaffold and model, from the raw rows only.
+The base is the scaffold's: the 2nd percentile of mean prompt over the started runs of two turns or more of
+its raw arms, the floor every run starts from (an instance whose mean prompt is lower gets its own mean as its
+base). It is estimated per scaffold (the system prompt and the task statements are the scaffold's and the
+benchmark's), from raw rows only, and a fit keeps it: a raw arm of one model has too few short runs to show
+it (SWE-agent's Qwen3-Coder arm has none under ten turns; its own 2nd percentile is 8.0k tokens where the
+scaffold's is 2.2k).
 
 Prices: the arm's ``cost`` regressed on each run's prompt tokens (``turns x mean prompt``) and output tokens
 (``turns x (mean completion + mean reasoning)``) by non-negative least squares, over started runs. The input
@@ -37,7 +40,7 @@ class Instances:
     base: np.ndarray  # pinned tokens before the first call
     call: np.ndarray  # tokens each turn's tool call adds to the window
     output: np.ndarray  # tokens each turn's tool output adds
-    billed_output: np.ndarray  # output tokens each call bills (completion + reasoning)
+    billed_output: np.ndarray  # output tokens each work call bills (completion + reasoning, whole tokens)
     solved: np.ndarray  # the raw run's outcome
     started: np.ndarray
 
@@ -46,18 +49,20 @@ class Instances:
         return len(self.work)
 
 
-def base_tokens(arm: Arm) -> int:
-    """The arm's base prompt (the module docstring); one line when the arm has no run to estimate it from."""
-    prompts = arm.prompt[arm.started & (arm.turns >= 2)]
+def base_tokens(arms: list[Arm]) -> int:
+    """The base prompt of the raw ``arms`` of one scaffold (the module docstring); one line when none has a run to
+    estimate it from."""
+    prompts = np.concatenate([a.prompt[a.started & (a.turns >= 2)] for a in arms])
     if not len(prompts):
-        raise UserError(arm.file, arm.experiment, "no started run of two turns or more to estimate the base "
-                        "prompt from")
+        raise UserError(arms[0].file, arms[0].experiment, "no started run of two turns or more to estimate the "
+                        "base prompt from")
     return int(round(float(np.percentile(prompts, BASE_QUANTILE))))
 
 
 def instances(arm: Arm, base: int | None = None) -> Instances:
-    """Each row of ``arm`` as a workload (the module docstring)."""
-    base = base_tokens(arm) if base is None else base
+    """Each row of ``arm`` as a workload (the module docstring); ``base``: the scaffold's (default: the arm's own
+    rows, for an arm alone)."""
+    base = base_tokens([arm]) if base is None else base
     work = np.where(arm.started, arm.turns, 0).astype(np.int64)
     own_base = np.minimum(base, np.rint(arm.prompt)).astype(np.int64)
     steps = np.maximum(work - 1, 1)
@@ -65,7 +70,7 @@ def instances(arm: Arm, base: int | None = None) -> Instances:
     call = np.rint(np.minimum(arm.completion, growth)).astype(np.int64)
     # Every output is at least one token: a work item the window never held could not be needed or masked.
     output = np.maximum(np.rint(growth - call), 1).astype(np.int64)
-    billed = arm.completion + arm.reasoning
+    billed = np.rint(arm.completion + arm.reasoning).astype(np.int64)
     return Instances(work, own_base, call, output, billed, arm.solved.copy(), arm.started.copy())
 
 
