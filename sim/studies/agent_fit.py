@@ -28,7 +28,7 @@ from prunesim.studies import outcome_forecast as forecast
 from prunesim.studies import outcome_grid as grid
 from prunesim.studies.outcome_arms import COUNTING, Pair, figures, kind_of, pairs, scaffold_of
 from prunesim.studies.outcome_fit import Params, bootstrap, fit_scaffold
-from prunesim.studies.outcome_runs import PairRuns, pair_runs
+from prunesim.studies.outcome_runs import PairRuns, pair_runs, summarizes
 from prunesim.studies.outcome_sims import instance_seed, setup, simulate
 from prunesim.studies.outcome_workload import base_tokens, fit_prices, instances
 
@@ -66,7 +66,7 @@ class AgentFit:
             p = s.params
             values = {"need_rate": p.need_rate, "need_cv": p.need_cv, "need_decay": p.need_decay,
                       "discordance": p.discordance, "lengthening_slope": p.lengthening_slope,
-                      "cap_success": p.cap_success_solved}
+                      "cap_success_solved": p.cap_success_solved, "cap_success_unsolved": p.cap_success_unsolved}
             if p.summary_fidelity is not None:
                 values["summary_fidelity"] = p.summary_fidelity
             profiles[name] = values
@@ -79,9 +79,9 @@ class AgentFit:
             "method": {"replicates": self.replicates, "seed": self.seed, "nodes": grid.NODES.tolist(),
                        "decays": grid.DECAYS.tolist(), "fidelities": grid.FIDELITIES.tolist(),
                        "turn_edges": grid.TURN_EDGES.tolist()},
-            "notes": {"profiles": "cap_success is the capped-run success of a run whose base solved (a replay's "
-                                  "base); outcomes.<scaffold>.fit has it for both bases",
-                      "method": "docs/outcomes.md; sim/studies/outcome_fit.py"},
+            "notes": {name: f"fitted by {SCRIPT} on {len(s.arms)} arm(s) of "
+                            f"{', '.join(sorted(self.inputs))} (docs/outcomes.md)"
+                      for name, s in sorted(self.scaffolds.items())},
         }
 
     @classmethod
@@ -197,13 +197,15 @@ def predict(raw: Arm, policy: str, profile: str, fitted: AgentFit, sets: dict | 
     inst = instances(raw, sf.base)
     seeds = np.array([instance_seed(i) for i in raw.instances], dtype=np.uint64)
     bill = forecast.bills(raw, noop_records(raw, profile, sf.base), fit_prices(raw), cache_read)
-    tables = {}
+    tables, made = {}, {}
     for point in forecast.needed(sf.params, sf.replicates):
         decay, fid = forecast.grid_values(point)
-        rec = simulate(inst, seeds, s, grid.NODES, decay, fid, engine)
-        tables[point] = forecast.run_table(rec, profile, bill)
+        key = point if summarizes(s) else (point[0], 0)  # a policy that writes no summary: fidelity changes nothing
+        if key not in made:
+            made[key] = forecast.run_table(simulate(inst, seeds, s, grid.NODES, decay, fid, engine), profile, bill)
+        tables[point] = made[key]
     out = forecast.summarize(raw, inst, tables, sf.params, sf.replicates, seed)
-    return {"n": raw.n, **out, "raw": figures(raw, profile), "bills": bill.as_dict(),
+    return {"n": raw.n, **out, "raw": figures(raw, profile), "bills": bill.as_dict(), "grid_points": len(made),
             "fit": {"profile": profile, **sf.params.as_dict(), "replicates": len(sf.replicates),
                     "source": fitted.where, "inputs": fitted.inputs},
             "path": "engine" if engine or s.fast is None else "fast",

@@ -14,7 +14,10 @@ counter-based ones in bulk), so that on the same inputs it gives the engine's fi
 2. each re-fetch or redo turn: a model call, its tool call and output enter, the policy is consulted, the cap
    is checked (a stop here leaves the work turn undone);
 3. the work turn's model call, its call and output enter, the policy is consulted (a summary is a model call
-   of its own), then the cap is checked.
+   of its own), then the cap is checked (not after the last work turn: that run is done).
+
+Every agent call is a turn of its own for the policy (its spans carry the count of agent calls so far, as the
+engine's turn), while the items' ages, and so the needs, count work turns.
 
 With numba installed (the ``kernel`` extra) the loop is compiled; without it the same code runs as Python.
 """
@@ -261,12 +264,12 @@ def _keep_probability(kind, tok, turn, now, summary):
 
 
 @_jit
-def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary, content, named, names, n_names,
+def _summary_batches(st, n, util, stable, next_id, now, batch, keep_turns, summary, content, named, names, n_names,
                      items, rec, seed, draws, use_draws, k_draw, by_turn):
     """llm-summary in turn batches: once ``batch + keep_turns`` turns are unsummarized, the oldest ``batch`` of
     them (and the summary before) are replaced by a summary; what it carries is drawn as SummaryWriter draws it
     (one uniform per piece judged, in window order; the size fixed: a summary of sigma 0)."""
-    for t in range(w + 2):  # (turns that left the window may still be marked from an earlier consult)
+    for t in range(now + 2):  # (turns that left the window may still be marked from an earlier consult)
         by_turn[2, t] = 0
     distinct = 0
     for k in range(n):
@@ -280,7 +283,7 @@ def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary
         return n, util, stable, next_id, n_names, k_draw, 0
     last = 0
     found = 0
-    for t in range(w + 2):
+    for t in range(now + 2):
         if by_turn[2, t] == 1:
             found += 1
             if found == batch:
@@ -304,7 +307,7 @@ def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary
                     cid = names[0, q]
                     u = draws[k_draw] if use_draws else uniform(seed, SUMMARY_DRAW, k_draw, 0)
                     k_draw += 1
-                    if u < _keep_probability(content[0, cid], content[1, cid], content[2, cid], w, summary):
+                    if u < _keep_probability(content[0, cid], content[1, cid], content[2, cid], now, summary):
                         names[1, m] = cid
                         m += 1
                     else:
@@ -315,7 +318,7 @@ def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary
                 sid = st[4, k]
                 u = draws[k_draw] if use_draws else uniform(seed, SUMMARY_DRAW, k_draw, 0)
                 k_draw += 1
-                if u < _keep_probability(kind, st[1, k], st[2, k], w, summary):
+                if u < _keep_probability(kind, st[1, k], st[2, k], now, summary):
                     names[1, m] = sid
                     m += 1
                     named[sid] = True
@@ -328,9 +331,9 @@ def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary
     tokens = max(1, min(int(round(summary[5])), int(summary[6]), replaced_tokens))
     rec[10] += tokens
     next_id += 1
-    n = _insert_at(st, first, n, SUMMARY, tokens, w, -1, next_id)
+    n = _insert_at(st, first, n, SUMMARY, tokens, now, -1, next_id)
     util += tokens
-    content[0, next_id], content[1, next_id], content[2, next_id], content[3, next_id] = SUMMARY, tokens, w, -1
+    content[0, next_id], content[1, next_id], content[2, next_id], content[3, next_id] = SUMMARY, tokens, now, -1
     for q in range(m):
         names[0, q] = names[1, q]
     stable = min(stable, _prefix(st[1], first))
@@ -338,9 +341,10 @@ def _summary_batches(st, n, util, stable, next_id, w, batch, keep_turns, summary
 
 
 @_jit
-def _consult(st, n, util, stable, next_id, w, policy, summary, content, named, names, n_names, items, rec, seed,
+def _consult(st, n, util, stable, next_id, now, policy, summary, content, named, names, n_names, items, rec, seed,
              draws, use_draws, k_draw, work, by_turn):
-    """The policy consulted after a turn; returns the state and whether it made a model call (a summary)."""
+    """The policy consulted after a turn (``now``: the engine's turn, one per agent call); returns the state and
+    whether it made a model call (a summary)."""
     kind = policy[0]
     called = 0
     m = 0
@@ -350,7 +354,7 @@ def _consult(st, n, util, stable, next_id, w, policy, summary, content, named, n
         m = _mask_events(st, n, policy[1], policy[2], work, by_turn)
     elif kind == SUMMARY_BATCHES:
         n, util, stable, next_id, n_names, k_draw, called = _summary_batches(
-            st, n, util, stable, next_id, w, policy[1], policy[3], summary, content, named, names, n_names, items,
+            st, n, util, stable, next_id, now, policy[1], policy[3], summary, content, named, names, n_names, items,
             rec, seed, draws, use_draws, k_draw, by_turn)
     if m:
         n, util, stable, next_id = _clear(st, n, util, stable, next_id, work, m, content, items)
@@ -413,14 +417,14 @@ def _run(work_turns, base, call, output, billed, policy, summary, rate, decay, h
                 stable = util
                 agent_calls += 1
                 if call > 0:
-                    n, next_id = _place(st, n, content, items, next_id, CALL, call, w, i)
+                    n, next_id = _place(st, n, content, items, next_id, CALL, call, agent_calls, i)
                     util += call
-                n, next_id = _place(st, n, content, items, next_id, OUTPUT, output, w, i)
+                n, next_id = _place(st, n, content, items, next_id, OUTPUT, output, agent_calls, i)
                 util += output
                 rec[3 if how == RECORDED else 4] += 1
                 n, util, stable, next_id, n_names, k_draw, called = _consult(
-                    st, n, util, stable, next_id, w, policy, summary, content, named, names, n_names, items, rec,
-                    seed, draws, use_draws, k_draw, work, by_turn)
+                    st, n, util, stable, next_id, agent_calls, policy, summary, content, named, names, n_names, items,
+                    rec, seed, draws, use_draws, k_draw, work, by_turn)
                 decision_calls += called
                 if cap > 0 and agent_calls + (decision_calls if with_decisions else 0) >= cap:
                     capped = True
@@ -435,19 +439,20 @@ def _run(work_turns, base, call, output, billed, policy, summary, rate, decay, h
         rec[7] += billed
         stable = util
         agent_calls += 1
-        items[0, n_items] = w
+        items[0, n_items] = w  # an item's age is counted in work turns; its spans carry the engine's turn
         if call > 0:
-            n, next_id = _place(st, n, content, items, next_id, CALL, call, w, n_items)
+            n, next_id = _place(st, n, content, items, next_id, CALL, call, agent_calls, n_items)
             util += call
-        n, next_id = _place(st, n, content, items, next_id, OUTPUT, output, w, n_items)
+        n, next_id = _place(st, n, content, items, next_id, OUTPUT, output, agent_calls, n_items)
         util += output
         n_items += 1
         n, util, stable, next_id, n_names, k_draw, called = _consult(
-            st, n, util, stable, next_id, w, policy, summary, content, named, names, n_names, items, rec, seed,
-            draws, use_draws, k_draw, work, by_turn)
+            st, n, util, stable, next_id, agent_calls, policy, summary, content, named, names, n_names, items, rec,
+            seed, draws, use_draws, k_draw, work, by_turn)
         decision_calls += called
         rec[2] += 1
-        if cap > 0 and agent_calls + (decision_calls if with_decisions else 0) >= cap:
+        # (a run whose last work turn reaches the cap is done: nothing is left to stop)
+        if cap > 0 and w < work_turns and agent_calls + (decision_calls if with_decisions else 0) >= cap:
             capped = True
             break
     for q in range(next_id + 1):

@@ -56,11 +56,11 @@ class Setup:
 
 def setup(policy: str, sets: dict | None = None, profile: str = "swe-agent", scenario: Scenario | None = None) -> Setup:
     """The forecast's scenario (``outcome-instance`` and ``sets``), ``policy`` resolved, and the agent ``profile``."""
-    from prunesim import api  # late: the scenario loader reads the policies' tables
+    from prunesim.io.scenario_files import load  # late: the loader reads every policy's tables
 
     cls = get_policy(policy)
     if scenario is None:
-        scenario = api.load_scenario(BASE_SCENARIO, sets or None, [policy], given_as="--set")
+        scenario = load(BASE_SCENARIO, sets or None, [policy], given_as="--set")
     resolved = resolve(AgentParams(profile=profile))
     if resolved is None:
         raise UserError("--agent", profile, "names no agent model")
@@ -117,7 +117,9 @@ def simulate(inst: Instances, seeds: np.ndarray, setup: Setup, rates: np.ndarray
     if setup.fast is not None and not engine:
         reps = len(rates)
         idx = np.repeat(ok, reps)
-        rec = kernel.run_batch(inst.work[idx], inst.base[idx], inst.call[idx], inst.output[idx],
+        # A run stops at its cap before its cap + 1st work turn: longer work changes nothing but the arrays' size.
+        work = np.minimum(inst.work[idx], setup.cap + 1) if setup.cap > 0 else inst.work[idx]
+        rec = kernel.run_batch(work, inst.base[idx], inst.call[idx], inst.output[idx],
                                inst.billed_output[idx], np.tile(np.asarray(rates, dtype=float), len(ok)),
                                np.asarray(seeds, dtype=np.uint64)[idx], setup.fast, setup.summary, decay, horizon,
                                fidelity, redo, setup.cap, setup.with_decisions)

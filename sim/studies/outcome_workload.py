@@ -75,9 +75,11 @@ def instances(arm: Arm, base: int | None = None) -> Instances:
 
 
 class InstanceWorkload:
-    """One instance as the engine's workload: its pinned base, then ``W`` turns of its sizes (keys ``w1``...)."""
+    """One instance as the engine's workload: its pinned base, then ``W`` turns of its sizes (keys ``w1``...).
 
-    scaffold = ""  # the agent model is given explicitly: no transcript names a scaffold here
+    A synthetic workload (it names no scaffold): the agent model is given explicitly, and the profile's cap holds
+    whatever ``W`` is (a recording longer than its cap would raise it).
+    """
 
     def __init__(self, work: int, base: int, call: int, output: int, billed_output: int):
         self.turns, self.base, self.call, self.output, self.billed_output = work, base, call, output, billed_output
