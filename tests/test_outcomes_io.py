@@ -90,7 +90,7 @@ def test_not_utf8_and_not_a_file_are_one_line(tmp_path):
         outcomes.read(bad)
     with pytest.raises(UserError, match="is a directory"):
         outcomes.read(tmp_path)
-    with pytest.raises(UserError, match="no such outcome file"):
+    with pytest.raises(UserError, match="no such CSV file of outcomes"):
         outcomes.read(tmp_path / "missing.csv")
     with pytest.raises(UserError, match="no outcome files given"):
         outcomes.read_all([])

@@ -90,7 +90,7 @@ class OutcomeFile:
 def read(path: str | os.PathLike) -> OutcomeFile:
     """The arms of one outcome file; one line naming the file, line and column for anything malformed."""
     where = os.fspath(path)
-    data = read_bytes(path, "outcome file", where)
+    data = read_bytes(path, "CSV file of outcomes", where)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
