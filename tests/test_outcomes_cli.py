@@ -103,6 +103,8 @@ def test_validate_reports_the_forecast_beside_both_baselines(tmp_path):
     runs.write_text("\n".join(rows) + "\n", encoding="utf-8")
     code, out, err = cli(*["outcomes", "validate", str(runs), "--replicates", "2", "--jobs", "1", "--json"])
     assert code == 0, err
+    code, two, err = cli(*["outcomes", "validate", str(runs), "--replicates", "2", "--jobs", "2", "--json"])
+    assert code == 0 and two == out, "the same output on one process and on two"
     data = json.loads(out)
     assert data["score"]["arms"] == 2
     assert set(data["score"]) >= {"forecast", "null", "simple", "coverage", "forecast_direction"}

@@ -140,9 +140,9 @@ def dev_pairs(files: Sequence[OutcomeFile]) -> list[Pair]:
 
 def bases(found: list[Pair]) -> dict[str, int]:
     """Each scaffold's base prompt, from the raw arms of its pairs."""
-    raws: dict[str, dict[int, Arm]] = {}
+    raws: dict[str, dict[tuple[str, str], Arm]] = {}
     for p in found:
-        raws.setdefault(p.kind.scaffold, {})[id(p.raw)] = p.raw
+        raws.setdefault(p.kind.scaffold, {})[(p.raw.file, p.raw.experiment)] = p.raw
     return {name: base_tokens(list(arms.values())) for name, arms in raws.items()}
 
 

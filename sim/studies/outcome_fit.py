@@ -188,10 +188,10 @@ def fit_scaffold(runs: list[PairRuns], counts: list[np.ndarray] | None = None) -
 
 def resample(runs: list[PairRuns], rng: np.random.Generator) -> list[np.ndarray]:
     """Bootstrap counts: one resample of each raw arm's instances, shared by every pair of that raw arm."""
-    by_raw: dict[int, dict[str, int]] = {}
+    by_raw: dict[tuple[str, str], dict[str, int]] = {}
     out = []
     for pr in runs:
-        key = id(pr.pair.raw)
+        key = (pr.pair.raw.file, pr.pair.raw.experiment)  # (not the object: runs made in other processes are copies)
         if key not in by_raw:
             names = pr.pair.raw.instances
             draw = rng.integers(0, len(names), len(names))
