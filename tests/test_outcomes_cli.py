@@ -71,7 +71,14 @@ def test_predict_refuses_another_scaffolds_agent_and_a_broken_fit(files, tmp_pat
     runs, fit = files
     code, _, err = cli(*["outcomes", "predict", str(runs), "--experiment", RAW, "--agent", "swe-agent",
                             "--fit", str(fit), "--policy", "noop"])
-    assert code == 2 and "is a openhands arm" in err
+    assert code == 2 and "is an arm of openhands" in err
+    masked = tmp_path / "masked.csv"
+    masked.write_text("\n".join([OH_HEAD, *[r.replace(RAW, "toy_maxiter_250-observation_masking-M_10-run_1")
+                                            for r in raw_rows(3)]]) + "\n", encoding="utf-8")
+    code, _, err = cli(*["outcomes", "predict", str(masked), "--experiment",
+                         "toy_maxiter_250-observation_masking-M_10-run_1", "--agent", "openhands", "--fit", str(fit),
+                         "--policy", "noop"])
+    assert code == 2 and "is not a raw arm" in err
     broken = tmp_path / "broken.json"
     broken.write_text('{"format": 1}', encoding="utf-8")
     code, _, err = cli(*["outcomes", "predict", str(runs), "--experiment", RAW, "--agent", "openhands",

@@ -219,7 +219,7 @@ def check_scaffold(raw: Arm, profile: str) -> None:
     except UserError:
         return
     if own != profile:
-        raise UserError("--agent", profile, f"experiment {raw.experiment!r} is a {own} arm")
+        raise UserError("--agent", profile, f"experiment {raw.experiment!r} is an arm of {own}")
     if kind_of(raw).strategy in ("masking", "summary"):
         raise UserError("--experiment", raw.experiment, "is not a raw arm (a forecast starts from the full-context "
                         "runs)")
