@@ -32,8 +32,7 @@ from __future__ import annotations
 from dataclasses import astuple
 from typing import ClassVar
 
-from prunesim.errors import UserError
-from prunesim.model.engine import PolicyContractError
+from prunesim.errors import PolicyContractError, UserError
 from prunesim.model.spans import PLACEHOLDER_OF, Span
 from prunesim.policies.base import (
     Action,

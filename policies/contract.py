@@ -22,7 +22,7 @@ import typing
 from collections.abc import Set as AbstractSet
 
 import numpy as np
-from prunesim.model.engine import PolicyContractError
+from prunesim.errors import PolicyContractError
 from prunesim.policies.base import Action, BoundaryEvent, ModelPass, WindowView
 
 # The fields each action declares as an int, as a tuple of ints, as a string and as a flag: of every action

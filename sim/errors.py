@@ -86,3 +86,17 @@ def from_os_error(err: OSError, path: str | os.PathLike | None = None) -> OneLin
     if err.errno in _USER_ERRNOS:
         return UserError(where, None, reason)
     return ResourceError(where, None, reason)
+
+
+class PolicyContractError(RuntimeError):
+    """A policy broke the contract (for example, it named a span that is not in the window).
+
+    ``policy`` is the offending policy's class, so that the command line can
+    tell a user's policy at fault (bad input) from a built-in one (a bug). It
+    lives here, below the engine that raises it and the policies that check
+    themselves with it, so that neither imports the other to name it.
+    """
+
+    def __init__(self, message: str, policy: type | None = None):
+        super().__init__(message)
+        self.policy = policy

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 import simpy
+from prunesim.errors import PolicyContractError
 from prunesim.model.agent import AgentModel, CallCounter
 from prunesim.model.agent_reaction import CARRIED, HELD, LOST, RECORDED, REFETCH, Reach
 from prunesim.model.editlog import EditLog
@@ -65,18 +66,6 @@ class Clock(simpy.Environment):
             return False
         self._now = at
         return True
-
-
-class PolicyContractError(RuntimeError):
-    """A policy broke the contract (for example, it named a span that is not in the window).
-
-    ``policy`` is the offending policy's class, so that the command line can
-    tell a user's policy at fault (bad input) from a built-in one (a bug).
-    """
-
-    def __init__(self, message: str, policy: type | None = None):
-        super().__init__(message)
-        self.policy = policy
 
 
 class Engine(Provenance):
