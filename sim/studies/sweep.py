@@ -106,8 +106,12 @@ def run_ids(scenario_dict: dict, policy: str, seeds: Iterable[int], version: str
     return ids
 
 
+# json.dumps(value, sort_keys=True, separators=(",", ":")), its encoder made once (dumps makes one a call)
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(atomic.json_ready(value), sort_keys=True, separators=(",", ":"))
+    return _COMPACT.encode(atomic.json_ready(value))
 
 
 @dataclass(frozen=True)
