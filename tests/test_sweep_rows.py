@@ -55,11 +55,12 @@ values = st.one_of(st.integers(min_value=-(10**20), max_value=10**20), st.floats
 
 @given(st.lists(values, min_size=1, max_size=12), st.data())
 def test_a_row_is_the_csv_line_of_its_cells(figures, data):
-    """Whatever the figures hold (numbers, bools, text to quote, numpy scalars, a metric missing), and whatever the
-    names and grid values (commas, quotes, line ends), a row is csv_line of format_cell's cells."""
+    """Whatever the figures hold (numbers, bools, text to quote, numpy scalars, a metric missing, in any order), and
+    whatever the names and grid values (commas, quotes, line ends), a row is csv_line of format_cell's cells."""
     names = [f"m{i}" for i in range(len(figures))]
     missing = data.draw(st.sets(st.sampled_from(names), max_size=2))
-    summary = {n: v for n, v in zip(names, figures, strict=True) if n not in missing}
+    given = data.draw(st.permutations(list(zip(names, figures, strict=True))))  # any order: the columns' wins
+    summary = {n: v for n, v in given if n not in missing}
     text = st.text(min_size=1, max_size=6)
     axes = {"trigger": [data.draw(text)], "gate.lead": [data.draw(st.one_of(text, st.floats(allow_nan=False)))]}
     plan = sweep.SweepPlan(data.draw(text), None, axes, [{"trigger": axes["trigger"][0]}], [], [data.draw(text)],

@@ -801,12 +801,16 @@ def _metric_name(column: str, fixed: Sequence[str]) -> str:
 def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict], str]:
     fixed = list(ID_COLUMNS) + list(plan.axes)
     names = [_metric_name(c, fixed) for c in columns[len(fixed):]]
+    in_order = tuple(names)
     known = set(names)
     # The cells a (grid point, policy) shares, made once: the text before the seed's cell and after it.
     shared: dict[tuple[int, str], tuple[str, str]] = {}
 
     def row(spec: RunSpec, summary: dict) -> str:
-        if len(summary) != len(names) or not known.issuperset(summary):
+        # A summary of every metric in the columns' order (the usual case, told by one comparison) is taken as it
+        # is; any other is checked and looked up name by name.
+        whole = tuple(summary) == in_order
+        if not whole:
             unknown = set(summary) - known
             if unknown:
                 raise RuntimeError(
@@ -821,7 +825,9 @@ def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict],
         before, after = shared[pair]
         head = f"{csv_field(spec.run_id)},{before},{csv_field(atomic.format_cell(spec.seed))}{after}"
         # A summary of plain numbers (every metric there) is one %-format; anything else cell by cell.
-        figures = number_row([summary[n] for n in names]) if names and len(summary) == len(names) else None
+        figures = None
+        if names and (whole or len(summary) == len(names)):
+            figures = number_row(list(summary.values()) if whole else [summary[n] for n in names])
         if figures is None:
             cells = [atomic.format_cell(summary[n]) if n in summary else "" for n in names]
             return head + "\n" if not cells else f"{head},{csv_line(['', *cells])[1:]}"
