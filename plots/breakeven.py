@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.lines import Line2D
 from prunesim.errors import UserError
+from prunesim.io import reproduce
 from prunesim.plots import style
-from prunesim.plots.io import Run, require_columns
+from prunesim.plots.io import Run, read_json, require_columns
 from prunesim.plots.trace import title_for, unique_labels
 
 CALL_COLUMNS = ("turn", "cost_usd")
@@ -31,6 +32,48 @@ def check_comparable(a: Run, b: Run) -> None:
     if (a.scenario, a.seed) != (b.scenario, b.seed):
         raise UserError(str(b.path), None, f"is {b.scenario} seed {b.seed}, not the same workload as {a.path} "
                                            f"({a.scenario} seed {a.seed})")
+    problem = _other_workload(a, b)
+    if problem:
+        raise UserError(str(b.path), None, f"{problem}: not the same workload as {a.path}")
+
+
+def _other_workload(a: Run, b: Run) -> str | None:
+    """Why ``b`` did not run ``a``'s workload (same scenario name and seed, but another transcript, another
+    workload file or other workload parameters), or None."""
+    ta, tb = _transcript(a), _transcript(b)
+    if ta != tb:
+        return (f"replays {tb!r}" if tb else "is a synthetic run") + (f", that one {ta!r}" if ta else
+                                                                       ", that one a synthetic run")
+    fa, fb = _workload_file(a), _workload_file(b)
+    if fa and fb and fa != fb:
+        return f"replays a file of SHA-256 {fb[:12]}, that one {fa[:12]} (reproduce.json)"
+    wa, wb = _workload_table(a), _workload_table(b)
+    if wa is not None and wb is not None and wa != wb:
+        return "draws its workload from other parameters (scenario.json: workload, turns)"
+    return None
+
+
+def _transcript(run: Run) -> str | None:
+    name = run.summary.get("transcript")
+    return name if isinstance(name, str) else None
+
+
+def _workload_file(run: Run) -> str | None:
+    """The SHA-256 of the file the run replayed (its ``--workload``, as reproduce.json records it), if it says."""
+    record = reproduce.read(run.path)
+    argv = record["command"] if record else None
+    if not argv or "--workload" not in argv[:-1]:
+        return None
+    return record["inputs"].get(argv[argv.index("--workload") + 1])
+
+
+def _workload_table(run: Run):
+    """What draws the run's workload (scenario.json's ``workload`` and ``turns``), or None without the file."""
+    path = run.path / "scenario.json"
+    if not path.is_file():
+        return None
+    scenario = read_json(path)
+    return (scenario.get("workload"), scenario.get("turns")) if isinstance(scenario, dict) else None
 
 
 def cumulative(run: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -58,8 +101,7 @@ def breakeven_figure(a: Run, b: Run):
         for i, (label, run) in enumerate(labelled.items()):
             c = style.colour(i)
             turns, cost = cumulative(run)
-            # An escaped $: matplotlib would read a pair of them as mathtext.
-            top.step(turns, cost, where="post", color=c, label=f"{label}: \\${cost[-1]:.4f}" if len(cost) else label,
+            top.step(turns, cost, where="post", color=c, label=f"{label}: ${cost[-1]:.4f}" if len(cost) else label,
                      ls=style.linestyle(i))[0].set_gid(f"cumulative-{i}")
             passes = [r for r in run.ledger]
             if passes:

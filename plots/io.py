@@ -39,15 +39,16 @@ NUMBER_WORDS = ("inf", "-inf", "nan")  # how result files write what JSON cannot
 def read_csv(path: Path, columns=(), numeric=(), text=None) -> list[dict]:
     """Rows of a result CSV as dicts; ``columns`` must be in its header, ``numeric`` ones hold finite numbers.
 
-    ``text``: when given, the only columns that may hold words; every other cell is a number, a yes/no or
-    blank (a corrupted cell is named, not read as a missing value and left out of a figure)."""
+    ``text``: when given, the only columns that may hold words, read as the text they hold (a transcript named
+    ``007`` stays ``"007"``); every other cell is a number, a yes/no or blank (a corrupted cell is named, not
+    read as a missing value and left out of a figure)."""
     header, body, _ = sweep_files.read_table(Path(path), Path(path).name)
     missing = [c for c in columns if c not in header]
     if missing:
         raise UserError(str(path), None, f"missing column(s) {', '.join(missing)} (not a prunesim result file?)")
     rows = []
     for n, cells in enumerate(body, start=2):
-        row = {k: parse_cell(v) for k, v in zip(header, cells, strict=True)}
+        row = {k: v if text is not None and k in text else parse_cell(v) for k, v in zip(header, cells, strict=True)}
         for c in numeric:
             if c not in row:  # an optional column this file does not have
                 continue
@@ -284,6 +285,8 @@ def fresh_aggregate(path: Path, meta: dict, runs: list[dict]) -> list[dict] | No
             table = _read_aggregate(agg, meta)
         except UserError as err:
             reason = f"is unreadable ({err.problem})"
+    if table is not None and _repeated(table, meta):
+        reason, table = f"repeats the row of {_repeated(table, meta)}", None
     if table is not None and not _matches(table, runs, meta):
         reason, table = "does not match runs.csv", None
     if reason is None:
@@ -323,6 +326,19 @@ def _read_aggregate(path: Path, meta: dict) -> list[dict]:
                 raise UserError(str(path), f"line {n}, column {c}", "not a number")
         rows.append(row)
     return rows
+
+
+def _repeated(table: list[dict], meta: dict) -> str | None:
+    """The first (policy, grid point, metric) that has two rows, worded; None when each has one: a figure would
+    draw one of the two and leave the other out, whichever came last."""
+    seen = set()
+    for r in table:
+        key = (r["policy"], *(format_cell(r[a]) for a in meta["grid"]), r["metric"])
+        if key in seen:
+            point = ", ".join(f"{a}={format_cell(r[a])}" for a in meta["grid"])
+            return f"{r['policy']}, {point}, {r['metric']}" if point else f"{r['policy']}, {r['metric']}"
+        seen.add(key)
+    return None
 
 
 def _matches(table: list[dict], runs: list[dict], meta: dict) -> bool:

@@ -51,6 +51,7 @@ DOCUMENTED = ""  # the setting column's value for a policy's documented setting
 
 
 UNIT_TEXT = ("unit", "policy", "setting", "model", "price_table", "not_recorded")  # runs.csv's columns of words
+TABLE_TEXT = ("policy", "setting", "figure", "interval")  # leaderboard.csv's
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Leaderboard:
                     if self.units_file is not None and self.units_file.is_file() else [])
             if rows and "policy" not in rows[0]:
                 raise UserError(str(self.units_file), "policy", "missing column: not a leaderboard's runs.csv")
+            _check_names(rows, ("unit", "policy"), self.units_file)
             self._units = rows
         return self._units
 
@@ -124,12 +126,13 @@ def read_leaderboard(path) -> Leaderboard:
         path = path / TABLE_FILE
     if not path.is_file():
         raise UserError(str(path), None, "no such leaderboard (run prunesim leaderboard ... --out DIR first)")
-    rows = read_csv(path)
+    rows = read_csv(path, text=TABLE_TEXT)
     if not rows:
         raise UserError(str(path), None, "no rows")
     missing = [c for c in COLUMNS if c not in rows[0]]
     if missing:
         raise UserError(str(path), missing[0], "missing column: not a leaderboard.csv")
+    _check_names(rows, ("policy", "figure"), path)
     for i, r in enumerate(rows, 2):
         for c in ("median", "ci_low", "ci_high"):
             if not isinstance(r[c], (int, float)) or isinstance(r[c], bool):
@@ -143,6 +146,15 @@ def read_leaderboard(path) -> Leaderboard:
             raise from_os_error(err, meta_file) from None
         meta = parse_json(raw, meta_file)  # bad UTF-8, bad JSON or deep nesting: one line naming the file
     return Leaderboard(path, rows, meta if isinstance(meta, dict) else {}, path.parent / UNITS_FILE)
+
+
+def _check_names(rows: list[dict], columns: tuple[str, ...], path: Path) -> None:
+    """Each row names its policy (and figure, or unit): an empty cell, read as None, would leave the row out of
+    every figure without a word, and a number is no name."""
+    for i, r in enumerate(rows, 2):
+        for c in columns:
+            if c in r and (not isinstance(r[c], str) or not r[c].strip()):
+                raise UserError(f"{path}:{i}", c, f"not a name ({'empty' if r[c] in (None, '') else repr(r[c])})")
 
 
 def _groups(points: dict, xr: float, yr: float) -> list[list[str]]:

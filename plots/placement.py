@@ -26,6 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.lines import Line2D
 from matplotlib.path import Path as MplPath
 from matplotlib.transforms import Bbox
+from prunesim.plots import style
 
 EDGE = 2.0  # points kept free inside the axes' edges
 GAP = 1.0  # points kept free around a label's box
@@ -68,7 +69,8 @@ def renderer_of(fig):
     """The figure's renderer, after its layout (where the axes sit decides where the labels are)."""
     if not hasattr(fig.canvas, "get_renderer"):
         FigureCanvasAgg(fig)  # a canvas that can measure text (the figure is not pyplot's)
-    fig.draw_without_rendering()
+    with style.rc():  # text measured as it is drawn: as typed, never as mathtext
+        style.literal_text(fig).draw_without_rendering()
     return fig.canvas.get_renderer()
 
 

@@ -6,15 +6,22 @@ simulates. A result is one of:
 * a run folder (``summary.json``, as ``prunesim run --out`` writes it);
 * a sweep folder (``sweep.json`` and ``runs.csv``);
 * a leaderboard folder (``leaderboard.csv`` and ``leaderboard.json``), or its ``leaderboard.csv``;
+* a recommendation's folder (``recommend.json``, as ``prunesim recommend --out`` writes it);
 * a replay's ``replay.json`` (``prunesim replay NAME --out FILE``), or the folder
   ``replay --plot DIR`` wrote (``replay.json`` beside the runs the story figure is drawn from).
 
 Each becomes a section of the page: the command that made it (the exact one
-where the result file records it, else one rebuilt from what it records, and
-the page says which), the scenario with its hash, seeds and version; its
+where the result records it in ``reproduce.json``, else one rebuilt from what it
+records, and the page says which), the input files it read with their
+SHA-256, the scenario with its hash, seeds and version; its
 tables, sortable by any column; its figures, drawn by the ``prunesim.plots``
 functions as SVG and inlined; the figures that disagree with the seed, for a
-replay; and, under each figure, the files and columns it was drawn from. The
+replay; and, under each figure, the files and columns it was drawn from. A
+recommendation and a leaderboard lead with the decision's own figure: each
+policy's dollars against noop's on the same units, paired, with its 95%
+interval (:mod:`prunesim.plots.paired`); token ratios come after. A sweep's
+table gives a yes/no figure (or a count that is mostly zero) as the share of
+runs with its Wilson interval, as the figures do, not as a median. The
 page loads nothing from anywhere: its style and the few lines of script that
 sort the tables are inside it. The HTML comes from the Jinja2 template
 ``templates/report.html.j2`` (autoescaped).
@@ -32,11 +39,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prunesim.errors import UserError
-from prunesim.io import output, scenario_files, sweep_files
+from prunesim.io import output, reproduce, scenario_files, sweep_files
+from prunesim.io.sweep_files import MAX_SEED
 from prunesim.observe.metrics import METRICS
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.plots import style
 from prunesim.plots.io import read_json, read_run, read_sweep
+from prunesim.plots.paired import (
+    RECOMMEND_FILE,
+    Paired,
+    from_leaderboard,
+    from_recommendation,
+    paired_figure,
+    read_recommendation,
+)
 from prunesim.plots.pareto import META_FILE as LEADERBOARD_META
 from prunesim.plots.pareto import TABLE_FILE as LEADERBOARD_TABLE
 from prunesim.plots.pareto import pareto_figure, read_leaderboard
@@ -92,7 +108,7 @@ class Section:
 
 # -- what a result is ---------------------------------------------------------------
 def kind_of(path: Path) -> str:
-    """``run``, ``sweep``, ``leaderboard`` or ``replay``; anything else is one line naming the path."""
+    """``run``, ``sweep``, ``leaderboard``, ``recommend`` or ``replay``; anything else is one line naming it."""
     path = Path(path)
     if not path.exists():
         raise UserError(str(path), None, "no such file or folder")
@@ -101,16 +117,18 @@ def kind_of(path: Path) -> str:
     if path.is_file():
         if path.name == LEADERBOARD_TABLE:
             return "leaderboard"
+        if path.name == RECOMMEND_FILE:
+            return "recommend"
         if path.suffix == ".json":
             return "replay"
         raise UserError(str(path), None, "not a prunesim result (give a result folder, a replay's JSON file or "
                                          "a leaderboard.csv)")
     for name, kind in (("summary.json", "run"), (sweep_files.SWEEP_FILE, "sweep"),
-                       (LEADERBOARD_TABLE, "leaderboard"), (REPLAY_FILE, "replay")):
+                       (LEADERBOARD_TABLE, "leaderboard"), (RECOMMEND_FILE, "recommend"), (REPLAY_FILE, "replay")):
         if (path / name).exists():
             return kind
-    raise UserError(str(path), None, "not a prunesim result folder (no summary.json, sweep.json, leaderboard.csv "
-                                     "or replay.json in it)")
+    raise UserError(str(path), None, "not a prunesim result folder (no summary.json, sweep.json, leaderboard.csv, "
+                                     "recommend.json or replay.json in it)")
 
 
 def scenario_hash(scenario: dict) -> str:
@@ -120,6 +138,12 @@ def scenario_hash(scenario: dict) -> str:
     """
     blob = json.dumps(scenario, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def _seeds(value) -> list[int]:
+    """The seeds a result file records: a list of seeds; anything else (an edited file) is none."""
+    ok = isinstance(value, list) and all(type(s) is int and 0 <= s <= MAX_SEED for s in value)
+    return list(value) if ok else []
 
 
 def _seeds_text(seeds: list[int]) -> str:
@@ -214,6 +238,29 @@ def _recorded(command) -> Command | None:
     return None
 
 
+def _reproduction(section: Section, record: dict | None, where: str) -> Command | None:
+    """What a result's record (reproduce.json) adds to its section: the input files with their SHA-256, as its
+    last table (:func:`_inputs_last`); returns the exact command it records, or None (a result written before
+    prunesim kept a record, or from Python)."""
+    if record is None or not reproduce.valid(record):
+        section.notes.append(f"{where}: no record of the input files (a result written before prunesim kept "
+                             "reproduce.json, or one edited): which files it read, and whether they are the same "
+                             "now, cannot be told")
+        return None
+    if record["inputs"]:
+        rows = [[name, digest, reproduce.now(name, digest)] for name, digest in record["inputs"].items()]
+        section.tables.append(Table(f"input files ({where})", ["file", "SHA-256", "here and now"], rows,
+                                    "prunesim:... is a file shipped with prunesim; a path is as the command "
+                                    "read it, from the folder it ran in"))
+        for name, _, state in rows:
+            if state == "changed":
+                section.notes.append(f"{name} has changed since this result was made: the command above, run "
+                                     "now, would not make it again")
+    if record["command"] is None:
+        section.notes.append(f"{where}: written from Python (prunesim.api), not by a command: no command line")
+    return _recorded(record["command"])
+
+
 # -- figures ------------------------------------------------------------------------
 def _svg(fig, prefix: str) -> str:
     """The figure as an inline <svg> element: no XML prolog, every id (and reference to one) prefixed."""
@@ -241,6 +288,13 @@ def _number(v):
                                                                               "no" if v is False else v)
 
 
+def _inputs_last(section: Section) -> Section:
+    """The input files' table after the result's own tables: what was found first, what it was made from after."""
+    inputs = [t for t in section.tables if t.title.startswith("input files")]
+    section.tables = [t for t in section.tables if t not in inputs] + inputs
+    return section
+
+
 def run_section(path: Path, figures: _Figures) -> Section:
     from prunesim.plots.ledger import ledger_figure
     from prunesim.plots.trace import trace_figure
@@ -250,9 +304,23 @@ def run_section(path: Path, figures: _Figures) -> Section:
     section = Section("run", str(path), f"run: {run.scenario} under {run.policy}, seed {run.seed}")
     section.inputs += [path / "summary.json", path / "scenario.json", path / "trace.csv", path / "ledger.csv",
                        path / "events.csv"]
+    section.inputs.append(path / reproduce.FILE)
     scenario = read_json(path / "scenario.json") if (path / "scenario.json").is_file() else None
-    section.commands.append(_rebuilt(["run", run.scenario, "--policy", run.policy, "--seed", str(run.seed),
-                                      "--out", str(path)], scenario, section))
+    transcript = s.get("transcript") if isinstance(s.get("transcript"), str) else None
+    exact = _reproduction(section, reproduce.read(path), reproduce.FILE)
+    if exact is not None:
+        section.commands.append(exact)
+    elif transcript is not None:  # a replay of a transcript: rebuilt with --workload, which only the name recalls
+        section.notes.append(f"summary.json names the transcript {transcript!r}, not its file: give --workload "
+                             "the file it was read from")
+        section.commands.append(Command(shlex.join(["prunesim", "run", "--workload", transcript, "--policy",
+                                                    run.policy, "--seed", str(run.seed), "--out", str(path)]),
+                                        False))
+    else:
+        section.commands.append(_rebuilt(["run", run.scenario, "--policy", run.policy, "--seed", str(run.seed),
+                                          "--out", str(path)], scenario, section))
+    if transcript is not None:
+        section.facts.append(("transcript", transcript))
     section.facts += [("policy", run.policy), ("seed", str(run.seed)),
                       ("prunesim version", str(s.get("prunesim_version", "not recorded")))]
     _scenario_facts(section, scenario, "scenario.json")
@@ -272,10 +340,11 @@ def run_section(path: Path, figures: _Figures) -> Section:
     if run.ledger:
         figures.add(section, "prune passes", ledger_figure(run),
                     f"{path / 'ledger.csv'}: columns index, rationale, evicted and net, one row per pass")
-    return section
+    return _inputs_last(section)
 
 
 def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> Section:
+    from prunesim.plots.stats import default_stat
     from prunesim.plots.sweep import choose_x, curves, sweep_figure
 
     sweep = read_sweep(path)
@@ -288,10 +357,15 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     words += ["--policies", ",".join(sweep.policies), "--seeds", _seeds_text(meta.get("seeds", sweep.seeds))]
     for key, value in (meta.get("overrides") or {}).items():
         words += ["--set", f"{key}={_value_text(value)}"]
-    if sweep.scenario_name not in scenario_files.shipped_scenarios():
-        section.notes.append(f"{sweep.scenario_name} is not a shipped scenario: give the command the scenario file "
-                             "it was loaded from (sweep.json records the whole scenario)")
-    section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(path)]), exact=False))
+    section.inputs.append(path / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(path), reproduce.FILE)
+    if exact is not None:
+        section.commands.append(exact)
+    else:
+        if sweep.scenario_name not in scenario_files.shipped_scenarios():
+            section.notes.append(f"{sweep.scenario_name} is not a shipped scenario: give the command the scenario "
+                                 "file it was loaded from (sweep.json records the whole scenario)")
+        section.commands.append(Command(shlex.join(["prunesim", *words, "--out", str(path)]), exact=False))
     section.facts += [("grid", "; ".join(f"{a} = {', '.join(map(str, v))}" for a, v in sweep.grid.items())),
                       ("policies", ", ".join(sweep.policies)),
                       ("seeds", style.seeds_text(meta.get("seeds", sweep.seeds))),
@@ -308,18 +382,21 @@ def sweep_section(path: Path, figures: _Figures, metrics: list[str] | None) -> S
     rows = []
     for metric in chosen:
         sweep.check_metric(metric)
-        lines, source = curves(sweep, metric, x)
-        figures.add(section, metric, sweep_figure(sweep, metric, x),
+        stat = default_stat(metric, (r.get(metric) for r in sweep.runs))  # a yes/no figure is a share of runs
+        lines, source = curves(sweep, metric, x, stat)
+        figures.add(section, metric, sweep_figure(sweep, metric, x, stat),
                     f"{path / sweep_files.RUNS_FILE}: column {metric} by policy and {x}; "
                     f"the figure's numbers come from {source}")
         for (policy, others), by_x in lines.items():
-            for xv, (median, low, high, n) in sorted(by_x.items(), key=lambda kv: str(kv[0])):
-                rows.append([metric, policy, ", ".join(f"{a}={v}" for a, v in others), _number(xv), n,
-                             median, low, high])
-    section.tables.append(Table(f"medians and 95% intervals by {x}", ["metric", "policy", "other axes", x, "n",
-                                "median", "low", "high"], rows,
-                                "as drawn in the figures above; every run is a row of runs.csv"))
-    return section
+            for xv, (value, low, high, n) in sorted(by_x.items(), key=lambda kv: str(kv[0])):
+                rows.append([metric, stat, policy, ", ".join(f"{a}={v}" for a, v in others), _number(xv), n,
+                             value, low, high])
+    section.tables.append(Table(f"each figure by {x}, with its 95% interval", ["metric", "statistic", "policy",
+                                "other axes", x, "n", "value", "low", "high"], rows,
+                                "as drawn in the figures above: a share of runs (Wilson interval) for a yes/no "
+                                "figure or a count mostly zero, else the median (bootstrap interval); every run is "
+                                "a row of runs.csv"))
+    return _inputs_last(section)
 
 
 def leaderboard_section(path: Path, figures: _Figures) -> Section:
@@ -334,21 +411,35 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
     scenario = meta.get("scenario") if isinstance(meta.get("scenario"), dict) else {}
     if scenario.get("name"):
         words += ["--scenario", str(scenario["name"])]
-    words += ["--policies", ",".join(meta.get("policies") or board.policies())]
-    if meta.get("seeds"):
-        words += ["--seeds", _seeds_text(meta["seeds"])]
+    named = meta.get("policies")
+    words += ["--policies", ",".join(map(str, named) if isinstance(named, list) and named else board.policies())]
+    seeds = _seeds(meta.get("seeds"))
+    if seeds:
+        words += ["--seeds", _seeds_text(seeds)]
     for flag in ("seed", "tokenizer", "calibration", "sidechains"):
         if meta.get(flag) is not None:
             words += [f"--{flag}", str(meta[flag])]
-    section.commands.append(_rebuilt([*words, "--out", str(folder)], scenario or None, section))
+    section.inputs.append(folder / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(folder), reproduce.FILE)
+    section.commands.append(exact or _rebuilt([*words, "--out", str(folder)], scenario or None, section))
     what = f"transcripts in {meta['source']}" if meta.get("source") else "seeds"
     section.facts += [("over", f"{meta.get('units', '?')} {what}"), ("reference", str(meta.get("reference", "?"))),
                       ("prunesim version", str(meta.get("prunesim_version", "not recorded")))]
-    if meta.get("seeds"):
-        section.facts.append(("seeds", style.seeds_text(meta["seeds"])))
+    if seeds:
+        section.facts.append(("seeds", style.seeds_text(seeds)))
     _scenario_facts(section, meta.get("scenario"), LEADERBOARD_META, limits=not meta.get("source"))
     _runtime_facts(section, meta)
-    names = board.figures()
+    paired = from_leaderboard(meta, str(folder / LEADERBOARD_META))
+    if paired:
+        _paired_table(section, paired, f"{folder / LEADERBOARD_META}: paired")
+        figures.add(section, "dollars against noop, paired", paired_figure(paired),
+                    f"{folder / LEADERBOARD_META}: paired (each documented row's cost_usd minus noop's on the same "
+                    "units, summed, with its 95% interval)")
+    else:
+        section.notes.append("this leaderboard.json records no paired dollars (a leaderboard written before "
+                             "prunesim recorded them): run it again for the decision's figure")
+    names = sorted(board.figures(), key=lambda n: (n not in DOLLAR_FIGURES, DOLLAR_FIGURES.index(n)
+                                                   if n in DOLLAR_FIGURES else 0))
     cells = []
     for policy in board.policies():
         row: list = [policy]
@@ -356,12 +447,89 @@ def leaderboard_section(path: Path, figures: _Figures) -> Section:
             point = board.point(policy, name)
             row.append(point[0] if point else "")
         cells.append(row)
-    section.tables.append(Table("medians per policy (leaderboard.csv)", ["policy", *names], cells,
-                                "intervals are in leaderboard.csv (ci_low, ci_high) and drawn in the figure"))
-    if "input_ratio" in names and "re_retrievals" in names:
-        figures.add(section, "cost against breakage", pareto_figure(board),
-                    f"{board.path}: rows of figure input_ratio and re_retrievals, columns median, ci_low, ci_high")
-    return section
+    section.tables.append(Table("medians per policy (leaderboard.csv): dollars first, token ratios after",
+                                ["policy", *names], cells,
+                                "intervals are in leaderboard.csv (ci_low, ci_high) and drawn in the figures"))
+    for x in ("cost_ratio", "input_ratio"):  # the decision's own figure, then the tokens
+        if x in names and "re_retrievals" in names:
+            figures.add(section, f"{x} against breakage", pareto_figure(board, x=x),
+                        f"{board.path}: rows of figure {x} and re_retrievals, columns median, ci_low, ci_high")
+    return _inputs_last(section)
+
+
+DOLLAR_FIGURES = ("cost_ratio", "cost_usd", "cost_vs_recorded", "recorded_cost_usd")
+
+
+def _paired_table(section: Section, rows: list[Paired], data: str) -> None:
+    cells = [[r.policy, r.total, r.diff, r.low, r.high,
+              "" if r.wins is None else f"{r.wins}/{r.losses}/{r.ties}", "" if r.acted is None else r.acted]
+             for r in rows]
+    section.tables.append(Table("dollars against noop on the same units (paired)",
+                                ["policy", "total_usd", "diff_usd", "low", "high", "W/L/T acted", "acted share"],
+                                cells, f"{data}; an interval that crosses zero is a tie; W/L/T: wins, losses and "
+                                "ties (within 0.1% of noop's bill) on the units where the policy acted"))
+
+
+def recommend_section(path: Path, figures: _Figures) -> Section:
+    data = read_recommendation(path)
+    folder = path if path.is_dir() else path.parent
+    section = Section("recommend", str(folder), f"recommendation: {data['recommendation']}")
+    section.inputs += [folder / RECOMMEND_FILE, folder / "recommend.csv"]
+    words = ["recommend"]
+    if data.get("source") and not data.get("seeds"):
+        words.append(str(data["source"]))
+    if data.get("scenario"):
+        words += ["--scenario", str(data["scenario"])]
+    if data.get("seeds"):
+        words += ["--seeds", _seeds_text(data["seeds"])]
+    if data.get("seed") is not None:
+        words += ["--seed", str(data["seed"])]
+    if data.get("asked"):
+        words += ["--policies", ",".join(data["asked"])]
+    for key, value in (data.get("overrides") or {}).items():
+        words += ["--set", f"{key}={_value_text(value)}"]
+    if data.get("prices"):
+        words += ["--prices", str(data["prices"])]
+    words += ["--objective", str(data["objective"]), "--draws", str(data["draws"])]
+    section.inputs.append(folder / reproduce.FILE)
+    exact = _reproduction(section, reproduce.read(folder), reproduce.FILE)
+    section.commands.append(exact or Command(shlex.join(["prunesim", *words, "--out", str(folder)]), exact=False))
+    by = {p["policy"]: p for p in data["policies"]}
+    winner = data.get("winner")
+    headline = (f"{winner}: the cheapest in {by[winner]['p_best']:.1%} of {data['draws']:,} draws" if winner else
+                f"no clear winner (a policy is named at p_best >= {data.get('clear_at', 0.9)}); tied: "
+                f"{', '.join(data.get('tied') or [])}")
+    section.facts += [("recommendation", headline), ("objective", str(data["objective"])),
+                      ("over", f"{data.get('units', '?')} units of {data.get('source', '?')}"),
+                      ("prunesim version", str(data.get("prunesim_version", "not recorded")))]
+    if data.get("clairvoyant"):
+        c = data["clairvoyant"]
+        section.facts.append(("clairvoyant optimum", f"{_fmt(c['total_usd'])} dollars, {_fmt(c['saving_usd'])} "
+                                                     "below noop"))
+    section.notes += list(data.get("notes") or [])
+    paired = from_recommendation(data)
+    _paired_table(section, paired, f"{folder / RECOMMEND_FILE}: policies, diff_vs_noop")
+    figures.add(section, "dollars against noop, paired", paired_figure(paired),
+                f"{folder / RECOMMEND_FILE}: each policy's diff_vs_noop (diff_usd, interval)")
+    section.tables.append(Table("ranking over draws of the units and the assumptions",
+                                ["policy", "p_best", "rank low", "rank high", "oracle_gap", "break-even turns"],
+                                [[p["policy"], p["p_best"], p["rank_interval"][0], p["rank_interval"][1],
+                                  p.get("oracle_gap", ""), (p.get("break_even") or {}).get("turns", "")]
+                                 for p in data["policies"]],
+                                "p_best: the share of draws in which the policy is the cheapest; oracle_gap: its "
+                                "share of the clairvoyant optimum's saving over noop"))
+    section.tables.append(Table("assumptions", ["name", "value", "source", "range", "how", "basis"],
+                                [[a["name"], _fmt(a["value"]), a["source"],
+                                  "" if a.get("range") is None else " to ".join(map(_fmt, a["range"])),
+                                  a.get("how", ""), a.get("basis", "")] for a in data["assumptions"]]))
+    flips = data.get("sensitivity") or []
+    if flips:
+        section.tables.append(Table("which assumption, at either end of its range, changes the cheapest policy",
+                                    ["assumption", "at low", "cheapest", "at high", "cheapest", "changes the top"],
+                                    [[f["name"], _fmt(f["at_lo"]["value"]), ", ".join(f["at_lo"]["top"]),
+                                      _fmt(f["at_hi"]["value"]), ", ".join(f["at_hi"]["top"]),
+                                      "yes" if f["changes_top"] else "no"] for f in flips]))
+    return _inputs_last(section)
 
 
 def _fmt(v) -> str:
@@ -391,7 +559,9 @@ def replay_section(path: Path, figures: _Figures) -> Section:
     section = Section("replay", str(file), f"replay: {name}")
     section.inputs.append(file)
     recorded = _recorded(record.get("command"))
-    seeds = record.get("seeds") if isinstance(record.get("seeds"), list) else []
+    if "reproduce" in record:
+        _reproduction(section, record.get("reproduce"), file.name)
+    seeds = _seeds(record.get("seeds"))
     section.commands.append(recorded or Command(shlex.join(["prunesim", "replay", name, "--seeds",
                                                             _seeds_text(seeds), "--out", str(file)]), False))
     section.facts += [("seeds", style.seeds_text(seeds)),
@@ -404,7 +574,8 @@ def replay_section(path: Path, figures: _Figures) -> Section:
                                      for v in variants if isinstance(v, dict)]))
     rows = report.get("figures")
     if isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows):
-        judging = record.get("judging") or [{}] * len(rows)
+        judging = record.get("judging") if isinstance(record.get("judging"), list) else []
+        judging = [j if isinstance(j, dict) else {} for j in judging] or [{}] * len(rows)
         table = []
         for r, j in zip(rows, judging, strict=False):
             judged = j.get("judged", r.get("accepted") is not None)
@@ -458,7 +629,7 @@ def replay_section(path: Path, figures: _Figures) -> Section:
     elif name in STORIES:
         section.notes.append(f"no story figure: {file.name} has no runs beside it (prunesim replay {name} "
                              "--plot DIR writes DIR/replay.json with them)")
-    return section
+    return _inputs_last(section)
 
 
 # -- the page -----------------------------------------------------------------------
@@ -473,6 +644,8 @@ def build(paths: list[Path], metrics: list[str] | None = None) -> list[Section]:
             sections.append(sweep_section(Path(path), figures, metrics))
         elif kind == "leaderboard":
             sections.append(leaderboard_section(Path(path), figures))
+        elif kind == "recommend":
+            sections.append(recommend_section(Path(path), figures))
         else:
             sections.append(replay_section(Path(path), figures))
     return sections
@@ -516,5 +689,6 @@ def write(paths: list[Path], out: Path, version: str, metrics: list[str] | None 
     sections = build(paths, metrics)
     # ... and, once they are known, the files the sections read below them (a replay's runs).
     output.check_not_input(out, [p for s in sections for p in s.inputs if p.exists()], "--out")
-    output.write_text(out, render(sections, version), "--out")
+    page = render(sections, version)  # a folder named in bytes that are not UTF-8 (legal on Linux) shows as \xff
+    output.write_text(out, page.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"), "--out")
     return out

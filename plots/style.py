@@ -52,6 +52,9 @@ RC = {
     "svg.hashsalt": "prunesim",
     "svg.fonttype": "path",
     "path.simplify": False,
+    # Text is text: a name with a pair of $ in it (a scenario file, a transcript, a policy) is shown as typed,
+    # never read as mathtext (which garbles it, or fails on a command it does not know).
+    "text.parse_math": False,
 }
 
 METADATA = {
@@ -79,12 +82,22 @@ def new_figure(nrows: int = 1, ncols: int = 1, size=FIGSIZE, **kwargs):
     return fig, axes
 
 
+def literal_text(fig: Figure) -> Figure:
+    """Every text of the figure shown as typed, never as mathtext (see ``text.parse_math`` in RC): a text made
+    outside :func:`rc` took matplotlib's own default when it was made."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+    return fig
+
+
 def render(fig: Figure, fmt: str) -> bytes:
     if fmt not in FORMATS:
         raise UserError("--format", fmt, f"unknown format (known: {', '.join(FORMATS)})")
     buf = io.BytesIO()
     with rc():
-        fig.savefig(buf, format=fmt, dpi=DPI, metadata=METADATA[fmt])
+        literal_text(fig).savefig(buf, format=fmt, dpi=DPI, metadata=METADATA[fmt])
     return buf.getvalue()
 
 

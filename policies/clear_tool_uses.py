@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import non_negative
+from prunesim.model.scenario import non_negative, searched
 from prunesim.model.spans import PLACEHOLDER_OF, THINKING, Span
 from prunesim.policies.base import Action, Clear, Policy, Preset, Restore, WindowView, resolve_table
 
@@ -56,9 +56,9 @@ class ClearToolUses:
     """``[clear_tool_uses]``: see the module docstring. ``None``: the preset's value."""
 
     preset: Literal["anthropic", "langchain"] = "anthropic"
-    trigger: int | None = None
-    keep: int | None = None
-    clear_at_least: int | None = None
+    trigger: int | None = field(default=None, metadata=searched(0.1, 0.95, integer=True, per_window=True))
+    keep: int | None = field(default=None, metadata=searched(0, 10, integer=True))
+    clear_at_least: int | None = field(default=None, metadata=searched(0, 0.2, integer=True, per_window=True))
     semantics: Literal["anthropic", "langchain"] | None = None
     exclude_tools: list[str] = field(default_factory=list)
     clear_tool_inputs: bool | list[str] | None = None

@@ -34,11 +34,11 @@ Otherwise a compaction is skipped when nothing but earlier summaries would be re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import fraction, non_negative
+from prunesim.model.scenario import fraction, non_negative, searched
 from prunesim.model.spans import SUMMARY_TAG
 from prunesim.policies.base import Action, Policy, Preset, WindowView, resolve_table
 from prunesim.policies.sdk_condenser import Replies, sdk_condensation
@@ -51,9 +51,12 @@ class LlmSummary:
 
     preset: Literal["codex", "claude-code", "claude-code-1m", "claude-code-2.0", "openhands", "openhands-sdk",
                     "openhands-sdk-class", "complexity-trap"] = "codex"
-    threshold: float | None = None
+    threshold: float | None = field(default=None, metadata=searched(0, 0, by_unit={
+        "window": searched(0.2, 0.95), "tokens": searched(0.2, 0.95, integer=True, per_window=True),
+        "turns": searched(10, 150, integer=True), "events": searched(20, 400, integer=True),
+        "turn_batches": searched(5, 60, integer=True)}))
     unit: Literal["window", "tokens", "turns", "events", "turn_batches"] | None = None
-    keep_turns: int | None = None
+    keep_turns: int | None = field(default=None, metadata=searched(0, 30, integer=True))
     keep_first: int | None = None
     minimum_progress: float | None = None
     max_tokens_of_window: float | None = None

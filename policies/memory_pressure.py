@@ -22,11 +22,11 @@ the preset's value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import fraction, non_negative
+from prunesim.model.scenario import fraction, non_negative, searched
 from prunesim.model.spans import Span
 from prunesim.policies.base import Action, Policy, Preset, Warn, WindowView, resolve_table
 from prunesim.policies.decision import plan_pass
@@ -42,7 +42,7 @@ class MemoryPressure:
     warn_at: float | None = None
     warning_tokens: int | None = None
     self_edit: float | None = None
-    evict_at: float | None = None
+    evict_at: float | None = field(default=None, metadata=searched(0.3, 0.95))
     evict_fraction: float | None = None
     evict_unit: Literal["messages", "tokens"] | None = None
     evict_step: float | None = None

@@ -35,11 +35,11 @@ Parameters (``[observation_masking]``; unset keys take the preset's value): ``n`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import non_negative
+from prunesim.model.scenario import non_negative, searched
 from prunesim.model.spans import PLACEHOLDER_OF, Span
 from prunesim.policies.base import Action, Clear, Policy, Preset, WindowView, resolve_table
 
@@ -51,7 +51,7 @@ class ObservationMasking:
     """``[observation_masking]``: see the module docstring. ``None``: the preset's value."""
 
     preset: Literal["swe-agent", "complexity-trap", "openhands"] = "swe-agent"
-    n: int | None = None
+    n: int | None = field(default=None, metadata=searched(1, 30, integer=True))
     unit: Literal["observations", "events"] | None = None
     polling: int | None = None
     placeholder_tokens: int | None = None

@@ -40,11 +40,11 @@ only the plan's candidates and index, which the runtime builds itself.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import non_negative
+from prunesim.model.scenario import non_negative, searched
 from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
 from prunesim.policies.boundary import BoundaryDecision, PassEstimate, evaluate_boundary, net_negative_bound
 from prunesim.policies.decision import plan_pass
@@ -66,7 +66,7 @@ class Gate:
     ``prior_rationale`` on; ``"oracle"``: the plan itself, a bound for comparison).
     """
 
-    lead: int = 0
+    lead: int = field(default=0, metadata=searched(0, 8000, integer=True))
     margin_factor: float = 1.5
     knowledge: Literal["estimate", "oracle"] = "estimate"
     prior_yield: float = 1800.0  # the seed's pass: "evicted traces totaling ~1,800 tokens"

@@ -126,11 +126,13 @@ def _replay(scenario, policy, seed, overrides, workload, given_as: str, trace: s
 
 
 def write(result: RunResult, out_dir: str | Path) -> list[Path]:
-    """Write a run's files (trace, ledger, events, summary) into ``out_dir``: a run recorded with ``trace`` "turns"
-    or "all" (one run with "none" kept no ledger, events or calls: a ValueError)."""
+    """Write a run's files (trace, ledger, events, summary, and reproduce.json: its version and seed, with no
+    command, as it was run from Python) into ``out_dir``: a run recorded with ``trace`` "turns" or "all" (one
+    run with "none" kept no ledger, events or calls: a ValueError)."""
+    from prunesim.io import reproduce
     from prunesim.io.results import write_run
 
-    return write_run(result, Path(out_dir))
+    return write_run(result, Path(out_dir), reproduce.record([result.seed]))
 
 
 def record(result: RunResult) -> dict:
@@ -138,6 +140,23 @@ def record(result: RunResult) -> dict:
     from prunesim.io.results import run_record
 
     return run_record(result)
+
+
+def unquote_cell(value):
+    """A cell of a CSV file prunesim wrote, back as the value it was given.
+
+    A text cell that would start a spreadsheet formula (``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+    first) or that starts with a single quote was written with one more single quote before it; this removes it.
+    Numbers, and any value that is not text, are returned as they are. With pandas::
+
+        frame = pandas.read_csv("out/runs.csv").map(api.unquote_cell)
+
+    >>> unquote_cell("'=1+2"), unquote_cell("''quoted"), unquote_cell("naive"), unquote_cell(-3)
+    ('=1+2', "'quoted", 'naive', -3)
+    """
+    from prunesim.observe.cells import recover
+
+    return recover(value)
 
 
 def list_scenarios() -> dict[str, str]:

@@ -40,7 +40,15 @@ def visible(name) -> str:
     text = str(name)
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    """A character a line cannot show: a byte of a name that is not UTF-8 as the byte (``\\xff``, how Python
+    decoded it: a lone surrogate), anything else as Python writes it (``\\n``)."""
+    if "\udc80" <= ch <= "\udcff":
+        return f"\\x{ord(ch) - 0xDC00:02x}"
+    return repr(ch)[1:-1]
 
 
 class UserError(OneLineError):

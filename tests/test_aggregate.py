@@ -133,3 +133,31 @@ def test_json_output_and_errors(swept, tmp_path, capsys):
 def test_write_aggregate_leaves_no_temporary_files(swept):
     write_aggregate(swept, aggregate(swept))
     assert not [p for p in swept.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("which", [0, 1, -1])
+def test_an_aggregate_csv_with_a_group_row_twice_is_not_drawn(swept, tmp_path, capsys, which):
+    """Any row written twice (another median in the copy): the figure and the report fall back to runs.csv."""
+    import shutil
+
+    from prunesim.plots.io import read_sweep
+    from prunesim.plots.sweep import curves
+
+    folder = tmp_path / "sweep"
+    shutil.copytree(swept, folder)
+    assert main(["aggregate", str(folder), "--resamples", "100"]) == 0
+    lines = (folder / AGGREGATE_FILE).read_text().splitlines(keepends=True)
+    header = next(csv.reader([lines[0]]))
+    cells = next(csv.reader([lines[1:][which]]))
+    cells[header.index("median")] = "123456"  # the copy holds another figure
+    copy = ",".join(cells) + "\n"
+    (folder / AGGREGATE_FILE).write_text("".join([*lines, copy]))
+    capsys.readouterr()
+    sweep = read_sweep(folder)
+    assert sweep.aggregate is None
+    note = capsys.readouterr().err.strip()
+    assert note.startswith(f"prunesim: note: {folder / AGGREGATE_FILE} repeats the row of {cells[0]}, ")
+    assert note.endswith("the figure is computed from runs.csv (prunesim aggregate refreshes it)")
+    metric = cells[1 + len(sweep.grid)]
+    if metric in sweep.runs[0] and isinstance(sweep.runs[0][metric], (int, float)):
+        assert curves(sweep, metric, next(iter(sweep.grid)))[1].startswith("runs.csv")

@@ -83,3 +83,33 @@ def test_default_name_of_a_file_policy_figure_is_a_file_beside_the_run(runs, tmp
     mine = make_run(tmp_path, "mine", policy)
     assert main(["plot", "breakeven", str(mine), str(runs[0])]) == 0
     assert [p.name for p in mine.glob("breakeven-*")] == ["breakeven-KeepLastOutputs-naive.png"]
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.mark.parametrize("case", ["two transcripts", "two files of one name", "a transcript and a seed",
+                                  "other workload parameters"])
+def test_breakeven_refuses_two_workloads_under_one_scenario_name_and_seed(tmp_path, capsys, case):
+    """The scenario's name and the seed are not the workload: a replay's transcript, the file it read, and the
+    parameters that draw a synthetic workload must be the same too, or the two lines are not one comparison."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "openai.json").write_text((FIXTURES / "openai.json").read_text().replace("Done.", "Over."))
+    first = ["run", "--workload", str(FIXTURES / "openai.json"), "--policy", "noop", "--set", "trigger=600"]
+    second = {
+        "two transcripts": ["run", "--workload", str(FIXTURES / "mini.traj.json"), "--policy", "recency"],
+        "two files of one name": ["run", "--workload", str(tmp_path / "x" / "openai.json"), "--policy", "recency"],
+        "a transcript and a seed": ["run", "transcript", "--policy", "recency", "--set", "turns=5"],
+        "other workload parameters": None,
+    }[case]
+    if second is None:
+        first = ["run", "oscillation-40", "--policy", "naive"]
+        second = ["run", "oscillation-40", "--policy", "slack-gated", "--set", "workload.tool_output.mean=300"]
+    assert main([*first, "--out", str(a)]) == 0
+    assert main([*second, "--out", str(b)]) == 0
+    capsys.readouterr()
+    assert main(["plot", "breakeven", str(a), str(b), "--out", str(tmp_path / "be.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"prunesim: error: {b}: ") and "not the same workload" in err[0], err
+    assert not (tmp_path / "be.png").exists()

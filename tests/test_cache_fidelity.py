@@ -176,7 +176,7 @@ def test_codex_rollouts_count_a_repeated_token_event_once(tmp_path):
         lines = [{"type": "session_meta", "timestamp": stamp(0), "payload": {"id": name}}]
         total = 0
         for k in range(10):
-            prompt = 3000 + 800 * k
+            prompt = 3000 + 800 * k + int(name[1])  # two sessions, not one copied: their content differs
             total += prompt
             info = {"total_token_usage": {"input_tokens": total},
                     "last_token_usage": {"input_tokens": prompt, "cached_input_tokens": 0, "output_tokens": 9}}

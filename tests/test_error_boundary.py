@@ -122,3 +122,19 @@ def test_an_out_pipe_closed_by_its_reader_ends_quietly(tmp_path):
     proc.stdout.close()
     assert proc.wait(timeout=120) == 0
     assert b"error" not in proc.stderr.read()
+
+
+def test_a_bug_met_on_a_name_that_is_not_utf8_still_saves_its_report(monkeypatch, capsys, tmp_path):
+    """A Linux file name may hold any bytes: the crash report keeps them, and the line names the report."""
+    monkeypatch.setenv("PRUNESIM_CRASH_DIR", str(tmp_path / "crashes"))
+    monkeypatch.setattr(list_cmd, "main", _failing(ZeroDivisionError("division by zero")))
+    monkeypatch.setattr(sys, "argv", ["prunesim", "list", os.fsdecode(b"x\xff.toml")])
+    assert main(None) == EXIT_USAGE  # list takes no file: argparse's own error, naming it as typed
+    assert capsys.readouterr().err == "prunesim: error: prunesim: unrecognized arguments: x\\xff.toml\n"
+    monkeypatch.setattr(sys, "argv", ["prunesim", "list"])
+    assert main(["list"]) == EXIT_BUG
+    assert capsys.readouterr().err.count("\n") == 1
+    from prunesim.cli import crash
+
+    path = crash.save(ZeroDivisionError("x"), ["prunesim", "run", os.fsdecode(b"x\xff.toml")])
+    assert b"x\xff.toml" in path.read_bytes()  # the report keeps the name's bytes

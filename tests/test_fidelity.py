@@ -68,11 +68,20 @@ def test_a_folder_with_bad_files_reports_them_and_exits_2_unless_they_are_skippe
     assert main(["fidelity", str(FIXTURES / "bad")]) == 2
 
 
+def _sessions(folder: Path, n: int) -> None:
+    """``n`` sessions s0.jsonl.. in ``folder``: the fixture, each with its own first prompt (a copy is one run)."""
+    lines = (FIXTURES / "claude-code" / "session.jsonl").read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if '"type": "user"' in line)
+    for i in range(n):
+        record = json.loads(lines[first])
+        record["message"]["content"] = f"{record['message']['content']} (session {i})"
+        (folder / f"s{i}.jsonl").write_text("".join([*lines[:first], json.dumps(record) + "\n", *lines[first + 1:]]))
+
+
 def test_cross_validation_never_measures_a_transcript_with_parameters_fitted_on_it(monkeypatch, tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()
-    for i in range(6):  # six copies under different names: the folds must still keep them apart
-        shutil.copy(FIXTURES / "claude-code" / "session.jsonl", folder / f"s{i}.jsonl")
+    _sessions(folder, 6)  # six sessions that differ in one prompt: the folds must keep them apart
     trained: list[set[str]] = []
     measured: list[tuple[str, int]] = []
     real_fit, real_calls = cal.fit, fidelity.calls_of_assembly
@@ -100,8 +109,7 @@ def test_cross_validation_never_measures_a_transcript_with_parameters_fitted_on_
 def test_fit_out_writes_a_calibration_that_import_reads_back(tmp_path, capsys):
     folder = tmp_path / "runs"
     folder.mkdir()
-    for i in range(3):
-        shutil.copy(FIXTURES / "claude-code" / "session.jsonl", folder / f"s{i}.jsonl")
+    _sessions(folder, 3)
     fitted = tmp_path / "mine.json"
     assert main(["fidelity", str(folder), "--fit-out", str(fitted), "--calibration", "none"]) == 0
     profiles = cal.load_profiles(fitted)

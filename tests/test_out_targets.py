@@ -151,3 +151,28 @@ def test_aggregate_writes_through_a_linked_aggregate_csv_and_fails_cleanly_on_de
         assert code == 1 and err.strip().splitlines() == [
             f"prunesim: error: {sweep / 'aggregate.csv'}: No space left on device"]
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+# -- a name ending with / is a folder, never a file of that name ----------------------------------------------
+FILE_FLAGS = {
+    "fidelity --fit-out": ("fidelity", FIXTURES / "mini.traj.json", "--fit-out"),
+    "replay --out": ("replay", "oscillation", "--seeds", "0:2", "--out"),
+    "calibrate --out": ("calibrate", "oscillation-40", "--targets", "seed-000", "--params", "trigger=20000:22000",
+                        "--seeds", "0:2", "--max-evals", "2", "--out"),
+    "ablation --out": ("ablation", "oscillation", "--seeds", "0:2", "--blocks", "1", "--block-size", "2", "--out"),
+    "compare --out": ("compare", "oscillation-40", "--seeds", "0:2", "--out"),
+    "report --out": ("report", "RUN", "--out"),
+    "replay-dir --out": ("replay-dir", FIXTURES / "mini.traj.json", "--policies", "noop", "--out"),
+}
+
+
+@pytest.mark.parametrize("flag", sorted(FILE_FLAGS))
+def test_a_file_flag_given_a_folder_name_writes_no_file_of_that_name(tmp_path, flag):
+    run = tmp_path / "run"
+    if flag.startswith("report"):
+        assert cli("run", "oscillation-40", "--set", "turns=5", "--out", run)[0] == 0
+    argv = [run if a == "RUN" else a for a in FILE_FLAGS[flag]]
+    target = tmp_path / "wanted"
+    code, out, err = cli(*argv, f"{target}/")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "names a folder" in err, err
+    assert not target.exists()

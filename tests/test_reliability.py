@@ -189,8 +189,10 @@ def test_2_import_reports_each_bad_file_and_imports_the_rest(tmp_path):
         "deep.json", "tool_calls5.json", "function_s.json", "oh_choices5.jsonl"}
     assert "JSON nested too deeply" in err
     imported = sorted(p.name for p in (tmp_path / "wl").iterdir())
-    assert imported == ["info_x.workload.jsonl", "mini.workload.jsonl", "tiny__oh-1-2.workload.jsonl",
-                        "tiny__oh-1.workload.jsonl"]
+    # mini.traj.json is info_x's run (the field "info" is ignored), oh_message_s's is oh_function_s's: a run is
+    # its content, counted once (docs/transcripts.md), and the import says so
+    assert imported == ["info_x.workload.jsonl", "tiny__oh-1.workload.jsonl"]
+    assert sum(line.endswith("(same content): counted once") for line in err.splitlines()) == 2
     assert len(bad) == 7
 
 
@@ -201,7 +203,7 @@ def test_2_replay_dir_and_fidelity_go_on_past_bad_files(tmp_path):
                        "--skip-bad")
     assert code == 0 and "Traceback" not in err
     rows = list(csv.DictReader(open(tmp_path / "ab.csv")))
-    assert len(rows) == 2 * 4 and "4 file(s) failed" in err
+    assert len(rows) == 2 * 2 and "4 file(s) failed" in err  # two distinct runs (see test_2_import_...)
     code, out, err = cli("fidelity", tmp_path / "in", "--json", "--skip-bad")
     assert code == 0 and "Traceback" not in err
     assert sum(line.startswith("prunesim: error:") for line in err.splitlines()) == 4
@@ -639,15 +641,16 @@ def test_15_a_recorded_run_bigger_than_the_machine_warns(monkeypatch, tmp_path):
 
 def test_15_a_run_without_out_records_no_trace(monkeypatch):
     seen = {}
-    from prunesim import api
 
-    real = api.run
+    from prunesim.cli.commands import run as command
+
+    real = command.run_one
 
     def spy(*args, **kwargs):
         seen["trace"] = kwargs.get("trace")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(api, "run", spy)
+    monkeypatch.setattr(command, "run_one", spy)
     assert cli("run", "oscillation-40")[0] == 0
     assert seen["trace"] == "none"
 
@@ -1065,7 +1068,12 @@ def bad_bills(folder: Path) -> None:
             m["extra"]["response"]["model"] = "gemini-3-pro-preview"
             m["extra"]["response"]["usage"].update(prompt_tokens_details={"cached_tokens": 0}, cost=0.001)
     (folder / "good.traj.json").write_text(json.dumps(good))
-    (folder / "good2.traj.json").write_text(json.dumps(good))  # leave-one-out needs another run to fit on
+    other = copy.deepcopy(good)  # leave-one-out needs another run to fit on: another (a copy is the same run)
+    other["messages"][0]["content"] += " Once more."
+    for m in other["messages"]:  # and another bill: the cache study reads the calls
+        if m["role"] == "assistant":
+            m["extra"]["response"]["usage"]["completion_tokens"] += 1
+    (folder / "good2.traj.json").write_text(json.dumps(other))
     for name, (edit, _) in BAD_USAGE.items():
         bad = copy.deepcopy(good)
         edit(bad["messages"][2]["extra"]["response"]["usage"])

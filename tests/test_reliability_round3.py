@@ -369,8 +369,10 @@ def test_calibrate_force_may_regenerate_its_scenario_in_place_but_not_the_base_i
 def test_a_transcript_named_near_the_limit_imports_under_a_name_that_fits(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
-    for n in "MN":  # two long names that share their first 240 characters stay apart
-        (folder / ("L" * 240 + n + ".traj.json")).write_bytes((FIXTURES / "mini.traj.json").read_bytes())
+    for n in "MN":  # two long names that share their first 240 characters stay apart (two runs: a copy is one)
+        run = json.loads((FIXTURES / "mini.traj.json").read_text())
+        run["messages"][0]["content"] += f" ({n})"
+        (folder / ("L" * 240 + n + ".traj.json")).write_text(json.dumps(run))
     out = tmp_path / "out"
     code, _, err = cli("import", folder, "--out", out)
     assert code == 0, err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -22,7 +23,7 @@ SEEDS = "1000:1004"
 def results(tmp_path_factory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("results")
     out = {"run": tmp / "run", "sweep": tmp / "sweep", "leaderboard": tmp / "board", "replay": tmp / "replay.json",
-           "story": tmp / "story"}
+           "story": tmp / "story", "recommend": tmp / "recommend"}
     commands = [
         ("run", "oscillation-40", "--policy", "naive", "--seed", "3", "--set", "trigger=21000", "--out", out["run"]),
         ("sweep", "oscillation-40", "--grid", "trigger=20000,22000", "--policies", "naive,recency", "--seeds", "0:3",
@@ -32,6 +33,8 @@ def results(tmp_path_factory) -> dict[str, Path]:
          "--set", "need.relevant=0.05", "--out", out["leaderboard"]),
         ("replay", "oscillation", "--seeds", SEEDS, "--out", out["replay"]),
         ("replay", "oscillation", "--seeds", SEEDS, "--plot", out["story"], "--format", "svg"),
+        ("recommend", "--scenario", "oscillation-40", "--seeds", "0:3", "--policies", "naive,recency", "--draws", "100",
+         "--out", out["recommend"]),
     ]
     for argv in commands:
         code, _, err = cli(*argv)
@@ -57,6 +60,7 @@ class Page(HTMLParser):
         self.disagreements: list[str] = []
         self._text: list[str] | None = None
         self._command_exact = False
+        self.heading = ""  # the latest h3: a table's title
         self.feed(html)
 
     def handle_starttag(self, tag, attrs):
@@ -78,20 +82,26 @@ class Page(HTMLParser):
         if tag == "svg" and "figure" in self.stack[:-1]:
             self.svgs_in_figures += 1
         if tag == "table":
-            self.tables.append({"sortable": "sortable" in (a.get("class") or ""), "rows": 0, "header": []})
+            self.tables.append({"sortable": "sortable" in (a.get("class") or ""), "rows": 0, "header": [],
+                                "title": self.heading, "cells": []})
         if tag == "tr" and "tbody" in self.stack:
             self.tables[-1]["rows"] += 1
-        if tag in ("title", "h1", "pre", "th") or (tag == "li" and "ul" in self.stack):
+            self.tables[-1]["cells"].append([])
+        if tag in ("title", "h1", "h3", "pre", "th", "td") or (tag == "li" and "ul" in self.stack):
             self._text = []
             self._command_exact = "rebuilt" not in (a.get("class") or "")
 
     def handle_endtag(self, tag):
         while self.stack and self.stack.pop() != tag:
             pass
-        if self._text is None or tag not in ("title", "h1", "pre", "th", "li"):
+        if self._text is None or tag not in ("title", "h1", "h3", "pre", "th", "td", "li"):
             return
         text, self._text = "".join(self._text), None
-        if tag == "title":
+        if tag == "h3":
+            self.heading = text
+        elif tag == "td" and self.tables and self.tables[-1]["cells"]:
+            self.tables[-1]["cells"][-1].append(text.strip())
+        elif tag == "title":
             self.title = text
         elif tag == "h1":
             self.h1 = text
@@ -117,19 +127,58 @@ def report(paths, out: Path, *extra) -> tuple[Page, str]:
 
 
 def test_one_page_of_every_kind_with_its_figures_inline_and_nothing_loaded(results, tmp_path):
-    page, html = report([results[k] for k in ("run", "sweep", "leaderboard", "replay", "story")],
+    page, html = report([results[k] for k in ("run", "sweep", "leaderboard", "replay", "story", "recommend")],
                         tmp_path / "r.html")
     assert page.h1 == "prunesim report"
-    assert [s["kind"] for s in page.sections] == ["run", "sweep", "leaderboard", "replay", "replay"]
-    # run: trace and ledger; sweep: the six headline metrics; leaderboard: the Pareto plot; replay without runs:
-    # no figure; replay --plot: the story figure.
-    assert [s["figures"] for s in page.sections] == [2, 6, 1, 0, 1]
-    assert page.svgs_in_figures == page.figures == 10
+    assert [s["kind"] for s in page.sections] == ["run", "sweep", "leaderboard", "replay", "replay", "recommend"]
+    # run: trace and ledger; sweep: the six headline metrics; leaderboard: the dollars against noop, paired, then
+    # the Pareto plots of dollars and of tokens; replay without runs: no figure; replay --plot: the story figure;
+    # recommend: the dollars against noop, paired.
+    assert [s["figures"] for s in page.sections] == [2, 6, 3, 0, 1, 1]
+    assert page.svgs_in_figures == page.figures == 13
     assert page.external == [], page.external
     assert "@import" not in html and "url(http" not in html and "<link" not in html
     dupes = sorted({i for i in page.ids if page.ids.count(i) > 1})
     assert not dupes, f"an id is used twice on the page: one figure would clip another: {dupes}"
     assert "xlink:href=\"#" in html or "href=\"#" in html  # the SVGs' references survived the prefixing
+
+
+def test_a_recommendation_leads_with_its_decision_paired_dollars_and_assumptions(results, tmp_path):
+    page, html = report([results["recommend"]], tmp_path / "r.html")
+    titles = [t["title"] for t in page.tables]
+    assert titles[0] == "dollars against noop on the same units (paired)"
+    assert "assumptions" in titles and any(t.startswith("ranking over draws") for t in titles)
+    assert "recommendation" in html and "noop" in html
+    data = json.loads((results["recommend"] / "recommend.json").read_text())
+    assert data["recommendation"] in html
+    command = page.sections[0]["commands"][0][0]
+    assert "--scenario oscillation-40" in command and "--seeds 0:3" in command and "--policies naive,recency" in command
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d.pop("policies"),
+    lambda d: d.update(policies="noop"),
+    lambda d: d["policies"][0].update(total_usd="lots"),
+    lambda d: d["policies"][0]["diff_vs_noop"].update(interval=[0]),
+    lambda d: d["policies"][0].update(rank_interval=None),
+])
+def test_a_broken_recommend_json_is_one_line_and_no_page(results, tmp_path, edit):
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    data = json.loads((results["recommend"] / "recommend.json").read_text())
+    edit(data)
+    (folder / "recommend.json").write_text(json.dumps(data))
+    code, _, err = cli("report", folder, "--out", tmp_path / "r.html")
+    assert code == 2 and "recommend.json" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_the_sweep_table_gives_a_yes_no_figure_as_a_share_of_runs(results, tmp_path):
+    page, _ = report([results["sweep"]], tmp_path / "r.html")
+    table = next(t for t in page.tables if t["title"].startswith("each figure by"))
+    assert table["header"][:2] == ["metric", "statistic"]
+    stats = {row[0]: row[1] for row in table["cells"]}
+    assert stats["oscillating"] == "share" and stats["passes"] == "median"
 
 
 def test_long_tables_are_sortable_and_short_ones_are_not(results, tmp_path):
@@ -166,10 +215,10 @@ def test_disagreements_are_exactly_the_judged_figures_not_counted_and_the_contra
     assert all(f["why"] and d.endswith(f["why"]) for d, f in zip(figures, missed, strict=True))
 
 
-def rerun(page: Page, again: Path, *extra: str) -> list[str]:
-    """Run the page's one command, rebuilt (not recorded), with its --out moved to ``again``; its words."""
-    [(text, exact)] = page.commands
-    assert not exact
+def rerun(page: Page, again: Path, *extra: str, exact: bool = False) -> list[str]:
+    """Run the page's one command (recorded when ``exact``, else rebuilt), with its --out moved to ``again``."""
+    [(text, shown_exact)] = page.commands
+    assert shown_exact == exact
     words = shlex.split(text)
     words[words.index("--out") + 1] = str(again)
     code, _, err = cli(*words[1:], *extra)
@@ -177,26 +226,46 @@ def rerun(page: Page, again: Path, *extra: str) -> list[str]:
     return words
 
 
+def unrecorded(result: Path, tmp_path: Path) -> Path:
+    """A copy of a result folder as prunesim wrote them before reproduce.json: the page rebuilds its command."""
+    copy = tmp_path / f"old-{result.name}"
+    shutil.copytree(result, copy)
+    (copy / "reproduce.json").unlink()
+    return copy
+
+
 def test_a_rebuilt_run_command_runs_the_same_run(results, tmp_path):
-    """The run records no command; the one the page rebuilds (with --set) makes a byte-identical summary."""
-    page, _ = report([results["run"]], tmp_path / "r.html")
+    """A run that records no command: the one the page rebuilds (with --set) makes a byte-identical summary."""
+    page, _ = report([unrecorded(results["run"], tmp_path)], tmp_path / "r.html")
     words = rerun(page, tmp_path / "again")
     assert words[:2] == ["prunesim", "run"] and "trigger=21000" in words
     assert (tmp_path / "again" / "summary.json").read_bytes() == (results["run"] / "summary.json").read_bytes()
 
 
 def test_a_rebuilt_sweep_command_runs_the_same_runs(results, tmp_path):
-    page, _ = report([results["sweep"]], tmp_path / "r.html", "--metric", "passes")
+    page, _ = report([unrecorded(results["sweep"], tmp_path)], tmp_path / "r.html", "--metric", "passes")
     rerun(page, tmp_path / "again", "--quiet", "--jobs", "1")
     rows = lambda p: sorted((p / "runs.csv").read_text().splitlines()[1:])  # noqa: E731 - order is completion order
     assert rows(tmp_path / "again") == rows(results["sweep"])
 
 
 def test_a_rebuilt_leaderboard_command_makes_the_same_table(results, tmp_path):
-    page, _ = report([results["leaderboard"]], tmp_path / "r.html")
+    page, _ = report([unrecorded(results["leaderboard"], tmp_path)], tmp_path / "r.html")
     rerun(page, tmp_path / "again")
     table = "leaderboard.csv"
     assert (tmp_path / "again" / table).read_bytes() == (results["leaderboard"] / table).read_bytes()
+
+
+@pytest.mark.parametrize("kind, same", [("run", "summary.json"), ("sweep", "runs.csv"),
+                                        ("leaderboard", "leaderboard.csv")])
+def test_the_recorded_command_is_shown_exactly_and_makes_the_same_result(results, tmp_path, kind, same):
+    page, _ = report([results[kind]], tmp_path / "r.html", *(("--metric", "passes") if kind == "sweep" else ()))
+    record = json.loads((results[kind] / "reproduce.json").read_text())
+    assert page.commands == [(shlex.join(record["command"]), True)]
+    rerun(page, tmp_path / "again", exact=True)
+    assert (tmp_path / "again" / same).read_bytes() == (results[kind] / same).read_bytes()
+    files = next(t for t in page.tables if t["header"] == ["file", "SHA-256", "here and now"])
+    assert files["rows"] == len(record["inputs"]) >= 1
 
 
 def test_the_scenario_hash_names_the_scenario_not_its_label(results, tmp_path):

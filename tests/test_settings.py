@@ -103,6 +103,20 @@ def test_each_value_names_its_source_and_where():
     assert codex["window"].source == "recorded" and codex["pricing.model"].source == "default"
 
 
+def test_a_recorded_value_equal_to_the_default_is_still_recorded():
+    """A Claude Code session of the default model on the default window: the recording is the source, and a user's
+    value still wins over it."""
+    data = workload("claude-opus-4-5-20251101", "claude-code", 200000)
+    base = sc.load_replay("transcript")
+    assert (base.pricing.model, base.window) == ("claude-opus-4-5", 200000)
+    s = settings.of(replay_scenario(base, data))
+    assert [c.source for c in s.chain("pricing.model")][:2] == ["recorded", "default"]
+    assert s["window"] == settings.Setting(200000, "recorded", "the transcript: context_window")
+    assert "pricing.model" not in s.not_recorded() and "window" not in s.not_recorded()
+    user = settings.of(replay_scenario(sc.load_replay("transcript", {"window": 200000}), data))
+    assert user["window"].source == "user"
+
+
 def test_a_model_only_genai_prices_knows_is_billed_from_it_with_its_providers_cache():
     pytest.importorskip("genai_prices")
     s = settings.load("oscillation-40", {"pricing.model": "claude-sonnet-4-5"})

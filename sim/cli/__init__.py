@@ -32,7 +32,7 @@ import warnings
 from prunesim import __version__
 from prunesim.cli import commands, crash
 from prunesim.errors import OneLineError, UserError, from_os_error
-from prunesim.io import inputs
+from prunesim.io import inputs, reproduce
 from prunesim.policies import user_policy_fault
 
 EXIT_OK = 0
@@ -118,6 +118,9 @@ class _Stdout:
 
 
 def _say(line: str) -> None:
+    # A name that is not UTF-8 (legal on Linux) is shown as its bytes, \xff, on any stream: never lost to an
+    # encoding error, never Python's \udcff.
+    line = line.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     try:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):
@@ -173,7 +176,8 @@ def _main(argv: list[str] | None) -> int:
         args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
         # The command as typed, for the result files that record what made them (prunesim report shows it).
         args.command_line = ["prunesim", *(sys.argv[1:] if argv is None else argv)]
-        with inputs.watching():  # what the command reads, no output of it may replace (prunesim.io.inputs)
+        # what the command reads, no output of it may replace (prunesim.io.inputs), and what its results record
+        with inputs.watching(), reproduce.command(args.command_line):
             for flag in ("policy", "policies"):
                 inputs.note_policy(getattr(args, flag, None))
             code = int(args.func(args) or 0)
@@ -187,6 +191,12 @@ def _main(argv: list[str] | None) -> int:
     except StdoutGone:
         _silence_stdout()
         return EXIT_OK  # the reader had what it wanted, as with any Unix filter
+    except SystemExit as err:  # argparse's --help and its usage errors end so; a user's policy must not
+        fault = user_policy_fault(err)
+        if fault is None:
+            raise
+        _say(f"prunesim: error: {fault}")  # sys.exit(0) in its decide is no "done": the run did not finish
+        return fault.exit_code
     except KeyboardInterrupt:
         _say("prunesim: interrupted")
         return EXIT_INTERRUPTED

@@ -58,7 +58,8 @@ def save(err: BaseException, argv: list[str] | None = None) -> Path | None:
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 except FileExistsError:
                     continue
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                # errors: a file name that is not UTF-8 (legal on Linux) in the command line is written as its bytes
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
                     fh.write(text)
                 return path
         except OSError:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from prunesim.io import output
+from prunesim.observe.cells import neutral
 from prunesim.observe.recorder import csv_line
 
 
@@ -90,15 +91,17 @@ def parse_cell(text: str):
 
 
 def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
+    """A CSV file's text: each value as :func:`format_cell` writes it, each cell one a spreadsheet never runs as
+    a formula (:mod:`prunesim.observe.cells`; :func:`parse_table` and every prunesim reader undo it)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
+    writer.writerow([neutral(c) for c in columns])
     for row in rows:
         cells = [format_cell(v) for v in row]
         if "\r" in "".join(cells):  # one scan of the row's text: the rare row with a carriage return
             buf.write(csv_line(cells))  # quoted, as the streamed files write it
         else:
-            writer.writerow(cells)
+            writer.writerow([neutral(c) for c in cells])
     return buf.getvalue()
 
 

@@ -59,6 +59,12 @@ def note(path: str | os.PathLike, st: os.stat_result | None = None) -> None:
         seen.setdefault((st.st_dev, st.st_ino), os.fspath(path))
 
 
+def read_paths() -> list[str]:
+    """The files the running command has read, each once, as first read (in that order); [] outside a command.
+    What :mod:`prunesim.io.reproduce` hashes."""
+    return list((_read.get() or {}).values())
+
+
 def release(path: str | os.PathLike) -> None:
     """Let an output replace ``path`` after all: a result the command regenerates in place (``calibrate
     --force`` onto the scenario it calibrates), never any other file it read."""

@@ -465,11 +465,16 @@ def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,
 
 
 # -- the defaults table ---------------------------------------------------------
-def flat_defaults() -> dict[str, Any]:
-    """Every single-valued parameter (dotted) and the value a scenario file that omits it gets."""
+def nested_defaults() -> dict[str, Any]:
+    """Every parameter, in its table, at the value a scenario file that omits it gets (None: unset)."""
     data = Scenario().to_dict()
     data.update({name: dataclasses.asdict(cls()) for name, cls in policies.builtin_tables().items()})
-    return {k: v for k, v in flatten(data).items() if k not in ("name", "description")}
+    return {k: v for k, v in data.items() if k not in ("name", "description")}
+
+
+def flat_defaults() -> dict[str, Any]:
+    """Every single-valued parameter (dotted) and the value a scenario file that omits it gets."""
+    return flatten(nested_defaults())
 
 
 def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
@@ -500,8 +505,12 @@ def defaults_table() -> tuple[list[str], list[list[str]]]:
 
 
 def _show(value: Any) -> str:
+    """A value as ``prunesim defaults`` shows it: as TOML writes it, or ``unset`` (a preset or the policy gives
+    it: no TOML value) and ``N item(s)`` for a list of tables."""
+    if value is None:
+        return "unset"
     if isinstance(value, list):
-        return f"{len(value)} item(s)" if value else "none"
+        return f"{len(value)} item(s)" if value else "[]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

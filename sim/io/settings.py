@@ -435,21 +435,39 @@ def for_transcript(base: Scenario, data, given_as: str = "--set") -> Scenario:
     Built once per base and recorded runtime (transcripts of one model and window share it). Raises
     :class:`UserError` naming the transcript when a value the user set does not fit that runtime."""
     layer = recorded_layer(base, data, given_as)
+    confirmed = recorded_as_given(base, data, layer)
     extra = _run_facts(base, data)
-    key = (id(base), tuple(sorted(layer.items())), tuple(sorted(extra.items())))
+    key = (id(base), tuple(sorted(layer.items())), tuple(sorted(confirmed.items())), tuple(sorted(extra.items())))
     hit = _RESOLVED.get(key)
     if hit is not None and hit[0] is base:
         return hit[1]
-    scenario = _on_runtime(base, data, layer, extra, given_as)
+    scenario = _on_runtime(base, data, layer, extra, given_as, confirmed)
     if len(_RESOLVED) > 256:
         _RESOLVED.clear()
     _RESOLVED[key] = (base, scenario)
     return scenario
 
 
-def _on_runtime(base: Scenario, data, layer: dict[str, Setting], extra: dict, given_as: str) -> Scenario:
+def recorded_as_given(base: Scenario, data, layer: dict[str, Setting]) -> dict[str, Setting]:
+    """The values the recording names that ``base`` already holds (a Claude Code session of the default model on
+    the default window): nothing to change, but their source is the recording, not prunesim's default."""
+    if not base.replay.recorded:
+        return {}
+    out: dict[str, Setting] = {}
+    model, named = recorded_model(data)
+    if named and "pricing.model" not in layer and not known_pinned(base, "pricing.model") \
+            and base.pricing.model == model:
+        out["pricing.model"] = Setting(model, "recorded", f"the transcript: model {data.header.get('model')!r}")
+    window = data.header.get("context_window")
+    if window is not None and "window" not in layer and not known_pinned(base, "window") and window == base.window:
+        out["window"] = Setting(window, "recorded", "the transcript: context_window")
+    return out
+
+
+def _on_runtime(base: Scenario, data, layer: dict[str, Setting], extra: dict, given_as: str,
+                confirmed: dict[str, Setting] | None = None) -> Scenario:
     if not layer:
-        scenario = base if not extra else _copy(base)
+        scenario = base if not (extra or confirmed) else _copy(base)
     else:
         changes = {k: s.value for k, s in layer.items()}
         try:
@@ -462,7 +480,7 @@ def _on_runtime(base: Scenario, data, layer: dict[str, Setting], extra: dict, gi
         kept = {k: [s for s in c if not k.startswith("pricing.") or s.source == "user"
                     or s.where == PRUNESIM_DEFAULT] for k, c in kept.items()}
     layers = [kept, _pricing_layer(scenario.pricing.model, settings.price_file)
-              if "pricing.model" in layer else {}, layer]
+              if "pricing.model" in layer else {}, layer, confirmed or {}]
     chains = _chains(scenario, layers, _BASE_DERIVED)
     chains.update(extra)
     return _attach(scenario, Origin(chains, settings.price_file)) if scenario is not base else base

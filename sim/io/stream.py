@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 from prunesim.errors import UserError, from_os_error
-from prunesim.io import atomic, output, settings
-from prunesim.io.results import EDIT_LOG_FILE, run_record, run_settings
+from prunesim.io import atomic, output, reproduce, settings
+from prunesim.io.results import EDIT_LOG_FILE, run_record, run_settings, scenario_record
 from prunesim.model.editlog import EditLog
 from prunesim.observe.recorder import StreamingRecorder
 from prunesim.runner import EDIT_LOG_TAIL, RunResult, run_one
@@ -139,21 +139,24 @@ class StagedFiles:
 
 
 def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, trace: str = "all",
-               workload=None, run=None) -> tuple[RunResult, list[Path]]:
+               workload=None, run=None, record: bool = False) -> tuple[RunResult, list[Path]]:
     """Run and write ``out_dir``'s files as the run goes; the same files as ``write_run`` after a recorded run.
 
     With ``trace="none"`` trace.csv holds its header only; the ledger, events and calls are written whatever
     the trace. ``run``: called as ``run(recorder, edit_log)`` in place of ``run_one`` (a transcript's replay,
-    which adds its own figures to the summary), for the same ``scenario`` and ``policy``. Returns the result
-    (its recorder holds no rows) and the files written.
+    which adds its own figures to the summary), for the same ``scenario`` and ``policy``. ``record``: write
+    reproduce.json (:mod:`prunesim.io.reproduce`), as ``run --out`` does (the other files are what
+    ``write_run`` writes). Returns the result (its recorder holds no rows) and the
+    files written.
     """
     from prunesim.policies import get_policy
 
     name = policy or scenario.policy
     keeps_log = bool(getattr(get_policy(name), "keeps_edit_log", False))
     # The files are staged in a fresh folder, then moved into out_dir as any folder output is
-    # (prunesim.io.output.folder: links written through, other files left alone, nothing on an error).
-    with output.folder(out_dir, "--out", stale=[EDIT_LOG_FILE]) as staging:
+    # (prunesim.io.output.folder: links written through, other files left alone, nothing on an error; an earlier
+    # run's edit log or record, which this run does not write, removed).
+    with output.folder(out_dir, "--out", stale=[EDIT_LOG_FILE, reproduce.FILE]) as staging:
         with StagedFiles(staging, shown=out_dir) as staged:
             recorder = StreamingRecorder(trace, staged.open("trace.csv"), staged.open("ledger.csv"),
                                          staged.open("events.csv"), staged.open("calls.csv"))
@@ -164,9 +167,11 @@ def stream_run(scenario, policy: str | None, seed: int | None, out_dir: Path, tr
             else:
                 result = run(recorder, log)
             recorder.flush()
-            staged.write("scenario.json", atomic.dumps_json(result.scenario.to_dict()))
+            staged.write("scenario.json", atomic.dumps_json(scenario_record(result)))
             staged.write("summary.json", atomic.dumps_json(run_record(result)))
             staged.write(settings.SETTINGS_FILE, atomic.dumps_json(run_settings(result).to_json()))
+            if record:
+                staged.write(reproduce.FILE, atomic.dumps_json(reproduce.record([result.seed])))
             remove = ()
             if log is None or len(log) == 0:  # only a log with records is written; an old one is not this run's
                 if log is not None:

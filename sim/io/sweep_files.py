@@ -36,6 +36,7 @@ from typing import Any
 from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
 from prunesim.model.scenario import MAX_SEED, seed_problem
+from prunesim.observe.cells import QUOTE, recover
 
 SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
@@ -78,7 +79,8 @@ def parse_json(data: bytes, path: Path) -> Any:
 
 
 def parse_csv(data: bytes, path: Path) -> list[list[str]]:
-    """Rows of complete CSV lines; bad UTF-8, NUL bytes and broken quoting are one line naming where."""
+    """Rows of complete CSV lines, each cell the text it was given (:func:`prunesim.observe.cells.recover`);
+    bad UTF-8, NUL bytes and broken quoting are one line naming where."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -89,9 +91,12 @@ def parse_csv(data: bytes, path: Path) -> list[list[str]]:
         raise UserError(str(path), f"line {line}", "holds a NUL byte (a binary or corrupted file?)")
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        return list(reader)
+        rows = list(reader)
     except csv.Error as err:
         raise UserError(str(path), f"line {reader.line_num}", f"not valid CSV ({err})") from None
+    if QUOTE in text:  # a cell neutralized against spreadsheet formulas: back to the text it was given
+        rows = [[recover(c) for c in row] for row in rows]
+    return rows
 
 
 def read_table(path: Path, what: str, header: list[str] | None = None,

@@ -397,6 +397,12 @@ class Engine(Provenance):
             raise PolicyContractError(f"policy {self.policy.name!r} gave {len(action.placeholder_tokens)} "
                                       f"placeholder sizes for {len(action.span_ids)} spans (turn {self.turn})",
                                       type(self.policy))
+        if isinstance(action, ModelPass) and len(action.rationale_per_span) != len(action.selected):
+            # one rationale size per selection: with fewer, the selections past them would never be written,
+            # and so never evicted, without a word
+            raise PolicyContractError(f"policy {self.policy.name!r} gave {len(action.rationale_per_span)} "
+                                      f"rationale sizes for {len(action.selected)} selections (turn {self.turn})",
+                                      type(self.policy))
         if isinstance(action, Restore):
             stray = [i for i in action.span_ids if self.window.get(i).kind != "placeholder"
                      or not self.window.get(i).names or self.window.get(i).names[0] not in self.evicted]

@@ -23,6 +23,15 @@ from prunesim.model.spans import KINDS
 MAX_RATIONALE_SIGMA = 10.0
 
 
+def searched(low: float, high: float, *, integer: bool = False, per_window: bool = False,
+             by_unit: dict | None = None) -> dict:
+    """A field's metadata declaring where ``prunesim tune`` searches it (the tuner holds no range of its own):
+    ``low`` to ``high``, whole numbers when ``integer``, as shares of the run's window (in tokens) when
+    ``per_window``; ``by_unit`` maps the table's ``unit`` to another declaration where the unit decides."""
+    spec = {"low": low, "high": high, "integer": integer, "per_window": per_window}
+    return {"search": {"by_unit": by_unit} if by_unit else spec}
+
+
 # -- the schema ---------------------------------------------------------------
 @dataclass
 class SizeDist:
@@ -360,7 +369,7 @@ class Scenario:
     window: int = 32_000
     budget: int = 24_000
     budget_kind: Literal["hard", "soft"] = "hard"
-    trigger: int = 22_000
+    trigger: int = field(default=22_000, metadata=searched(0.3, 0.95, integer=True, per_window=True))
     seed: int = 0
     policy: str = "naive"
     workload: Workload = field(default_factory=Workload)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 from prunesim.model.events import Observer, PassRecord
+from prunesim.observe.cells import neutral
 from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.observe.metrics.cost import LEDGER_COLUMNS as COST_LEDGER_COLUMNS
 
@@ -107,12 +108,13 @@ _CSV_SPECIAL = (",", '"', "\n", "\r")
 
 
 def cell(value) -> str:
-    """A value as a CSV cell, as :func:`prunesim.io.atomic.format_cell` writes it (floats to 6 decimals)."""
+    """A value as a CSV cell, as :func:`prunesim.io.atomic.format_cell` writes it (floats to 6 decimals), and
+    text a spreadsheet never runs as a formula (:mod:`prunesim.observe.cells`)."""
     if isinstance(value, float):
         return repr(round(value, 6))
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return neutral(str(value))
 
 
 _NUMBER_ROW_FORMATS: dict[tuple, tuple[str, tuple[int, ...], tuple[int, ...]] | None] = {}
@@ -169,20 +171,25 @@ def _gather_rows(rows, lines: list[str], file, writer) -> None:
 
 
 def csv_line(cells) -> str:
-    """``cells`` as one CSV line ending in "\\n", as ``csv.writer(lineterminator="\\n")`` writes them, except
-    that a field holding a carriage return is quoted too: the csv module of Python 3.11 leaves a lone "\\r"
-    bare, and readers such as pandas take it for the end of a line. Every other line is byte for byte the same.
+    """``cells`` (text, as :func:`cell` formats values) as one CSV line ending in "\\n", each made a cell a
+    spreadsheet never runs as a formula (:func:`prunesim.observe.cells.neutral`), as
+    ``csv.writer(lineterminator="\\n")`` writes them, except that a field holding a carriage return is quoted
+    too: the csv module of Python 3.11 leaves a lone "\\r" bare, and readers such as pandas take it for the end
+    of a line. Every other line is byte for byte the same.
     """
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\r\n").writerow(cells)  # quotes a field with "\r" or "\n" in it
+    csv.writer(buf, lineterminator="\r\n").writerow([neutral(c) for c in cells])  # quotes "\r" or "\n" in a field
     return buf.getvalue()[:-2] + "\n"
 
 
 def csv_field(text: str) -> str:
     """``text`` as one CSV field, as :func:`csv_line` writes it."""
+    text = neutral(text)
     if not any(c in text for c in _CSV_SPECIAL):
         return text
-    return csv_line([text, ""])[:-2]  # a second field: a lone "" would be quoted
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerow([text, ""])  # a second field: a lone "" would be quoted
+    return buf.getvalue()[:-3]
 
 
 class Recorder(Observer):

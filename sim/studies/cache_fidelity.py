@@ -252,7 +252,7 @@ def _claude_code(records: Iterator[dict], path: Path) -> Run | None:
 
 
 def _codex(records: Iterator[dict], path: Path) -> Run | None:
-    calls, last_total, model = [], None, ""
+    calls, totals, model = [], set(), ""
     for r in records:
         payload = r.get("payload")
         if not isinstance(payload, dict):
@@ -265,9 +265,9 @@ def _codex(records: Iterator[dict], path: Path) -> Run | None:
         if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict):
             continue
         total = json.dumps(info.get("total_token_usage"), sort_keys=True)
-        if total == last_total:  # the same call reported again
+        if total in totals:  # the same call reported again (next to it, or the file appended to itself)
             continue
-        last_total = total
+        totals.add(total)
         try:
             u = usage.from_codex(info["last_token_usage"])
         except usage.BadUsage as err:
@@ -289,6 +289,7 @@ def collect(folder: Path) -> tuple[list[Run], list[str]]:
     """Every recorded run under ``folder`` (or in one file), and a line for each file that failed
     (``(path, exception)`` instead of a line when prunesim itself failed on it)."""
     runs, failed = [], []
+    seen: set[tuple] = set()  # what the study reads of a run, its calls: a copied file's runs are counted once
     for path in expand([Path(folder)]):
         found = []
         try:
@@ -302,7 +303,11 @@ def collect(folder: Path) -> tuple[list[Run], list[str]]:
         except Exception as err:  # noqa: BLE001 - a bug met on one file: (path, error), for the caller to report
             failed.append((path, err))
             continue
-        runs.extend(found)
+        for run in found:
+            key = (run.format, run.model, tuple(run.calls))
+            if key not in seen:
+                seen.add(key)
+                runs.append(run)
     return runs, failed
 
 

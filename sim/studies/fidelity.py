@@ -44,6 +44,7 @@ from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
+from prunesim.io.transcripts.identity import Seen
 from prunesim.model.reaction import shipped_fit
 from prunesim.studies import reaction
 
@@ -145,6 +146,7 @@ class Study(TemporaryStore):
     imported: int = 0
     compactions: list[dict] = field(default_factory=list)
     reactions: list[tuple] = field(default_factory=list)  # reaction.collect of each workload
+    seen: Seen = field(default_factory=Seen)  # a run read again (a copied file) is counted once
 
     def run(self, files: list[Path], on_error: Callable[[Path, Exception], None] = lambda p, e: None,
             on_warning: Callable[[str], None] = lambda w: None, tick: Callable[[], None] = lambda: None) -> dict:
@@ -154,6 +156,7 @@ class Study(TemporaryStore):
         bad one; its error (a UserError, or for a bug met on it the exception
         itself) goes to ``on_error`` and the other files go on.
         """
+        self.seen.on_repeat = on_warning
         for path in files:
             mark = (len(self.entries), len(self.stored), len(self.compactions), self.imported, self.skipped,
                     len(self.reactions))
@@ -165,6 +168,7 @@ class Study(TemporaryStore):
                 del self.entries[mark[0]:], self.stored[mark[1]:], self.compactions[mark[2]:]
                 del self.reactions[mark[5]:]
                 self.imported, self.skipped = mark[3], mark[4]
+                self.seen.forget(path)
                 self.failed += 1
                 on_error(path, err)
             tick()
@@ -173,6 +177,9 @@ class Study(TemporaryStore):
     def _read(self, path: Path, tmp: Path, on_warning) -> None:
         if path.is_file() and wl.is_workload_file(path):
             data = wl.read(path)
+            data.path = str(path)
+            if self.seen.is_repeat(data):
+                return
             self.imported += 1
             c = calls_of(data)
             if c is None:
@@ -189,6 +196,9 @@ class Study(TemporaryStore):
             sizes = np.rint(s.sizes(chosen))
             out = asm.assemble(s.layout, sizes)
             data = wl.build(t, self.tokenizer, chosen, s, sizes, out)
+            data.path = str(path)
+            if self.seen.is_repeat(data):
+                continue
             for w in data.warnings:
                 on_warning(w)
             self.imported += 1

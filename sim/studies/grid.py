@@ -94,9 +94,9 @@ def parse_axis(text: str, flag: str = "--grid") -> tuple[str, list[Any]]:
         raise UserError(flag, name, "has no values")
     values = _parse_range(raw, flag, name) if ":" in raw and _is_range(raw) else _parse_list(raw, flag, name)
     if not values:
-        raise UserError(flag, name, f"{raw} has no values (the range is empty)")
+        raise UserError(flag, name, f"{_short(raw)} has no values (the range is empty)")
     if len(values) > MAX_POINTS:
-        raise UserError(flag, name, f"{raw} has {len(values)} values (at most {MAX_POINTS})")
+        raise UserError(flag, name, f"{_short(raw)} has {len(values)} values (at most {MAX_POINTS})")
     seen = set()
     for v in values:
         marker = (type(v).__name__, v)
@@ -143,19 +143,27 @@ def _is_range(raw: str) -> bool:
 def _parse_range(raw: str, flag: str, name: str) -> list[Any]:
     parts = [p.strip() for p in raw.split(":")]
     if len(parts) != 3:
-        raise UserError(flag, name, f"range {raw} must be A:B:STEP")
+        raise UserError(flag, name, f"range {_short(raw)} must be A:B:STEP")
     a, b, step = (Decimal(p) for p in parts)
     if not all(x.is_finite() for x in (a, b, step)):
-        raise UserError(flag, name, f"range {raw} must be made of finite numbers")
+        raise UserError(flag, name, f"range {_short(raw)} must be made of finite numbers")
     if step <= 0:
-        raise UserError(flag, name, f"range {raw}: the step must be positive")
+        raise UserError(flag, name, f"range {_short(raw)}: the step must be positive")
     if b < a:
         return []
-    count = int((b - a) // step) + 1
+    try:
+        count = int((b - a) // step) + 1
+    except InvalidOperation:  # a quotient of more digits than Decimal holds (a 400-digit end): far too many
+        raise UserError(flag, name, f"{_short(raw)} has more than {MAX_POINTS} values") from None
     if count > MAX_POINTS:
-        raise UserError(flag, name, f"{raw} has {count} values (at most {MAX_POINTS})")
+        raise UserError(flag, name, f"{_short(raw)} has {count} values (at most {MAX_POINTS})")
     integral = all(_is_int_text(p) for p in parts)
     return [int(a + i * step) if integral else float(a + i * step) for i in range(count)]
+
+
+def _short(text: str) -> str:
+    """A value as an error line shows it: a typo of hundreds of digits cut to its start and end."""
+    return text if len(text) <= 60 else f"{text[:28]}...{text[-28:]} ({len(text)} characters)"
 
 
 def _is_int_text(text: str) -> bool:
@@ -168,7 +176,7 @@ def _parse_list(raw: str, flag: str, name: str) -> list[Any]:
     for item in raw.split(","):
         item = item.strip()
         if not item:
-            raise UserError(flag, name, f"{raw} has an empty item")
+            raise UserError(flag, name, f"{_short(raw)} has an empty item")
         value = toml_value(item, flag, name)
         if isinstance(value, (dict, list)):
             raise UserError(flag, name, f"{item} is a table or list; grid values are single values")

@@ -40,11 +40,13 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from warnings import warn
 
 import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError
 from prunesim.io import atomic, settings
+from prunesim.io.transcripts.identity import Seen
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
@@ -53,6 +55,7 @@ from prunesim.studies.aggregate import describe
 from prunesim.studies.transcript_replay import iter_sources, replay, replay_scenario
 
 REFERENCE = "noop"  # every ratio is against this policy, at its documented setting, on the same unit
+TIE_SHARE = aggregate.TIE_SHARE
 RUNS_FILE = "runs.csv"
 TABLE_FILE = "leaderboard.csv"
 META_FILE = "leaderboard.json"
@@ -186,17 +189,22 @@ def recorded_bill(data, scenario: Scenario) -> float | None:
     return cache_fidelity.reference_cost(run, dataclasses.replace(scenario.pricing, **listed))
 
 
-def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str],
-                     **reading) -> Iterator[Unit | tuple[Path, UserError]]:
+def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str], measure=None,
+                     seen: Seen | None = None, **reading) -> Iterator[Unit | tuple[Path, UserError]]:
     """One unit per workload in ``folder`` (read one at a time), or (file, error) for a file that failed.
 
     A file's units are given once all its runs went through: a JSON-lines file with a bad run gives only
     its error, as a bad file of one run. ``tools`` collects the tool names the transcripts use; ``reading``
     is how transcripts are read (``tokenizer``, ``calibration``, ``sidechains``: see :func:`iter_sources`).
+    ``measure(data, entries, seed)`` gives what a unit holds (by entry), its warnings and the rest of its
+    :class:`Unit` as keywords: by default each entry's run summary (:func:`summarize_unit`); another study
+    passes its own. A run whose content is another's (a copied file) is one unit: ``seen`` says so, by default
+    as a warning (the command line shows it as one line).
     """
+    seen = Seen(lambda line: warn(line, stacklevel=2)) if seen is None else seen
     held: list[Unit] = []
     current = dead = None
-    for path, data in iter_sources([folder], **reading):
+    for path, data in iter_sources([folder], seen=seen, **reading):
         if path != current:
             yield from held
             held, current = [], path
@@ -207,29 +215,35 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
             yield path, data
             continue
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
-        summaries, warnings = {}, dict.fromkeys(data.warnings)  # each of its replays' warnings once
         try:
-            built: dict[int, Scenario] = {}  # each setting's replay scenario, built once per transcript
-            billed = {}
-            for entry in entries:
-                if id(entry.scenario) not in built:
-                    built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
-                result, _ = replay(data, entry.scenario, entry.policy, seed, trace="none",
-                                   scenario=built[id(entry.scenario)])
-                summaries[entry.key] = result.summary
-                billed[entry.key] = (result.scenario.pricing.input, result.scenario.pricing.output)
-                warnings.update(dict.fromkeys(result.warnings))
-                if entry.key == (REFERENCE, ""):
-                    bill = recorded_bill(data, result.scenario)
-                    runtime = result.settings.runtime()
-                    hidden = observable.of_transcript(data, result.scenario)
-                del result
+            summaries, warnings, extra = (measure or summarize_unit)(data, entries, seed)
         except UserError as err:  # the transcript's model or window: this file's error, the others go on
             held, dead = [], path
+            seen.forget(path)
             yield path, err
             continue
-        held.append(Unit(data.name, summaries, tuple(warnings), bill, runtime, hidden, billed))
+        held.append(Unit(data.name, summaries, tuple(warnings), **extra))
     yield from held
+
+
+def summarize_unit(data, entries: list[Entry], seed: int | None) -> tuple[dict, list[str], dict]:
+    """Every entry's run summary on one transcript, the import's and replays' warnings, and the rest of its
+    :class:`Unit` (the recorded bill, the runtime it was billed on, what cannot move on it, the prices)."""
+    summaries, warnings = {}, dict.fromkeys(data.warnings)  # each of its replays' warnings once
+    built: dict[int, Scenario] = {}  # each setting's replay scenario, built once per transcript
+    billed, extra = {}, {}
+    for entry in entries:
+        if id(entry.scenario) not in built:
+            built[id(entry.scenario)] = replay_scenario(entry.scenario, data)
+        result, _ = replay(data, entry.scenario, entry.policy, seed, trace="none", scenario=built[id(entry.scenario)])
+        summaries[entry.key] = result.summary
+        billed[entry.key] = (result.scenario.pricing.input, result.scenario.pricing.output)
+        warnings.update(dict.fromkeys(result.warnings))
+        if entry.key == (REFERENCE, ""):
+            extra = {"recorded_cost": recorded_bill(data, result.scenario), "runtime": result.settings.runtime(),
+                     "unobservable": observable.of_transcript(data, result.scenario)}
+        del result
+    return summaries, list(warnings), {**extra, "prices": billed}
 
 
 def synthetic_units(entries: list[Entry], seeds: list[int]) -> Iterator[Unit]:
@@ -370,6 +384,26 @@ def reduce(rows: list[dict], entries: list[Entry]) -> list[dict]:
             table.append({**where, "figure": figure + SHARE_SUFFIX, "n": len(values), "median": share, "mean": share,
                           "ci_low": w_low, "ci_high": w_high, "interval": "wilson"})
     return table
+
+
+def paired(rows: list[dict], entries: list[Entry]) -> list[dict]:
+    """Each entry's dollars against noop's (documented setting) on the same units: the totals, the difference of
+    the totals with its paired bootstrap 95% interval, wins, losses and ties where the entry acted
+    (:func:`prunesim.studies.aggregate.paired_comparison`). The decision's figure: a median ratio of 1.000
+    hides a policy that loses wherever it acts; a sum with an interval does not."""
+    noop = {r["unit"]: r["cost_usd"] for r in rows if (r["policy"], r["setting"]) == (REFERENCE, "")}
+    out = []
+    for entry in entries:
+        if entry.key == (REFERENCE, ""):
+            continue
+        mine = [r for r in rows if (r["policy"], r["setting"]) == entry.key and r["unit"] in noop]
+        if not mine:
+            continue
+        a = [r["cost_usd"] for r in mine]
+        b = [noop[r["unit"]] for r in mine]
+        out.append({"policy": entry.policy, "setting": entry.setting, **aggregate.paired_comparison(
+            a, b, [bool(r["acted"]) for r in mine], b, (entry.policy, entry.setting, "against", REFERENCE))})
+    return out
 
 
 def write(out: Path, meta: dict, rows: list[dict], table: list[dict]) -> list[Path]:

@@ -231,9 +231,10 @@ def format_reentrancy(report: ReentrancyReport) -> str:
         lines.append(f"== {label}")
         lines.append(f"  re-run within {PATTERN_TURNS} turns of pruning its own justification: "
                      f"{a['pattern_runs']}/{n} runs ({100 * a['pattern_share']:.0f}%)")
+        median = a["median_turns_to_rerun"]  # None: no run re-ran the command, so there is no median
         lines.append(f"  key pruned in {a['key_pruned_runs']}/{n}, re-run without a record in "
                      f"{a['key_rerun_runs']}/{n}, overridden in {a['key_override_runs']}/{n}; median turns from "
-                     f"prune to re-run: {a['median_turns_to_rerun']}")
+                     f"prune to re-run: {'- (no run re-ran it)' if median is None else median}")
         lines.append(f"  all keys: re-retrievals {a['re_retrievals_total']} (of tombstoned keys "
                      f"{a['re_retrievals_of_tombstoned_keys']}), explicit overrides {a['override_retrievals_total']}, "
                      f"prune/re-admit cycles {a['readmit_cycles_total']}")

@@ -45,6 +45,7 @@ from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
+from prunesim.io.transcripts.identity import Seen
 from prunesim.model.scenario import Scenario
 from prunesim.observe.metrics.cost import CALL_COLUMNS
 from prunesim.studies import cache_fidelity as cf
@@ -93,6 +94,7 @@ class Study(TemporaryStore):
     sidechains: str = "separate"
     folds: int = 5
     entries: list[_Entry] = field(default_factory=list)
+    seen: Seen = field(default_factory=Seen)  # a run read again (a copied file) is judged once
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # the judged replays' forced cuts (forced_cut_note)
 
@@ -105,6 +107,7 @@ class Study(TemporaryStore):
                 raise
             except Exception as err:  # noqa: BLE001 - bad input or a bug on one file: reported, the rest goes on
                 del self.entries[mark:]
+                self.seen.forget(path)
                 on_error(path, err)
 
     def _read(self, path: Path) -> None:
@@ -117,6 +120,10 @@ class Study(TemporaryStore):
             s = cal.sized(t, self.tokenizer, raw=chosen is None)
             sizes = np.rint(s.sizes(chosen))
             data = wl.build(t, self.tokenizer, chosen, s, sizes, asm.assemble(s.layout, sizes))
+            data.path = str(path)
+            if self.seen.is_repeat(data):
+                self.skipped.append(self.seen.repeats[-1])
+                continue
             replay_scenario(self.base, data)  # an unknown model or an impossible window: this file's error
             model = self.base.pricing.model if "pricing" in self.base.replay.pinned else recorded_model(data)[0]
             if model not in table:

@@ -17,10 +17,15 @@ A sweep directory holds
   whatever ``--jobs`` or executor produced it;
 * ``.lock``: an exclusive ``flock`` held for the whole sweep, so a second sweep
   on the same directory is refused instead of interleaving rows;
-* ``traces/<run_id>/`` with ``--traces``: each run's files (see ``sim.results``).
+* ``traces/<run_id>/`` with ``--traces``: each run's files (see ``sim.results``);
+* ``reproduce.json``: the command that started the sweep, the prunesim version,
+  the SHA-256 of every input file (the scenario and its ``extends`` chain, a
+  user's policy files) and the seeds (:mod:`prunesim.io.reproduce`).
 
 Running the same sweep again skips the runs whose ``run_id`` is already in
-``runs.csv``; a different sweep on the same directory is refused.
+``runs.csv``; a different sweep on the same directory is refused, and so is a
+resume after an input file changed (a user's policy edited: the rows would mix
+two versions of it under one name) or under another prunesim version.
 
 ``run_id`` is a stable hash of the resolved scenario dict, the policy, the seed
 and the prunesim version: the same run gets the same id on any machine.
@@ -33,6 +38,7 @@ byte, so the engine is not part of the sweep's description: a sweep may be resum
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fcntl
 import hashlib
 import json
@@ -42,6 +48,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +56,7 @@ from typing import Any
 
 from prunesim import __version__
 from prunesim.errors import UserError, from_os_error
-from prunesim.io import atomic, output
+from prunesim.io import atomic, output, reproduce
 from prunesim.io import scenario_files as scenario_mod
 from prunesim.io.results import write_run
 from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file names are part of this module's API
@@ -68,7 +75,7 @@ from prunesim.kernel.choice import KernelRefused, auto_min_turns, kernel_gap, pi
 from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_field, csv_line, number_row
-from prunesim.policies import get_policy
+from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
 
@@ -424,7 +431,21 @@ def _kernel_summaries(scenario: Scenario, policy: str, seeds: list[int]) -> list
 # -- running ------------------------------------------------------------------
 def run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]], traces_dir: str | None,
               engine: str = "simpy"):
-    """Worker entry point: run each (run_id, seed) on ``engine``; returns [(run_id, summary)]."""
+    """Worker entry point: run each (run_id, seed) on ``engine``; returns [(run_id, summary)].
+
+    What a user's policy raised (``sys.exit()`` too) is worded here, where its frames are: a worker's exception
+    reaches the sweep as a copy without them, and a SystemExit would end the sweep as if it were done."""
+    try:
+        return _run_batch(scenario, policy, items, traces_dir, engine)
+    except (Exception, SystemExit) as err:
+        fault = user_policy_fault(err)
+        if fault is None:
+            raise
+        raise fault from None
+
+
+def _run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]], traces_dir: str | None,
+               engine: str) -> list[tuple[str, dict]]:
     if engine == "kernel":  # summaries only: choose_engines keeps --traces on SimPy
         summaries = _kernel_summaries(scenario, policy, [seed for _, seed in items])
         return [(rid, summary) for (rid, _), summary in zip(items, summaries, strict=True)]
@@ -488,8 +509,11 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
         pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     finished = False
     try:
-        futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
-                   for sc, policy, items, engine in batches]
+        try:
+            futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
+                       for sc, policy, items, engine in batches]
+        except OSError as err:  # the workers are started at the first submit: fork() refused
+            raise _too_many(err, jobs, workers, len(pool._processes or {})) from None
         for fut in as_completed(futures):
             yield fut.result()
         finished = True
@@ -498,6 +522,21 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
             pool.shutdown(wait=True)
         else:  # SIGTERM, Ctrl-C, a failed run: the batches in flight are lost anyway (a resume re-runs them)
             _stop_workers(pool)
+
+
+def _too_many(err: OSError, jobs: int, workers: int, started: int) -> Exception:
+    """fork() refused a worker: past the limit on this user's processes (``ulimit -u``), or out of memory for
+    one more. Named as --jobs, the flag that asked for them, not as the system's bare reason."""
+    if err.errno not in (errno.EAGAIN, errno.ENOMEM):
+        return from_os_error(err, "--jobs")
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,}"
+    why = (f"past the limit on your processes (ulimit -u: {shown})" if err.errno == errno.EAGAIN
+           else "there is no memory for another process")
+    return UserError("--jobs", str(jobs), f"the system refused to start worker {started + 1} of {workers}: {why}; "
+                                          "give fewer --jobs (the runs done are kept: run the sweep again)")
 
 
 def _stop_workers(pool) -> None:
@@ -668,7 +707,8 @@ def execute(
     engines = choose_engines(plan, engine, traces)
     out = Path(out)
     output.check_folder(out, "--out")
-    if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name != LOCK_FILE for p in out.iterdir()):
+    if out.is_dir() and not (out / SWEEP_FILE).exists() and any(p.name not in (LOCK_FILE, reproduce.FILE)
+                                                                 for p in out.iterdir()):
         raise UserError("--out", str(out), f"is not empty and holds no {SWEEP_FILE}; choose a new directory")
     dask = DaskRunner(jobs, scheduler) if executor == "dask" else None
     try:
@@ -700,6 +740,7 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 old = read_description(out, own=True)
             except UserError as err:
                 raise UserError(err.where, err.key, f"{err.problem}; use a new --out directory") from None
+            _check_inputs(out)
             columns = old.pop("columns", None)
             diff = _first_difference(old, desc)
             if diff:
@@ -723,7 +764,8 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             metrics = [m for m in METRIC_NAMES if m in reported] + sorted(reported - set(METRIC_NAMES))
             fixed = list(ID_COLUMNS) + list(plan.axes)
             columns = fixed + [metric_column(m, fixed) for m in metrics]
-            atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))
+            atomic.write_json(out / reproduce.FILE, reproduce.record(plan.seeds))  # before sweep.json: a resume
+            atomic.write_text(sweep_path, description_json({**desc, "columns": columns}))  # finds both or neither
         if not runs_path.exists() and not runs_path.is_symlink():
             atomic.write_text(runs_path, csv_line(columns))
         _repair(runs_path, columns)
@@ -780,6 +822,17 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         _remove_unstarted(out, created)
 
 
+def _check_inputs(out: Path) -> None:
+    """A resume refuses when an input of the runs done has changed (a user's policy file edited, a scenario file,
+    a prunesim version): its rows would mix two versions under one name (:func:`prunesim.io.reproduce.changed`)."""
+    recorded = reproduce.read(out)
+    if recorded is None:
+        warnings.warn(f"{out / reproduce.FILE}: missing or not a prunesim record (a sweep started by a prunesim "
+                      "that kept none): whether its inputs changed since cannot be checked", stacklevel=2)
+        return
+    reproduce.changed(recorded, str(out / reproduce.FILE))
+
+
 def _remove_unstarted(out: Path, created: bool) -> None:
     """A folder this sweep made but never described (it failed on its first runs) is removed, lock and all:
     a failed command leaves nothing behind."""
@@ -787,6 +840,7 @@ def _remove_unstarted(out: Path, created: bool) -> None:
         return
     try:
         (out / LOCK_FILE).unlink(missing_ok=True)
+        (out / reproduce.FILE).unlink(missing_ok=True)
         out.rmdir()  # only if empty: anything else in it is not this sweep's to remove
     except OSError:
         pass

@@ -293,13 +293,29 @@ def load_targets(name_or_path: str, scenario: Scenario | None = None) -> Targets
     return Targets(where, scenario.name, tuple(variants.values()), figures, bounds, contrasts)
 
 
+def finite(value) -> bool:
+    """A number a float holds and that is finite (not a boolean; not an integer of 400 digits, which no float
+    holds and ``math.isfinite`` cannot even be asked about)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _named(value, known) -> bool:
+    """Whether ``value`` is one of the names ``known`` (a list or a table where a name is expected is not)."""
+    return isinstance(value, str) and value in known
+
+
 def check_bounds(pair, key: str, where: str) -> tuple[float, float]:
     if (not isinstance(pair, list) or len(pair) != 2
             or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pair)):
         raise UserError(where, key, "must be two numbers [LOW, HIGH]")
-    lo, hi = float(pair[0]), float(pair[1])
-    if not (math.isfinite(lo) and math.isfinite(hi)):
+    if not all(finite(x) for x in pair):
         raise UserError(where, key, "bounds must be finite")
+    lo, hi = float(pair[0]), float(pair[1])
     if lo >= hi:
         raise UserError(where, key, f"the bounds cross: low {pair[0]} is not below high {pair[1]}")
     return lo, hi
@@ -324,7 +340,7 @@ def _variants(raw, where: str, scenario: Scenario) -> dict[str, Variant]:
         if extra:
             raise UserError(where, f"{key}.{sorted(extra)[0]}", "unknown key (known: policy, set)")
         policy = body.get("policy")
-        if policy not in REGISTRY:
+        if not _named(policy, REGISTRY):
             raise UserError(where, f"{key}.policy", f"unknown policy {policy!r} (known: {', '.join(sorted(REGISTRY))})")
         overrides = body.get("set", {})
         if not isinstance(overrides, dict):
@@ -359,14 +375,14 @@ def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenari
     if extra:
         raise UserError(where, f"{key}.{sorted(extra)[0]}", "unknown key")
     variant = raw.get("variant")
-    if variant not in variants:
+    if not _named(variant, variants):
         raise UserError(where, f"{key}.variant", f"unknown variant {variant!r} (known: {', '.join(variants)})")
     metric = _metric(raw, key, where)
     compare = raw.get("compare", "near")
-    if compare not in COMPARES:
+    if not _named(compare, COMPARES):
         raise UserError(where, f"{key}.compare", f"must be one of {', '.join(COMPARES)} (got {compare!r})")
     value = raw.get("value", 0 if compare in ("report", "yes", "no") else None)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not finite(value):
         raise UserError(where, f"{key}.value", f"must be a finite number (got {value!r})")
     budget = variant_scenario(scenario, variants[variant]).budget
     if compare == "level" and value >= budget:
@@ -376,7 +392,7 @@ def _figure(i: int, raw: dict, where: str, variants: dict[str, Variant], scenari
     if not isinstance(fit, bool):
         raise UserError(where, f"{key}.fit", f"must be true or false (got {fit!r})")
     against = raw.get("against", "")
-    if against and (against not in variants or against == variant):
+    if against and (not _named(against, variants) or against == variant):
         raise UserError(where, f"{key}.against", f"must name another variant (known: {', '.join(variants)}; "
                         f"got {against!r})")
     low, high = accepted_range(compare, float(value), budget)
@@ -390,13 +406,13 @@ def _contrast(i: int, raw: dict, where: str, variants: dict[str, Variant]) -> Co
         raise UserError(where, f"{key}.{sorted(extra)[0]}", "unknown key")
     variant, against = raw.get("variant"), raw.get("against")
     for name, value in (("variant", variant), ("against", against)):
-        if value not in variants:
+        if not _named(value, variants):
             raise UserError(where, f"{key}.{name}", f"unknown variant {value!r} (known: {', '.join(variants)})")
     if variant == against:
         raise UserError(where, f"{key}.against", f"contrasts {variant!r} with itself")
     metric = _metric(raw, key, where)
     compare = raw.get("compare")
-    if compare not in CONTRASTS:
+    if not _named(compare, CONTRASTS):
         raise UserError(where, f"{key}.compare", f"must be one of {', '.join(CONTRASTS)} (got {compare!r})")
     label, published = _words(raw, key, where, metric, compare)
     low, high = contrast_range(compare)
@@ -405,7 +421,7 @@ def _contrast(i: int, raw: dict, where: str, variants: dict[str, Variant]) -> Co
 
 def _metric(raw: dict, key: str, where: str) -> str:
     metric = raw.get("metric")
-    if metric not in METRIC_NAMES:
+    if not _named(metric, METRIC_NAMES):
         raise UserError(where, f"{key}.metric", f"unknown figure {metric!r} (see `prunesim metrics`)")
     return metric
 

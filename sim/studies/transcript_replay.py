@@ -31,6 +31,7 @@ from prunesim.errors import ResourceError, UserError, from_os_error
 from prunesim.io import inputs, settings
 from prunesim.io.transcripts import formats
 from prunesim.io.transcripts import workload as wl
+from prunesim.io.transcripts.identity import Seen
 from prunesim.io.transcripts.tokens import DEFAULT, get_counter
 from prunesim.model.scenario import Scenario
 from prunesim.policies import get_policy
@@ -93,19 +94,22 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
 
 def one_workload(path: Path) -> wl.WorkloadData:
     """The one workload of a workload file or a one-run transcript (:func:`iter_workloads`); a file that holds
-    none or several is a :class:`UserError`."""
-    runs = iter_workloads(Path(path))
+    none or several is a :class:`UserError`. A run the file holds twice (same content) is one run, with a
+    warning."""
+    seen = Seen()
+    runs = (data for data in iter_workloads(Path(path)) if not seen.is_repeat(data))
     data = next(runs, None)
     if data is None:
         raise UserError(str(path), None, "holds no run")
     if next(runs, None) is not None:
         raise UserError(str(path), None, "holds several runs; import it and pass one workload file")
+    data.warnings.extend(seen.repeats)
     return data
 
 
 def iter_sources(paths: list[Path], tokenizer: str = DEFAULT, calibration: str = "auto",
                  sidechains: str = "separate", files: list[Path] | None = None, transcripts_only: bool = False,
-                 ) -> Iterator[tuple[Path, wl.WorkloadData | Exception]]:
+                 seen: Seen | None = None) -> Iterator[tuple[Path, wl.WorkloadData | Exception]]:
     """(file, workload) for every workload found, or (file, error) for a file that failed.
 
     One bad file never stops the others: its :class:`UserError` (or, for a bug
@@ -113,22 +117,29 @@ def iter_sources(paths: list[Path], tokenizer: str = DEFAULT, calibration: str =
     whose later runs fail after earlier ones imported yields both. Only a
     failure of the machine (disk, memory) or an interrupt stops the walk.
     With ``transcripts_only`` a workload file is not read as one (``import``).
+    With ``seen`` (:class:`~prunesim.io.transcripts.identity.Seen`), a run whose content was met before, in
+    this file or an earlier one, is left out (``seen`` says so); a file that fails is forgotten by it.
     """
     for path in files if files is not None else expand(paths):
         try:
             for data in iter_workloads(path, tokenizer, calibration, sidechains, transcripts_only):
-                yield path, data
+                if seen is None or not seen.is_repeat(data):
+                    yield path, data
+            continue
         except UserError as err:
-            yield path, err
+            failed: Exception = err
         except OSError as err:
             one = from_os_error(err, path)
             if not isinstance(one, UserError):
                 raise one from None
-            yield path, one
+            failed = one
         except (ResourceError, MemoryError):
             raise
         except Exception as err:  # noqa: BLE001 - a bug met on one file: reported as such, the rest goes on
-            yield path, err
+            failed = err
+        if seen is not None:
+            seen.forget(path)
+        yield path, failed
 
 
 def peak_tokens(data: wl.WorkloadData) -> int:
@@ -231,7 +242,7 @@ def forced_cut_note(data: wl.WorkloadData, results: list[RunResult]) -> str:
 
 def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, seed: int | None = None,
            trace: str = "all", scenario: Scenario | None = None, given_as: str = "--set",
-           recorder=None, edit_log=None) -> tuple[RunResult, dict]:
+           recorder=None, edit_log=None, observers=()) -> tuple[RunResult, dict]:
     """Run the workload under ``policy`` on its recorded runtime; the run and its replay metrics.
 
     ``trace``: what the run keeps, as :func:`~prunesim.runner.run_one` takes it; the replay metrics are heard
@@ -239,7 +250,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     ``edit_log``: as run_one takes them (a replay written as it goes, :func:`~prunesim.io.stream.stream_run`).
     ``scenario``: ``replay_scenario(base, data)``, for a caller that replays one workload under many
     policies and builds it once; ``given_as``: what the caller set values with (``--set``, or the API's
-    ``overrides``), named in its errors and notes."""
+    ``overrides``), named in its errors and notes; ``observers``: a study's own, heard after the others."""
     if scenario is None:
         scenario = replay_scenario(base, data, given_as)
     _check_tables(scenario, base, data, policy, given_as)
@@ -250,7 +261,7 @@ def replay(data: wl.WorkloadData, base: Scenario, policy: str | None = None, see
     )
     tally = RepeatTally()
     result = run_one(scenario, policy, seed, trace=trace, workload=workload, recorder=recorder,
-                     edit_log=edit_log, observers=[tally])
+                     edit_log=edit_log, observers=[tally, *observers])
     result.transcript = data.name
     result.settings = settings.of(scenario)
     # The import's warnings and this replay's notes; the workload itself is left as it was (a caller replays it

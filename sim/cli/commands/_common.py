@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from prunesim.cli import crash
 from prunesim.errors import ResourceError, UserError
+from prunesim.io import output
 from prunesim.io.scenario_files import parse_set, replace
 from prunesim.kernel.choice import ENGINES, EngineChoice
 from prunesim.model.scenario import MAX_SEED, seed_problem
@@ -136,6 +138,14 @@ def out_arg(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("empty path (use . for the current folder)")
     return text
+
+
+def out_file_arg(text: str) -> Path:
+    """A flag that names one file to write (``--fit-out``, ``calibrate --out``): a name ending with ``/`` means a
+    folder, which ``Path()`` would silently turn into a file of that name; refused."""
+    if output.names_folder(out_arg(text)):
+        raise argparse.ArgumentTypeError(f"{text}: names a folder; give a file name")
+    return Path(text)
 
 
 class Tally:

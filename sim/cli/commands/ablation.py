@@ -9,11 +9,12 @@ from prunesim.cli.commands._common import (
     add_engine,
     check_seed_blocks,
     engine_choice,
+    out_file_arg,
     parse_seeds,
     positive_int,
     seed_arg,
 )
-from prunesim.cli.commands.calibrate import _out_file, check_out
+from prunesim.cli.commands.calibrate import check_out
 from prunesim.errors import UserError
 from prunesim.io import atomic, output
 from prunesim.io.scenario_files import load
@@ -40,7 +41,7 @@ def register(sub) -> None:
 
 def add_table_flags(p) -> None:
     """--out, --force, --quiet and --engine, as the ablation and the sensitivity study take them."""
-    p.add_argument("--out", type=_out_file, default=None, help="also write the tidy table to this CSV file")
+    p.add_argument("--out", type=out_file_arg, default=None, help="also write the tidy table to this CSV file")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_engine(p)

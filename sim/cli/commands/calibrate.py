@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import shlex
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, parse_seeds, positive_int
+from prunesim.cli.commands._common import add_engine, engine_choice, out_file_arg, parse_seeds, positive_int
 from prunesim.errors import UserError
 from prunesim.io import inputs, output
 from prunesim.io.scenario_files import load, resolve_path, resolve_text
@@ -28,17 +27,12 @@ def register(sub) -> None:
                    help="the optimizer's budget of distinct candidates (default 400); each differential-evolution "
                         "start runs at least two generations of 4 per parameter (5 at the least), so a small "
                         "budget is exceeded: the header records how many were tried")
-    p.add_argument("--out", required=True, type=_out_file, help="the calibrated scenario file to write")
+    p.add_argument("--out", required=True, type=out_file_arg, help="the calibrated scenario file to write")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_engine(p)
     p.set_defaults(func=main)
 
-
-def _out_file(text: str) -> Path:
-    if output.names_folder(out_arg(text)):  # Path() would drop the slash and write a file of that name
-        raise argparse.ArgumentTypeError(f"{text}: names a folder; give a file name")
-    return Path(text)
 
 
 

@@ -7,13 +7,18 @@ from pathlib import Path
 
 from prunesim.cli.commands._common import add_prices, add_set, scenario_sets
 from prunesim.errors import UserError
-from prunesim.io.scenario_files import defaults_table
+from prunesim.io.scenario_files import defaults_table, dumps, nested_defaults
+
+UNSET = "unset"  # what the table shows for a key a file leaves out and a preset (or the policy) fills in
 
 
 def register(sub) -> None:
     p = sub.add_parser("defaults", help="print every scenario parameter's default and the shipped scenarios' values; "
                        "--explain KEY: where a run's value of KEY comes from")
     p.add_argument("--markdown", action="store_true", help="as a Markdown table")
+    p.add_argument("--toml", action="store_true",
+                   help="every default as a scenario file (TOML) to copy from: the keys a preset or the policy "
+                        "fills in are comments")
     p.add_argument("--explain", metavar="KEY", help="print the chain of KEY (e.g. pricing.model, window, "
                    "reaction.probability, clock, calibration; 'runtime': the values an output names): the value "
                    "used, its source (user, recorded, fitted, default) and where, then the values it won over")
@@ -31,7 +36,14 @@ def main(args) -> int:
         for flag in ("scenario", "transcript", "set", "prices"):
             if getattr(args, flag) is not None:
                 raise UserError(f"--{flag}", None, "applies to --explain KEY only")
+        if args.toml:
+            if args.markdown:
+                raise UserError("--markdown", None, "does not go with --toml")
+            print(defaults_toml(), end="")
+            return 0
         return _table(args.markdown)
+    if args.toml:
+        raise UserError("--toml", None, "applies to the defaults, not to --explain")
     if args.markdown:
         raise UserError("--markdown", None, "applies to the defaults table, not to --explain")
     return _explain(args)
@@ -78,3 +90,36 @@ def _table(markdown: bool) -> int:
     for line in [header, *rows]:
         print("  ".join(f"{c:{w}s}" for c, w in zip(line, widths, strict=True)).rstrip())
     return 0
+
+
+def defaults_toml() -> str:
+    """Every default as TOML that a scenario file may hold. TOML has no null: a key that is unset (a preset or the
+    policy gives it) is a comment under its table, to fill in by hand."""
+    data = nested_defaults()
+    unset: dict[str, list[str]] = {}
+
+    def strip(table: dict, prefix: str) -> dict:
+        out = {}
+        for key, value in table.items():
+            if value is None:
+                unset.setdefault(prefix, []).append(key)
+            elif isinstance(value, dict):
+                out[key] = strip(value, f"{prefix}{key}.")
+            else:
+                out[key] = value
+        return out
+
+    lines = ["# Every scenario parameter at its default (prunesim defaults --toml). A file that leaves a key out",
+             "# gets this value; keys shown as comments are unset: a preset or the policy chooses them. A key a",
+             "# file keeps is the user's: on a replay it wins over the recording's value (docs/settings.md), so",
+             "# keep only the keys you mean to set.", ""]
+    lines += dumps(strip(data, "")).splitlines()
+    for prefix, keys in unset.items():
+        header = f"[{prefix.rstrip('.')}]"
+        comments = [f"# {key} = ...  ({UNSET}: a preset or the policy chooses it)" for key in keys]
+        if header in lines:
+            at = lines.index(header) + 1
+            lines[at:at] = comments
+        else:
+            lines += ["", header, *comments]
+    return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from prunesim.cli.commands._common import (
     check_transcript_options,
     non_negative_int,
     option_files,
+    out_file_arg,
     parse_sets,
     progress,
     report_line,
@@ -36,7 +37,7 @@ def register(sub) -> None:
     add_transcript_options(p)
     p.add_argument("--folds", type=non_negative_int, default=DEFAULT_FOLDS,
                    help=f"cross-validation folds per model family (default {DEFAULT_FOLDS}; 0 or 1: none)")
-    p.add_argument("--fit-out", type=Path, metavar="FILE",
+    p.add_argument("--fit-out", type=out_file_arg, metavar="FILE",
                    help="also fit a calibration on the whole folder and write it (for --calibration FILE)")
     p.add_argument("--fit-on", type=Path, metavar="DIR",
                    help="fit the prompt-cache parameters on this folder and judge every run of DIR with them "

@@ -19,6 +19,7 @@ from prunesim.cli.commands._common import (
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.transcripts import workload as wl
+from prunesim.io.transcripts.identity import Seen
 from prunesim.studies.transcript_replay import expand, iter_sources
 
 
@@ -61,14 +62,16 @@ def main(args) -> int:
     else:
         output.check_folder(args.out, "--out")
         output.check_outside(args.out, args.paths, "--out")
+    seen = Seen()  # a run whose content another file (or line) gave is imported once
     sources = iter_sources(files, args.tokenizer, args.calibration, args.sidechains, files=files,
-                           transcripts_only=True)
+                           transcripts_only=True, seen=seen)
     with progress(len(files)) as bar:
+        seen.on_repeat = lambda line: report_line(bar, "warning", line)
         tally = Tally(bar, args.skip_bad)
         if single:
             written = _import_one(args, sources, tally, bar)
         else:
-            written = _import_folder(args, sources, tally, bar)
+            written = _import_folder(args, sources, tally, bar, seen)
     summary = tally.summary()
     if tally.says_more():  # else the one file's error line says it all
         print(f"imported {written} workload(s) from {len(files)} file(s); {summary}"
@@ -108,7 +111,7 @@ class _NothingImported(Exception):
     """Leaves the staging folder unused: no output folder appears when no file could be imported."""
 
 
-def _import_folder(args, sources, tally: Tally, bar) -> int:
+def _import_folder(args, sources, tally: Tally, bar, seen: Seen) -> int:
     """Every run into ``--out/NAME.workload.jsonl``; the folder appears (or gains its files) only at the end,
     and a file with a bad run in it contributes no workload."""
     out = Path(args.out)
@@ -133,6 +136,7 @@ def _import_folder(args, sources, tally: Tally, bar) -> int:
                     lines.append(line)
 
             def discard(path) -> None:
+                seen.forget(path)
                 if held.exists():
                     for entry in held.iterdir():
                         used.discard(entry.name)

@@ -7,28 +7,15 @@ import math
 import sys
 from pathlib import Path
 
-from prunesim.cli.commands._common import (
-    add_prices,
-    add_reaction,
-    add_set,
-    add_transcript_options,
-    check_distinct,
-    check_transcript_options,
-    out_arg,
-    parse_seeds,
-    print_notes,
-    scenario_sets,
-    seed_arg,
-)
+from prunesim.cli.commands._common import add_transcript_options, out_arg, print_notes
+from prunesim.cli.commands._units import add_unit_arguments, gather, partial, read_inputs
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import atomic, output, reproduce
 from prunesim.io.labels import fitted_names, policy_labels
-from prunesim.io.scenario_files import load, load_replay
-from prunesim.policies import parse_names
+from prunesim.io.transcripts.identity import Seen
 from prunesim.studies import leaderboard as lb
 from prunesim.studies import observable
 from prunesim.studies.grid import inert_axes, parse_axes
-from prunesim.studies.transcript_replay import expand
 
 
 def register(sub) -> None:
@@ -36,22 +23,12 @@ def register(sub) -> None:
         "leaderboard",
         help="every policy on a folder of transcripts (or seeds of a scenario): costs and breakages, with intervals",
         description="Replay every transcript in DIR (or run --seeds of a synthetic --scenario) under each policy "
-        "and reduce per policy: median and bootstrap 95%% interval over the transcripts or seeds of the input "
+        "and reduce per policy: median and bootstrap 95% interval over the transcripts or seeds of the input "
         "tokens billed relative to noop, decision tokens, peak utilization, re-retrievals, lost constraints, "
         "unrecorded evictions and forced truncations. Writes OUT/leaderboard.csv, OUT/runs.csv and "
         "OUT/leaderboard.json. See docs/leaderboard.md.",
     )
-    p.add_argument("dir", type=Path, nargs="?", help="a folder of transcripts and/or workload files (searched "
-                   "recursively), or one such file; without it, --scenario is run over --seeds")
-    p.add_argument("--policies", default="all", help="comma-separated policy names, or all (default: all)")
-    p.add_argument("--scenario", help="the window and policy parameters (default for transcripts: transcript); "
-                   "without DIR, the synthetic scenario to run")
-    p.add_argument("--seeds", help="without DIR: the seeds, A:B (B excluded), a list or one integer "
-                   "(default 0:20)")
-    p.add_argument("--seed", type=seed_arg, help="with DIR: the seed of the policies' random streams")
-    add_set(p)
-    add_prices(p)
-    add_reaction(p)
+    add_unit_arguments(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="also run each policy at these settings, as sweeps take them (POLICY:NAME=VALUES for one "
                         "policy, NAME=VALUES for all): a row per policy and setting, beside its documented one; "
@@ -66,39 +43,8 @@ def _out_dir(text: str) -> Path:
 
 
 def main(args) -> int:
-    policies = parse_names(args.policies)
-    output.check_folder(args.out, "--out")
-    transcripts = args.dir is not None
-    if transcripts and args.seeds is not None:
-        raise UserError("--seeds", args.seeds, "runs seeds of a synthetic --scenario; with transcripts (a folder or "
-                                               "a file) use --seed for the policies' streams")
-    if not transcripts and args.seed is not None:
-        raise UserError("--seed", str(args.seed), "applies to transcripts (a folder or a file); without them, "
-                                                  "use --seeds")
-    if transcripts:
-        if not args.dir.exists():
-            raise UserError(str(args.dir), None, "does not exist")
-        files = expand([args.dir])  # a folder's transcripts, or the one file named
-        if not files:
-            raise UserError(str(args.dir), None, "holds no transcript or workload file (.json, .traj, .jsonl)")
-        check_distinct(files)
-        output.check_outside(args.out, [args.dir], "--out")
-        for name in lb.OUTPUT_FILES:  # a transcript named as one of them would be replaced by it
-            try:
-                output.check_not_input(args.out / name, files)
-            except UserError:
-                raise UserError("--out", str(args.out), f"holds {name}, a transcript this leaderboard reads: "
-                                f"the leaderboard's own {name} would replace it; give another folder") from None
-        check_transcript_options(args)
-        overrides = scenario_sets(args)
-        scenario = load_replay(args.scenario or "transcript", overrides, policies, prices=args.prices)
-        seeds = None
-    else:
-        if args.scenario is None:
-            raise UserError("leaderboard", None, "give a folder or file of transcripts, or --scenario to run seeds "
-                                                 "of a synthetic scenario")
-        scenario = load(args.scenario, scenario_sets(args), policies, prices=args.prices)
-        seeds = parse_seeds(args.seeds or "0:20")
+    inputs = read_inputs(args, "leaderboard", (*lb.OUTPUT_FILES, reproduce.FILE))
+    policies, scenario, transcripts, seeds = inputs.policies, inputs.scenario, inputs.transcripts, inputs.seeds
     axes = parse_axes(args.grid)
     for param in axes:
         if param.rpartition(":")[2] in ("turns", "seed", "policy"):
@@ -109,33 +55,28 @@ def main(args) -> int:
         print(line, file=sys.stderr)
     rows: list[dict] = []
     tools: set[str] = set()
-    skipped: list[str] = []
+    seen = Seen(lambda line: print(f"prunesim: warning: {line}", file=sys.stderr))
     if transcripts:
-        units = lb.transcript_units(args.dir, entries, args.seed, tools, tokenizer=args.tokenizer,
+        units = lb.transcript_units(args.dir, entries, args.seed, tools, seen=seen, tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
     else:
         units = lb.synthetic_units(entries, seeds)
-    count = 0
-    done: list = []
-    for unit in units:
-        if isinstance(unit, tuple):
-            skipped.append(str(unit[0]))
-            print(f"prunesim: error: {unit[1]}", file=sys.stderr)
-            continue
-        for warning in unit.warnings:
-            print(f"prunesim: warning: {warning}", file=sys.stderr)
+
+    def rows_of(unit):  # its rows now; what it ran on kept, not its summaries
         rows.extend(lb.unit_rows(unit, shown, transcripts))
-        done.append(dataclasses.replace(unit, summaries={}))  # what it ran on, not its summaries
-        count += 1
+        return dataclasses.replace(unit, summaries={})
+
+    done, skipped = gather(units, rows_of)
+    count = len(done)
     print_notes(policies, scenario, frozenset(tools) if transcripts else None)
-    if skipped and (not args.skip_bad or not count):  # a leaderboard over part of the folder reads as one
-        print(f"prunesim: leaderboard: {len(skipped)} file(s) failed; nothing written (fix or move them"  # over all
-              + (")" if not count else ", or give --skip-bad to leave them out)"), file=sys.stderr)
+    if partial(done, skipped, args.skip_bad, "leaderboard"):
         return 2
     table = lb.reduce(rows, shown)
+    pairs = lb.paired(rows, shown)
     unobservable = observable.common([u.unobservable or {} for u in done])
     cache = lb.cache_assumption(table, shown)
     meta = {
+        "paired": pairs,  # each row's dollars against noop's on the same units (docs/leaderboard.md)
         "source": str(args.dir) if transcripts else None,
         "scenario": scenario.to_dict(),
         "policies": policies,
@@ -148,6 +89,7 @@ def main(args) -> int:
         "calibration": args.calibration if transcripts else None,
         "sidechains": args.sidechains if transcripts else None,
         "skipped": skipped,  # the files --skip-bad left out
+        "repeats": seen.repeats,  # runs whose content another file (or line) already gave: counted once
         # What each model's units were billed on, and the values no recording gave (prunesim.io.settings). The
         # scenario above is the base every unit started from; on transcripts its window and [pricing] are each
         # recording's (these), not its own placeholders.
@@ -156,8 +98,10 @@ def main(args) -> int:
         "cache_assumption": cache,
     }
     try:
-        with output.folder(args.out, "--out") as staging:  # the three files together, or none
+        with output.folder(args.out, "--out") as staging:  # the files together, or none
             lb.write(staging, meta, rows, table)
+            ran = seeds if seeds is not None else [args.seed if args.seed is not None else scenario.seed]
+            atomic.write_json(staging / reproduce.FILE, reproduce.record(ran))
     except OSError as err:
         raise UserError("--out", str(args.out), f"cannot write: {err.strerror or err}") from None
     what = f"{count} transcript(s) in {args.dir}" if transcripts else f"{count} seed(s) of {scenario.name}"
@@ -173,7 +117,9 @@ def main(args) -> int:
     print(format_cache(cache))
     if transcripts:
         print(format_bills(rows))
-    print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}")
+    print(format_paired(pairs, shown))
+    print(f"\nwritten: {args.out / lb.TABLE_FILE}, {args.out / lb.RUNS_FILE}, {args.out / lb.META_FILE}, "
+          f"{args.out / reproduce.FILE}")
     return 0
 
 
@@ -259,6 +205,25 @@ def format_cache(cache: dict) -> str:
                      f"places without it, most often {', '.join(moved[:3])} (leaderboard.json: "
                      "cache_assumption.reversed_pairs)")
     return "\n".join(lines) if lines else "the prompt cache changes no sign and no rank of the median cost ratios"
+
+
+def format_paired(pairs: list[dict], entries: list) -> str:
+    """Per row: its total dollars, the difference from noop's on the same units [paired 95% interval], W/L/T."""
+    if not pairs:
+        return ""
+    label = policy_labels([e.policy for e in entries])
+    names = {(p["policy"], p["setting"]): label[p["policy"]] + (f" @ {p['setting']}" if p["setting"] else "")
+             for p in pairs}
+    width = max(len(n) for n in names.values())
+    lines = [f"\ndollars against noop on the same units, paired: total, difference [95% interval of the paired "
+             f"difference], wins/losses/ties on the units where it acted (a tie: within {lb.TIE_SHARE:.1%} of "
+             "noop's bill); an interval that crosses 0 is a tie, whatever the medians say"]
+    for p in pairs:
+        low, high = p["interval"]
+        wlt = f"{p['wins']}/{p['losses']}/{p['ties']} of {p['acted']}" if p["acted"] else "acted on no unit"
+        lines.append(f"  {names[(p['policy'], p['setting'])]:{width}s}  ${p['total_usd']:10.4f}  "
+                     f"{p['diff_usd']:+10.4f} [{low:+.4f}, {high:+.4f}]  {wlt}")
+    return "\n".join(lines)
 
 
 def format_bills(rows: list[dict]) -> str:

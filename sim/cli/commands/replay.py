@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from prunesim import __version__
-from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, parse_seeds, seed_arg
+from prunesim.cli.commands._common import add_engine, engine_choice, out_arg, out_file_arg, parse_seeds, seed_arg
 from prunesim.errors import UserError
-from prunesim.io import output
+from prunesim.io import output, reproduce
 from prunesim.io.atomic import dumps_json, json_ready
 from prunesim.io.results import write_run
 from prunesim.io.scenario_files import load, replace
@@ -38,7 +38,7 @@ def register(sub) -> None:
                    help="the seed of the plotted runs: a number, or 'median' for the run nearest the medians "
                         "over --seeds (default: the scenario's seed)")
     p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="format of the --plot figure")
-    p.add_argument("--out", type=out_arg, metavar="FILE",
+    p.add_argument("--out", type=out_file_arg, metavar="FILE",
                    help="also write the report, the command, the scenario and the seeds to FILE as JSON, for "
                         "prunesim report (--plot DIR writes the same to DIR/replay.json)")
     p.add_argument("--ranges", type=Path, metavar="FILE", default=None,
@@ -118,6 +118,7 @@ def result_record(args, replay, report, seeds: list[int]) -> dict:
         "variants": [{"label": v.label, "policy": v.policy, "overrides": dict(v.overrides or {})}
                      for v in getattr(replay, "variants", ())],
         "report": json_ready(report.as_dict()),
+        "reproduce": reproduce.record(seeds),  # the inputs' hashes with the command (prunesim.io.reproduce)
     }
     figures = getattr(report, "figures", None)
     if figures and hasattr(figures[0], "figure"):  # a replay judged on published figures: how each is judged

@@ -33,6 +33,7 @@ from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import load_replay
+from prunesim.io.transcripts.identity import Seen
 from prunesim.observe.metrics import METRIC_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import parse_names
@@ -182,8 +183,9 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
             written["rows"] += len(lines)
             written["workloads"] += len(results)
 
-        sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files)
-        tally.per_file(sources, process, commit, tick=bar.update)
+        seen = Seen(lambda line: report_line(bar, "warning", line))  # a copied transcript is one row per policy
+        sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files, seen=seen)
+        tally.per_file(sources, process, commit, discard=seen.forget, tick=bar.update)
     print_notes(policies, base, frozenset(tools))
     if tally.says_more():  # else the one file's error line says it all
         print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "

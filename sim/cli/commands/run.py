@@ -16,6 +16,7 @@ from prunesim.cli.commands._common import (
     scenario_sets,
     seed_arg,
 )
+from prunesim.cli.commands._long_run import TurnProgress, announce
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -24,6 +25,7 @@ from prunesim.io.scenario_files import load_replay
 from prunesim.io.stream import stream_run
 from prunesim.observe.recorder import MODES
 from prunesim.policies import get_policy
+from prunesim.runner import run_one
 from prunesim.studies.transcript_replay import one_workload, replay
 
 
@@ -37,7 +39,8 @@ def register(sub) -> None:
     add_set(p)
     add_prices(p)
     add_reaction(p)
-    p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv and summary.json here")
+    p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv, summary.json and "
+                   "reproduce.json (the command and its input files' hashes) here")
     p.add_argument("--trace", choices=MODES, default=None,
                    help="what trace.csv records: every change (all), one row per turn (turns) or nothing (none); "
                         "default all with --out, none without")
@@ -57,23 +60,35 @@ def main(args) -> int:
         result = _replay_workload(args, trace, out)
     elif args.scenario is None:
         raise UserError("run", None, "give a SCENARIO or --workload FILE")
-    elif out is not None:  # rows go to the files as the run makes them
-        if args.policy is not None:
-            get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set", prices=args.prices)
-        result, _ = stream_run(sc, args.policy, args.seed, out, trace)
     else:
         if args.policy is not None:
             get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
-        scenario = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set",
-                                     prices=args.prices)
-        result = api.run(scenario, policy=args.policy, seed=args.seed, trace="none")
+        sc = api.load_scenario(args.scenario, scenario_sets(args), args.policy, given_as="--set", prices=args.prices)
+        result = _synthetic(args, sc, trace, out)
     print_notes([result.policy], result.scenario)
     if args.json:
         print(json.dumps(json_ready(api.record(result)), indent=2, sort_keys=True))
     else:
         print(format_summary(result))
     return 0
+
+
+def _synthetic(args, sc, trace: str, out: Path | None):
+    """The run of a scenario; a long one says first what it will take, and shows its progress (_long_run)."""
+    progress = TurnProgress(sc.turns) if announce(sc, args.policy, args.seed, trace, out) else None
+    watched = [progress] if progress else []
+    try:
+        if out is None:
+            return run_one(sc, args.policy, args.seed, trace="none", observers=watched)
+
+        def run(recorder, edit_log):  # rows go to the files as the run makes them
+            return run_one(sc, args.policy, args.seed, trace=trace, recorder=recorder, edit_log=edit_log,
+                           observers=watched)
+
+        return stream_run(sc, args.policy, args.seed, out, trace, run=run, record=True)[0]
+    finally:
+        if progress:
+            progress.close()
 
 
 def _replay_workload(args, trace: str, out: Path | None):
@@ -90,7 +105,7 @@ def _replay_workload(args, trace: str, out: Path | None):
         def run(recorder, edit_log):
             return replay(data, base, args.policy, args.seed, trace=trace, recorder=recorder, edit_log=edit_log)[0]
 
-        result, _ = stream_run(base, args.policy, args.seed, out, trace, run=run)
+        result, _ = stream_run(base, args.policy, args.seed, out, trace, run=run, record=True)
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result

@@ -171,7 +171,12 @@ MAX_FRAME = 1_000_000.0
 
 
 def _finite(x) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+    if not isinstance(x, int | float) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(x) and x >= 0
+    except OverflowError:  # an integer of hundreds of digits: no float holds it, so no size a file may hold
+        return False
 
 
 _LOADED: dict[str, list[Profile]] = {}  # shipped ("auto") and calibration files, read once per process

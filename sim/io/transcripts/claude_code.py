@@ -17,6 +17,12 @@ One JSON record per line. The records that matter:
   replaces the conversation.
 * ``isSidechain`` records are a subagent's own conversation (a Task); each
   sidechain root is imported as its own transcript, or skipped.
+* A record met again with the same ``uuid`` and the same content (a file
+  appended to itself) is read once, with a warning; the same ``uuid`` with
+  other content is a garbled file, refused naming both lines. Main records
+  that trace back to more than one root (two sessions written into one file)
+  are as many conversations, each imported as ``<session>.session-N``, with a
+  warning: none is dropped.
 
 Content blocks: ``text`` and ``thinking`` are reasoning, ``tool_use`` a tool
 call (its key from the command or the arguments), ``tool_result`` the output
@@ -100,7 +106,14 @@ def parse(path: Path, sidechains: str = "separate") -> Iterator[Transcript]:
     main = [r for r in records if not r.sidechain]
     side = [r for r in records if r.sidechain]
     groups = _sidechain_groups(side) if sidechains == "separate" else []
-    conversations = [(_conversation(main), stem, file_name)] if any(r.type in MESSAGE_TYPES for r in main) else []
+    sessions = [s for s in _sessions(main) if any(r.type in MESSAGE_TYPES for r in s)]
+    if len(sessions) > 1:
+        warnings.append(f"{path}: holds {len(sessions)} conversations, each with its own first record (lines "
+                        f"{', '.join(str(s[0].line) for s in sessions)}: sessions written into one file?); imported "
+                        f"apart as {stem}.session-1 to {stem}.session-{len(sessions)}")
+    conversations = [(_conversation(s), f"{stem}.session-{n}" if len(sessions) > 1 else stem,
+                      f"{file_name}#session-{n}" if len(sessions) > 1 else file_name)
+                     for n, s in enumerate(sessions, 1)]
     for n, (agent, group) in enumerate(groups, 1):
         conversations.append((_conversation(group), f"{stem}.agent-{agent or n}", f"{file_name}#agent-{agent or n}"))
     # A conversation cut short before its first reply (a subagent interrupted at once) holds no model call:
@@ -130,6 +143,8 @@ def _has_call(conversation: list[_Record]) -> bool:
 
 def _load(path: Path, warnings: list[str]) -> list[_Record]:
     out: list[_Record] = []
+    by_uuid: dict[str, _Record] = {}  # uuid -> the record that first held it
+    repeats: list[int] = []  # lines of records read a second time
     for line, rec in read_records(path, warnings):
         at = f"{path}:{line}"
         kind = f.required(rec, "type", str, at, "a Claude Code record")
@@ -139,8 +154,53 @@ def _load(path: Path, warnings: list[str]) -> list[_Record]:
         if kind in MESSAGE_TYPES:
             message = f.required(rec, "message", dict, at, f"a {kind} record")
             f.required(message, "content", (str, list), at, f"a {kind} record's message", "message.content")
-        out.append(_Record(line, rec, kind, uuid))
+        record = _Record(line, rec, kind, uuid)
+        earlier = by_uuid.get(uuid)
+        if earlier is None:
+            by_uuid[uuid] = record
+            out.append(record)
+        elif _same(earlier, record):
+            repeats.append(line)  # the file appended to itself (or a copy pasted in): one record, read once
+        else:
+            raise UserError(at, "uuid", f"{FORMAT}: repeats the uuid of line {earlier.line} with other content (a "
+                                        "garbled or merged file): keep one of the two records")
+    if repeats:
+        warnings.append(f"{path}: {len(repeats)} record(s) repeat an earlier one (same uuid, same content; the "
+                        f"first repeat at line {repeats[0]}): each read once")
     return out
+
+
+def _same(a: _Record, b: _Record) -> bool:
+    """Whether two records of one uuid say the same thing (the fields the import reads)."""
+    return all(getattr(a, k) == getattr(b, k) for k in _Record.__slots__ if k != "line")
+
+
+def _sessions(main: list[_Record]) -> list[list[_Record]]:
+    """The main records grouped by the root they trace back to, in file order of their roots.
+
+    A record's parent is ``parentUuid``, else (a compaction boundary) ``logicalParentUuid``; a parent the
+    file does not hold is the message written just before (as :func:`_conversation` reads it). A record
+    with neither is a root: one per session (a session's compactions link back through their logical parent).
+    """
+    by_uuid = {r.uuid: r for r in main}
+    position = {id(r): i for i, r in enumerate(main)}
+    root_of: dict[str, str] = {}
+    groups: dict[str, list[_Record]] = {}
+    for r in main:
+        chain = []
+        node = r
+        while node.uuid not in root_of and node.uuid not in chain:
+            chain.append(node.uuid)
+            parent = node.parent or node.logical_parent
+            ahead = None if parent is None else by_uuid.get(parent) or _previous(main, position[id(node)])
+            if ahead is None:
+                break
+            node = ahead
+        root = root_of.get(node.uuid, node.uuid)
+        for u in chain:
+            root_of[u] = root
+        groups.setdefault(root, []).append(r)
+    return list(groups.values())
 
 
 def _sidechain_groups(side: list[_Record]) -> list[tuple[str, list[_Record]]]:

@@ -48,7 +48,8 @@ def relative(times: dict[int, float], turns: int) -> list[float | None] | None:
     """Per call 1..turns, seconds after the first recorded call (ms resolution); None when no call has a time.
 
     A time earlier than an earlier call's (clocks are not always monotonic) is
-    read as that earlier time: the replay's clock never runs backwards.
+    read as that earlier time: the replay's clock never runs backwards. The
+    import says so (:func:`backwards_note`).
     """
     if not times:
         return None
@@ -63,3 +64,21 @@ def relative(times: dict[int, float], turns: int) -> list[float | None] | None:
         latest = max(latest, round(t - start, 3))  # a call stamped before the first one is read as at it
         out.append(latest)
     return out
+
+
+def backwards_note(times: dict[int, float], turns: int, source: str) -> str | None:
+    """The warning for the calls :func:`relative` moves forward, or None when the times never run backwards."""
+    latest, moved, most = None, [], 0.0
+    for k in range(1, turns + 1):
+        t = times.get(k)
+        if t is None:
+            continue
+        if latest is not None and t < latest:
+            moved.append(k)
+            most = max(most, latest - t)
+        latest = t if latest is None else max(latest, t)
+    if not moved:
+        return None
+    return (f"{source}: {len(moved)} model call(s) are stamped before a call made earlier (the first: call "
+            f"{moved[0]}, the most by {most:,.3f} s); each is read as made at that earlier time, so the replay's "
+            "clock never runs backwards")

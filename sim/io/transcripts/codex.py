@@ -67,39 +67,86 @@ def _is_output(item: dict) -> bool:
 
 
 def parse(path: Path) -> Iterator[Transcript]:
+    """The rollout's session; a file holding several (a ``session_meta`` with another id) gives one each.
+
+    A session met again whole (the file appended to itself) is read once, with a warning; a ``session_meta``
+    of the same id that goes on differently (a resumed session) continues the session it names.
+    """
     path = Path(path)
     where = str(path)
     warnings: list[str] = []
-    records = []  # (line, kind, payload): response items and token counts only
-    meta: dict = {}
+    sessions: list[_Session] = []
     for line, rec in read_records(path, warnings):
         at = f"{where}:{line}"
         kind = f.required(rec, "type", str, at, "a Codex record")
         if kind not in RECORD_TYPES:
             raise UserError(at, "type", f"unknown Codex record type {kind!r}")
         payload = f.required(rec, "payload", dict, at, f"a Codex {kind} record")
+        if kind == "session_meta" or not sessions:
+            sessions.append(_Session(line, f.ident(payload, "id") if kind == "session_meta" else None))
+        session = sessions[-1]
+        session.raw.append(rec)
         if kind in ("session_meta", "turn_context"):
             if f.text(payload, "model"):
-                meta["model"] = f.text(payload, "model")
-            if kind == "session_meta" and f.ident(payload, "id") is not None:
-                meta.setdefault("id", f.ident(payload, "id"))
+                session.model = f.text(payload, "model")
         elif kind == "event_msg" and f.text(payload, "type") == "token_count":
             info = f.obj(payload, "info")
             if f.obj(info, "last_token_usage"):
-                records.append((line, "usage", {**info, "_time": clock.seconds(f.raw(rec, "timestamp"))}))
+                session.records.append((line, "usage", {**info, "_time": clock.seconds(f.raw(rec, "timestamp"))}))
         elif kind == "response_item":
             f.required(payload, "type", str, at, "a response item", "payload.type")
-            records.append((line, "item", payload))
+            session.records.append((line, "item", payload))
         elif kind == "compacted":
-            records.append((line, "compacted", payload))
+            session.records.append((line, "compacted", payload))
+    sessions = _distinct(sessions, where, warnings)
     file_name = inputs.text_name(path.name)
     name = file_name[: -len(".jsonl")] if file_name.endswith(".jsonl") else file_name
-    t = Transcript(name=name, format=FORMAT, source=file_name, model=meta.get("model", ""))
-    t.warnings.extend(warnings)
-    _build(t, records, where)
-    if t.turns == 0:
-        raise UserError(where, None, f"{FORMAT}: no model calls in the rollout")
-    yield t
+    if len(sessions) > 1:
+        warnings.append(f"{where}: holds {len(sessions)} sessions (session_meta at lines "
+                        f"{', '.join(str(s.line) for s in sessions)}: rollouts written into one file?); imported "
+                        f"apart as {name}.session-1 to {name}.session-{len(sessions)}")
+    for n, session in enumerate(sessions, 1):
+        several = len(sessions) > 1
+        t = Transcript(name=f"{name}.session-{n}" if several else name, format=FORMAT,
+                       source=f"{file_name}#session-{n}" if several else file_name,
+                       model=session.model)
+        t.warnings.extend(warnings if n == 1 else [])
+        _build(t, session.records, where)
+        if t.turns == 0:
+            raise UserError(where, None, f"{FORMAT}: no model calls in the rollout" if not several else
+                            f"{FORMAT}: no model calls in its session {n} (from line {session.line})")
+        yield t
+
+
+class _Session:
+    """The records of one session of a rollout file, from its ``session_meta`` on."""
+
+    def __init__(self, line: int, ident):
+        self.line = line
+        self.id = ident
+        self.raw: list[dict] = []  # every record as read: what tells a repeated session from a resumed one
+        self.records: list = []  # (line, kind, payload): response items and token counts only
+        self.model = ""
+
+
+def _distinct(sessions: list[_Session], where: str, warnings: list[str]) -> list[_Session]:
+    """One session per id: a session repeated record for record is read once, one resumed is joined to it."""
+    out: list[_Session] = []
+    repeats = []
+    for s in sessions:
+        earlier = next((o for o in out if s.id is not None and o.id == s.id), None)
+        if earlier is None:
+            out.append(s)
+        elif s.raw == earlier.raw[: len(s.raw)]:
+            repeats.append((s.line, earlier.line))  # the file appended to itself: what is already read
+        else:
+            earlier.raw += s.raw
+            earlier.records += s.records
+            earlier.model = s.model or earlier.model
+    for line, first in repeats:
+        warnings.append(f"{where}: the session of line {first} is written again from line {line} (same id, same "
+                        "records): read once")
+    return out
 
 
 def _usage_first(records: list) -> bool:

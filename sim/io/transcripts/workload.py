@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
-from prunesim.io.transcripts import anchor, clock, resources
+from prunesim.io.transcripts import anchor, clock, identity, resources
 from prunesim.io.transcripts import assemble as asm
 from prunesim.io.transcripts import calibration as cal
 from prunesim.io.transcripts.formats import Transcript
@@ -85,6 +85,7 @@ class WorkloadData:
     parts: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # the import's, not written to the file
     path: str = ""  # the file it was read or imported from, as the user named it (for messages; not written)
+    content: str = ""  # what the transcript it was imported from holds (identity.of_transcript; not written)
 
     @property
     def name(self) -> str:
@@ -206,10 +207,11 @@ def build(t: Transcript, tokenizer: str, chosen: cal.Calibration | None, s: cal.
         "warm_cache": (t.usage.get(1) or {}).get("cache_read_tokens"),
         "events": events,
     }
-    data = WorkloadData(header, parts)
-    note = resources.unknown_note(t.source, t.format, need_state)
-    if note:
-        data.warnings.append(note)
+    data = WorkloadData(header, parts, content=identity.of_transcript(t))
+    for note in (resources.unknown_note(t.source, t.format, need_state),
+                 clock.backwards_note(t.call_times, turns, t.source)):
+        if note:
+            data.warnings.append(note)
     if any(p.hidden for p in t.parts) and not out.hidden_at:
         data.warnings.append(f"{t.source}: no recorded prompt counts, so the system prompt and tool definitions "
                              "(never written to the file) are not counted")
@@ -274,7 +276,7 @@ def sized_as(data: WorkloadData, sizes: str) -> WorkloadData:
         return data
     parts = [({**p, "tokens": p["calibrated"]} if "calibrated" in p else p) for p in data.parts]
     header = {**data.header, "outputs": None}
-    return WorkloadData(header, parts, list(data.warnings), data.path)
+    return WorkloadData(header, parts, list(data.warnings), data.path, data.content)
 
 
 def cache_breaks(t: Transcript) -> list[dict]:
@@ -504,6 +506,9 @@ def _decreasing(times: list) -> bool:
 
 
 def _check_part(rec, where: str) -> dict:
+    if isinstance(rec, dict) and rec.get("type") == "header":  # `cat a.workload.jsonl b.workload.jsonl`
+        raise UserError(where, None, "a second header: two workloads written into one file (a workload file holds "
+                                     "one; import or replay them as files of their own)")
     if not isinstance(rec, dict) or rec.get("type") != "part":
         raise UserError(where, None, "expected a part record")
     for key in ("turn", "kind", "tokens"):
