@@ -96,6 +96,8 @@ class ComposedPolicy(Policy):
         self.guards = [m.authorize for m in self.members if callable(getattr(m, "authorize", None))]
         # Per part: the spans it cleared, by id, as they were (while their placeholders stand in the window).
         self.cleared: list[dict[int, Span]] = [{} for _ in self.members]
+        # What the engine leaves in the window for a span it drops: a tombstone, when the run keeps a log.
+        self.removal_marker = scenario.tombstone.tokens if self.keeps_edit_log else 0
 
     def acting_trigger(self) -> int:
         # The earliest part that acts; a part that never acts (noop) has no trigger to count.
@@ -129,7 +131,7 @@ class ComposedPolicy(Policy):
                     self.cleared[i].update((j, spans[j]) for j in action.span_ids)
             out.extend(actions)
             if actions and i < last:
-                shown = after(shown, actions)
+                shown = after(shown, actions, self.removal_marker)
                 edited.update(i for action in actions for i in named_spans(action))
         return out
 
@@ -219,7 +221,7 @@ def _rest(action) -> tuple:
     return astuple(action)[1:]
 
 
-def after(view: WindowView, actions: list[Action]) -> WindowView:
+def after(view: WindowView, actions: list[Action], removal_marker: int = 0) -> WindowView:
     """The window as ``actions`` would leave it, for the next part to decide on.
 
     Removed spans (evicted, summarized, compacted, selected by a pass) are gone; a cleared span stands as a
@@ -227,6 +229,8 @@ def after(view: WindowView, actions: list[Action]) -> WindowView:
     utilization drops by what leaves and rises by what is written (placeholders, summaries, a pass's index and
     rationale in the window, tombstones, warnings). Spans the actions write anew (a summary) are not shown: they
     have no id until the engine places them, and a part cannot act on them before the next consultation.
+    A pass whose index does not fit under the ceiling makes the engine drop the oldest spans first, each
+    leaving ``removal_marker`` tokens (a tombstone of a run that keeps a log): those are gone too.
     """
     replaced: dict[int, int | tuple | None] = {}  # span id -> placeholder size, ("truncated", keep) or None: gone
     written = 0
@@ -245,6 +249,7 @@ def after(view: WindowView, actions: list[Action]) -> WindowView:
             replaced.update(dict.fromkeys(back.get(i, i) for i in action.span_ids))
             written += getattr(action, "summary_tokens", 0)
         elif isinstance(action, ModelPass):
+            written += _make_room(view, action, replaced, written, removal_marker)
             replaced.update(dict.fromkeys(action.selected))
             written += action.tombstone_tokens * len(action.selected)
             written += action.overhead if action.placement == "window" else 0
@@ -271,6 +276,31 @@ def after(view: WindowView, actions: list[Action]) -> WindowView:
     shown = tuple(spans)
     return WindowView(view.turn, view.utilization - freed + written, view.budget, view.size, view.hard, shown,
                       tuple(s for s in shown if not s.pinned), {s.id: s for s in shown})
+
+
+def _make_room(view: WindowView, p: ModelPass, replaced: dict, written: int, marker: int) -> int:
+    """What the engine drops before ``p`` when its index does not fit under the ceiling (Engine.make_room: the
+    oldest unpinned spans, its selections spared, each leaving ``marker`` tokens), marked gone in ``replaced``,
+    so that a later part never names a span the engine dropped; returns the tokens the markers write. (A
+    marker cut at the ceiling or folded into a digest frees more than counted here: the engine then drops
+    fewer, never a span shown as kept.)"""
+    by_id = _by_id(view)
+    freed = 0
+    for span_id, change in replaced.items():
+        tokens = by_id[span_id].tokens if span_id in by_id else 0
+        freed += tokens - min(tokens, change[1]) if isinstance(change, tuple) else tokens
+    ceiling = view.budget if view.hard else view.size
+    used = view.utilization - freed + written
+    spared = set(p.selected)
+    markers = 0
+    for s in view.spans:
+        if used + p.index_tokens <= ceiling:
+            break
+        if not s.pinned and s.id not in replaced and s.id not in spared:
+            replaced[s.id] = None
+            used -= s.tokens - marker
+            markers += marker
+    return markers
 
 
 def split(spec: str, known) -> list[str]:

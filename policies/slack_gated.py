@@ -7,13 +7,18 @@ policy asks :func:`evaluate_boundary` whether a model-driven pass would pay,
 with what it knows before the model call (``[gate] knowledge``):
 
 * ``"estimate"`` (the default; what a runtime knows): the window, the
-  candidates it would list in the index and the index's size, and the running
-  estimates of :class:`~prunesim.policies.boundary.PassEstimate` from the
-  passes it ran before (the seed's priors, ``prior_yield`` and
-  ``prior_rationale``, before the first). The stale size is the expected yield,
-  at most what the candidates hold; the rationale is the expected one; the
-  margin is ``margin_factor`` x that expected rationale. The pass that runs is
-  then drawn, and may turn out net-negative: the ledger counts it;
+  candidates it would list in the index (each one's size) and the index's
+  size, and running estimates from the passes it ran before. The stale size is
+  the expected yield of :class:`~prunesim.policies.boundary.IndexEstimate`:
+  the expected number of selections (``prior_selections``, the seed's ~3,
+  before the first pass) times what as many of this index's largest
+  candidates hold, times the learned ratio of what passes named to that; with
+  ``prior_yield`` set, instead, the running mean of the yields from that fixed
+  prior (:class:`~prunesim.policies.boundary.PassEstimate`, at most what the
+  candidates hold). The rationale is the expected one (from
+  ``prior_rationale``); the margin is ``margin_factor`` x that expected
+  rationale. The pass that runs is then drawn, and may turn out net-negative:
+  the ledger counts it;
 * ``"oracle"`` (a named bound, not a runtime): it judges the very plan the
   model will carry out (:func:`plan_pass`: the spans it will name, the
   rationale it will write), so that a pass it runs frees more than ``margin``
@@ -44,9 +49,15 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from prunesim.errors import UserError
-from prunesim.model.scenario import non_negative, searched
+from prunesim.model.scenario import non_negative, positive, searched
 from prunesim.policies.base import Action, BoundaryEvent, Evict, Policy, Summarize, Truncate, WindowView
-from prunesim.policies.boundary import BoundaryDecision, PassEstimate, evaluate_boundary, net_negative_bound
+from prunesim.policies.boundary import (
+    BoundaryDecision,
+    IndexEstimate,
+    PassEstimate,
+    evaluate_boundary,
+    net_negative_bound,
+)
 from prunesim.policies.decision import plan_pass
 from prunesim.policies.recency import oldest_prunable
 
@@ -62,15 +73,19 @@ class Gate:
     ``fallback`` instead, freeing down to its own trigger minus ``low_water_gap``.
     Expressed relative to the scenario's trigger, the gate moves when ``trigger``
     is swept, as naive and recency do. ``knowledge`` says what it decides on
-    (``"estimate"``: running estimates from ``prior_yield`` and
-    ``prior_rationale`` on; ``"oracle"``: the plan itself, a bound for comparison).
+    (``"estimate"``: running estimates from ``prior_selections`` (or a fixed
+    ``prior_yield``, when set) and ``prior_rationale`` on; ``"oracle"``: the plan
+    itself, a bound for comparison).
     """
 
     lead: int = field(default=0, metadata=searched(0, 8000, integer=True))
     margin_factor: float = 1.5
     knowledge: Literal["estimate", "oracle"] = "estimate"
-    prior_yield: float = 1800.0  # the seed's pass: "evicted traces totaling ~1,800 tokens"
+    prior_selections: float = 3.0  # the seed's pass names "~3" spans
     prior_rationale: float = 400.0  # "~400 tokens of decision text"
+    # Unset: the yield is expected from the index (prior_selections). Set: from this fixed number of tokens on, as
+    # the gate did before it read the index (the seed's pass: "evicted traces totaling ~1,800 tokens").
+    prior_yield: float | None = None
     fallback: Literal["recency", "truncate", "template"] = "recency"
     low_water_gap: int = 1000
     truncate_keep: int = 200
@@ -81,12 +96,15 @@ class Gate:
         if not 0 <= acts_at <= scenario.budget:
             raise UserError(where, f"{key}.lead", f"{self.lead} puts the gate at {acts_at} (trigger - lead), "
                             f"outside 0..{scenario.budget} (the budget)")
-        for name in ("margin_factor", "prior_yield", "prior_rationale", "low_water_gap", "truncate_keep",
-                     "template_tokens"):
+        for name in ("margin_factor", "prior_rationale", "low_water_gap", "truncate_keep", "template_tokens"):
             non_negative(getattr(self, name), f"{key}.{name}", where)
+        if self.prior_yield is not None:
+            non_negative(self.prior_yield, f"{key}.prior_yield", where)
+        positive(self.prior_selections, f"{key}.prior_selections", where)
 
 
-__all__ = ["BoundaryDecision", "PassEstimate", "SlackGatedPolicy", "evaluate_boundary", "fallback_actions"]
+__all__ = ["BoundaryDecision", "IndexEstimate", "PassEstimate", "SlackGatedPolicy", "evaluate_boundary",
+           "fallback_actions"]
 
 
 def fallback_actions(view: WindowView, gate, target: int, protect_recent_turns: int) -> list[Action]:
@@ -143,8 +161,10 @@ class SlackGatedPolicy(Policy):
         self.trigger = scenario.trigger - gate.lead
         self.low_water = self.trigger - gate.low_water_gap
         # What a runtime learns from its own passes (None: the oracle, which needs no estimate).
-        self.estimate = (PassEstimate(gate.prior_yield, gate.prior_rationale) if gate.knowledge == "estimate"
-                         else None)
+        self.estimate: IndexEstimate | PassEstimate | None = None
+        if gate.knowledge == "estimate":
+            self.estimate = (IndexEstimate(gate.prior_selections, gate.prior_rationale) if gate.prior_yield is None
+                             else PassEstimate(gate.prior_yield, gate.prior_rationale))
 
     def acting_trigger(self) -> int:
         return self.trigger
@@ -160,23 +180,43 @@ class SlackGatedPolicy(Policy):
                                          plan.index_tokens, plan.rationale_tokens, gate.margin_factor)
             numbers = self._numbers(view, plan, decision)
             numbers["risk_bound"] = 0.0 if decision.run else 1.0  # it knows the net: a pass it runs is positive
+        elif isinstance(self.estimate, IndexEstimate):
+            decision, numbers = self._on_index(view, plan, self.estimate)
         else:
-            est = self.estimate
-            held = float(sum(s.tokens for s in plan.candidates))  # listed in the index: known before the call
-            expected_yield = min(est.expected_yield, held)
-            decision = evaluate_boundary(view.utilization, view.budget, [expected_yield], plan.index_tokens,
-                                         est.expected_rationale, gate.margin_factor)
-            numbers = self._numbers(view, plan, decision)
-            numbers.update(expected_yield=expected_yield, expected_rationale=est.expected_rationale,
-                           candidate_tokens=held, spread_net=math.sqrt(est.net_variance),
-                           risk_bound=net_negative_bound(decision.reclaimable, est.net_variance))
-            if decision.run:  # what the model then writes and names is what the runtime learns from
-                est.observe(plan.selected_tokens, plan.rationale_tokens)
+            decision, numbers = self._on_fixed_prior(view, plan, self.estimate)
         if decision.run:
             return [BoundaryEvent(decision.reason, numbers), plan.as_pass()]
         numbers["fallback"] = gate.fallback
         event = BoundaryEvent(decision.reason, numbers)
         return [event, *fallback_actions(view, gate, self.low_water, params.protect_recent_turns)]
+
+    def _on_index(self, view: WindowView, plan, est: IndexEstimate) -> tuple[BoundaryDecision, dict]:
+        forecast = est.forecast([s.tokens for s in plan.candidates])  # the index: known before the call
+        gate = self.scenario.gate
+        decision = evaluate_boundary(view.utilization, view.budget, [forecast.expected_yield], plan.index_tokens,
+                                     forecast.expected_rationale, gate.margin_factor)
+        numbers = self._numbers(view, plan, decision)
+        numbers.update(expected_yield=forecast.expected_yield, expected_rationale=forecast.expected_rationale,
+                       expected_selections=forecast.selections, yield_ratio=forecast.ratio,
+                       favoured_tokens=forecast.favoured, candidate_tokens=forecast.held,
+                       spread_net=math.sqrt(est.net_variance),
+                       risk_bound=net_negative_bound(decision.reclaimable, est.net_variance))
+        if decision.run:  # what the model then names and writes is what the runtime learns from
+            est.observe(forecast, len(plan.selected), plan.selected_tokens, plan.rationale_tokens)
+        return decision, numbers
+
+    def _on_fixed_prior(self, view: WindowView, plan, est: PassEstimate) -> tuple[BoundaryDecision, dict]:
+        held = float(sum(s.tokens for s in plan.candidates))  # listed in the index: known before the call
+        expected_yield = min(est.expected_yield, held)
+        decision = evaluate_boundary(view.utilization, view.budget, [expected_yield], plan.index_tokens,
+                                     est.expected_rationale, self.scenario.gate.margin_factor)
+        numbers = self._numbers(view, plan, decision)
+        numbers.update(expected_yield=expected_yield, expected_rationale=est.expected_rationale,
+                       candidate_tokens=held, spread_net=math.sqrt(est.net_variance),
+                       risk_bound=net_negative_bound(decision.reclaimable, est.net_variance))
+        if decision.run:
+            est.observe(plan.selected_tokens, plan.rationale_tokens)
+        return decision, numbers
 
     def _numbers(self, view: WindowView, plan, decision: BoundaryDecision) -> dict:
         numbers = {

@@ -176,3 +176,15 @@ def test_in_the_hybrid_the_summary_reads_the_turns_unmasked_and_masked_first_it_
     assert [c[:2] for c in hybrid] == [(t, kind) for t, _, _ in alone for kind in ("restore", "compact")]
     masked_first = compactions("observation-masking:complexity-trap+llm-summary:complexity-trap")
     assert all(m[2] < a[2] / 2 for m, a in zip(masked_first, alone, strict=True))  # it reads placeholders
+
+
+@pytest.mark.parametrize(("spec", "seed", "turns"), [("naive+recency", 11, 30), ("tombstoned+slack-gated", 7, 30),
+                                                     ("naive+tombstoned", 31, 40)])
+def test_a_later_part_never_names_what_the_engine_dropped_to_fit_an_earlier_pass(spec, seed, turns):
+    """An earlier part's pass whose index does not fit under the ceiling makes the engine drop the oldest spans
+    first (leaving a tombstone each, in a run that keeps a log): the later part is shown the window without them,
+    so it never names one (these runs stopped with a broken contract of the composition before)."""
+    scenario = sc.load("oscillation-40", {"turns": turns})
+    result = run_one(scenario, spec, seed, trace="all")
+    assert "forced_drop" in set(result.trace()["event"]), "the case no longer makes the engine drop to fit a pass"
+    assert result.summary["turns"] == turns

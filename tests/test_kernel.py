@@ -86,7 +86,7 @@ def test_the_random_scenarios_exercise_what_the_kernel_claims():
     rng = np.random.default_rng(7)
     assert sum(summary(random_scenario(rng), "recency", seed, "kernel")["non_model_evictions"] for seed in range(12))
     rng = np.random.default_rng(7)
-    scenarios = [random_scenario(rng) for _ in range(20)]
+    scenarios = [random_scenario(rng) for _ in range(40)]
     gated = [summary(sc, "slack-gated", seed, "kernel") for seed, sc in enumerate(scenarios)]
     for figure in ("gate_runs", "fallback_evictions", "refusals_decision_in_band", "refusals_insufficient_net"):
         assert any(r[figure] for r in gated), figure
@@ -95,6 +95,11 @@ def test_the_random_scenarios_exercise_what_the_kernel_claims():
     assert {"estimate", "oracle"} <= set(knows)
     assert any(0 < r["gate_risk_bound"] < 1 for k, r in zip(knows, gated, strict=True) if k == "estimate")
     assert all(r["gate_risk_bound"] in (0.0, -1) for k, r in zip(knows, gated, strict=True) if k == "oracle")
+    # an estimating gate of each kind (the yield from the index, or from a fixed prior) both runs and refuses
+    for fixed in (False, True):
+        runs = [r for sc, r in zip(scenarios, gated, strict=True)
+                if sc.gate.knowledge == "estimate" and (sc.gate.prior_yield is not None) == fixed]
+        assert any(r["gate_runs"] for r in runs) and any(r["refusals_insufficient_net"] for r in runs), fixed
 
 
 @pytest.mark.parametrize("policy", ["naive", "slack-gated"])

@@ -31,7 +31,6 @@ KNOWN_DISAGREEMENTS = {
     ("naive @20k", "oscillating"),
     ("slack-gated", "passes"),
     ("slack-gated", "net_negative_passes"),
-    ("slack-gated", "peak_utilization"),
     ("contrast", "runs oscillating, 20k minus 22k"),
     ("contrast", "runs with a net-negative pass, 20k minus 22k"),
     ("contrast", "runs with a net-negative pass, gated minus naive"),

@@ -23,7 +23,7 @@ from prunesim.observe.metrics.intervals import wilson
 from prunesim.observe.recorder import LEDGER_COLUMNS as LEDGER
 from prunesim.policies import REGISTRY
 from prunesim.policies.base import BoundaryEvent, Evict, ModelPass, Summarize, Truncate, WindowView
-from prunesim.policies.boundary import REASONS, PassEstimate, net_negative_bound
+from prunesim.policies.boundary import REASONS, IndexEstimate, PassEstimate, net_negative_bound
 from prunesim.policies.decision import plan_pass
 from prunesim.policies.slack_gated import SlackGatedPolicy, evaluate_boundary
 from prunesim.runner import run_one
@@ -169,7 +169,7 @@ def test_gate_trigger_defaults_to_the_scenario_trigger(oscillation):
 
 
 def test_random_stream_advances_the_same_whether_it_runs_or_refuses(oscillation):
-    view = make_view()
+    view = make_view(utilization=17000, size=600)  # its three largest candidates pay for its index
     runs = gated(oscillation, trigger=15000, margin_factor=0.0)
     refuses = gated(oscillation, trigger=15000, margin_factor=1000.0)
     rng_run, rng_refuse = np.random.default_rng(7), np.random.default_rng(7)
@@ -196,24 +196,119 @@ def test_an_oracle_run_is_recorded_with_the_numbers_behind_it(oscillation):
     json.dumps(n)  # goes into events.csv as JSON
 
 
+def _candidate_sizes(view, scenario):
+    """The sizes of the candidates the index lists (the view's spans are unpinned and no constraint)."""
+    cutoff = view.turn - scenario.decision.protect_recent_turns
+    return [s.tokens for s in view.spans if not s.pinned and s.turn <= cutoff]
+
+
 def test_an_estimating_run_is_recorded_with_its_estimates_and_never_the_plan(oscillation):
-    view = make_view(utilization=17000)
+    view = make_view(utilization=17000, size=600)
     scenario = gated(oscillation, trigger=15000, margin_factor=0.5)
     event, p = SlackGatedPolicy(scenario, np.random.default_rng(7)).decide(view)
     n = event.numbers
     assert event.reason == "run" and isinstance(p, ModelPass)
-    cutoff = view.turn - scenario.decision.protect_recent_turns
-    held = sum(s.tokens for s in view.spans if not s.pinned and s.turn <= cutoff)  # the candidates the index lists
-    assert n["knowledge"] == "estimate" and n["candidate_tokens"] == held
-    # the seed's priors before any pass, the yield at most what the candidates hold
+    sizes = sorted(_candidate_sizes(view, scenario), reverse=True)
+    assert n["knowledge"] == "estimate" and n["candidate_tokens"] == sum(sizes)
+    # before any pass: the seed's ~3 selections, holding what the index's 3 largest candidates hold
+    assert n["expected_selections"] == scenario.gate.prior_selections == 3 and n["yield_ratio"] == 1.0
+    assert n["favoured_tokens"] == sum(sizes[:3]) == n["expected_yield"]
     assert n["expected_rationale"] == scenario.gate.prior_rationale == 400
-    assert n["expected_yield"] == min(scenario.gate.prior_yield, held)
     assert n["overhead"] == p.index_tokens + n["expected_rationale"]
     assert n["reclaimable"] == n["expected_yield"] - n["overhead"]
     assert n["margin"] == 0.5 * n["expected_rationale"]
     assert n["risk_bound"] == 1.0 and math.isinf(n["spread_net"])  # no spread before a pass: no guarantee
     assert not {"rationale", "selected", "selected_tokens"} & set(n)  # what only the model call tells
     json.dumps(n)
+
+
+def test_a_fixed_prior_yield_is_the_gate_of_before(oscillation):
+    """gate.prior_yield set: the running mean of yields from that prior, at most what the candidates hold."""
+    view = make_view(utilization=17000)
+    scenario = gated(oscillation, trigger=15000, margin_factor=0.5, prior_yield=1800.0)
+    policy = SlackGatedPolicy(scenario, np.random.default_rng(7))
+    event, p = policy.decide(view)
+    n = event.numbers
+    assert isinstance(policy.estimate, PassEstimate) and event.reason == "run"
+    assert n["expected_yield"] == min(1800, sum(_candidate_sizes(view, scenario)))
+    assert n["reclaimable"] == n["expected_yield"] - n["overhead"]
+    assert not {"expected_selections", "yield_ratio", "favoured_tokens"} & set(n)
+    named = sum(s.tokens for s in view.spans if s.id in p.selected)
+    assert policy.estimate.expected_yield == (1800 + named) / 2
+
+
+def test_in_a_large_window_the_index_lets_the_gate_run_where_a_fixed_prior_never_does():
+    """long-session-2000's index of hundreds of candidates costs more than a fixed 1,800 tokens: that gate refuses
+    every pass and learns nothing. Reading what the index's largest candidates hold, the gate runs, and learns
+    that a pass names less than as many of the largest candidates hold."""
+    long = sc.load("long-session-2000")
+    view = make_view(turn=300, utilization=150_000, budget=180_000, n=600, size=300)
+    fixed = SlackGatedPolicy(sc.replace(long, {"gate.prior_yield": 1800.0}), np.random.default_rng(1))
+    index = SlackGatedPolicy(long, np.random.default_rng(1))
+    for _ in range(5):
+        refused = fixed.decide(view)[0]
+        assert refused.reason == "insufficient_net" and refused.numbers["index"] > 1800
+        ran, p = index.decide(view)[:2]
+        assert ran.reason == "run" and isinstance(p, ModelPass)
+    assert fixed.estimate.n == 1 and index.estimate.n == 6
+    assert index.estimate.sum_ratio / index.estimate.ratio_n < 1
+    assert index.estimate.sum_selections / index.estimate.n > 3  # asked to free 30k, it names more than 3
+
+
+def test_the_estimates_learn_from_the_passes_the_gate_runs(oscillation):
+    view = make_view(utilization=17000, size=600)
+    scenario = gated(oscillation, trigger=15000, margin_factor=0.0)
+    policy = SlackGatedPolicy(scenario, np.random.default_rng(3))
+    first = policy.decide(view)
+    assert first[0].reason == "run"
+    ran, expected = first[1], first[0].numbers
+    est = policy.estimate
+    assert est.n == 2 and est.expected_rationale == (400 + ran.rationale_tokens) / 2
+    named = sum(s.tokens for s in view.spans if s.id in ran.selected)
+    sizes = sorted(_candidate_sizes(view, scenario), reverse=True)
+    k = len(ran.selected)
+    assert est.sum_selections / est.n == (3 + k) / 2
+    ratio = named / sum(sizes[:k])
+    assert 0 < ratio <= 1 and est.sum_ratio / est.ratio_n == (1 + ratio) / 2
+    error = (named - ran.rationale_tokens) - (expected["expected_yield"] - expected["expected_rationale"])
+    assert est.net_variance == pytest.approx(error ** 2 / 2)  # the prior's error 0 and this one
+    learned = est.expected_rationale
+    second = policy.decide(view)[0].numbers
+    assert second["expected_rationale"] == learned != 400
+    assert second["expected_selections"] == (3 + k) / 2 and second["yield_ratio"] == (1 + ratio) / 2
+    assert 0 < second["risk_bound"] < 1 and math.isfinite(second["spread_net"])
+    refusing = SlackGatedPolicy(gated(oscillation, trigger=15000, margin_factor=1000.0), np.random.default_rng(3))
+    refusing.decide(view)
+    assert refusing.estimate.n == 1  # a refusal teaches nothing: no pass was run
+
+
+def test_the_forecast_reads_the_largest_candidates_for_a_fractional_count():
+    est = IndexEstimate(prior_selections=2.5, prior_rationale=100)
+    f = est.forecast([100, 700, 300, 500])
+    assert f.sizes == (700, 500, 300, 100) and f.held == 1600
+    assert f.selections == 2.5 and f.favoured == 700 + 500 + 0.5 * 300 == f.expected_yield
+    assert est.forecast([]).expected_yield == 0 and est.forecast([40, 60]).favoured == 100  # fewer than 2.5
+    est.observe(f, 2, 600, 120)  # named 2 spans of 600 tokens: 600 / (700 + 500) of the two largest
+    assert est.sum_ratio / est.ratio_n == (1 + 0.5) / 2
+    est.observe(est.forecast([10, 20]), 0, 0, 40)  # named nothing: counts as a pass, not as a ratio
+    assert (est.n, est.ratio_n, est.sum_selections) == (3, 2, 4.5)
+    with pytest.raises(ValueError):
+        est.forecast([10, -1])
+    with pytest.raises(ValueError):
+        IndexEstimate(prior_selections=-1, prior_rationale=0)
+
+
+@given(passes=st.lists(st.tuples(st.lists(st.integers(1, 5_000), min_size=1, max_size=30), st.data()),
+                       max_size=6),
+       prior=st.floats(0.1, 12, allow_nan=False))
+def test_the_learned_ratio_stays_a_share_and_the_yield_within_what_the_candidates_hold(passes, prior):
+    est = IndexEstimate(prior_selections=prior, prior_rationale=300)
+    for sizes, data in passes:
+        f = est.forecast(sizes)
+        assert 0 <= f.expected_yield <= f.favoured <= f.held == sum(sizes)
+        named = data.draw(st.lists(st.sampled_from(range(len(sizes))), unique=True, max_size=len(sizes)))
+        est.observe(f, len(named), sum(sizes[i] for i in named), 200)
+        assert 0 <= est.sum_ratio / est.ratio_n <= 1
 
 
 def test_an_estimating_gate_decides_the_same_whatever_plan_the_model_would_draw(oscillation):
@@ -229,26 +324,6 @@ def test_an_estimating_gate_decides_the_same_whatever_plan_the_model_would_draw(
         assert len(set(plans)) > 1  # the plans do differ
         distinct = {json.dumps(a, sort_keys=True) for a in answers}
         assert len(distinct) == 1 if knowledge == "estimate" else len(distinct) > 1
-
-
-def test_the_estimates_learn_from_the_passes_the_gate_runs(oscillation):
-    view = make_view(utilization=17000)
-    scenario = gated(oscillation, trigger=15000, margin_factor=0.0)
-    policy = SlackGatedPolicy(scenario, np.random.default_rng(3))
-    first = policy.decide(view)
-    assert first[0].reason == "run"
-    ran = first[1]
-    est = policy.estimate
-    assert est.n == 2 and est.expected_rationale == (400 + ran.rationale_tokens) / 2
-    named = sum(s.tokens for s in view.spans if s.id in ran.selected)
-    assert est.expected_yield == (1800 + named) / 2
-    learned = est.expected_rationale
-    second = policy.decide(view)[0].numbers
-    assert second["expected_rationale"] == learned != 400
-    assert 0 < second["risk_bound"] < 1 and math.isfinite(second["spread_net"])
-    refusing = SlackGatedPolicy(gated(oscillation, trigger=15000, margin_factor=1000.0), np.random.default_rng(3))
-    refusing.decide(view)
-    assert refusing.estimate.n == 1  # a refusal teaches nothing: no pass was run
 
 
 def test_the_bound_matches_cantelli_on_a_known_sample():
@@ -404,6 +479,7 @@ def test_a_soft_budget_run_over_budget_is_refused_as_over_budget(oscillation):
     ("gate.margin_factor", -0.5, "must not be negative"),
     ("gate.prior_yield", -1, "must not be negative"),
     ("gate.prior_rationale", -0.5, "must not be negative"),
+    ("gate.prior_selections", 0, "must be positive"),
     ("gate.knowledge", "psychic", "must be one of"),
     ("gate.lead", 30000, "puts the gate at -8000 (trigger - lead), outside 0..24000"),
     ("gate.lead", -2001, "puts the gate at 24001"),

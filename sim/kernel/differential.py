@@ -73,10 +73,17 @@ def random_scenario(rng: np.random.Generator, turns: int = 60) -> Scenario:
                                        low_water_gap=int(rng.integers(0, budget // 2)),
                                        # (a child stream: the draws above stay those of earlier versions)
                                        knowledge=str(gate_rng.choice(["estimate", "estimate", "oracle"])),
-                                       prior_yield=float(gate_rng.uniform(0, 4_000)),
-                                       prior_rationale=float(gate_rng.uniform(0, 800)))})
+                                       prior_yield=_prior_yield(gate_rng),
+                                       prior_rationale=float(gate_rng.uniform(0, 800)),
+                                       prior_selections=float(gate_rng.uniform(0.1, 2 * select_max)))})
     sc.check("random scenario")
     return sc
+
+
+def _prior_yield(rng: np.random.Generator) -> float | None:
+    """A fixed prior yield in a third of the scenarios, else unset: the yield is expected from the index."""
+    value = float(rng.uniform(0, 4_000))
+    return value if rng.random() < 1 / 3 else None
 
 
 def random_pricing(rng: np.random.Generator) -> Pricing:

@@ -125,16 +125,22 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     rationale_sigma, select_mean, reclaim_target, selection_quality. ``prune_kinds``: the kind codes
     of the prune index and rationale. ``low_water_gap``: recency frees down to ``trigger`` minus it.
     ``gate``: slack-gated's (trigger - lead, its low-water mark, margin_factor, 1 when it decides on estimates
-    and 0 for the oracle, prior_yield, prior_rationale); its fallback is recency's. The last value returned is
-    the sum of the bounds on a net-negative pass of the gate's decisions that ran one (GateMetrics.risk_sum).
+    and 0 for the oracle, prior_yield, prior_rationale, 1 when prior_yield is set, prior_selections); its
+    fallback is recency's. The last value returned is the sum of the bounds on a net-negative pass of the gate's
+    decisions that ran one (GateMetrics.risk_sum).
     """
     gate_at, gate_low_water, margin_factor = np.int64(gate[0]), np.int64(gate[1]), gate[2]
-    # boundary.PassEstimate, its sums in the same order: the prior counts as one pass
     estimating = gate[3] != 0
+    # boundary.PassEstimate (a fixed prior_yield) or boundary.IndexEstimate, their sums in the same order: each
+    # prior counts as one pass
+    fixed_prior = gate[6] != 0
     e_n = 1.0
     e_y, e_r = 1.0 * gate[4], 1.0 * gate[5]
     e_d = 1.0 * (gate[4] - gate[5])
     e_dd = 1.0 * ((gate[4] - gate[5]) * (gate[4] - gate[5]))
+    e_k = 1.0 * gate[7]  # IndexEstimate: selections, the ratio and its count, the errors (e_r, e_n shared)
+    e_q, e_qn = 1.0, 1.0
+    e_e, e_ee = 0.0, 0.0
     risk_sum = 0.0
     k_index, k_rationale = prune_kinds[0], prune_kinds[1]
     n_rows = arrivals.shape[0]
@@ -151,6 +157,7 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
     cand = np.empty(cap, dtype=np.int64)
     judged = np.empty(cap, dtype=np.int64)
     judged_tokens = np.empty(cap, dtype=np.int64)
+    sizes = np.empty(cap, dtype=np.int64)  # the candidates' sizes, for the gate's forecast
     # (a pass selects at most the candidates, at most every span: select_max may be far more, as a decision
     # field's bound only)
     per_span = np.empty(max(1, min(select_max, cap)), dtype=np.int64)
@@ -247,12 +254,26 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                 for q in range(ns):
                     selected_tokens += sp[judged[q], 1]
                 headroom = budget - util
-                if estimating:  # SlackGatedPolicy.decide with a PassEstimate: the candidates, the index, the sums
+                if estimating:  # SlackGatedPolicy.decide: the candidates, the index, the sums
                     held = 0
                     for q in range(nc):
                         held += sp[cand[q], 1]
                     expected_rationale = e_r / e_n
-                    expected_yield = min(e_y / e_n, 1.0 * held)
+                    if fixed_prior:  # PassEstimate
+                        expected_yield = min(e_y / e_n, 1.0 * held)
+                    else:  # IndexEstimate.forecast: the e_k largest candidates (a fraction of the next), scaled
+                        for q in range(nc):
+                            sizes[q] = sp[cand[q], 1]
+                        sizes[:nc].sort()  # ascending: the largest at the end
+                        k = e_k / e_n
+                        whole = np.int64(k)
+                        top = 0
+                        for q in range(min(whole, nc)):
+                            top += sizes[nc - 1 - q]
+                        favoured = 1.0 * top
+                        if whole < nc:
+                            favoured = favoured + (k - whole) * sizes[nc - 1 - whole]
+                        expected_yield = (e_q / e_qn) * favoured
                     gate_overhead = index_tokens + expected_rationale
                     reclaimable = expected_yield - gate_overhead
                     margin = margin_factor * expected_rationale
@@ -268,13 +289,27 @@ def simulate(policy, rng, arrivals, n_init, turn_first, model_output, tool_s, ce
                     reason = 3
                 else:
                     reason = 0
-                if reason == 0 and estimating:  # net_negative_bound, then PassEstimate.observe
-                    if e_n <= 1.0 or reclaimable <= 0:
+                if reason == 0 and estimating:  # net_negative_bound, then the estimate's observe
+                    if fixed_prior:
+                        var = max(0.0, (e_dd - e_d * e_d / e_n) / (e_n - 1.0)) if e_n > 1.0 else np.inf
+                    else:
+                        var = max(0.0, (e_ee - e_e * e_e / e_n) / (e_n - 1.0)) if e_n > 1.0 else np.inf
+                    if reclaimable <= 0 or var == np.inf:
                         risk_sum += 1.0
                     else:
-                        var = max(0.0, (e_dd - e_d * e_d / e_n) / (e_n - 1.0))
                         risk_sum += var / (var + reclaimable * reclaimable)
                     d_tokens = selected_tokens - rationale_tokens
+                    if not fixed_prior:  # IndexEstimate.observe
+                        error = d_tokens - (expected_yield - expected_rationale)
+                        e_k += ns
+                        top = 0
+                        for q in range(min(ns, nc)):
+                            top += sizes[nc - 1 - q]
+                        if top > 0:
+                            e_qn += 1.0
+                            e_q += selected_tokens / top
+                        e_e += error
+                        e_ee += error * error
                     e_n += 1.0
                     e_y += selected_tokens
                     e_r += rationale_tokens

@@ -120,12 +120,14 @@ class Prepared:
                              d.rationale_sigma, d.select_mean, d.reclaim_target, d.selection_quality])
         self.prune_kinds = PRUNE_KINDS
         self.latency = np.array([lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s])
-        self.gate = np.zeros(6)
+        self.gate = np.zeros(8)
         if name == "slack-gated":
             g = scenario.gate
             acts_at = scenario.trigger - g.lead
+            fixed = g.prior_yield is not None
             self.gate = np.array([acts_at, acts_at - g.low_water_gap, g.margin_factor, g.knowledge == "estimate",
-                                  g.prior_yield, g.prior_rationale], dtype=np.float64)
+                                  g.prior_yield if fixed else 0.0, g.prior_rationale, fixed, g.prior_selections],
+                                 dtype=np.float64)
         numbers = [0] * fold.NUMBERS
         numbers[fold.N_POLICY], numbers[fold.N_TURNS], numbers[fold.N_TURN_UNIT] = POLICY_CODE[name], self.turns, \
             w.turn_unit
