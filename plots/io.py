@@ -22,6 +22,7 @@ from prunesim.io import inputs, sweep_files
 from prunesim.io.atomic import format_cell, parse_cell
 from prunesim.io.labels import policy_label
 from prunesim.io.results import CALL_COLUMNS, ENGINE_LEDGER_COLUMNS, EVENT_COLUMNS, LEDGER_COLUMNS, TRACE_COLUMNS
+from prunesim.observe.metrics import TEXT_METRICS
 
 # The columns each run file must have, and those of them that hold numbers.
 # A ledger from before the cost columns must have the engine's; the cost columns are checked where present.
@@ -100,6 +101,8 @@ def check_summary(summary: dict, where: str) -> None:
     if not isinstance(summary.get("budget_kind", ""), str):
         raise UserError(where, "budget_kind", "must be a string")
     for name, v in summary["metrics"].items():
+        if name in TEXT_METRICS and isinstance(v, str):  # a word (the agent's profile, its stop reason)
+            continue
         if not (isinstance(v, float) or (isinstance(v, int) and _finite(v)) or v in NUMBER_WORDS):
             raise UserError(where, f"metrics.{name}", f"must be a number (got {json.dumps(v)[:40]})")
 

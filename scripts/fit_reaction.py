@@ -6,7 +6,8 @@ Fits ``[reaction] probability`` on the removals the runtime recorded in
 ``claude-code-dev`` (its compactions and the old tool outputs it cleared) and
 prints the leave-one-session-out check: for each recorded compaction, the
 re-reads predicted by a fit of the other sessions against those the agent made
-(sim/studies/reaction.py, docs/transcripts.md).
+(sim/studies/reaction.py, docs/transcripts.md); and the same compactions asked
+of the agent model's lookback needs (docs/agent.md).
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ def main() -> None:
         print(f"  {row['transcript'][-36:]} call {row['call']:>3}: needs {row['needs']:>2}  predicted "
               f"{row['predicted']:6.2f}  open loop {row['predicted_open_loop']:6.2f}  observed {row['observed']}")
     print("totals", json.dumps(out["leave_one_session_out"]["totals"]))
+    # The agent model's lookback needs asked the same compactions, with profiles set on other scaffolds' outcomes
+    # (printed, not fitted: Claude Code's own profile has no lookback needs; docs/agent.md).
+    for name, look in reaction.lookback_report(all_eps).items():
+        print(f"lookback needs of {name} ({look['source']}): re-reads predicted {look['predicted']:.2f}, observed "
+              f"{look['observed']}, mean absolute error per compaction {look['mean_abs_error']:.2f}")
     args.out.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 

@@ -90,6 +90,7 @@ def run(
     trace: str = "all",
     workload=None,
     *,
+    agent: str | None = None,
     given_as: str = GIVEN_AS,
 ) -> RunResult:
     """Run one scenario under one policy with one seed.
@@ -100,9 +101,16 @@ def run(
     transcript file (any format ``prunesim import`` reads), or a
     :class:`~prunesim.io.transcripts.workload.WorkloadData`; the scenario then
     defaults to ``"transcript"`` and the summary holds the replay metrics.
+    ``agent``: the agent model's profile (``[agent] profile``: ``"auto"``, ``"none"`` or a profile's name,
+    docs/agent.md); the result's ``outcome`` and summary then say what the policy did to the agent.
     ``given_as``: what errors and hints call ``overrides`` (a command line passes ``"--set"``).
     """
     _check_arguments(seed, overrides, trace)
+    if agent is not None:
+        given = (overrides or {}).get("agent.profile", agent)
+        if given != agent:
+            raise UserError("api.run", "agent", f"{agent!r} contradicts overrides agent.profile={given!r}")
+        overrides = {**(overrides or {}), "agent.profile": agent}
     if policy is not None:
         get_policy(policy)  # first: a policy from a file or a plugin may declare its own table
     if workload is not None:

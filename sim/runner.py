@@ -15,11 +15,11 @@ from functools import cached_property
 import numpy as np
 from prunesim import __version__
 from prunesim.errors import UserError
+from prunesim.model.agent import AgentModel, Outcome, build_agent
+from prunesim.model.agent_profiles import AgentParams
 from prunesim.model.editlog import EditLog
 from prunesim.model.engine import Engine
 from prunesim.model.events import PassRecord
-from prunesim.model.needs import NeedModel
-from prunesim.model.reaction import Reaction
 from prunesim.model.scenario import Scenario
 from prunesim.model.workload import SyntheticToolLoop
 from prunesim.observe import RunContext, build_observers
@@ -73,6 +73,8 @@ class RunResult:
     # One row per model call (cost.CALL_COLUMNS), kept when the trace is; and each pass's cost columns.
     calls: list = field(default_factory=list)
     pass_costs: dict = field(default_factory=dict)
+    # What the agent model says the agent did (turns, stop reason, success); None without an agent model.
+    outcome: Outcome | None = None
     # Every value the run ran on with where it came from (prunesim.io.settings.Settings): set by the callers
     # that resolved the scenario (replays, the run command, the API); written as settings.json.
     settings: object = None
@@ -134,6 +136,7 @@ def scenario_for(scenario: Scenario, cls: type[Policy]) -> Scenario:
 def run_one(
     scenario: Scenario, policy: str | type[Policy] | None = None, seed: int | None = None, trace: str = "all",
     workload=None, recorder: Recorder | None = None, edit_log: EditLog | None = None, observers=(),
+    agent: str | AgentParams | AgentModel | None = None,
 ) -> RunResult:
     """Run ``scenario`` under ``policy`` with ``seed``; nothing outside the result changes.
 
@@ -146,11 +149,19 @@ def run_one(
     file). Without them, a run recorded in memory keeps its whole edit log
     there too (studies read it back) and an unrecorded one keeps the last
     ``EDIT_LOG_TAIL`` records, so that its state stays bounded. ``observers``
-    are heard after the registered ones (a study's own figures).
+    are heard after the registered ones (a study's own figures). ``agent``
+    sets the agent model (:mod:`prunesim.model.agent`): a profile's name or
+    an :class:`~prunesim.model.agent_profiles.AgentParams` replaces the
+    scenario's ``[agent]`` table (and is recorded in the result's scenario), a
+    ready :class:`~prunesim.model.agent.AgentModel` is used as it is; None
+    reads ``[agent]``.
     """
     cls = get_policy(policy or scenario.policy)
     name = policy_name(policy or scenario.policy)
     scenario = scenario_for(scenario, cls)
+    if isinstance(agent, str | AgentParams):
+        scenario = with_agent(scenario, agent)
+        agent = None
     seed = scenario.seed if seed is None else seed
     rngs = streams(seed)
     policy_obj = cls(scenario, rngs["policy"])
@@ -180,15 +191,24 @@ def run_one(
     observers.extend(extra)
     if hasattr(recorder, "attach"):
         recorder.attach(observers)
-    # Needs come from a child of the workload's stream: the same for every policy, arrivals unshifted.
-    needs = NeedModel(scenario.need, rngs["workload"].spawn(1)[0]) if scenario.need.enabled else None
-    # A replayed transcript's agent reacts to what the policy removed, unless [reaction] mode is "none".
-    reaction = (Reaction(scenario.reaction, seed)
-                if scenario.reaction.mode == "closed" and getattr(workload, "has_resources", False) else None)
-    engine = Engine(scenario, policy_obj, workload, observers, needs, edit_log, reaction)
+    if agent is None:
+        # Seed 004's needs come from a child of the workload's stream: the same for every policy, arrivals
+        # unshifted; the agent model's own draws are counter-based (prunesim.model.agent_draws).
+        need_rng = rngs["workload"].spawn(1)[0] if scenario.need.enabled else None
+        agent = build_agent(scenario, seed, workload, need_rng)
+    engine = Engine(scenario, policy_obj, workload, observers, agent, edit_log)
     engine.run()
     cost = next(obs for obs in observers if isinstance(obs, CostMetrics))
     # A streaming recorder wrote its ledger rows, with their cost columns, as the run went.
     pass_costs = {row[0]: cost.ledger_columns(row[0]) for row in recorder.ledger or ()}
     return RunResult(scenario, name, seed, summarize(observers), recorder, edit_log=engine.edit_log.records,
-                     tombstones=dict(engine.tombstones), calls=cost.calls, pass_costs=pass_costs)
+                     tombstones=dict(engine.tombstones), calls=cost.calls, pass_costs=pass_costs,
+                     outcome=agent.outcome() if agent is not None else None)
+
+
+def with_agent(scenario: Scenario, agent: str | AgentParams) -> Scenario:
+    """``scenario`` with its ``[agent]`` table replaced: a profile's name (the table's other keys kept) or a table;
+    checked (an unknown profile is a :class:`UserError` naming it)."""
+    params = dataclasses.replace(scenario.agent, profile=agent) if isinstance(agent, str) else agent
+    params.check("agent", f"{scenario.name} (agent)")
+    return dataclasses.replace(scenario, agent=params)

@@ -61,8 +61,10 @@ def test_to_pandas_without_pandas_says_how_to_get_it(gated, monkeypatch):
 
 
 def test_api_run_replays_a_transcript(tmp_path):
+    # agent.profile none: the recording's own repeats (mini-swe-agent's profile would add the agent's re-runs of
+    # what recency dropped from a 60-token window: tests/test_agent_model.py)
     result = api.run(workload=FIXTURES / "mini.traj.json", policy="recency",
-                     overrides={"budget": 60, "trigger": 40, "recency.low_water_gap": 0})
+                     overrides={"budget": 60, "trigger": 40, "recency.low_water_gap": 0, "agent.profile": "none"})
     assert result.scenario.name == "transcript" and result.transcript
     assert result.summary["repeats"] == 2 and "needed_evicted_tokens" in result.summary
     api.write(result, tmp_path)
@@ -76,7 +78,7 @@ def test_api_run_replays_a_transcript(tmp_path):
 
 def test_a_replay_keeps_the_trace_it_is_asked_for_and_the_same_summary():
     # A replay's figures are heard as it runs: trace "none" keeps no rows (and no call rows), as a synthetic run.
-    runs = {trace: api.run(workload=FIXTURES / "mini.traj.json", policy="recency", trace=trace,
+    runs = {trace: api.run(workload=FIXTURES / "mini.traj.json", policy="recency", trace=trace, agent="none",
                            overrides={"budget": 60, "trigger": 40, "recency.low_water_gap": 0})
             for trace in ("none", "turns", "all")}
     rows = {trace: r.recorder.trace["event"] for trace, r in runs.items()}
@@ -94,7 +96,8 @@ def test_run_workload_writes_the_trace_its_flag_asks_for(tmp_path):
     files = {}
     for trace in ("turns", "all"):
         code, _, err = cli("run", "--workload", FIXTURES / "mini.traj.json", "--policy", "recency", "--set",
-                           "budget=60", "--set", "trigger=40", "--out", tmp_path / trace, "--trace", trace)
+                           "budget=60", "--set", "trigger=40", "--out", tmp_path / trace, "--trace", trace,
+                           "--agent", "none")
         assert code == 0, err
         files[trace] = (tmp_path / trace / "trace.csv").read_text().splitlines()
     events = {trace: {line.split(",")[3] for line in lines[1:]} for trace, lines in files.items()}

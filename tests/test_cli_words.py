@@ -73,13 +73,14 @@ def test_defaults_toml_is_a_scenario_file_with_every_default(tmp_path):
     path.write_text(text)
     scenario = load(str(path))
     tables = {name: dataclasses.asdict(table) for name, table in scenario.tables.items()}
-    loaded = scenario_files.flatten({**scenario.to_dict(), **tables})
+    loaded = scenario_files.flatten({**scenario.to_dict(full=True), **tables})
     defaults = flat_defaults()
     for key, value in defaults.items():
         if value is None:  # unset: a comment under its table, never a TOML value
             table, _, name = key.rpartition(".")
             block = text.split(f"[{table}]\n", 1)[1].split("\n[", 1)[0]
-            assert f"# {name} = ...  (unset: a preset or the policy chooses it)" in block, key
+            chooser = "the agent profile gives it" if table == "agent" else "a preset or the policy chooses it"
+            assert f"# {name} = ...  (unset: {chooser})" in block, key
             assert name not in data.get(table, {}), key
         elif key != "replay.pinned":  # derived: the keys a file sets are the user's (docs/settings.md)
             assert loaded.get(key) == value, key

@@ -49,8 +49,9 @@ def test_a_long_replay_written_with_no_trace_keeps_its_whole_edit_log(tmp_path):
     workload = _long_trajectory(tmp_path / "long.traj.json", 300)
     out = {}
     for trace in ("none", "turns"):
+        # --agent none: all 300 recorded turns (mini-swe-agent's profile stops the agent at its 250-call cap)
         code, _, err = cli("run", "--workload", workload, "--policy", "tombstoned", "--set", "trigger=3000",
-                           "--set", "budget=4000", "--out", tmp_path / trace, "--trace", trace)
+                           "--set", "budget=4000", "--out", tmp_path / trace, "--trace", trace, "--agent", "none")
         assert code == 0, err
         out[trace] = (tmp_path / trace / "editlog.jsonl").read_text()
     assert out["none"].count("\n") > 1024 and out["none"] == out["turns"]

@@ -146,8 +146,9 @@ def test_import_to_a_single_file_and_refusal_for_several(tmp_path, capsys):
 def test_run_replays_a_workload_under_a_policy(tmp_path, capsys):
     main(["import", str(FIXTURES / "mini.traj.json"), "--out", str(tmp_path / "m.jsonl")])
     capsys.readouterr()
+    # --agent none: the recording's own repeats (mini-swe-agent's profile adds the agent's re-runs)
     code = main(["run", "--workload", str(tmp_path / "m.jsonl"), "--policy", "recency", "--json",
-                 "--set", "budget=60", "--set", "trigger=40", "--set", "recency.low_water_gap=0"])
+                 "--set", "budget=60", "--set", "trigger=40", "--set", "recency.low_water_gap=0", "--agent", "none"])
     assert code == 0
     record = json.loads(capsys.readouterr().out)
     m = record["metrics"]

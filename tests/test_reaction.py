@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -37,8 +38,11 @@ def _trajectory(tmp_path: Path, edit: str = f"sed -i 's/old/new/' {FILE}") -> Pa
 
 
 def _scenario(**sets):
-    # clear-tool-uses clears every tool result but the newest one once the history passes 1,000 tokens.
-    return sc.load("transcript", {"clear_tool_uses.trigger": 1000, "clear_tool_uses.keep": 1, **sets})
+    # clear-tool-uses clears every tool result but the newest one once the history passes 1,000 tokens. The
+    # resource reaction alone (agent profile none): a mini-swe-agent transcript's own profile reacts through
+    # lookback needs instead (tests/test_agent_model.py).
+    return sc.load("transcript", {"clear_tool_uses.trigger": 1000, "clear_tool_uses.keep": 1,
+                                  "agent.profile": "none", **sets})
 
 
 def _replay(path: Path, **sets):
@@ -148,14 +152,20 @@ def _dev_sessions() -> Path | None:
     return folder if folder.is_dir() else None
 
 
+@functools.cache
+def _dev_collected() -> tuple:
+    """Each dev session's name, episodes and held touches (read once for the tests that ask)."""
+    return tuple(reaction.collect(data) for path in sorted(_dev_sessions().glob("*.jsonl"))
+                 for data in iter_workloads(path))
+
+
 @pytest.mark.skipif(_dev_sessions() is None, reason="../shared/traces/claude-code-dev is not here")
 def test_the_fit_on_the_dev_sessions_is_the_shipped_one():
     per_session: dict = {}
-    for path in sorted(_dev_sessions().glob("*.jsonl")):
-        for data in iter_workloads(path):
-            eps, held = per_session.setdefault(data.name, ([], []))
-            eps.extend(reaction.episodes(data))
-            held.extend(reaction.held_touches(data))
+    for name, session_eps, session_held in _dev_collected():
+        eps, held = per_session.setdefault(name, ([], []))
+        eps.extend(session_eps)
+        held.extend(session_held)
     assert reaction.fit(per_session).as_dict()["probability"] == shipped_fit()["probability"]
 
 
@@ -171,3 +181,37 @@ def test_fidelity_json_holds_the_check_per_compaction(capsys):
     share = rep["probability"] + (1 - rep["probability"]) * rep["baseline"]
     assert row["predicted"] == pytest.approx(share * row["needs"], abs=1e-3)
     assert rep["totals"]["compactions"] == 1
+
+
+def test_the_lookback_check_asks_what_the_engines_needs_draw():
+    """The check's chance that a removed item is needed again is the frequency of the engine's own draws."""
+    from prunesim.model.agent_needs import LookbackNeeds
+    from prunesim.model.agent_profiles import AgentParams, resolve
+
+    profile = resolve(AgentParams(profile="openhands", need_rate=0.2, need_cv=1.0, need_decay=4.0))
+    fetched, first, last, runs = 3, 6, 20, 4000
+    chance = reaction.need_chance(profile, fetched, first, last)
+    out = type("Span", (), {"id": 1, "tokens": 100})()
+    hits = 0
+    for seed in range(runs):
+        needs = LookbackNeeds(profile, seed)
+        needs.saw(type("A", (), {"kind": "tool_output", "key": "k", "tokens": 100, "tool": "", "stale_after": 9,
+                                 "tags": frozenset()})(), out, fetched)
+        hits += any(needs.needed(w) for w in range(first, last + 1))
+    sd = (chance * (1 - chance) / runs) ** 0.5
+    assert 0.05 < chance < 0.95 and abs(hits / runs - chance) < 4 * sd
+
+
+@pytest.mark.skipif(_dev_sessions() is None, reason="../shared/traces/claude-code-dev is not here")
+def test_the_lookback_needs_are_checked_on_the_recorded_compactions():
+    """Each profile with lookback needs of its own predicts the re-reads after Claude Code's compactions; the
+    observed re-reads are the episodes' (the same as the fitted reaction's check counts)."""
+    eps = [e for _, session_eps, _ in _dev_collected() for e in session_eps]
+    fitted = [row for _, session_eps, _ in _dev_collected()
+              for row in reaction.check(session_eps, shipped_fit()["probability"], shipped_fit()["baseline"])]
+    lookback = reaction.lookback_report(eps)
+    observed = sum(e.reread for e in eps if e.cause == "compaction")
+    assert set(lookback) == {"swe-agent", "openhands"} and observed > 0
+    for look in lookback.values():
+        assert look["observed"] == observed and len(look["compactions"]) == len(fitted)
+        assert look["predicted"] == pytest.approx(sum(r["predicted"] for r in look["compactions"]), abs=0.01)

@@ -161,8 +161,9 @@ def test_the_leaderboard_reports_each_policy_at_its_documented_setting_and_at_ea
     assert acted == {"": "0", "trigger=8000": "1", "trigger=12000": "1"}  # only the low thresholds are reached
     assert "recency @ trigger=8000 (acts at 8,000)" in printed and "noop's dollars beside the recorded bills" in printed
     shares = {r["figure"] for r in table if r["interval"] == "wilson"}
-    # No span of a transcript is a constraint: lost_constraints is unobservable, left out rather than shown as 0.
-    assert shares == {f + lb.SHARE_SUFFIX for f in lb.COUNT_FIGURES if f != "lost_constraints"}
+    # No span of a transcript is a constraint: lost_constraints is unobservable, left out rather than shown as 0;
+    # redos is the agent model's: a Claude Code recording's profile redoes nothing, so the table leaves it out too.
+    assert shares == {f + lb.SHARE_SUFFIX for f in lb.COUNT_FIGURES if f not in ("lost_constraints", "redos")}
 
 
 def _csv(path: Path) -> list[dict]:

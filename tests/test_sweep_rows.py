@@ -77,7 +77,7 @@ def test_a_row_is_the_csv_line_of_its_cells(figures, data):
 def test_a_row_with_a_metric_its_first_run_did_not_report_is_refused():
     plan = plan_sweep("oscillation-40", None, ["naive"], [0])
     row = sweep._row_maker(plan, [*sweep.ID_COLUMNS, "passes"])
-    with pytest.raises(RuntimeError, match=r"reported metrics \['surprise'\] that its first run did not"):
+    with pytest.raises(RuntimeError, match=r"reported metrics \['surprise'\] that its first run .* did not"):
         row(plan.runs[0], {"passes": 1, "surprise": 2})
 
 

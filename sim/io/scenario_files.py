@@ -467,7 +467,7 @@ def replace(scenario: Scenario, overrides: dict[str, Any], pin: bool = True,
 # -- the defaults table ---------------------------------------------------------
 def nested_defaults() -> dict[str, Any]:
     """Every parameter, in its table, at the value a scenario file that omits it gets (None: unset)."""
-    data = Scenario().to_dict()
+    data = Scenario().to_dict(full=True)  # the [agent] table too: its unset keys take the profile's values
     data.update({name: dataclasses.asdict(cls()) for name, cls in policies.builtin_tables().items()})
     return {k: v for k, v in data.items() if k not in ("name", "description")}
 
@@ -495,7 +495,7 @@ _flatten = flatten  # the name plots/report.py reads
 def defaults_table() -> tuple[list[str], list[list[str]]]:
     """The defaults against every shipped scenario: (header, rows); a cell is blank where it equals the default."""
     defaults = flat_defaults()
-    shipped = {name: flatten(load(name).to_dict()) for name in sorted(shipped_scenarios())}
+    shipped = {name: flatten(load(name).to_dict(full=True)) for name in sorted(shipped_scenarios())}
     header = ["key", "default", *shipped]
     rows = []
     for key, default in defaults.items():

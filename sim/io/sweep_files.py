@@ -25,6 +25,7 @@ for rows, the line.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -35,8 +36,10 @@ from typing import Any
 
 from prunesim.errors import UserError
 from prunesim.io import atomic, inputs
+from prunesim.model.agent_profiles import AgentParams
 from prunesim.model.scenario import MAX_SEED, seed_problem
 from prunesim.observe.cells import QUOTE, recover
+from prunesim.observe.metrics import TEXT_METRICS
 
 SWEEP_FILE = "sweep.json"
 RUNS_FILE = "runs.csv"
@@ -46,6 +49,7 @@ AGGREGATE_FILE = "aggregate.csv"
 STAT_COLUMNS = ("metric", "n", "median", "mean", "ci_low", "ci_high", "share", "share_low", "share_high")
 ID_COLUMNS = ("run_id", "scenario", "policy", "seed", "prunesim_version")
 TEXT_COLUMNS = ("run_id", "scenario", "policy", "prunesim_version")
+AGENT_KEYS = frozenset(f.name for f in dataclasses.fields(AgentParams))
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
 _REDO = "delete that line and run the sweep command again to redo the run"
 
@@ -205,6 +209,10 @@ def _is_single(value: Any) -> bool:
 
 
 def _is_parameter(scenario: dict, dotted: str) -> bool:
+    """A single parameter of the resolved scenario; the ``[agent]`` table's keys too, which a scenario with no
+    agent model leaves out of its record (Scenario.to_dict)."""
+    if "agent" not in scenario and dotted.startswith("agent."):
+        return dotted.partition(".")[2] in AGENT_KEYS
     node: Any = scenario
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -235,7 +243,7 @@ def read_runs(out: str | Path, desc: dict | None = None) -> list[dict]:
         where = f"line {n}"
         row: dict[str, Any] = {}
         for col, text in zip(header, cells, strict=True):
-            if col in TEXT_COLUMNS:
+            if col in TEXT_COLUMNS or col in TEXT_METRICS:  # (a metric that is a word: the agent's stop reason)
                 row[col] = text
             elif col == "seed":
                 if text not in seeds:

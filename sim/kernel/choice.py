@@ -17,14 +17,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from prunesim.errors import UserError
+from prunesim.model.agent_profiles import resolve
 from prunesim.model.scenario import Scenario
 from prunesim.observe import REGISTRY
 
 ENGINES = ("simpy", "kernel", "auto")
-# The registered observers whose state kernel.summary sets from the fold's counters (EditLogCheck and
-# ReactionMetrics hear nothing from a synthetic run of these policies: their state stays as built).
+# The registered observers whose state kernel.summary sets from the fold's counters (EditLogCheck,
+# ReactionMetrics and OutcomeMetrics hear nothing from a synthetic run of these policies without an agent model:
+# their state stays as built).
 FOLDED_OBSERVERS = ("WindowMetrics", "PassMetrics", "GateMetrics", "EvictionMetrics", "ProvenanceMetrics",
-                    "EditLogCheck", "EditMetrics", "ReactionMetrics", "CostMetrics")
+                    "EditLogCheck", "EditMetrics", "ReactionMetrics", "OutcomeMetrics", "CostMetrics")
 KERNEL_POLICIES = ("noop", "naive", "recency", "slack-gated")
 # Those that never return a model-driven pass: decision.concurrent (how the engine runs a pass) never acts in their
 # runs, so the kernel, which runs passes in line, gives their summaries with it set too.
@@ -60,6 +62,8 @@ def kernel_gap(scenario: Scenario, policy) -> str:
             return f"gate.fallback = {gate.fallback!r} (the kernel runs the recency fallback)"
     if scenario.need.enabled:
         return "[need] (the agent's needs)"
+    if resolve(scenario.agent) is not None:
+        return f"[agent] profile {scenario.agent.profile!r} (the agent model)"
     if scenario.decision.concurrent and policy not in PASSLESS_POLICIES:
         return "decision.concurrent"
     need = record_bytes(scenario)

@@ -3,7 +3,10 @@
 The engine decides when the policy is consulted (at the end of every turn),
 applies what it answers, and publishes what happens as typed events
 (:mod:`prunesim.model.events`) to the observers it was given. It does not know
-what any observer computes. :func:`prunesim.runner.run_one` builds it.
+what any observer computes. It consults the agent model
+(:mod:`prunesim.model.agent`) the same way: before each work turn's model call
+(what to fetch again or redo first, run as turns of their own) and after every
+turn (stop or go on). :func:`prunesim.runner.run_one` builds it.
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 import simpy
+from prunesim.model.agent import AgentModel, CallCounter
+from prunesim.model.agent_reaction import CARRIED, HELD, LOST, RECORDED, REFETCH, Reach
 from prunesim.model.editlog import EditLog
 from prunesim.model.events import Bus, EditRecord, PassRecord, RunEnd
-from prunesim.model.needs import NeedModel
+from prunesim.model.key_index import NAMING_KINDS
 from prunesim.model.provenance import Provenance
-from prunesim.model.reaction import Content, Reaction
 from prunesim.model.scenario import Scenario
 from prunesim.model.spans import NO_TAGS, PLACEHOLDER_OF, RUNTIME_DROP, SUMMARY_TAG, Span
 from prunesim.model.window import Window
@@ -78,12 +82,18 @@ class PolicyContractError(RuntimeError):
 class Engine(Provenance):
     """Runs one agent against one policy and publishes what happens to ``observers``."""
 
-    def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), needs: NeedModel | None = None,
-                 edit_log: EditLog | None = None, reaction: Reaction | None = None):
+    def __init__(self, scenario: Scenario, policy: Policy, workload, observers=(), agent: AgentModel | None = None,
+                 edit_log: EditLog | None = None):
         self.scenario = scenario
-        self.reaction = reaction  # a replayed transcript's agent re-fetching what the policy removed (closed loop)
+        self.agent_model = agent  # how the agent reacts to what the policy does (prunesim.model.agent); None: never
+        self.stop_reason = ""  # set when the agent model says stop (its turn cap)
         self.policy = policy
         self.workload = workload
+        self._counting = agent is not None and agent.counts_turns
+        if self._counting:  # only then: a run without an agent model pays nothing per call for the count
+            counter = CallCounter()
+            self.calls = counter.calls
+            observers = (*observers, counter)
         self.bus = bus = Bus(observers)
         # The hot kinds' handler tuples, held directly: a call site tests one attribute.
         self._on_appended = bus.span_appended
@@ -97,12 +107,16 @@ class Engine(Provenance):
             self.window.arrival_ceiling = 1 << 62
         self.env = Clock()
         self.turn = 0
+        # Under an agent model every model call of the agent is a turn of its own: the engine's turn (spans,
+        # events, the policy's view) is the workload's plus the re-fetch and redo turns so far (0 without one).
+        self.extra_turns = 0
         self.pass_count = 0
         self.deciding = False
         self.concurrent = scenario.decision.concurrent
         lat = scenario.latency
         self._lat = (lat.model_base_s, lat.model_per_input_token_s, lat.model_per_output_token_s)
-        self._init_provenance(needs, edit_log)
+        self._init_provenance(agent.needs if agent is not None else None, edit_log)
+        self.work_turns = 0 if self._counting else None  # counted where an agent model may stop the run early
 
     # -- publishing ------------------------------------------------------------
     # Each loops over the handlers bound for its kind. Hot call sites test the
@@ -127,6 +141,13 @@ class Engine(Provenance):
     def _model_call(self, prompt: int, output: int, decision: bool, pass_id: int = 0) -> None:
         for h in self.bus.model_call:
             h(self.env.now, self.turn, prompt, output, decision, pass_id)
+
+    def agent_says_stop(self, work: bool) -> bool:
+        """After a model-call turn: ask the agent model whether to go on; True when it says stop."""
+        reason = self.agent_model.after_turn(work, self.calls)
+        if reason:
+            self.stop_reason = reason
+        return bool(reason)
 
     def _non_model(self, action, spans: int, freed: int) -> None:
         kind = type(action).__name__.lower()
@@ -200,9 +221,13 @@ class Engine(Provenance):
         for arrival in self.workload.initial():
             self.place(arrival)
         bus, window = self.bus, self.window
+        counting = self._counting
         for plan in self.workload:
-            self.turn = turn = plan.turn
+            # (a run without an agent model reads no more than it did before there were agent models)
+            self.turn = turn = plan.turn + self.extra_turns if counting else plan.turn
             yield from self.take_turn(plan)
+            if counting and self.stop_reason:  # the agent stopped before the turn's call: its work is not done
+                break
             for h in bus.turn_reached:
                 h(turn, window.utilization)
             if not self.deciding:  # one model-driven pass at a time
@@ -213,6 +238,10 @@ class Engine(Provenance):
                 h(self.env.now, turn, window.utilization, window.appended_total, window.removed_total)
             if len(self.evicted) >= self._forget_at and not self.deciding:
                 self.forget_unreferenced()
+            if counting:
+                self.work_turns += 1
+                if self.agent_says_stop(True):
+                    break
 
     def consult(self, decide=None):
         """Ask the policy what to do with the window as it is; what doing it takes, to ``yield from``.
@@ -245,7 +274,7 @@ class Engine(Provenance):
     def take_turn(self, plan: TurnPlan):
         """One turn's arrivals (docs/model.md): what the replayed runtime drops and puts back, the model call that
         writes the reasoning and the tool call, the tool's run, and its output."""
-        env, bus, reaction = self.env, self.bus, self.reaction
+        env, bus, model = self.env, self.bus, self.agent_model
         if plan.drop_tags:
             self.runtime_drop(plan.drop_tags)
         for arrival in plan.before_call:
@@ -260,10 +289,12 @@ class Engine(Provenance):
             yield from self.consult()  # the runtime's drop moved what the policy's edits stand on
         if plan.call_at_s is not None and plan.call_at_s > env.now:  # a recorded pause
             yield env.timeout(plan.call_at_s - env.now)
-        if reaction is not None:
-            due = reaction.due(plan, self.turn, self.holds_span)
+        if model is not None:
+            due = model.before_call(plan, plan.turn, self)
             if due:
-                yield from self.refetch(due)
+                yield from self.react(due)
+                if self.stop_reason:
+                    return
         if self.window_at_call:
             self.make_room(0)
         prompt = self.window.utilization
@@ -279,14 +310,15 @@ class Engine(Provenance):
         if not env.advance(plan.tool_latency_s):
             yield env.timeout(plan.tool_latency_s)
         output_span = self.place(plan.tool_output)
-        if reaction is None:
+        if model is None:
             for arrival in plan.extra:
                 self.place(arrival)
         else:
-            reaction.saw(plan.tool_call, call_span or output_span)  # a turn unit: the call is inside
-            reaction.saw(plan.tool_output, output_span)
+            work = plan.turn  # the agent knows its work by the workload's turn
+            model.saw(plan.tool_call, call_span or output_span, work)  # a turn unit: the call is inside
+            model.saw(plan.tool_output, output_span, work)
             for arrival in plan.extra:
-                reaction.saw(arrival, self.place(arrival))
+                model.saw(arrival, self.place(arrival), work)
         if self.needs is not None:
             self._saw(plan)
             yield from self.meet_needs()
@@ -309,33 +341,74 @@ class Engine(Provenance):
         w = self.window
         return span_id in w or any(SUMMARY_TAG in s.tags and span_id in s.names for s in w.spans())
 
-    def refetch(self, due: list[Content]):
-        """The agent fetches removed content again before the call that needs it (:mod:`prunesim.model.reaction`).
+    def standing(self, outputs, calls, key: str) -> int:
+        """Where a work item stands (:mod:`prunesim.model.agent_reaction`): ``HELD`` (a copy of its output,
+        ``outputs``, is in the window), ``CARRIED`` (a summary in the window carries one), ``RECORDED``
+        (something says it was removed: a placeholder, a tombstone or a rationale naming it, the digest naming
+        its key, the policy's edit log, or its tool call, ``calls``, still in the window) or ``LOST``."""
+        w = self.window
+        if any(i in w for i in outputs):
+            return HELD
+        recorded = (self.keeps_log or any(i in w for i in calls) or self.in_digest(key)
+                    or any(t.evicted_id in outputs and sid in w for sid, t in self.tombstones.items()))
+        for s in w.spans():
+            if s.names and any(i in s.names for i in outputs):
+                if SUMMARY_TAG in s.tags:
+                    return CARRIED
+                if s.kind in NAMING_KINDS:
+                    recorded = True
+        return RECORDED if recorded else LOST
 
-        Each runs as a turn does: a model call that writes the tool call, the tool, and the output at its recorded
-        size; then it is published (``on_refetch``, with the time it took: the model call just billed was its own).
-        """
+    def react(self, due: tuple[Reach, ...]):
+        """Run what the agent model asked for before the call: each reach's turns, the policy consulted after
+        each turn of a reach that asks for it, and the agent asked after each whether to go on."""
+        counting = self._counting
+        for reach in due:
+            for _ in range(reach.turns):
+                yield from self.fetch_again(reach)
+                if reach.consult and not self.deciding:
+                    yield from self.consult()
+                if counting and self.agent_says_stop(False):
+                    return
+                if reach.consult:  # a turn of its own (a resource's re-read belongs to the call that uses it)
+                    self.next_turn()
+
+    def next_turn(self) -> None:
+        """The agent's next model call is a turn of its own (a re-fetch, a redo, seed 004's re-run)."""
+        self.extra_turns += 1
+        self.turn += 1
+
+    def fetch_again(self, reach: Reach):
+        """One turn of a re-fetch or a redo: a model call that writes the tool call, the tool, and the output at
+        its recorded size; then it is published (``on_refetch`` or ``on_redo``, with the time it took: the model
+        call just billed was its own)."""
         env = self.env
-        for content in due:
-            start = env.now
-            if self.window_at_call:
-                self.make_room(0)
-            prompt = self.window.utilization
-            self._model_call(prompt, content.call_tokens, False)
-            delay = self.model_latency(prompt, content.call_tokens)
-            if not env.advance(delay):
-                yield env.timeout(delay)
-            if content.call_tokens:
-                self.place(Arrival("tool_call", content.call_tokens, content.key, content.stale_after,
-                                   tags=content.tags, tool=content.tool))
-            delay = self.scenario.latency.tool_mean_s
-            if not env.advance(delay):
-                yield env.timeout(delay)
-            out = self.place(Arrival("tool_output", content.tokens, content.key, content.stale_after,
-                                     tags=content.tags, tool=content.tool))
-            self.reaction.refetched(content, out.id, out.tokens)
+        content = reach.content
+        start = env.now
+        if self.window_at_call:
+            self.make_room(0)
+        prompt = self.window.utilization
+        self._model_call(prompt, content.call_tokens, False)
+        delay = self.model_latency(prompt, content.call_tokens)
+        if not env.advance(delay):
+            yield env.timeout(delay)
+        call_id = -1
+        if content.call_tokens:
+            call_id = self.place(Arrival("tool_call", content.call_tokens, content.key, content.stale_after,
+                                        tags=content.tags, tool=content.tool)).id
+        delay = self.scenario.latency.tool_mean_s
+        if not env.advance(delay):
+            yield env.timeout(delay)
+        out = self.place(Arrival("tool_output", content.tokens, content.key, content.stale_after,
+                                 tags=content.tags, tool=content.tool))
+        self.agent_model.fetched(reach, out.id, out.tokens, call_id)
+        if reach.how == REFETCH:
+            resource = getattr(content, "resource", "") or f"item {content.index}"
             for h in self.bus.refetch:
-                h(env.now, self.turn, content.resource, content.key, content.call_tokens, out.tokens, env.now - start)
+                h(env.now, self.turn, resource, content.key, content.call_tokens, out.tokens, env.now - start)
+        else:
+            for h in self.bus.redo:
+                h(env.now, self.turn, content.key, content.call_tokens, out.tokens, env.now - start)
 
     def view(self) -> WindowView:
         w = self.window
@@ -661,6 +734,8 @@ class Engine(Provenance):
             anchor=self.anchor,
             digest_tokens=self.digest_tokens(),
             placeholder_tokens=sum(s.tokens for s in w.spans() if s.kind == "placeholder"),
+            outcome=self.agent_model.outcome() if self.agent_model is not None else None,
+            work_turns=self.work_turns,
         )
         for h in self.bus.run_end:
             h(end)

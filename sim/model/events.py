@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from prunesim.model.agent import Outcome
     from prunesim.model.editlog import Anchor, EditLog
     from prunesim.model.spans import Span
 
@@ -94,6 +95,11 @@ class RunEnd:
     anchor: Anchor
     digest_tokens: int = 0  # the tombstone digest's tokens in the window (0: none)
     placeholder_tokens: int = 0  # tokens held by placeholders in the window
+    # What the agent model says the agent did (prunesim.model.agent.Outcome); None: no agent model ran.
+    outcome: Outcome | None = None
+    # The work turns done, where an agent model may stop the run before the workload's last one (None: no such
+    # model, every turn was done).
+    work_turns: int | None = None
 
 
 class Observer:
@@ -183,10 +189,16 @@ class Observer:
 
     def on_refetch(self, time: float, turn: int, resource: str, key: str, call_tokens: int, tokens: int,
                    latency_s: float) -> None:
-        """A replayed transcript's agent fetched ``resource`` again (the policy removed its content before a
-        recorded call used it): the last ``model_call`` was the one that asked for it (``call_tokens`` output
-        tokens), then the tool ran and its output entered the window with ``tokens`` (its recorded size) under
-        ``key``; ``latency_s``: the simulated time it all took."""
+        """The agent fetched content again that the policy had removed (a replayed transcript's resource before a
+        recorded call used it; under an agent model, a needed work item, ``resource`` "item N", or a key a record
+        named): the last ``model_call`` was the one that asked for it (``call_tokens`` output tokens), then the
+        tool ran and its output entered the window with ``tokens`` (its recorded size) under ``key``;
+        ``latency_s``: the simulated time it all took."""
+
+    def on_redo(self, time: float, turn: int, key: str, call_tokens: int, tokens: int, latency_s: float) -> None:
+        """The agent did work again that it had no record of having done (:mod:`prunesim.model.agent_reaction`):
+        one redo turn, a model call (the last ``model_call``, ``call_tokens`` output tokens), the tool run and its
+        output of ``tokens`` under ``key``; ``latency_s``: the simulated time it took. Only under an agent model."""
 
     def on_tombstone_fold(self, time: float, turn: int, folded: int, keys: int, digest_tokens: int,
                           tombstone_tokens: int) -> None:

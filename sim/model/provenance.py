@@ -223,6 +223,15 @@ class Provenance:
                 continue
             call, tokens, stale_at, tags = self.content[key]
             stale_after = max(0, stale_at - self.turn)
+            start = self.env.now
+            agent = self.agent_model
+            if agent.calls_for_needs:  # under an agent model, running the tool again takes a model call, and a turn
+                self.next_turn()
+                prompt = self.window.utilization
+                self._model_call(prompt, call, False)
+                delay = self.model_latency(prompt, call)
+                if not self.env.advance(delay):
+                    yield self.env.timeout(delay)
             if call:
                 self.place(Arrival("tool_call", call, key, stale_after))
             delay = self.scenario.latency.tool_mean_s
@@ -235,6 +244,12 @@ class Provenance:
                     self.log("override", key=key, tokens=out.tokens, turns_since_prune=since, record=record)
             else:
                 self._need("re_retrieval", key, out.tokens, since, "")
+            if agent.calls_for_needs:  # a re-fetch when a record named it, a redo when nothing did
+                agent.rerun(bool(record))
+                handlers = self.bus.refetch if record else self.bus.redo
+                args = (key, key, call, out.tokens) if record else (key, call, out.tokens)
+                for h in handlers:
+                    h(self.env.now, self.turn, *args, self.env.now - start)
 
     def _need(self, outcome: str, key: str, tokens: int, since: int, record: str) -> None:
         for h in self.bus.need:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prunesim.errors import UserError
+from prunesim.model.agent_profiles import AgentParams
 from prunesim.model.reaction import ReactionParams
 from prunesim.model.spans import KINDS
 
@@ -379,6 +380,7 @@ class Scenario:
     tombstone: TombstoneParams = field(default_factory=TombstoneParams)
     replay: ReplayParams = field(default_factory=ReplayParams)
     reaction: ReactionParams = field(default_factory=ReactionParams)
+    agent: AgentParams = field(default_factory=AgentParams)
     pricing: Pricing = field(default_factory=Pricing)
     # The parameter tables policies declare (``Policy.tables``), by table name, filled by the
     # loader with every registered table. Each is also an attribute: ``scenario.gate``.
@@ -412,15 +414,27 @@ class Scenario:
         self.tombstone.check("tombstone", where)
         self.replay.check("replay", where)
         self.reaction.check("reaction", where)
+        self.agent.check("agent", where)
         self.pricing.check("pricing", where)
         for i, ev in enumerate(self.workload.events):
             if ev.turn > self.turns:
                 raise UserError(where, f"workload.events[{i}].turn", f"{ev.turn} is after the last turn {self.turns}")
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data, as a scenario file would hold it: policy tables are top-level tables."""
+    def to_dict(self, full: bool = False) -> dict[str, Any]:
+        """Plain data, as a scenario file would hold it: policy tables are top-level tables.
+
+        An ``[agent]`` table left as it is by default is left out, so that a scenario without an agent model
+        is written (scenario.json, a sweep's run ids) as it was before agent models existed; its unset keys
+        (``None``: the profile's value) are left out too. ``full``: every key of every table, as the defaults
+        table lists them."""
         out = dataclasses.asdict(self)
         out.update(out.pop("tables"))
+        if full:
+            return out
+        if self.agent.is_default():
+            del out["agent"]
+        else:
+            out["agent"] = {k: v for k, v in out["agent"].items() if v is not None}
         return out
 
 

@@ -16,6 +16,7 @@ from .metrics.cost import CostMetrics
 from .metrics.edits import EditMetrics
 from .metrics.eviction import EvictionMetrics
 from .metrics.gate import GateMetrics
+from .metrics.outcome import OutcomeMetrics
 from .metrics.passes import PassMetrics
 from .metrics.provenance import EditLogCheck, ProvenanceMetrics
 from .metrics.reaction import ReactionMetrics
@@ -45,6 +46,7 @@ REGISTRY: dict[str, type] = {
     "edit-log": EditLogCheck,
     "edits": EditMetrics,
     "reaction": ReactionMetrics,
+    "outcome": OutcomeMetrics,
     "cost": CostMetrics,
 }
 

@@ -290,6 +290,9 @@ class Recorder(Observer):
         self._event(time, turn, "refetch", resource=resource, key=key, call_tokens=call_tokens, tokens=tokens,
                     latency_s=round(latency_s, 6))
 
+    def on_redo(self, time, turn, key, call_tokens, tokens, latency_s) -> None:
+        self._event(time, turn, "redo", key=key, call_tokens=call_tokens, tokens=tokens, latency_s=round(latency_s, 6))
+
     def event_records(self) -> Records:
         return Records((EventRecord(seq, t, turn, ev, json.loads(detail)) for seq, t, turn, ev, detail in self.events),
                        EventRecord._fields)

@@ -203,6 +203,18 @@ def paired_comparison(a, b, acted, reference, key: tuple, tie_share: float = TIE
             "ties": int((np.abs(diff[on]) <= tol[on]).sum())}
 
 
+def paired_difference(a: Sequence[float], b: Sequence[float], key: tuple, seed: int = SEED,
+                      resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> dict:
+    """The mean of ``b - a`` over paired units (the same seed or transcript under two policies) and its interval:
+    :func:`paired_total_interval` of the differences over their number."""
+    x = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if len(x) == 0:
+        raise ValueError("no pairs")
+    low, high = paired_total_interval(x, key, seed, resamples, confidence)
+    n = len(x)
+    return {"n": n, "mean": float(x.mean()), "ci_low": low / n, "ci_high": high / n}
+
+
 def _numeric(values: list) -> bool:
     return all(v is None or isinstance(v, (int, float)) for v in values)
 

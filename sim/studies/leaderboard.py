@@ -48,6 +48,7 @@ from prunesim.errors import UserError
 from prunesim.io import atomic, settings
 from prunesim.io.transcripts.identity import Seen
 from prunesim.model.scenario import Scenario
+from prunesim.observe.metrics import outcome as outcome_metrics
 from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
 from prunesim.studies import aggregate, observable
@@ -101,8 +102,15 @@ FIGURES = (
     Figure("uncached_cost_ratio", "ratio", "uncached_cost_usd / noop's on the same unit: the cost ratio without "
            "the prompt cache"),
 )
+# What the policy did to the agent, where an agent model ran (prunesim.observe.metrics.outcome names and defines
+# each once), and how each is reduced over units: a median, a count's mean and share, a yes/no's share (Wilson),
+# a probability's mean (the expected share of tasks solved). A figure no unit reports is left out.
+OUTCOME_REDUCERS = {"agent_calls": "median", "turns_over_recorded": "median", "redos": "count", "capped": "share",
+                    "task_success": "mean"}
+OUTCOME_FIGURES = tuple(Figure(m.name, m.unit, m.definition) for m in outcome_metrics.DEFINITIONS
+                        if m.name in OUTCOME_REDUCERS)
 # Counts that are zero on most units: a median of 0 in [0, 0] says nothing, their mean and share do.
-COUNT_FIGURES = ("re_retrievals", "lost_constraints", "unrecorded_evictions", "forced_truncations")
+COUNT_FIGURES = ("re_retrievals", "lost_constraints", "unrecorded_evictions", "forced_truncations", "redos")
 SHARE_SUFFIX = "_share"
 # What the policy did, from the metrics: any of these above zero means it changed the window.
 ACTIONS = ("passes", "non_model_evictions", "clearings", "compactions", "memory_warnings")
@@ -295,10 +303,21 @@ def unit_rows(unit: Unit, entries: list[Entry], transcripts: bool) -> list[dict]
             "model": runtime.get("model"),
             "price_table": runtime.get("price_table"),
             "not_recorded": ";".join(runtime.get("not_recorded", ())) if runtime else None,
+            **{f.name: _number(s.get(f.name)) for f in OUTCOME_FIGURES},
         })
         for figure in hidden:  # cannot move on this input: no value, never a 0
             rows[-1][figure] = None
     return rows
+
+
+def _number(value):
+    """A figure's value for the table (a yes/no as 0 or 1); None where the run does not report it."""
+    return int(value) if isinstance(value, bool) else value
+
+
+def outcome_names(rows: list[dict]) -> tuple[str, ...]:
+    """The outcome figures some row reports (an agent model ran on its unit)."""
+    return tuple(f.name for f in OUTCOME_FIGURES if any(r.get(f.name) is not None for r in rows))
 
 
 def uncached_bill(summary: dict, prices: tuple[float, float] | None) -> float | None:
@@ -368,10 +387,14 @@ def reduce(rows: list[dict], entries: list[Entry]) -> list[dict]:
         threshold = float(np.median(acting)) if acting else None
         where = {"policy": entry.policy, "setting": entry.setting,
                  "acting_threshold": int(threshold) if threshold is not None and threshold.is_integer() else threshold}
-        for figure in FIGURE_NAMES:
+        for figure in (*FIGURE_NAMES, *outcome_names(mine)):
             values = [r[figure] for r in mine if r[figure] is not None]
             stats = describe(values, (entry.policy, entry.setting, figure))
             if stats is None:
+                continue
+            reducer = OUTCOME_REDUCERS.get(figure)
+            if reducer in ("share", "mean"):
+                table.append(_mean_row(where, figure, values, stats, entry, reducer))
                 continue
             if figure not in COUNT_FIGURES:
                 table.append({**where, "figure": figure, **stats, "interval": "median"})
@@ -384,6 +407,19 @@ def reduce(rows: list[dict], entries: list[Entry]) -> list[dict]:
             table.append({**where, "figure": figure + SHARE_SUFFIX, "n": len(values), "median": share, "mean": share,
                           "ci_low": w_low, "ci_high": w_high, "interval": "wilson"})
     return table
+
+
+def _mean_row(where: dict, figure: str, values: list, stats: dict, entry: Entry, reducer: str) -> dict:
+    """A yes/no figure's share of units with its Wilson interval, or a probability's mean with the bootstrap
+    interval of the mean."""
+    if reducer == "share":
+        hits = sum(1 for v in values if v)
+        low, high = wilson(hits, len(values))
+        share = hits / len(values)
+        return {**where, "figure": figure, "n": len(values), "median": share, "mean": share, "ci_low": low,
+                "ci_high": high, "interval": "wilson"}
+    low, high = mean_interval(values, (entry.policy, entry.setting, figure))
+    return {**where, "figure": figure, **stats, "ci_low": low, "ci_high": high, "interval": "mean"}
 
 
 def paired(rows: list[dict], entries: list[Entry]) -> list[dict]:
@@ -409,10 +445,12 @@ def paired(rows: list[dict], entries: list[Entry]) -> list[dict]:
 def write(out: Path, meta: dict, rows: list[dict], table: list[dict]) -> list[Path]:
     """The three files, each written atomically (runs first, the table last)."""
     out = Path(out)
-    atomic.write_csv(out / RUNS_FILE, RUN_COLUMNS, (["" if r[c] is None else r[c] for c in RUN_COLUMNS]
-                                                    for r in rows))
-    figures = {f.name: {"unit": f.unit, "definition": f.definition} for f in FIGURES}
-    for name in COUNT_FIGURES:
+    columns = (*RUN_COLUMNS, *outcome_names(rows))
+    atomic.write_csv(out / RUNS_FILE, columns, (["" if r[c] is None else r[c] for c in columns] for r in rows))
+    present = set(outcome_names(rows))
+    figures = {f.name: {"unit": f.unit, "definition": f.definition} for f in (*FIGURES, *OUTCOME_FIGURES)
+               if f in FIGURES or f.name in present}
+    for name in (n for n in COUNT_FIGURES if n in figures):
         figures[name + SHARE_SUFFIX] = {"unit": "share", "definition": f"share of units with {name} > 0 "
                                         "(interval: Wilson 95%)"}
     atomic.write_json(out / META_FILE, {**meta, "prunesim_version": __version__, "reference": REFERENCE,

@@ -20,6 +20,14 @@ baseline's reads of the rest); the open loop, the baseline alone.
 :func:`check` gives each recorded compaction's needs, predicted and observed
 re-reads; :func:`cross_validate` the same with each session's prediction
 fitted on the other sessions only.
+
+:func:`lookback_check` asks the same compactions of the agent model's lookback
+needs (:mod:`prunesim.model.agent_needs`), with a profile fitted on another
+scaffold's outcomes: for each removed file content, the chance the lookback
+needs would need it at some later call of the session, summed per compaction,
+beside the re-reads observed. Claude Code's own profile has no lookback needs
+(no outcome data): this is a check across scaffolds, on data no lookback
+parameter was set on.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ class Episode:
     touch: int  # the call that next touched the file (0: never)
     reread: bool  # that touch fetched it again
     lead: int  # calls from the re-read to the next use of the file (-1: no later use, or no re-read)
+    fetched: int = 0  # the call whose output held the content (its work turn)
+    last_call: int = 0  # the session's last model call
 
 
 def _calls(data: WorkloadData) -> tuple[list[tuple[int, tuple, tuple]], list[tuple[str, dict]]]:
@@ -88,7 +98,7 @@ def episodes(data: WorkloadData) -> list[Episode]:
                 use = next((t for t, _f, uses in calls if t >= touch and resource in uses), 0)
                 lead = use - touch if use else -1
             out.append(Episode(data.name, k, "compaction" if k in compactions else "drop", resource, touch, reread,
-                               lead))
+                               lead, part["turn"], data.turns))
     return sorted(out, key=lambda e: (e.call, e.resource))
 
 
@@ -164,6 +174,47 @@ def check(eps: list[Episode], probability: float, baseline: float) -> list[dict]
     return rows
 
 
+QUADRATURE = 256  # midpoint nodes of the per-run need rate's Gamma: the expectation over runs, without draws
+
+
+def run_rates(profile) -> np.ndarray:
+    """The per-run need rates the expectation is taken over: the Gamma's quantiles at QUADRATURE midpoints."""
+    from prunesim.model.agent_profiles import run_rate
+
+    if not profile.need_cv:
+        return np.array([float(profile.need_rate or 0.0)])
+    return np.array([run_rate(profile, (j + 0.5) / QUADRATURE) for j in range(QUADRATURE)])
+
+
+def need_chance(profile, fetched: int, first: int, last: int, rates: np.ndarray | None = None) -> float:
+    """The chance that the lookback needs of ``profile`` need an item of work turn ``fetched`` at some model call
+    from ``first`` to ``last``: ``1 - E[prod_w (1 - min(1, lambda_run exp(-(w - fetched - 1) / decay)))]`` over
+    the calls within the horizon, the expectation over the per-run rate (``rates``: :func:`run_rates`)."""
+    ages = np.arange(max(first, fetched + 1), min(last, fetched + int(profile.need_horizon)) + 1) - fetched
+    if not len(ages) or not profile.need_rate:
+        return 0.0
+    rates = run_rates(profile) if rates is None else rates
+    decay = np.exp(-(ages - 1) / float(profile.need_decay))
+    kept = np.prod(1.0 - np.minimum(1.0, rates[:, None] * decay[None, :]), axis=1)
+    return 1.0 - float(np.mean(kept))
+
+
+def lookback_check(eps: list[Episode], profile) -> list[dict]:
+    """Per recorded compaction: the file contents it removed, the re-reads the lookback needs of ``profile``
+    predict (each removed content needed at some later call, with a re-fetch) and the re-reads observed."""
+    by_call: dict[tuple[str, int], list[Episode]] = {}
+    for e in eps:
+        if e.cause == "compaction":
+            by_call.setdefault((e.transcript, e.call), []).append(e)
+    rows = []
+    rates = run_rates(profile)
+    for (transcript, call), group in sorted(by_call.items()):
+        predicted = sum(need_chance(profile, e.fetched, call, e.last_call, rates) for e in group)
+        rows.append({"transcript": transcript, "call": call, "removed_files": len(group),
+                     "predicted": round(predicted, 3), "observed": sum(e.reread for e in group)})
+    return rows
+
+
 def cross_validate(per_session: dict[str, tuple[list[Episode], list[bool]]]) -> list[dict]:
     """:func:`check` of each session with the fit of all the other sessions (leave one session out)."""
     rows = []
@@ -221,4 +272,24 @@ def reaction_report(collected: list[tuple[str, list[Episode], list[bool]]], ship
     if len(per_session) > 1:
         folds = cross_validate(per_session)
         out["out_of_fold"] = {"compactions": folds, "totals": totals(folds)}
+    out["lookback"] = lookback_report([e for eps, _ in per_session.values() for e in eps])
+    return out
+
+
+def lookback_report(eps: list[Episode]) -> dict:
+    """:func:`lookback_check` under each shipped profile that has lookback needs: per compaction and in all."""
+    from prunesim.model.agent_profiles import AgentParams, resolve, shipped_profiles
+
+    out = {}
+    for name in shipped_profiles():
+        profile = resolve(AgentParams(profile=name))
+        if not profile.needs_on or profile.sources["need_rate"].startswith("borrowed"):
+            continue
+        rows = lookback_check(eps, profile)
+        n = len(rows)
+        out[name] = {"source": profile.sources["need_rate"], "compactions": rows,
+                     "predicted": round(sum(r["predicted"] for r in rows), 3),
+                     "observed": sum(r["observed"] for r in rows),
+                     "mean_abs_error": round(sum(abs(r["predicted"] - r["observed"]) for r in rows) / n, 3)
+                     if n else 0.0}
     return out

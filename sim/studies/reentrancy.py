@@ -5,6 +5,14 @@ output): when it and its justification leave the window, whether the command
 runs again, and what the tombstone and the edit log say; over many seeds, how
 often the published pattern (a re-run within three turns of the editor pruning
 its own justification) shows up, and whether provenance held.
+
+The seed's claim, that provenance stops the agent from repeating work, is also
+made a prediction: the same variants and seeds run again under an agent model
+(:mod:`prunesim.model.agent`, a profile's needs, re-fetches, redos, turn cap
+and success), and the report gives each variant's mean model calls of the
+agent and expected share of tasks solved, and the difference of each variant
+with records from the one without (``naive``), paired over seeds with a
+bootstrap 95% interval, all from what the runs did.
 """
 
 from __future__ import annotations
@@ -16,9 +24,12 @@ from prunesim.io.scenario_files import load, replace
 from prunesim.model.scenario import Scenario
 from prunesim.policies import REGISTRY
 from prunesim.runner import run_one
+from prunesim.studies.aggregate import paired_difference
 from prunesim.studies.variant import Variant
 
 ARTIFACTS = ("prune_index", "prune_rationale", "tombstone")
+PREDICTED = ("agent_calls", "redos", "refetches", "task_success")  # per run, under the agent model
+NO_RECORDS = "naive"  # the variant whose editor leaves no record (its own justification pruned with the span)
 PATTERN_TURNS = 3  # "re-run within 3 turns of pruning its own justification"
 
 
@@ -173,6 +184,25 @@ class ReentrancyReport:
     seeds: list[int]
     stories: dict[str, KeyStory]  # variant -> story of the story seed
     runs: dict[str, list[dict]]  # variant -> per seed: pattern facts and provenance checks
+    agent: str = ""  # the agent profile of the prediction ('' for none)
+    predicted: dict[str, list[dict]] = field(default_factory=dict)  # variant -> per seed: PREDICTED figures
+
+    def prediction(self) -> dict:
+        """Per variant the mean of each predicted figure over seeds, and for each variant with records its paired
+        difference from the one without (mean over seeds, bootstrap 95% interval); {} with no agent model."""
+        if not self.predicted:
+            return {}
+        out: dict = {"agent_profile": self.agent, "variants": {}, "against": NO_RECORDS, "differences": {}}
+        for label, rows in self.predicted.items():
+            out["variants"][label] = {f: float(np.mean([r[f] for r in rows])) for f in PREDICTED if f in rows[0]}
+        reference = self.predicted.get(NO_RECORDS)
+        for label, rows in self.predicted.items():
+            if reference is None or label == NO_RECORDS:
+                continue
+            out["differences"][label] = {
+                f: paired_difference([r[f] for r in reference], [r[f] for r in rows], ("reentrancy", label, f))
+                for f in ("agent_calls", "task_success") if f in rows[0]}
+        return out
 
     def aggregate(self, label: str) -> dict:
         rows = self.runs[label]
@@ -200,7 +230,9 @@ class ReentrancyReport:
         }
 
     def as_dict(self) -> dict:
+        extra = {"prediction": self.prediction()} if self.predicted else {}
         return {
+            **extra,
             "replay": self.name,
             "scenario": self.scenario,
             "key": self.key,
@@ -244,7 +276,29 @@ def format_reentrancy(report: ReentrancyReport) -> str:
                      f"{a['log_records_every_eviction_runs']}/{n}")
         lines.append(f"  history gap (commands run that the window no longer shows, what a rolling summary "
                      f"cannot account for): median {a['median_history_gap']:.0%}")
+    lines += format_prediction(report)
     return "\n".join(lines)
+
+
+def format_prediction(report: ReentrancyReport) -> list[str]:
+    """The prediction's lines ([] without an agent model)."""
+    p = report.prediction()
+    if not p:
+        return []
+    lines = ["", f"predicted under the agent model (profile {p['agent_profile']}; docs/agent.md), mean over "
+             f"{len(report.seeds)} seeds:",
+             f"  {'variant':24s} {'agent calls':>11s} {'redos':>7s} {'re-fetches':>10s} {'solved':>7s}"]
+    def cell(m: dict, f: str, width: int, digits: int) -> str:
+        return f"{m[f]:{width}.{digits}f}" if f in m else f"{'-':>{width}s}"  # '-': the profile cannot move it
+
+    for label, m in p["variants"].items():
+        lines.append(f"  {label:24s} {cell(m, 'agent_calls', 11, 2)} {cell(m, 'redos', 7, 2)} "
+                     f"{cell(m, 'refetches', 10, 2)} {cell(m, 'task_success', 7, 3)}")
+    for label, d in p["differences"].items():
+        parts = [f"{name} {d[f]['mean']:+.{k}f} [{d[f]['ci_low']:+.{k}f}, {d[f]['ci_high']:+.{k}f}]"
+                 for f, name, k in (("agent_calls", "agent calls", 2), ("task_success", "solved", 4)) if f in d]
+        lines.append(f"  {label} - {p['against']} (paired over seeds, bootstrap 95%): {', '.join(parts)}")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -255,6 +309,7 @@ class ReentrancyReplay:
     scenario: str
     key: str
     variants: tuple[Variant, ...]
+    predicts = True  # run(agent=...) predicts the variants' calls and success under an agent model
 
     @staticmethod
     def format_report(report: ReentrancyReport) -> str:
@@ -269,10 +324,12 @@ class ReentrancyReplay:
                 out.append(v)
         return out
 
-    def run(self, seeds: list[int], base: Scenario | None = None) -> ReentrancyReport:
+    def run(self, seeds: list[int], base: Scenario | None = None, agent: str = "") -> ReentrancyReport:
+        """The stories and checks as the seed tells them; with ``agent`` (a profile's name), the prediction too."""
         sc = base or load(self.scenario)
         stories: dict[str, KeyStory] = {}
         runs: dict[str, list[dict]] = {}
+        predicted: dict[str, list[dict]] = {}
         for v in self.available():
             variant_sc = replace(sc, v.overrides, policy=v.policy) if v.overrides else sc  # checked as it runs
             stories[v.label] = key_story(run_one(variant_sc, v.policy, sc.seed, trace="all"), self.key)
@@ -292,7 +349,16 @@ class ReentrancyReplay:
                     **provenance_checks(result),
                 })
             runs[v.label] = rows
-        return ReentrancyReport(self.name, sc.name, self.key, sc.seed, list(seeds), stories, runs)
+            if agent:
+                predicted[v.label] = [_predicted(run_one(variant_sc, v.policy, seed, trace="none", agent=agent))
+                                      for seed in seeds]
+        return ReentrancyReport(self.name, sc.name, self.key, sc.seed, list(seeds), stories, runs, agent, predicted)
+
+
+def _predicted(result) -> dict:
+    """A run's predicted figures; a figure its profile cannot move is left out (no success model, no redo)."""
+    s = result.summary
+    return {f: float(s[f]) for f in PREDICTED if f in s}
 
 
 REENTRANCY = ReentrancyReplay(

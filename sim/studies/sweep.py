@@ -198,7 +198,7 @@ def plan_sweep(
     for name in policies:
         get_policy(name, where="--policies")
     for name in axes:
-        _check_axis_name(name, base_dict, overrides, policies, axes)
+        _check_axis_name(name, base.to_dict(full=True), overrides, policies, axes)  # [agent] too, set or not
     seeds = list(seeds)
     if not seeds:
         raise UserError("--seeds", None, "no seeds")
@@ -754,12 +754,17 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
                 raise UserError(str(sweep_path), "columns", "missing; use a new --out directory")
         else:
             # The column set is fixed now: the metrics the policies report on a first run, those of
-            # prunesim.observe.metrics in its order, then any others a policy adds, sorted.
+            # prunesim.observe.metrics in its order, then any others a policy adds, sorted. The agent model's
+            # figures depend on its profile: a first run of each policy under each [agent] table of the grid.
             for policy in plan.policies:
-                spec = next(s for s in plan.runs if s.policy == policy)
-                items = [(spec.run_id, spec.seed)]
-                probes[spec.run_id] = run_batch(plan.scenarios[spec.point], policy, items, traces_dir,
-                                                engines[(spec.point, policy)])[0][1]
+                firsts: dict[str, RunSpec] = {}
+                for s in plan.runs:
+                    if s.policy == policy:
+                        firsts.setdefault(repr(plan.scenarios[s.point].agent), s)
+                for spec in firsts.values():
+                    items = [(spec.run_id, spec.seed)]
+                    probes[spec.run_id] = run_batch(plan.scenarios[spec.point], policy, items, traces_dir,
+                                                    engines[(spec.point, policy)])[0][1]
             reported = {k for summary in probes.values() for k in summary}
             metrics = [m for m in METRIC_NAMES if m in reported] + sorted(reported - set(METRIC_NAMES))
             fixed = list(ID_COLUMNS) + list(plan.axes)
@@ -868,8 +873,8 @@ def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict],
             unknown = set(summary) - known
             if unknown:
                 raise RuntimeError(
-                    f"policy {spec.policy!r} reported metrics {sorted(unknown)} that its first run did not; "
-                    "a policy must report the same metric keys on every run"
+                    f"policy {spec.policy!r} reported metrics {sorted(unknown)} that its first run (under the same "
+                    "[agent] table) did not; a policy must report the same metric keys on every run"
                 )
         pair = (spec.point, spec.policy)
         if pair not in shared:

@@ -82,15 +82,30 @@ def add_reaction(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_agent(parser: argparse.ArgumentParser) -> None:
+    from prunesim.model.agent_profiles import AUTO, NONE, shipped_profiles
+
+    names = (AUTO, NONE, *shipped_profiles())
+    parser.add_argument(
+        "--agent", choices=names, metavar="NAME",
+        help=f"the agent model's profile ({', '.join(names)}): how the agent reacts to what the policy removed "
+             "(re-fetch, redo, its turn cap, success; docs/agent.md). auto (default): a replayed transcript's "
+             "scaffold, none for a synthetic run. Sets [agent] profile",
+    )
+
+
 def scenario_sets(args) -> dict:
-    """The scenario overrides of ``--set`` and ``--reaction`` (which sets ``reaction.mode``)."""
+    """The scenario overrides of ``--set``, ``--reaction`` (which sets ``reaction.mode``) and ``--agent`` (which
+    sets ``agent.profile``)."""
     out = parse_sets(args.set)
-    reaction = getattr(args, "reaction", None)
-    if reaction is not None:
-        given = out.get("reaction.mode", reaction)
-        if given != reaction:
-            raise UserError("--reaction", reaction, f"contradicts --set reaction.mode={given}")
-        out["reaction.mode"] = reaction
+    for flag, key in (("reaction", "reaction.mode"), ("agent", "agent.profile")):
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        given = out.get(key, value)
+        if given != value:
+            raise UserError(f"--{flag}", value, f"contradicts --set {key}={given}")
+        out[key] = value
     return out
 
 

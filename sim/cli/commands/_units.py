@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    add_agent,
     add_prices,
     add_reaction,
     add_set,
@@ -29,7 +30,7 @@ from prunesim.studies.transcript_replay import expand
 
 
 def add_unit_arguments(p, policies: bool = True) -> None:
-    """DIR, --policies, --scenario, --seeds, --seed, --set, --prices and --reaction."""
+    """DIR, --policies, --scenario, --seeds, --seed, --set, --prices, --reaction and --agent."""
     p.add_argument("dir", type=Path, nargs="?", help="a folder of transcripts and/or workload files (searched "
                    "recursively), or one such file; without it, --scenario is run over --seeds")
     if policies:
@@ -42,6 +43,7 @@ def add_unit_arguments(p, policies: bool = True) -> None:
     add_set(p)
     add_prices(p)
     add_reaction(p)
+    add_agent(p)
 
 
 @dataclass

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from prunesim import api
-from prunesim.cli.commands._common import add_set, out_arg, parse_seeds, parse_sets, print_notes
+from prunesim.cli.commands._common import add_agent, add_set, out_arg, parse_seeds, print_notes, scenario_sets
 from prunesim.errors import UserError
 from prunesim.io import atomic, output
 from prunesim.io.atomic import json_ready
@@ -25,6 +25,7 @@ def register(sub) -> None:
                    "(default: naive,slack-gated)")
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer")
     add_set(p)
+    add_agent(p)
     p.add_argument("--metrics", help="comma-separated metric names to show, in this order (default: all)")
     p.add_argument("--format", choices=FORMATS, help="table (default), csv (one row per policy and metric) or json")
     p.add_argument("--json", action="store_true", help="the same as --format json")
@@ -45,7 +46,7 @@ def main(args) -> int:
     if args.out is not None:
         if output.names_folder(args.out):
             raise UserError("--out", args.out, "names a folder; give a file")
-    scenario = api.load_scenario(args.scenario, parse_sets(args.set), policies, given_as="--set")
+    scenario = api.load_scenario(args.scenario, scenario_sets(args), policies, given_as="--set")
     if args.out is not None:  # after reading the scenario (its extends chain): an output onto any of it is refused
         output.check_file(args.out, "--out")
     print_notes(policies, scenario)

@@ -110,13 +110,14 @@ def defaults_toml() -> str:
         return out
 
     lines = ["# Every scenario parameter at its default (prunesim defaults --toml). A file that leaves a key out",
-             "# gets this value; keys shown as comments are unset: a preset or the policy chooses them. A key a",
-             "# file keeps is the user's: on a replay it wins over the recording's value (docs/settings.md), so",
-             "# keep only the keys you mean to set.", ""]
+             "# gets this value; keys shown as comments are unset: a preset, the policy or the agent profile gives",
+             "# them. A key a file keeps is the user's: on a replay it wins over the recording's value",
+             "# (docs/settings.md), so keep only the keys you mean to set.", ""]
     lines += dumps(strip(data, "")).splitlines()
     for prefix, keys in unset.items():
         header = f"[{prefix.rstrip('.')}]"
-        comments = [f"# {key} = ...  ({UNSET}: a preset or the policy chooses it)" for key in keys]
+        chooser = "the agent profile gives it" if prefix == "agent." else "a preset or the policy chooses it"
+        comments = [f"# {key} = ...  ({UNSET}: {chooser})" for key in keys]
         if header in lines:
             at = lines.index(header) + 1
             lines[at:at] = comments

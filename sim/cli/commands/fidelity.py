@@ -169,6 +169,10 @@ def format_report(rep: dict) -> str:
         lines.append(f"reaction: after {react['compactions']} compaction(s), {react['needs']} file(s) needed again; "
                      f"re-reads predicted {react['predicted']:.2f} (open loop {react['predicted_open_loop']:.2f}), "
                      f"observed {react['observed']:.0f}, leaving each session out of the fit")
+        for name, look in rep["reaction"].get("lookback", {}).items():
+            lines.append(f"lookback needs of {name} ({look['source']}, set on another scaffold): re-reads predicted "
+                         f"{look['predicted']:.2f}, observed {look['observed']:.0f} (mean absolute error per "
+                         f"compaction {look['mean_abs_error']:.2f})")
     if rep["transcripts"]:
         cv = rep["cross_validated"]
         what = (f"cross-validated over {rep['folds']} folds" if rep["headline"] == "cross_validated" else

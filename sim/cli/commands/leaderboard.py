@@ -139,7 +139,8 @@ def _usd(x: float) -> str:
 
 def format_table(table: list[dict], entries: list, what: str) -> str:
     """One row per policy and setting: each figure's median [interval], a count's mean [interval] and share."""
-    ratios = {f.name for f in lb.FIGURES if f.unit == "ratio"}
+    ratios = ({f.name for f in lb.FIGURES if f.unit == "ratio"}
+              | {f.name for f in lb.OUTCOME_FIGURES if f.unit in ("ratio", "bool", "probability")})
     dollars = {f.name for f in lb.FIGURES if f.unit == "USD"}
     cell = {}
     for r in table:
@@ -150,7 +151,9 @@ def format_table(table: list[dict], entries: list, what: str) -> str:
     shown = ("cost_ratio", "uncached_cost_ratio", "cost_usd", "uncached_cost_usd", "cost_vs_recorded", "input_ratio",
              "decision_tokens", "peak_utilization",
              "re_retrievals", "re_retrievals_share", "refetches", "lost_constraints", "lost_constraints_share",
-             "unrecorded_evictions", "forced_truncations", "acted")  # the files hold every figure
+             "unrecorded_evictions", "forced_truncations", "acted",
+             # what the policy did to the agent, where an agent model ran (left out where none did)
+             "turns_over_recorded", "redos", "capped", "task_success")  # the files hold every figure
     figures = [f for f in shown if any(k[2] == f for k in cell)]
     label = policy_labels([e.policy for e in entries])  # a policy from a file by its class, not its path
     names = [label[e.policy] + (f" @ {e.setting}" if e.setting else "") for e in entries]

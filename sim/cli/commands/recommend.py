@@ -43,6 +43,14 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
+def solves(scenario) -> bool:
+    """The scenario's runs report a predicted solved share: its agent model has a success model (docs/agent.md)."""
+    from prunesim.model.agent_profiles import resolve
+
+    profile = resolve(scenario.agent)
+    return profile is not None and profile.success_on
+
+
 def main(args) -> int:
     if args.objective == "dollars-per-solved" and SOLVED not in {m.name for m in METRICS}:
         raise UserError("--objective", args.objective, f"needs each run's predicted solved share ({SOLVED}, from "
@@ -50,6 +58,10 @@ def main(args) -> int:
     if args.draws > rc.MAX_DRAWS:
         raise UserError("--draws", str(args.draws), f"at most {rc.MAX_DRAWS:,}")
     inputs = read_inputs(args, "recommend", OUTPUT_FILES)
+    if args.objective == "dollars-per-solved" and not inputs.transcripts and not solves(inputs.scenario):
+        raise UserError("--objective", args.objective, f"needs each run's predicted solved share ({SOLVED}), which "
+                        "only an agent model with a success model gives: the scenario runs none (--agent swe-agent "
+                        "or openhands gives one); or use --objective dollars")
     policies = lb.with_reference(inputs.policies)
     scenario, user = inputs.scenario, set(inputs.overrides)
     summaries = any(reads_summary(p) for p in policies)

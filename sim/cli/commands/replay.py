@@ -41,11 +41,22 @@ def register(sub) -> None:
     p.add_argument("--out", type=out_file_arg, metavar="FILE",
                    help="also write the report, the command, the scenario and the seeds to FILE as JSON, for "
                         "prunesim report (--plot DIR writes the same to DIR/replay.json)")
+    from prunesim.model.agent_profiles import NONE, shipped_profiles
+
+    p.add_argument("--agent", choices=(NONE, *shipped_profiles()), metavar="NAME",
+                   help="reentrancy: also predict, under this agent profile, each variant's model calls and solved "
+                        f"share and the difference records make (default {PREDICTION_PROFILE}; none: no prediction; "
+                        "docs/agent.md)")
     p.add_argument("--ranges", type=Path, metavar="FILE", default=None,
                    help="the ranges record (prunesim validate --out) whose figures held in most ranges of seeds "
                         "the headline counts (default: the one shipped beside the replay's targets)")
     add_engine(p)
     p.set_defaults(func=main)
+
+
+# The profile the reentrancy replay predicts with when --agent is not given: a tool-loop agent's, with a turn cap
+# and a success model (the story's agent is no particular scaffold).
+PREDICTION_PROFILE = "swe-agent"
 
 
 def main(args) -> int:
@@ -70,13 +81,16 @@ def main(args) -> int:
                         "or auto")
     elif args.engine == "auto":
         print(f"replay: engine: simpy (the kernel does not cover the {args.name} replay)", file=sys.stderr)
+    agent = _prediction_profile(args, replay)
     if args.ranges is not None:
         if not hasattr(replay, "run_variants"):
             raise UserError("--ranges", str(args.ranges), f"the {args.name} replay has no figures to count")
         record = ranges.read(args.ranges)
         report = replay.run(seeds, engine=engine, record=record)
+    elif engine is not None:
+        report = replay.run(seeds, engine=engine)
     else:
-        report = replay.run(seeds, engine=engine) if engine is not None else replay.run(seeds)
+        report = replay.run(seeds, agent=agent) if agent else replay.run(seeds)
     if args.json:
         print(json.dumps(json_ready(report.as_dict()), indent=2, sort_keys=True))
     else:
@@ -100,6 +114,18 @@ def main(args) -> int:
         for name in figures:
             print(f"figure: {args.plot / f'{name}.{args.format}'}")
     return 0
+
+
+def _prediction_profile(args, replay) -> str:
+    """The agent profile the replay predicts with ('' for none); --agent on a replay that predicts nothing is
+    refused."""
+    if not getattr(replay, "predicts", False):
+        if args.agent is not None:
+            raise UserError("--agent", args.agent, f"the {args.name} replay makes no prediction under an agent "
+                            "model (reentrancy does)")
+        return ""
+    chosen = PREDICTION_PROFILE if args.agent is None else args.agent
+    return "" if chosen == "none" else chosen
 
 
 RESULT_FILE = "replay.json"  # what --plot DIR writes beside its figures; prunesim report reads it

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from prunesim.cli.commands._common import (
     Tally,
+    add_agent,
     add_prices,
     add_reaction,
     add_set,
@@ -34,7 +35,9 @@ from prunesim.io.atomic import format_cell
 from prunesim.io.labels import policy_labels
 from prunesim.io.scenario_files import load_replay
 from prunesim.io.transcripts.identity import Seen
+from prunesim.model.agent_profiles import NONE
 from prunesim.observe.metrics import METRIC_NAMES
+from prunesim.observe.metrics.outcome import NAMES as OUTCOME_NAMES
 from prunesim.observe.recorder import csv_line
 from prunesim.policies import parse_names
 from prunesim.studies import observable
@@ -64,6 +67,7 @@ def register(sub) -> None:
     add_set(p)
     add_prices(p)
     add_reaction(p)
+    add_agent(p)
     p.add_argument("--grid", action="append", metavar="NAME=VALUES",
                    help="replay every transcript at each value (A:B:STEP or a,b,c; POLICY:NAME=VALUES for one "
                         "policy's runs only), as in prunesim sweep; repeatable: the cartesian product is replayed")
@@ -93,8 +97,11 @@ class Grid:
             self.runs = [(spec.policy, plan.scenarios[spec.point], plan.points[spec.point]) for spec in plan.runs]
         # A result whose name is also an axis (--grid budget=...) is written as summary.<name>, as in runs.csv.
         ids = [metric_column(c, self.axes) for c in ID_COLUMNS]
+        # The agent model's figures only where one may run: a replay with --agent none keeps the columns it had
+        # before agent models existed.
+        dropped = () if base.agent.profile != NONE else OUTCOME_NAMES
         self.columns = ids[:3] + self.axes + ids[3:] + [metric_column(c, self.axes) for c in COLUMNS
-                                                           if c not in ID_COLUMNS]
+                                                           if c not in ID_COLUMNS and c not in dropped]
 
 
 def main(args) -> int:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from prunesim import api
 from prunesim.cli.commands._common import (
+    add_agent,
     add_prices,
     add_reaction,
     add_set,
@@ -39,6 +41,7 @@ def register(sub) -> None:
     add_set(p)
     add_prices(p)
     add_reaction(p)
+    add_agent(p)
     p.add_argument("--out", type=out_arg, help="write trace.csv, ledger.csv, events.csv, summary.json and "
                    "reproduce.json (the command and its input files' hashes) here")
     p.add_argument("--trace", choices=MODES, default=None,
@@ -111,6 +114,16 @@ def _replay_workload(args, trace: str, out: Path | None):
     return result
 
 
+def resource_reaction(result) -> bool:
+    """Whether the run's agent re-fetched a transcript's resources (no agent model, or a profile that does)."""
+    profile = result.summary.get("agent_profile")
+    if profile is None:
+        return True
+    from prunesim.model.agent_profiles import resolve
+
+    return bool(resolve(dataclasses.replace(result.scenario.agent, profile=profile)).resource_reaction)
+
+
 def format_summary(result) -> str:
     s = result.summary
     sc = result.scenario
@@ -141,10 +154,20 @@ def format_summary(result) -> str:
             f"  repeats       {s['repeats']}: {s['repeats_after_prune']} after the policy pruned the content "
             f"(gap mean {s['repeat_gap_mean']}, max {s['repeat_gap_max']} turns), {s['repeats_in_window']} in window"
         )
-    if "repeats" in s and sc.reaction.mode == "closed":
+    if "repeats" in s and sc.reaction.mode == "closed" and resource_reaction(result):
         lines.append(f"  reaction      {s['refetches']} re-fetches of content the policy removed before a recorded "
                      f"call used it ({s['refetch_tokens']} tokens; their calls ${s['refetch_cost_usd']:.4f} "
                      f"of ${s['cost_usd']:.4f})")
+    if "agent_calls" in s:  # an agent model ran: what the policy did to the agent (docs/agent.md)
+        parts = [f"{s['agent_calls']} model calls for {s['turns']} work turns (x{s['turns_over_recorded']:.3f} "
+                 f"of the {sc.turns} planned), {s['refetches']} re-fetches"]
+        if "redos" in s:
+            parts.append(f"{s['redos']} redos")
+        if "stop_reason" in s:
+            parts.append(f"stopped: {s['stop_reason']} ({s['cap_calls']} calls counted against the cap)")
+        if "task_success" in s:
+            parts.append(f"P(solved) {s['task_success']:.3f}")
+        lines.append(f"  agent         {s['agent_profile']}: " + "; ".join(parts))
     gate = [s.get(k, 0) for k in ("gate_runs", "refusals_over_budget", "refusals_decision_in_band",
                                   "refusals_insufficient_net")]
     if any(gate):

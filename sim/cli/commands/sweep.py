@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 from prunesim.cli.commands._common import (
+    add_agent,
     add_engine,
     add_set,
     out_arg,
     parse_seeds,
-    parse_sets,
+    scenario_sets,
     warn_kernel_memory,
     warn_memory,
 )
@@ -50,6 +51,7 @@ def register(sub) -> None:
     p.add_argument("--seeds", default="0:100", help="seeds as A:B (B excluded), a list, or one integer (default 0:100)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: every core)")
     add_set(p)
+    add_agent(p)
     p.add_argument("--out", type=_out_dir, required=True, help="the sweep directory (runs.csv, sweep.json)")
     p.add_argument("--traces", action="store_true", help="also write each run's files to OUT/traces/<run_id>/")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -69,7 +71,7 @@ def main(args) -> int:
         parse_axes(args.grid),
         policies,
         parse_seeds(args.seeds),
-        parse_sets(args.set),
+        scenario_sets(args),
     )
     for line in inert_axes(plan.axes, plan.policies):  # before any run: an axis that moves nothing is a mistake
         print(line, file=sys.stderr)

@@ -565,6 +565,8 @@ class TranscriptWorkload:
         self.data = data
         # The engine lets the agent react (prunesim.model.reaction) only to a workload whose calls name resources.
         self.has_resources = any("uses" in p for p in data.parts)
+        # The scaffold that recorded it (its format): a replay's agent model takes that scaffold's profile.
+        self.scaffold = str(data.header.get("format") or "")
         self.times = data.header.get("call_times") if clock else None
         self.breaks = {e["turn"]: e["at_tokens"] for e in data.header.get("events") or ()
                        if cache_breaks and e.get("event") == "cache_break"}

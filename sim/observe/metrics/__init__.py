@@ -8,7 +8,8 @@ lost to the ceiling), :mod:`.passes` (model-driven passes and oscillation),
 policy removed and how much of it was still needed), :mod:`.provenance` (needs,
 re-retrievals, constraints, the edit log), :mod:`.edits` (runtime context
 edits: placeholders, summaries, warnings), :mod:`.reaction` (content a replayed
-transcript's agent fetched again), :mod:`.cost` (what model calls
+transcript's agent fetched again), :mod:`.outcome` (what the policy did to the
+agent: its calls, redone work, the turn cap, success), :mod:`.cost` (what model calls
 bill), :mod:`.transcript` (replays of real transcripts); :mod:`.verdict` computes the band
 and the oscillation verdict again from a recorded trace and ledger.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from . import cost, edits, eviction, gate, passes, provenance, reaction, transcript, window
+from . import cost, edits, eviction, gate, outcome, passes, provenance, reaction, transcript, window
 from .definition import Metric
 from .passes import OSC_BAND_PASSES, OSC_MIN_PASSES, is_oscillating, overhead_ratio
 
@@ -33,11 +34,14 @@ METRICS: tuple[Metric, ...] = (
     + provenance.DEFINITIONS
     + edits.DEFINITIONS
     + reaction.DEFINITIONS
+    + outcome.DEFINITIONS
     + cost.DEFINITIONS
     + transcript.DEFINITIONS
 )
 
 METRIC_NAMES = tuple(m.name for m in METRICS)
+# Metrics whose value is a word, not a number (the agent's profile, its stop reason): kept as text in result files.
+TEXT_METRICS = frozenset(m.name for m in METRICS if m.unit in ("name", "reason"))
 
 
 def summarize(observers) -> dict[str, object]:
@@ -72,6 +76,7 @@ def _out_of_order(keys: tuple[str, ...]) -> tuple[str, ...]:
 __all__ = [
     "METRICS",
     "METRIC_NAMES",
+    "TEXT_METRICS",
     "Metric",
     "OSC_BAND_PASSES",
     "OSC_MIN_PASSES",

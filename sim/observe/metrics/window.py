@@ -23,7 +23,8 @@ from prunesim.model.events import Observer, RunEnd
 from .definition import Metric
 
 DEFINITIONS = (
-    Metric("turns", "turns", "Turns simulated."),
+    Metric("turns", "turns", "Turns simulated: the workload's turns, or under an agent model the work turns done "
+           "(fewer when the agent stopped at its turn cap)."),
     Metric(
         "acting_trigger",
         "tokens",
@@ -180,6 +181,8 @@ class WindowMetrics(Observer):
         self.final_utilization = utilization
 
     def on_run_end(self, end: RunEnd) -> None:
+        if end.work_turns is not None:  # an agent model may have stopped the run before the workload's last turn
+            self.turns = end.work_turns
         self.sim_time = end.time_s
         self.final_utilization = end.utilization
         if self.first_trigger_turn >= 0:
