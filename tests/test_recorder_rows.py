@@ -11,7 +11,7 @@ from prunesim.observe.cells import neutral, recover
 from prunesim.observe.recorder import Recorder, cell, csv_line, number_row
 
 numbers = st.one_of(st.integers(min_value=-(10**20), max_value=10**20),
-                    st.floats(allow_nan=True, allow_infinity=True))
+                    st.floats(allow_nan=True, allow_infinity=True), st.booleans())
 
 
 def written_by_csv(row) -> str:
@@ -21,7 +21,7 @@ def written_by_csv(row) -> str:
 
 
 @given(st.lists(numbers, min_size=1, max_size=25))
-def test_a_row_of_ints_and_floats_is_the_csv_modules_line(row):
+def test_a_row_of_ints_floats_and_bools_is_the_csv_modules_line(row):
     assert number_row(tuple(row)) == written_by_csv(row)
 
 
@@ -29,8 +29,12 @@ def test_floats_are_rounded_to_six_decimals_as_cells_are():
     assert number_row((1, 0.1 + 0.2, 2.5e-7, 7)) == "1,0.3,0.0,7\n"
 
 
+def test_bools_are_written_as_cells_write_them():
+    assert number_row((True, 1, False, 0.5)) == "true,1,false,0.5\n"
+
+
 def test_other_types_are_left_to_the_cell_by_cell_path():
-    for row in ((1, True, 2), (1, None), (1, "a,b"), (np.int64(3), 1), (np.float64(0.5), 1)):
+    for row in ((1, None), (1, "a,b"), (np.int64(3), 1), (np.float64(0.5), 1), (np.bool_(True), 1)):
         assert number_row(row) is None
 
 

@@ -117,37 +117,43 @@ def cell(value) -> str:
     return neutral(str(value))
 
 
-_NUMBER_ROW_FORMATS: dict[tuple, tuple[str, tuple[int, ...]] | None] = {}
+_NUMBER_ROW_FORMATS: dict[tuple, tuple[str, tuple[int, ...], tuple[int, ...]] | None] = {}
+_BOOL_TEXT = ("false", "true")
 
 
-def _number_row_format(types: tuple) -> tuple[str, tuple[int, ...]] | None:
-    """A %-format for rows of exactly these types (int and float only), and where the floats are."""
-    if not all(t is int or t is float for t in types):
-        return None  # bools, None, strings, numpy scalars: cell() by cell()
-    fmt = ",".join("%r" if t is float else "%d" for t in types) + "\n"
-    return fmt, tuple(i for i, t in enumerate(types) if t is float)
+def _number_row_format(types: tuple) -> tuple[str, tuple[int, ...], tuple[int, ...]] | None:
+    """A %-format for rows of exactly these types (int, float and bool only), where the floats and the bools are."""
+    if not all(t is int or t is float or t is bool for t in types):
+        return None  # None, strings, numpy scalars: cell() by cell()
+    fmt = ",".join("%r" if t is float else "%s" if t is bool else "%d" for t in types) + "\n"
+    return (fmt, tuple(i for i, t in enumerate(types) if t is float),
+            tuple(i for i, t in enumerate(types) if t is bool))
 
 
 def number_row(row) -> str | None:
     """``row`` as a CSV line, equal to ``csv.writer`` writing ``[cell(v) for v in row]``, or None.
 
-    The ledger's and calls.csv's rows are plain ints and floats: one %-format per
-    row (floats rounded as :func:`cell` rounds them) instead of a call per cell.
-    Any other row is None, for the caller to write cell by cell.
+    The ledger's and calls.csv's rows, and a sweep's figures, are plain ints, floats and bools: one %-format per
+    row (floats rounded as :func:`cell` rounds them, bools written as it writes them) instead of a call per
+    cell. Any other row is None, for the caller to write cell by cell.
     """
     types = tuple(map(type, row))
     try:
         found = _NUMBER_ROW_FORMATS[types]
     except KeyError:
+        if len(_NUMBER_ROW_FORMATS) >= 4096:  # rows of ever new shapes: stay bounded
+            _NUMBER_ROW_FORMATS.clear()
         found = _NUMBER_ROW_FORMATS[types] = _number_row_format(types)
     if found is None:
         return None
-    fmt, floats = found
-    if not floats:
+    fmt, floats, bools = found
+    if not floats and not bools:
         return fmt % tuple(row)
     values = list(row)
     for i in floats:
         values[i] = round(values[i], 6)
+    for i in bools:
+        values[i] = _BOOL_TEXT[values[i]]
     return fmt % tuple(values)
 
 

@@ -9,9 +9,9 @@ A sweep directory holds
 * ``runs.csv``: one tidy row per finished run, a column per grid axis (a
   policy-qualified axis, ``slack-gated:gate.headroom``, is empty in the other
   policies' rows: each policy runs the shared axes times its own). Rows are appended as runs
-  finish, each batch of complete lines with one ``os.write`` and an
-  ``fdatasync``, so a crash can leave at most one trailing partial line, which
-  the next start detects and cuts off. When every run is present the file is
+  finish, each batch of complete lines with one ``os.write`` (synced to disk at
+  most a second later, and before the sweep ends), so a crash can leave at most
+  one trailing partial line, which the next start detects and cuts off. When every run is present the file is
   rewritten (atomically) sorted by (policy, grid point, seed) in the order of
   the sweep description, so a complete sweep's ``runs.csv`` is byte-identical
   whatever ``--jobs`` or executor produced it;
@@ -74,7 +74,7 @@ from prunesim.io.sweep_files import (  # noqa: F401 - read_runs and the file nam
 from prunesim.kernel.choice import KernelRefused, auto_min_turns, kernel_gap, pick
 from prunesim.model.scenario import Scenario, seed_problem
 from prunesim.observe.metrics import METRIC_NAMES
-from prunesim.observe.recorder import csv_line
+from prunesim.observe.recorder import csv_field, csv_line, number_row
 from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
@@ -88,17 +88,37 @@ EXECUTORS = ("local", "dask")
 
 # -- identity -----------------------------------------------------------------
 def run_id(scenario_dict: dict, policy: str, seed: int, version: str = __version__) -> str:
-    """A stable 16-hex-digit hash of what determines a run's output."""
+    """A stable 16-hex-digit hash of what determines a run's output.
+
+    It is the SHA-256 of ``{"policy": ..., "scenario": ..., "seed": ..., "version": ...}`` as compact JSON with
+    its keys sorted (the scenario's ``[replay] pinned`` left out), cut to 16 hex digits."""
+    return run_ids(scenario_dict, policy, [seed], version)[0]
+
+
+def run_ids(scenario_dict: dict, policy: str, seeds: Iterable[int], version: str = __version__) -> list[str]:
+    """:func:`run_id` of each seed of one scenario and policy, the scenario serialized once rather than once a
+    seed (a sweep's plan made every run's id from the whole scenario: most of planning a 9,300-run sweep)."""
     # What the user set ([replay] pinned) is where values came from, not a value: hashed without it.
     replay = scenario_dict.get("replay")
     if isinstance(replay, dict) and replay.get("pinned"):
         scenario_dict = {**scenario_dict, "replay": {k: v for k, v in replay.items() if k != "pinned"}}
-    blob = json.dumps(
-        atomic.json_ready({"scenario": scenario_dict, "policy": policy, "seed": seed, "version": version}),
-        sort_keys=True,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    # The object's keys in sorted order are policy, scenario, seed, version: the text up to the seed is common.
+    head = hashlib.sha256(f'{{"policy":{_compact(policy)},"scenario":{_compact(scenario_dict)},"seed":'.encode())
+    tail = f',"version":{_compact(version)}}}'
+    ids = []
+    for seed in seeds:
+        h = head.copy()
+        h.update((_compact(seed) + tail).encode())
+        ids.append(h.hexdigest()[:16])
+    return ids
+
+
+# json.dumps(value, sort_keys=True, separators=(",", ":")), its encoder made once (dumps makes one a call)
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
+def _compact(value: Any) -> str:
+    return _COMPACT.encode(atomic.json_ready(value))
 
 
 @dataclass(frozen=True)
@@ -227,10 +247,10 @@ def plan_sweep(
             per_policy[policy].append(i)
     plan = SweepPlan(base.name, base, axes, points, scenarios, policies, seeds, overrides)
     plan.runs = [
-        RunSpec(run_id(dicts[i], policy, seed, plan.version), i, policy, seed)
+        RunSpec(rid, i, policy, seed)
         for policy in policies
         for i in per_policy[policy]
-        for seed in seeds
+        for rid, seed in zip(run_ids(dicts[i], policy, seeds, plan.version), seeds, strict=True)
     ]
     return plan
 
@@ -285,16 +305,51 @@ def _repair(path: Path, columns: list[str]) -> None:
         raise from_os_error(err, path) from None
 
 
-def _append(fd: int, text: str, path: Path) -> None:
-    """Complete lines, one write (looped only if the kernel writes short), then to disk."""
-    data = text.encode("utf-8")
-    try:
-        while data:
-            written = os.write(fd, data)
-            data = data[written:]
-        os.fdatasync(fd)
-    except OSError as err:
-        raise from_os_error(err, path) from None
+class _Appender:
+    """runs.csv open for appending: each batch's complete lines in one write, so that a crash leaves at most one
+    partial line. They reach the disk (``fdatasync``) at most ``sync_s`` seconds after they were written, and all
+    of them before the sweep ends: a sync is some milliseconds of waiting, and syncing every batch took longer
+    than a short kernel sweep's runs. A killed sweep loses no written line (the system has it); a machine that
+    loses power loses at most the last ``sync_s`` seconds' rows, run again on resume. Every line is kept
+    (``lines``, by run id) for the sorted rewrite of a complete sweep."""
+
+    def __init__(self, path: Path, lines: dict[str, str], sync_s: float = 1.0):
+        self.path, self.lines, self.sync_s = path, lines, sync_s
+        try:
+            self.fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as err:
+            raise from_os_error(err, path) from None
+        self.synced_at = time.monotonic()
+        self.unsynced = False
+
+    def write(self, rows: list[tuple[str, str]]) -> None:
+        """Append ``rows`` ((run id, line)) in one write."""
+        data = "".join(line for _, line in rows).encode("utf-8")
+        try:
+            while data:  # (looped only if the system writes short)
+                written = os.write(self.fd, data)
+                data = data[written:]
+            self.unsynced = True
+            if time.monotonic() - self.synced_at >= self.sync_s:
+                self.sync()
+        except OSError as err:
+            raise from_os_error(err, self.path) from None
+        self.lines.update(rows)
+
+    def sync(self) -> None:
+        if self.unsynced:
+            os.fdatasync(self.fd)
+            self.unsynced = False
+        self.synced_at = time.monotonic()
+
+    def close(self) -> None:
+        """Sync what is left, then close (closed whatever the sync says)."""
+        try:
+            self.sync()
+        except OSError as err:
+            raise from_os_error(err, self.path) from None
+        finally:
+            os.close(self.fd)
 
 
 # -- engines ------------------------------------------------------------------
@@ -403,18 +458,24 @@ def _run_batch(scenario: Scenario, policy: str, items: Sequence[tuple[str, int]]
     return out
 
 
+# The most runs in one batch, by engine: a batch of kernel runs costs as much to send, prepare and answer as
+# dozens of its runs take (a 60-turn run: about 40 us), so its batches are the pair's runs, up to this many.
+MAX_BATCH = {"simpy": 32, "kernel": 1024}
+
+
 def _batches(plan: SweepPlan, pending: list[RunSpec], jobs: int, engines: dict[Pair, str]) -> list[tuple]:
-    """Runs grouped by (grid point, policy) into chunks small enough to balance the workers, each with its
-    engine."""
-    size = max(1, min(32, math.ceil(len(pending) / max(1, jobs * 16))))
+    """Runs grouped by (grid point, policy) into chunks small enough to balance the workers (16 a worker), each
+    with its engine."""
+    fair = math.ceil(len(pending) / max(1, jobs * 16))
     groups: dict[tuple[int, str], list[RunSpec]] = {}
     for spec in pending:
         groups.setdefault((spec.point, spec.policy), []).append(spec)
     out = []
     for (point, policy), specs in groups.items():
+        engine = engines.get((point, policy), "simpy")
+        size = max(1, min(MAX_BATCH[engine], fair))
         for i in range(0, len(specs), size):
-            out.append((plan.scenarios[point], policy, [(s.run_id, s.seed) for s in specs[i : i + size]],
-                        engines.get((point, policy), "simpy")))
+            out.append((plan.scenarios[point], policy, [(s.run_id, s.seed) for s in specs[i : i + size]], engine))
     return out
 
 
@@ -715,6 +776,12 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         _repair(runs_path, columns)
         _, body, _ = read_table(runs_path, RUNS_FILE, header=columns, own=True)
         done = {row[0] for row in body}
+        # each run's line as the sorted rewrite writes it, the first found of a run (its cells are all it keeps)
+        lines: dict[str, str] = {}
+        for row in body:
+            if row[0] not in lines:
+                lines[row[0]] = csv_line(row)
+        del body
         # What is left to run, read under the lock: a resumed sweep weighs it; a fresh sweep's probes (run above on
         # the engines chosen for every run) count as left to run, so that its other runs take the same engines.
         engines = choose_engines(plan, requested, traces, frozenset(done))
@@ -726,15 +793,12 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
         pending = [s for s in plan.runs if s.run_id not in done]
         specs = {s.run_id: s for s in plan.runs}
         row_of = _row_maker(plan, columns)
-        try:
-            fd = os.open(runs_path, os.O_WRONLY | os.O_APPEND)
-        except OSError as err:
-            raise from_os_error(err, runs_path) from None
+        appender = _Appender(runs_path, lines)
         bar = _progress(len(plan.runs), already, progress)
         try:
-            ready = [(rid, summary) for rid, summary in probes.items() if rid not in done]
+            ready = [(rid, row_of(specs[rid], summary)) for rid, summary in probes.items() if rid not in done]
             if ready:
-                _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in ready), runs_path)
+                appender.write(ready)
                 done.update(rid for rid, _ in ready)
                 bar.update(len(ready))
             pending = [s for s in pending if s.run_id not in done]
@@ -744,17 +808,17 @@ def _execute(plan: SweepPlan, out: Path, jobs: int, dask: DaskRunner | None, tra
             else:
                 results = _local_results(batches, jobs, traces_dir, lock)
             for batch in results:
-                fresh = [(rid, summary) for rid, summary in batch if rid not in done]
+                fresh = [(rid, row_of(specs[rid], summary)) for rid, summary in batch if rid not in done]
                 if fresh:
-                    _append(fd, "".join(row_of(specs[rid], summary) for rid, summary in fresh), runs_path)
+                    appender.write(fresh)
                     done.update(rid for rid, _ in fresh)
                 bar.update(len(batch))
         finally:
             bar.close()
-            os.close(fd)
+            appender.close()
         complete = planned <= done
         if complete:
-            _rewrite_sorted(runs_path, plan)
+            _rewrite_sorted(runs_path, plan, csv_line(columns), lines)
         stats = SweepStats(len(plan.runs), already, len(done) - already, time.perf_counter() - started, complete)
         return stats
     finally:
@@ -796,33 +860,45 @@ def _metric_name(column: str, fixed: Sequence[str]) -> str:
 def _row_maker(plan: SweepPlan, columns: list[str]) -> Callable[[RunSpec, dict], str]:
     fixed = list(ID_COLUMNS) + list(plan.axes)
     names = [_metric_name(c, fixed) for c in columns[len(fixed):]]
+    in_order = tuple(names)
     known = set(names)
+    # The cells a (grid point, policy) shares, made once: the text before the seed's cell and after it.
+    shared: dict[tuple[int, str], tuple[str, str]] = {}
 
     def row(spec: RunSpec, summary: dict) -> str:
-        unknown = set(summary) - known
-        if unknown:
-            raise RuntimeError(
-                f"policy {spec.policy!r} reported metrics {sorted(unknown)} that its first run (under the same "
-                "[agent] table) did not; a policy must report the same metric keys on every run"
-            )
-        point = plan.points[spec.point]
-        cells = [spec.run_id, plan.scenario_name, spec.policy, spec.seed, plan.version]
-        cells += [atomic.format_cell(point[a]) if a in point else "" for a in plan.axes]  # "": not this policy's
-        cells += [atomic.format_cell(summary[n]) if n in summary else "" for n in names]
-        return csv_line(cells)
+        # A summary of every metric in the columns' order (the usual case, told by one comparison) is taken as it
+        # is; any other is checked and looked up name by name.
+        whole = tuple(summary) == in_order
+        if not whole:
+            unknown = set(summary) - known
+            if unknown:
+                raise RuntimeError(
+                    f"policy {spec.policy!r} reported metrics {sorted(unknown)} that its first run (under the same "
+                    "[agent] table) did not; a policy must report the same metric keys on every run"
+                )
+        pair = (spec.point, spec.policy)
+        if pair not in shared:
+            point = plan.points[spec.point]
+            after = [plan.version] + [atomic.format_cell(point[a]) if a in point else "" for a in plan.axes]
+            shared[pair] = csv_line([plan.scenario_name, spec.policy])[:-1], csv_line(["", *after])[:-1]
+        before, after = shared[pair]
+        head = f"{csv_field(spec.run_id)},{before},{csv_field(atomic.format_cell(spec.seed))}{after}"
+        # A summary of plain numbers (every metric there) is one %-format; anything else cell by cell.
+        figures = None
+        if names and (whole or len(summary) == len(names)):
+            figures = number_row(list(summary.values()) if whole else [summary[n] for n in names])
+        if figures is None:
+            cells = [atomic.format_cell(summary[n]) if n in summary else "" for n in names]
+            return head + "\n" if not cells else f"{head},{csv_line(['', *cells])[1:]}"
+        return f"{head},{figures}"
 
     return row
 
 
-def _rewrite_sorted(runs_path: Path, plan: SweepPlan) -> None:
-    """A complete sweep's rows in the plan's order, each run once; a file already so is left untouched."""
-    header, body, _ = read_table(runs_path, RUNS_FILE, own=True)
-    order = {s.run_id: i for i, s in enumerate(plan.runs)}
-    unique = {}
-    for row in body:
-        unique.setdefault(row[0], row)
-    rows = sorted(unique.values(), key=lambda r: order[r[0]])
-    text = csv_line(header) + "".join(csv_line(r) for r in rows)
+def _rewrite_sorted(runs_path: Path, plan: SweepPlan, header: str, lines: dict[str, str]) -> None:
+    """A complete sweep's rows in the plan's order, each run once (``lines``: every run's line, by run id, as the
+    file holds it); a file already so is left untouched."""
+    text = header + "".join(lines[s.run_id] for s in plan.runs)
     if read_bytes(runs_path, RUNS_FILE, own=True) != text.encode("utf-8"):
         atomic.write_text(runs_path, text)
 
