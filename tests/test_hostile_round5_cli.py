@@ -345,7 +345,7 @@ def test_engine_kernel_without_numba_is_one_line_before_any_run_and_writes_nothi
 
 
 @pytest.mark.parametrize("grid, words", [
-    ("budget=99999999999999", "--grid point budget=99999999999999: budget: 99999999999999 is out of range"),
+    ("budget=99999999999999", "--grid: budget: 99999999999999 is out of range"),
     ("trigger=16000:23500:0.5", "trigger: must be an integer, got a number 16000.5"),
     ("nopolicy:trigger=1,2", "names the policy 'nopolicy', which is not swept"),
     ("seed=1,2", "cannot be a leaderboard's axis"),

@@ -230,7 +230,10 @@ def plan_sweep(
                 # Like --set: an absolute budget or trigger turns off sizing to each transcript.
                 data = scenario_mod.absolute_sizes_win(
                     scenario_mod.apply_overrides(base_dict, params, where="--grid"), params)
-                sc = scenario_mod.from_dict(data, where, ()) if point else base  # checked below, per policy
+                try:
+                    sc = scenario_mod.from_dict(data, where, ()) if point else base  # checked below, per policy
+                except UserError as err:
+                    raise _named_once(err, where, point, bool(overrides)) from None
                 index[key] = len(points)
                 points.append(point)
                 scenarios.append(sc)
@@ -253,6 +256,17 @@ def plan_sweep(
         for rid, seed in zip(run_ids(dicts[i], policy, seeds, plan.version), seeds, strict=True)
     ]
     return plan
+
+
+def _named_once(err: UserError, where: str, point: dict, overrides: bool) -> UserError:
+    """A grid point's value refused: named once, by its key, the point's other values beside it (the point's
+    name already held the value the error repeats)."""
+    axis = next((k for k in point if split_axis(k)[1] == err.key), None)
+    if err.where != where or axis is None or atomic.format_cell(point[axis]) not in err.problem:
+        return err
+    rest = " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items() if k != axis)
+    return UserError(("--grid point " + rest if rest else "--grid") + (" (with --set)" if overrides else ""),
+                     err.key, err.problem)
 
 
 def _check_axis_name(name: str, base_dict: dict, overrides: dict, policies: list[str], axes: dict) -> None:
