@@ -706,7 +706,7 @@ def execute(
     executor: str = "local",
     scheduler: str | None = None,
     traces: bool = False,
-    progress: bool = True,
+    progress: bool | str = True,
     engine: str = "simpy",
 ) -> SweepStats:
     """Run every run of ``plan`` not yet in ``out/runs.csv``; resumable, locked, crash-safe.
@@ -925,7 +925,12 @@ class _NoBar:
         pass
 
 
-def _progress(total: int, initial: int, enabled: bool):
+def _progress(total: int, initial: int, enabled: bool | str):
+    """tqdm's bar on a terminal; ``enabled == "lines"`` (a sweep that said it is long): else a line at every tenth."""
+    if enabled == "lines":
+        from prunesim.studies.progress import Progress
+
+        return Progress(total, "run", "sweep", initial)
     if not enabled or not sys.stderr.isatty():
         return _NoBar()
     from tqdm import tqdm
