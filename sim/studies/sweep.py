@@ -38,7 +38,6 @@ byte, so the engine is not part of the sweep's description: a sweep may be resum
 from __future__ import annotations
 
 import dataclasses
-import errno
 import fcntl
 import hashlib
 import json
@@ -78,6 +77,7 @@ from prunesim.observe.recorder import csv_field, csv_line, number_row
 from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
+from prunesim.studies.workers import refusal_in, refused
 
 TRACES_DIR = "traces"
 FORMAT = 1
@@ -527,7 +527,7 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
             futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
                        for sc, policy, items, engine in batches]
         except OSError as err:  # the workers are started at the first submit: fork() refused
-            raise _too_many(err, jobs, workers, len(pool._processes or {})) from None
+            raise refused(err, jobs, workers, len(pool._processes or {}), KEPT) from None
         for fut in as_completed(futures):
             yield fut.result()
         finished = True
@@ -536,21 +536,6 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
             pool.shutdown(wait=True)
         else:  # SIGTERM, Ctrl-C, a failed run: the batches in flight are lost anyway (a resume re-runs them)
             _stop_workers(pool)
-
-
-def _too_many(err: OSError, jobs: int, workers: int, started: int) -> Exception:
-    """fork() refused a worker: past the limit on this user's processes (``ulimit -u``), or out of memory for
-    one more. Named as --jobs, the flag that asked for them, not as the system's bare reason."""
-    if err.errno not in (errno.EAGAIN, errno.ENOMEM):
-        return from_os_error(err, "--jobs")
-    import resource
-
-    limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,}"
-    why = (f"past the limit on your processes (ulimit -u: {shown})" if err.errno == errno.EAGAIN
-           else "there is no memory for another process")
-    return UserError("--jobs", str(jobs), f"the system refused to start worker {started + 1} of {workers}: {why}; "
-                                          "give fewer --jobs (the runs done are kept: run the sweep again)")
 
 
 def _stop_workers(pool) -> None:
@@ -576,6 +561,9 @@ def _stop_workers(pool) -> None:
             proc.join()
 
 
+KEPT = "the runs done are kept: run the sweep again"  # what a refused --jobs leaves
+
+
 class DaskRunner:
     """A Dask client (on ``scheduler``, or on a LocalCluster on loopback), connected before anything is written."""
 
@@ -594,9 +582,13 @@ class DaskRunner:
                     silence_logs=logging.CRITICAL,
                 )
                 self.client = Client(self.cluster)
-        except (OSError, TimeoutError, ValueError) as err:
+        except Exception as err:
             if self.cluster is not None:
                 self.cluster.close()
+            if (refusal := refusal_in(err)) is not None:  # a worker process the system refused: too many --jobs
+                raise refused(refusal, jobs, after=KEPT) from None
+            if not isinstance(err, (OSError, TimeoutError, ValueError)):
+                raise
             raise UserError("--scheduler" if scheduler else "--executor", scheduler or "dask",
                             f"cannot start or reach the Dask cluster: {err}") from None
 
