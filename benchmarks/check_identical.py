@@ -74,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{path}: no folder {path.parent} to save into")
     snap = snapshot()
     if mode == "save":
-        path.write_text(json.dumps(snap, indent=1, sort_keys=True))
+        try:
+            path.write_text(json.dumps(snap, indent=1, sort_keys=True))
+        except OSError as err:  # a full disk, a folder gone since: one line, not a traceback
+            print(f"{ap.prog}: error: {path}: {err.strerror or err}", file=sys.stderr)
+            return 1
         print(f"saved {len(snap)} runs to {path}")
         return 0
     common = sorted(set(before) & set(snap))

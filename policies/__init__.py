@@ -148,6 +148,8 @@ def _imported_beside(file: Path, modules: list) -> tuple[str, ...]:
     found = set()
     for module in modules:
         origin = getattr(module, "__file__", None)
+        if module.__name__.partition(".")[0] == "prunesim":  # prunesim's own (a checkout beside the file): versioned
+            continue
         if origin:
             real = Path(origin).resolve()
             if real != file and real.is_relative_to(file.parent):
