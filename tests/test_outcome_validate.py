@@ -1,0 +1,122 @@
+"""The cross-validation's per-arm errors, its held-out outcome score, and the success fit's test on the slope."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from cli_capture import cli
+from outcome_fixtures import OH_HEAD, RAW, raw_rows
+from prunesim.studies import outcome_fit
+from prunesim.studies.outcome_arms import FIGURES
+from prunesim.studies.outcome_fit import KAPPAS, Params, fit_success, outcome_loglik, solve_probability
+from prunesim.studies.outcome_runs import PairRuns
+from prunesim.studies.outcome_validate import error_table, excess
+
+SUBSET_RAW = "toy_maxiter_250-raw_agent-verified_50-run_1"
+M10 = "toy_maxiter_250-observation_masking-M_10-run_1"
+M10_TWIN = "toy_maxiter_250-observation_masking-M_10-verified_50-run_1"
+M30 = "toy_maxiter_250-observation_masking-M_30-run_1"
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory):
+    """Three masking arms cross-validated: M = 10 on two instance sets (twins, one setting) and M = 30."""
+    folder = tmp_path_factory.mktemp("dev")
+    runs = folder / "dev.csv"
+    rows = [OH_HEAD, *raw_rows(10, seed=4), *raw_rows(8, seed=5, experiment=SUBSET_RAW)]
+    rows += [r.replace(RAW, M10) for r in raw_rows(10, seed=10)]
+    rows += [r.replace(SUBSET_RAW, M10_TWIN) for r in raw_rows(8, seed=11, experiment=SUBSET_RAW)]
+    rows += [r.replace(RAW, M30) for r in raw_rows(10, seed=30)]
+    runs.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = folder / "cv.json"
+    code, text, err = cli(*["outcomes", "validate", str(runs), "--replicates", "2", "--jobs", "1", "--per-arm",
+                            "--out", str(out)])
+    assert code == 0, err
+    return text, json.loads(out.read_text())
+
+
+def test_a_fold_never_fits_the_held_out_arm_nor_its_twin(validated):
+    _, data = validated
+    held = {row["experiment"]: row["fitted_on"] for row in data["rows"]}
+    assert set(held) == {M10, M10_TWIN, M30}
+    assert held[M10] == [M30] and held[M10_TWIN] == [M30]
+    assert sorted(held[M30]) == sorted([M10, M10_TWIN])
+
+
+def test_the_per_arm_table_averages_to_the_printed_errors(validated):
+    text, data = validated
+    table = error_table(data["rows"])
+    assert len(table) == len(data["rows"]) + 1
+    for who in ("forecast", "null", "simple"):
+        for f in FIGURES:
+            assert table[-1][1][who][f] == pytest.approx(data["score"][who][f])
+            assert table[-1][1][who][f] == pytest.approx(np.mean([e[who][f] for _, e in table[:-1]]))
+    # The printed mean row is the printed mean absolute errors, figure by figure.
+    mae = {who: [float(x) for x in re.search(rf"^{who} +(.+)$", text, re.M).group(1).split()]
+           for who in ("forecast", "null", "simple")}
+    mean_row = [float(x) for x in re.search(r"^mean {20,}(.+)$", text, re.M).group(1).split()]
+    printed = [mae[who][i] for i in range(len(FIGURES)) for who in ("forecast", "null", "simple")]
+    assert mean_row == pytest.approx(printed, abs=0.006)
+
+
+def test_the_arms_shares_sum_to_the_forecasts_excess_over_the_better_baseline(validated):
+    _, data = validated
+    score = data["score"]
+    for f in FIGURES:
+        best, shares = excess(data["rows"], f)
+        assert score[best][f] <= score[{"null": "simple", "simple": "null"}[best]][f]
+        assert sum(v for _, v in shares) == pytest.approx(score["forecast"][f] - score[best][f])
+
+
+# -- the success fit on made-up runs ------------------------------------------------------------------------------
+def made_up_runs(slope: float, n: int = 4000, seed: int = 1) -> tuple[PairRuns, Params]:
+    """Runs whose outcomes follow the success model with ``slope``: half of them lengthened by L = 1 at every node,
+    none capped, the raw arm solving 40%."""
+    rng = np.random.default_rng(seed)
+    nodes = 18
+    y_raw = rng.random(n) < 0.4
+    length = np.zeros((n, 1, 1, nodes))
+    length[n // 2:] = 1.0
+    params = Params(1.0, 1.0, 7.0, None, 0.3, 0.07, 0.45, slope)
+    p = solve_probability(y_raw, float(y_raw.mean()), 0.45, slope, False, length[:, 0, 0, 0], 0.0, 0.0)
+    y_pol = rng.random(n) < p
+    runs = PairRuns(None, "openhands", 0, None, None, np.zeros((n, 1, 1, nodes, 1)), np.arange(n), np.arange(n),
+                    None, np.zeros((n, 1, 1, nodes), dtype=bool), length, None, np.zeros(n, dtype=bool), y_raw,
+                    y_pol)
+    return runs, params
+
+
+def loglik(runs: PairRuns, params: Params, kappa: float, slope: float) -> float:
+    c = np.ones(len(runs.y_raw))
+    p = outcome_fit.instance_chances(runs, c, params, np.array([kappa]), np.array([slope]))[0, 0]
+    return float(np.log(np.where(runs.y_pol, p, 1 - p)).sum())
+
+
+def test_the_slope_enters_only_when_the_outcomes_identify_it(monkeypatch):
+    monkeypatch.setattr(outcome_fit.grid, "DECAYS", np.array([7.0]))
+    flat, params = made_up_runs(0.0)
+    kappa, slope = fit_success([flat], [np.ones(len(flat.y_raw))], params)
+    assert slope == 0.0 and abs(kappa - 0.45) <= 0.1
+    steep, params = made_up_runs(1.0)
+    kappa, slope = fit_success([steep], [np.ones(len(steep.y_raw))], params)
+    assert slope >= 0.5 and kappa in KAPPAS
+    # 300 runs of a mild slope: the best slope (0.25) gains less than the test asks, so the fit keeps none.
+    weak, params = made_up_runs(0.5, n=300, seed=3)
+    c = [np.ones(300)]
+    kappa, slope = fit_success([weak], c, params)
+    monkeypatch.setattr(outcome_fit, "SLOPE_TEST", 0.0)
+    free_kappa, free_slope = fit_success([weak], c, params)
+    assert slope == 0.0 and free_slope > 0
+    gain = 2 * (loglik(weak, params, free_kappa, free_slope) - loglik(weak, params, kappa, 0.0))
+    assert 0 < gain <= 3.841
+
+
+def test_the_held_out_outcome_score_prefers_the_model_that_made_the_outcomes(monkeypatch):
+    monkeypatch.setattr(outcome_fit.grid, "DECAYS", np.array([7.0]))
+    runs, truth = made_up_runs(1.5)
+    wrong = Params(truth.need_rate, truth.need_cv, truth.need_decay, None, 0.3, 0.07, 0.45, 0.0)
+    assert outcome_loglik(runs, truth) > outcome_loglik(runs, wrong)
+    assert outcome_loglik(runs, truth) < 0
