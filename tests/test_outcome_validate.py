@@ -120,3 +120,44 @@ def test_the_held_out_outcome_score_prefers_the_model_that_made_the_outcomes(mon
     wrong = Params(truth.need_rate, truth.need_cv, truth.need_decay, None, 0.3, 0.07, 0.45, 0.0)
     assert outcome_loglik(runs, truth) > outcome_loglik(runs, wrong)
     assert outcome_loglik(runs, truth) < 0
+
+
+# -- prices that grow with the prompt -------------------------------------------------------------------------------
+def priced_arm(growth: float, n: int = 60, seed: int = 7):
+    """An arm whose runs cost 0.5/M per prompt token plus ``growth`` per token of their mean prompt, 2.5/M out."""
+    from prunesim.io import outcomes
+
+    rng = np.random.default_rng(seed)
+    rows = [OH_HEAD]
+    for i in range(n):
+        turns, prompt, out = int(rng.integers(5, 120)), float(rng.uniform(4000, 60000)), 150
+        cost = turns * prompt * (0.5e-6 + growth * prompt) + turns * out * 2.5e-6
+        rows.append(f"{RAW},inst-{i},{cost:.8f},0,False,0,{turns},50,{out - 50},{prompt:.0f},0")
+    return outcomes.parse("\n".join(rows) + "\n", "priced")[0]
+
+
+def test_the_price_grows_with_the_prompt_only_where_the_rows_say_so():
+    from prunesim.studies.outcome_workload import fit_prices
+
+    flat = fit_prices(priced_arm(0.0))
+    assert flat.growth == pytest.approx(0.0, abs=1e-15) and flat.input == pytest.approx(0.5e-6, rel=1e-3)
+    growing = fit_prices(priced_arm(1e-11))
+    assert growing.growth == pytest.approx(1e-11, rel=1e-3) and growing.input == pytest.approx(0.5e-6, rel=1e-2)
+    assert growing.output == pytest.approx(2.5e-6, rel=1e-2) and growing.r2 > 0.999
+
+
+def test_a_bill_with_growth_charges_a_shorter_prompt_less_per_token():
+    from prunesim.studies.agent_kernel import N_COLUMNS
+    from prunesim.studies.outcome_forecast import Bills
+    from prunesim.studies.outcome_workload import Prices
+
+    def record(calls: int, prompt: float) -> np.ndarray:
+        rec = np.zeros(N_COLUMNS)
+        rec[0], rec[6] = calls, prompt
+        return rec
+
+    bill = Bills(Prices(0.5e-6, 0.0, 1.0, 10, 1e-11), 1.0, 0.5e-6, 0.25)
+    long, short = record(10, 10 * 40000.0), record(10, 10 * 10000.0)
+    assert bill.uncached(long) / long[6] == pytest.approx(0.5e-6 + 1e-11 * 40000)
+    assert bill.uncached(short) / short[6] == pytest.approx(0.5e-6 + 1e-11 * 10000)
+    assert Bills(Prices(0.5e-6, 0.0, 1.0, 10), 1.0, 0.5e-6, 0.25).uncached(long) == pytest.approx(0.2)
