@@ -183,8 +183,11 @@ def format_predict(d: dict) -> str:
     sign = ("both bills put it " + ("above" if up_u else "below") + " the raw arm" if up_u == up_c else
             "the cache decides the sign: " + ("above" if up_u else "below") + " the raw arm uncached, "
             + ("above" if up_c else "below") + " cached")
+    growth = cb.get("input_growth_per_million_per_1k_prompt", 0.0)
+    grows = f" + {growth:.3g}/M per 1k tokens of the run's mean prompt" if growth else ""
     lines.append(f"cost in the file's units; uncached: every prompt token at the raw arm's price "
-                 f"({cb['input_per_million']:.4g}/M in, {cb['output_per_million']:.4g}/M out, R^2 {cb['r2']:.3f}); "
+                 f"({cb['input_per_million']:.4g}/M in{grows}, {cb['output_per_million']:.4g}/M out, "
+                 f"R^2 {cb['r2']:.3f}); "
                  f"cached: the unchanged prefix read at {cb['cache_read']:g} of the list price. {sign}")
     if d["failed_to_start"]:
         lines.append(f"{d['failed_to_start']} run(s) failed to start (cost 0, at most one turn): kept as recorded, "
