@@ -161,3 +161,28 @@ def test_a_bill_with_growth_charges_a_shorter_prompt_less_per_token():
     assert bill.uncached(long) / long[6] == pytest.approx(0.5e-6 + 1e-11 * 40000)
     assert bill.uncached(short) / short[6] == pytest.approx(0.5e-6 + 1e-11 * 10000)
     assert Bills(Prices(0.5e-6, 0.0, 1.0, 10), 1.0, 0.5e-6, 0.25).uncached(long) == pytest.approx(0.2)
+
+
+def test_predict_names_the_growth_of_the_price_only_where_it_was_fitted(tmp_path):
+    from outcome_fixtures import toy_fit
+
+    fit = tmp_path / "fit.json"
+    fit.write_text(json.dumps(toy_fit(replicates=2).to_json()), encoding="utf-8")
+    said = {}
+    for growth in (0.0, 1e-11):
+        arm = priced_arm(growth, n=20)
+        runs = tmp_path / f"priced-{growth}.csv"
+        rows = [f"{RAW},{name},{cost:.8f},0,False,0,{turns},50,100,{prompt:.0f},0" for name, cost, turns, prompt
+                in zip(arm.instances, arm.cost, arm.turns, arm.prompt, strict=True)]
+        runs.write_text("\n".join([OH_HEAD, *rows]) + "\n", encoding="utf-8")
+        code, out, err = cli(*["outcomes", "predict", str(runs), "--experiment", RAW, "--agent", "openhands",
+                               "--fit", str(fit), "--policy", "noop", "--json"])
+        assert code == 0, err
+        bill = json.loads(out)["cached_bill"]
+        said[growth] = bill["input_growth_per_million_per_1k_prompt"]
+        code, text, _ = cli(*["outcomes", "predict", str(runs), "--experiment", RAW, "--agent", "openhands",
+                              "--fit", str(fit), "--policy", "noop"])
+        assert code == 0 and ("of the run's mean prompt" in text) == (growth > 0)
+        # Under no policy both bills are the raw arm's recorded cost, whatever the price's shape.
+        assert json.loads(out)["arm"]["total_cost"] == pytest.approx(float(arm.cost.sum()), rel=1e-9)
+    assert said[0.0] == 0.0 and said[1e-11] == pytest.approx(1e-11 * 1e9, rel=1e-2)
