@@ -31,6 +31,7 @@ from prunesim.studies.outcome_fit import SLOPE_TEST, Params, bootstrap, fit_scaf
 from prunesim.studies.outcome_runs import PairRuns, pair_runs, summarizes
 from prunesim.studies.outcome_sims import instance_seed, setup, simulate
 from prunesim.studies.outcome_workload import base_tokens, fit_prices, instances
+from prunesim.studies.workers import refusal_in, refused
 
 FORMAT = 1
 REPLICATES = 100
@@ -154,8 +155,14 @@ def all_runs(found: list[Pair], jobs: int | None = None) -> list[PairRuns]:
     each = [base[p.kind.scaffold] for p in found]
     if jobs <= 1 or len(found) <= 1:
         return [pair_runs(p, b) for p, b in zip(found, each, strict=True)]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(found))) as pool:
-        return list(pool.map(pair_runs, found, each))
+    workers = min(jobs, len(found))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        try:
+            return list(pool.map(pair_runs, found, each))
+        except OSError as err:  # fork() refused a worker (workers.py): named as --jobs
+            if refusal_in(err) is None:
+                raise
+            raise refused(err, jobs, workers, len(pool._processes or {})) from None
 
 
 def fit_from_runs(runs: list[PairRuns], inputs: dict[str, str], replicates: int = REPLICATES,
