@@ -151,8 +151,8 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
     def money(x: float) -> str:
         return _money(x, digits)
 
-    head = ("policy", "total", "vs noop [paired 95%]", "W/L/T acted", "acted", "p_best", "rank", "oracle_gap",
-            "pays from")
+    head = ("policy", "total", "vs noop [paired 95%]", "W/L/T acted", "acted", "p_best", "rank",
+            "oracle_gap [95%]", "pays from")
     table = [head]
     for p in rec.policies:
         d = p["diff_vs_noop"]
@@ -160,6 +160,8 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
                                                       f"{money(d['interval'][1])}]")
         wlt = f"{p['wins']}/{p['losses']}/{p['ties']}" if "wins" in p else "-"
         gap = f"{p['oracle_gap']:.3f}" if "oracle_gap" in p else "-"
+        if "oracle_gap_interval" in p:
+            gap += " [{:.3f}, {:.3f}]".format(*p["oracle_gap_interval"])
         be = p.get("break_even")
         pays = f"{be['turns']} turns ({be['units']})" if be else "-"
         low, high = p["rank_interval"]
