@@ -292,3 +292,70 @@ def test_an_out_that_is_a_file_is_refused_before_any_run_and_left_as_it_was(tmp_
 def test_a_missing_folder_is_one_line():
     code, _, err = cli("recommend", "no/such/folder")
     assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+# -- the agent model: dollars per solved task, the profile among the assumptions ------------------------------
+def test_dollars_per_solved_ranks_by_the_predicted_solved_share_end_to_end():
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "observation-masking:swe-agent",
+                         "--draws", "100", "--json", "--objective", "dollars-per-solved")
+    assert code == 0, err
+    data = json.loads(out)
+    for p in data["policies"]:
+        assert 0 < p["solved_share"] <= 1  # mini-swe-agent's profile borrows swe-agent's success model
+        assert p["objective_value"] == pytest.approx(p["total_usd"] / p["solved_share"], abs=1e-6)  # one unit
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "observation-masking:swe-agent",
+                         "--draws", "100", "--objective", "dollars-per-solved")
+    assert code == 0, err
+    head = next(line for line in out.splitlines() if line.startswith("policy "))
+    assert "$/solved" in head and "objective dollars-per-solved" in out
+
+
+@pytest.mark.parametrize("path, profile", [(FIXTURES / "claude-code" / "session.jsonl", "claude-code"),
+                                           (FIXTURES / "codex" / "rollout-later.jsonl", "codex")])
+def test_dollars_per_solved_is_refused_naming_a_profile_without_a_success_model(path, profile):
+    code, out, err = cli("recommend", path, "--policies", "recency", "--draws", "20", "--objective",
+                         "dollars-per-solved")
+    assert code == 2 and out == "" and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert f"the agent profile {profile} has no success model" in line and "--agent swe-agent" in line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--scenario", "oscillation-40", "--seeds", "0:2", "--agent", "claude-code"], "the agent profile claude-code"),
+    (["--scenario", "oscillation-40", "--seeds", "0:2"], "no agent model"),
+    ([str(FIXTURES / "mini.traj.json"), "--agent", "none"], "no agent model"),
+])
+def test_a_known_profile_without_success_is_refused_before_any_run(argv, says):
+    code, out, err = cli("recommend", *argv, "--objective", "dollars-per-solved")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err
+
+
+def by_name(data):
+    return {a["name"]: a for a in data["assumptions"]}
+
+
+def test_the_agent_profile_and_its_parameters_are_assumptions_with_their_source():
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "recency", "--draws", "20",
+                         "--json")
+    assert code == 0, err
+    listed = by_name(json.loads(out))
+    assert listed["agent.profile"]["value"] == "mini-swe-agent" and listed["agent.profile"]["source"] == "recorded"
+    assert listed["agent.need_rate (mini-swe-agent)"]["source"] == "fitted"
+    assert listed["agent.need_horizon (mini-swe-agent)"]["source"] == "default"  # provisional, set by hand
+    assert listed["agent.cap (mini-swe-agent)"]["source"] == "documented"
+    assert "reaction.probability" not in listed  # mini-swe-agent's profile runs no resource re-fetch to draw
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "recency", "--draws", "20",
+                         "--json", "--agent", "openhands", "--set", "agent.need_decay=5")
+    assert code == 0, err
+    listed = by_name(json.loads(out))
+    assert listed["agent.profile"]["value"] == "openhands" and listed["agent.profile"]["source"] == "user"
+    assert listed["agent.need_decay (openhands)"] == {**listed["agent.need_decay (openhands)"], "value": 5.0,
+                                                      "source": "user"}
+
+
+def test_a_synthetic_run_lists_its_profile_too():
+    code, out, err = cli("recommend", *CHEAP, "--seeds", "0:2", "--policies", "recency", "--draws", "20", "--json",
+                         "--agent", "swe-agent")
+    assert code == 0, err
+    listed = by_name(json.loads(out))
+    assert listed["agent.profile"]["value"] == "swe-agent" and listed["agent.base_rate (swe-agent)"]["value"] == 0.5

@@ -112,6 +112,20 @@ def _centre(units: list[UnitRuns], policies: list[str]) -> tuple[np.ndarray, np.
     return cost, solved, acted
 
 
+def without_success(profiles: list[str]) -> str:
+    """Why ``--objective dollars-per-solved`` is refused when runs under ``profiles`` ('' for none) report no
+    predicted solved share (docs/agent.md: only profiles fitted on outcome data have a success model)."""
+    named = [p for p in profiles if p]
+    why = []
+    if named:
+        why.append(f"the agent profile {', '.join(named)} has no success model (no outcome data of that scaffold "
+                   "to fit one on: docs/agent.md)")
+    if "" in profiles or not profiles:
+        why.append("some runs have no agent model (--agent none, or a synthetic run under auto)")
+    return (f"needs each run's predicted solved share (task_success), and {'; '.join(why)}; --agent swe-agent or "
+            "--agent openhands predicts one, or use --objective dollars")
+
+
 def _objective(cost: np.ndarray, solved: np.ndarray, objective: str, axis: int) -> np.ndarray:
     total = cost.sum(axis=axis)
     if objective == "dollars":
@@ -311,8 +325,9 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
         raise UserError("recommend", None, "no unit to recommend from")
     cost, solved, acted = _centre(units, policies)
     if objective == "dollars-per-solved" and np.isnan(solved).any():
-        raise UserError("--objective", objective, "needs each run's predicted solved share (task_success, from the "
-                        "agent model), which no run here reports yet; use --objective dollars")
+        silent = sorted({m.profile for u in units for runs in u.runs.values() for m in runs.values()
+                         if m.solved is None})
+        raise UserError("--objective", objective, without_success(silent))
     turns = np.array([u.runs[REFERENCE][(CENTRE, CENTRE)].turns for u in units])
     ref = policies.index(REFERENCE)
     d = Draws(units, assumptions, draws, seed)
@@ -331,6 +346,7 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
         row = {"policy": name, "total_usd": vs["total_usd"], "objective_value": _num(centre_value[j]),
                "diff_vs_noop": {k: vs[k] for k in ("diff_usd", "interval", "median_diff", "mean_diff")},
                "acted_share": round(float(acted[:, j].mean()), 6), "p_best": round(float(chance[j]), 6),
+               "solved_share": None if np.isnan(solved[:, j]).any() else round(float(solved[:, j].mean()), 6),
                "rank_interval": [float(bounds[j, 0]), float(bounds[j, 1])]}
         missing = {}
         if acted[:, j].any():
