@@ -126,6 +126,19 @@ def without_success(profiles: list[str]) -> str:
             "--agent openhands predicts one, or use --objective dollars")
 
 
+def refuse_without_success(scenario, transcripts: bool) -> None:
+    """Refuse ``--objective dollars-per-solved`` before any run where the profile is known to have no success
+    model: one the user named (a transcript's ``auto`` profile is its format's, known only once it is read: the
+    runs' own refusal, :func:`without_success`, names those), or a synthetic run's."""
+    from prunesim.model.agent_profiles import AUTO, resolve
+
+    if transcripts and scenario.agent.profile == AUTO:
+        return
+    profile = resolve(scenario.agent)
+    if profile is None or not profile.success_on:
+        raise UserError("--objective", "dollars-per-solved", without_success([profile.name if profile else ""]))
+
+
 def _objective(cost: np.ndarray, solved: np.ndarray, objective: str, axis: int) -> np.ndarray:
     total = cost.sum(axis=axis)
     if objective == "dollars":

@@ -43,19 +43,6 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def refuse_without_success(scenario, transcripts: bool) -> None:
-    """Refuse ``--objective dollars-per-solved`` before any run where the profile is known to have no success
-    model: one the user named (a transcript's ``auto`` profile is its format's, known only once it is read:
-    :func:`prunesim.studies.recommend.recommend` refuses those, naming them), or a synthetic run's."""
-    from prunesim.model.agent_profiles import AUTO, resolve
-
-    if transcripts and scenario.agent.profile == AUTO:
-        return
-    profile = resolve(scenario.agent)
-    if profile is None or not profile.success_on:
-        raise UserError("--objective", "dollars-per-solved", rc.without_success([profile.name if profile else ""]))
-
-
 def main(args) -> int:
     if args.objective == "dollars-per-solved" and SOLVED not in {m.name for m in METRICS}:
         raise UserError("--objective", args.objective, f"needs each run's predicted solved share ({SOLVED}, from "
@@ -64,7 +51,7 @@ def main(args) -> int:
         raise UserError("--draws", str(args.draws), f"at most {rc.MAX_DRAWS:,}")
     inputs = read_inputs(args, "recommend", OUTPUT_FILES)
     if args.objective == "dollars-per-solved":
-        refuse_without_success(inputs.scenario, inputs.transcripts)
+        rc.refuse_without_success(inputs.scenario, inputs.transcripts)
     policies = lb.with_reference(inputs.policies)
     scenario, user = inputs.scenario, set(inputs.overrides)
     summaries = any(reads_summary(p) for p in policies)
