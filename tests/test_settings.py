@@ -174,6 +174,26 @@ def test_defaults_explain_prints_the_chain_and_refuses_an_unknown_key(capsys):
     assert err.count("\n") == 0 and "no.such.key" in err
 
 
+def test_defaults_explain_names_the_agent_models_values_and_their_sources(capsys):
+    from prunesim.model.agent_profiles import PARAMETERS, resolve
+    from prunesim.model.scenario import AgentParams
+
+    def explained(*args):
+        assert main(["defaults", "--explain", *args]) == 0
+        return capsys.readouterr().out.splitlines()[2].split(None, 3)
+
+    assert explained("agent.profile")[:3] == ["used", "'none'", "default"]  # a synthetic run has none
+    assert explained("agent.cap")[1:3] == ["None", "default"] and "off" in explained("agent.cap")[3]
+    profile = resolve(AgentParams(profile="openhands"))
+    for param in PARAMETERS:  # every parameter of the profile, with the profile's value and source
+        used = explained(f"agent.{param}", "--set", "agent.profile=openhands")
+        value = profile.values[param]
+        assert used[1] == repr(value if value is None or isinstance(value, (bool, str)) else value)
+        kind = "fitted" if "fitted" in profile.sources[param] else "default"
+        assert used[2] == kind and used[3].startswith(f"profile openhands: {profile.sources[param]}")
+    assert explained("agent.cap", "--set", "agent.profile=openhands", "--set", "agent.cap=100")[1:3] == ["100", "user"]
+
+
 def test_the_uncached_bill_is_the_bill_of_a_provider_that_caches_nothing():
     data = workload("google/gemini-3-pro-preview")
     cached, _ = replay(data, sc.load_replay("transcript"), "noop")

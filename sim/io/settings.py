@@ -128,12 +128,42 @@ class Settings:
         return {"format": PROVENANCE_FORMAT, "runtime": self.runtime(),
                 "values": {k: self.chains[k][0].as_dict() for k in sorted(self.chains)}}
 
+    def with_agent(self, scaffold: str = "") -> Settings:
+        """These settings and the agent model's for a run on a workload ``scaffold`` recorded ('' for a synthetic
+        one): ``agent.profile`` as it resolves, and each parameter of the profile the run takes, with the profile's
+        source (docs/agent.md, "The profiles"); without a profile, each is off. A value the user set keeps its chain."""
+        chains = dict(self.chains)
+        for key, offered in agent_offers(self.scenario, scaffold).items():
+            chains.setdefault(key, (offered,))
+        return Settings(self.scenario, chains, self.price_file)
+
     def explain(self, key: str) -> list[str]:
         """``key``'s chain as lines: the value used, then the ones it won over."""
         lines = []
         for i, s in enumerate(self.chain(key)):
             lines.append(f"{'used' if i == 0 else 'over':4s}  {_show(s.value):24s}  {s.source:8s}  {s.where}")
         return lines
+
+
+def agent_offers(scenario: Scenario, scaffold: str) -> dict[str, Setting]:
+    """What the agent model offers for ``agent.profile`` and for each parameter of the profile a run takes."""
+    from prunesim.model import agent_profiles as ap
+
+    name = ap.profile_name(scenario.agent, scaffold)
+    how = (f"auto: the profile of the scaffold that recorded the workload ({scaffold})" if scaffold
+           else "auto: a synthetic workload has no agent model") if scenario.agent.profile == ap.AUTO else "named"
+    out = {"agent.profile": Setting(name, "default", how)}
+    profile = ap.resolve(scenario.agent, scaffold)
+    if profile is None:
+        off = Setting(None, "default", f"off: no agent model runs (agent.profile {name})")
+        return out | {f"agent.{param}": off for param in ap.PARAMETERS}
+    why = ap.reasons(profile)
+    for param in ap.PARAMETERS:
+        told = profile.sources[param]
+        source = "user" if told == "user" else "fitted" if "fitted" in told else "default"
+        out[f"agent.{param}"] = Setting(profile.values[param], source,
+                                        f"profile {name}: {told}" + (f"; {why[param]}" if why[param] else ""))
+    return out
 
 
 def _table_of(setting: Setting) -> str:

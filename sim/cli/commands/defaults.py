@@ -61,10 +61,10 @@ def _explain(args) -> int:
         check_replay_overrides(overrides)
         base = settings.load(name, overrides, None, "--set", args.prices).scenario
         data = one_workload(args.transcript)
-        resolved = settings.of(replay_scenario(base, data))
+        resolved = settings.of(replay_scenario(base, data)).with_agent(str(data.header.get("format") or ""))
         what = f"{data.name} on scenario {base.name}"
     else:
-        resolved = settings.load(name, overrides, None, "--set", args.prices)
+        resolved = settings.load(name, overrides, None, "--set", args.prices).with_agent()
         what = f"scenario {resolved.scenario.name}"
     keys = [k for k in settings.RUNTIME_KEYS if k in resolved] if args.explain == "runtime" else [args.explain]
     for key in keys:
