@@ -38,7 +38,6 @@ byte, so the engine is not part of the sweep's description: a sweep may be resum
 from __future__ import annotations
 
 import dataclasses
-import errno
 import fcntl
 import hashlib
 import json
@@ -78,6 +77,7 @@ from prunesim.observe.recorder import csv_field, csv_line, number_row
 from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
+from prunesim.studies.pool import refused, stop_workers
 
 TRACES_DIR = "traces"
 FORMAT = 1
@@ -513,7 +513,8 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
             futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
                        for sc, policy, items, engine in batches]
         except OSError as err:  # the workers are started at the first submit: fork() refused
-            raise _too_many(err, jobs, workers, len(pool._processes or {})) from None
+            raise refused(err, jobs, workers, len(pool._processes or {}),
+                          "give fewer --jobs (the runs done are kept: run the sweep again)") from None
         for fut in as_completed(futures):
             yield fut.result()
         finished = True
@@ -521,45 +522,7 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
         if finished:
             pool.shutdown(wait=True)
         else:  # SIGTERM, Ctrl-C, a failed run: the batches in flight are lost anyway (a resume re-runs them)
-            _stop_workers(pool)
-
-
-def _too_many(err: OSError, jobs: int, workers: int, started: int) -> Exception:
-    """fork() refused a worker: past the limit on this user's processes (``ulimit -u``), or out of memory for
-    one more. Named as --jobs, the flag that asked for them, not as the system's bare reason."""
-    if err.errno not in (errno.EAGAIN, errno.ENOMEM):
-        return from_os_error(err, "--jobs")
-    import resource
-
-    limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,}"
-    why = (f"past the limit on your processes (ulimit -u: {shown})" if err.errno == errno.EAGAIN
-           else "there is no memory for another process")
-    return UserError("--jobs", str(jobs), f"the system refused to start worker {started + 1} of {workers}: {why}; "
-                                          "give fewer --jobs (the runs done are kept: run the sweep again)")
-
-
-def _stop_workers(pool) -> None:
-    """End a process pool's workers now, and wait until they have ended.
-
-    ``shutdown(cancel_futures=True)`` cancels the batches not started but waits
-    for the running ones, which may take minutes; the workers never see the
-    sweep's SIGTERM (it reaches the parent only). SIGTERM makes a worker die at
-    once (the handler in prunesim.cli re-raises it as the default action); one
-    that does not within a few seconds is killed, so this cannot hang.
-    """
-    if hasattr(pool, "terminate_workers"):  # Python 3.14+
-        pool.terminate_workers()
-        return
-    processes = list((pool._processes or {}).values())  # no public handle before 3.14; read before shutdown
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        proc.terminate()
-    for proc in processes:
-        proc.join(timeout=5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
+            stop_workers(pool)
 
 
 class DaskRunner:

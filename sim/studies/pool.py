@@ -1,0 +1,141 @@
+"""Independent units of a study on a pool of processes, their results in the order they were given.
+
+A study over many units (transcripts, seeds) computes each one alone: the same
+function of the same inputs, whichever process runs it. :func:`ordered` runs
+them on ``jobs`` processes and hands the results back in the units' order, so
+that what a command prints or writes is byte for byte what one process gives;
+``jobs=1`` runs them here, one after the other, with no process started.
+
+Workers are forked (the code is already imported, and the task need not be
+picklable: only the units and the results cross). A warning a unit raises in a
+worker is said by this process, in the unit's turn. A system that refuses a
+worker (past ``ulimit -u``, or out of memory) is one :class:`UserError` naming
+``--jobs``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import warnings
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+
+from prunesim.errors import UserError, from_os_error
+
+AHEAD = 2  # units handed out per worker before the first result is awaited: enough to keep each one busy
+
+
+def default_jobs(jobs: int | None) -> int:
+    """``--jobs`` as given, or every core; at least 1 (a :class:`UserError` naming ``--jobs`` otherwise)."""
+    if jobs is None:
+        return os.cpu_count() or 1
+    if jobs < 1:
+        raise UserError("--jobs", str(jobs), "must be at least 1")
+    return jobs
+
+
+_TASK: Callable | None = None  # the task of the pool being forked: workers inherit it rather than unpickle it
+
+
+def _run(item) -> tuple:
+    """In a worker: the task's result on ``item``, and the warnings it raised (said by the parent)."""
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")  # every one: the parent's filters decide which are shown
+        result = _TASK(item)
+    return result, [(w.message, w.category, w.filename, w.lineno) for w in said]
+
+
+_SHOWN: dict = {}  # the warnings registry of those said for workers (a warning shown once, as in one process)
+
+
+def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "give fewer --jobs") -> Iterator:
+    """``task(item)`` for each of ``items``, in their order, computed on up to ``jobs`` processes.
+
+    ``items`` is read as results are taken (at most ``AHEAD`` per worker ahead of the one awaited), so that a
+    long input is never held whole. ``fork_advice`` ends the error said when the system refuses a worker.
+    """
+    if jobs <= 1 or "fork" not in _start_methods():
+        yield from map(task, items)
+        return
+    global _TASK
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pending: deque = deque()
+    source = iter(items)
+    _TASK = task
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    finished = False
+    try:
+        for item in source:
+            pending.append(_submit(pool, item, jobs, fork_advice))
+            if len(pending) >= jobs * AHEAD:
+                yield _take(pending.popleft())
+        while pending:
+            yield _take(pending.popleft())
+        finished = True
+    finally:
+        _TASK = None
+        if finished:
+            pool.shutdown(wait=True)
+        else:  # the consumer stopped (an error, Ctrl-C): the units in flight are not wanted
+            stop_workers(pool)
+
+
+def _start_methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()
+
+
+def _submit(pool, item, jobs: int, fork_advice: str):
+    try:
+        return pool.submit(_run, item)
+    except OSError as err:  # workers start at a submit: fork() refused
+        raise refused(err, jobs, jobs, len(pool._processes or {}), fork_advice) from None
+
+
+def _take(future):
+    result, said = future.result()
+    for message, category, filename, lineno in said:
+        warnings.warn_explicit(message, category, filename, lineno, registry=_SHOWN)
+    return result
+
+
+def refused(err: OSError, jobs: int, workers: int, started: int, advice: str) -> Exception:
+    """fork() refused a worker: past the limit on this user's processes (``ulimit -u``), or out of memory for
+    one more. Named as --jobs, the flag that asked for them, not as the system's bare reason."""
+    if err.errno not in (errno.EAGAIN, errno.ENOMEM):
+        return from_os_error(err, "--jobs")
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,}"
+    why = (f"past the limit on your processes (ulimit -u: {shown})" if err.errno == errno.EAGAIN
+           else "there is no memory for another process")
+    return UserError("--jobs", str(jobs), f"the system refused to start worker {started + 1} of {workers}: {why}; "
+                                          f"{advice}")
+
+
+def stop_workers(pool) -> None:
+    """End a process pool's workers now, and wait until they have ended.
+
+    ``shutdown(cancel_futures=True)`` cancels the units not started but waits
+    for the running ones, which may take minutes; the workers never see the
+    command's SIGTERM (it reaches the parent only). SIGTERM makes a worker die at
+    once (the handler in prunesim.cli re-raises it as the default action); one
+    that does not within a few seconds is killed, so this cannot hang.
+    """
+    if hasattr(pool, "terminate_workers"):  # Python 3.14+
+        pool.terminate_workers()
+        return
+    processes = list((pool._processes or {}).values())  # no public handle before 3.14; read before shutdown
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
