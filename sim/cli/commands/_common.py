@@ -341,6 +341,10 @@ def add_transcript_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-bad", action="store_true",
                         help="leave out the files that cannot be read and write the result of the others "
                              "(default: a bad file means nothing is written and exit code 2)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="import every transcript afresh, and keep no import for the next command (default: "
+                             "imports are kept in $PRUNESIM_CACHE_DIR or $XDG_CACHE_HOME/prunesim, by the file's "
+                             "content and these settings; PRUNESIM_NO_CACHE=1 does the same)")
 
 
 def check_distinct(files: list) -> None:
@@ -367,8 +371,9 @@ def option_files(args) -> list[str]:
 
 
 def check_transcript_options(args) -> None:
-    from prunesim.io.transcripts import calibration, tokens
+    from prunesim.io.transcripts import calibration, import_cache, tokens
 
+    import_cache.configure(enabled=not getattr(args, "no_cache", False))
     tokens.get_counter(args.tokenizer)
     calibration.check_setting(args.calibration, args.tokenizer)
 
