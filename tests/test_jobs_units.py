@@ -87,3 +87,23 @@ def test_a_worker_the_system_refuses_is_one_line_naming_jobs(tmp_path, monkeypat
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.startswith("prunesim: error: --jobs: 2: the system refused to start worker 1 of 2: ")
     assert not (tmp_path / "rec").exists()  # nothing half-written
+
+
+def _replay_dir(tmp_path: Path, name: str, *argv) -> tuple[int, str, str, bytes]:
+    out = tmp_path / f"{name}.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        code, stdout, err = cli("replay-dir", *argv, "--out", out)
+    return code, stdout, err, out.read_bytes() if out.exists() else b""
+
+
+@pytest.mark.parametrize("extra", [(), ("--grid", "budget=30000,60000")])
+def test_replay_dir_on_two_processes_gives_the_rows_of_one(tmp_path, extra):
+    folder = _folder(tmp_path)
+    (folder / "broken.json").write_text("{ not json")
+    argv = (folder, "--policies", "noop,naive,recency", "--skip-bad", *extra)
+    one = _replay_dir(tmp_path, "one", *argv, "--jobs", "1")
+    two = _replay_dir(tmp_path, "two", *argv, "--jobs", "2")
+    assert one[0] == 0 and one[3].count(b"\n") > 10, one[2]
+    assert "broken.json" in one[2] and "same run as" in one[2] and "never acted" in one[2]
+    assert two == one

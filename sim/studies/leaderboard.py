@@ -37,7 +37,6 @@ figure) and ``leaderboard.json`` (what was run).
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +53,7 @@ from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
 from prunesim.studies import aggregate, observable
 from prunesim.studies.aggregate import describe
-from prunesim.studies.pool import ordered
+from prunesim.studies.pool import ordered, sources_ahead
 from prunesim.studies.transcript_replay import iter_sources, replay, replay_scenario
 
 REFERENCE = "noop"  # every ratio is against this policy, at its documented setting, on the same unit
@@ -215,34 +214,15 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
     seen = Seen(lambda line: warn(line, stacklevel=2)) if seen is None else seen
     measure = measure or summarize_unit
 
-    def task(data):  # a unit's measures, or the UserError that fails its file (None: not measured ahead)
-        if data is None:
-            return None
+    def task(data):  # a unit's measures, or the UserError that fails its file
         try:
             return measure(data, entries, seed)
         except UserError as err:  # the transcript's model or window: this file's error, the others go on
             return err
 
-    # Units are measured ahead, on the pool, in the order they are read. Whether a run repeats one read before
-    # is decided below, in order, as it would be one unit at a time: a file that fails is forgotten by ``seen``,
-    # so that a later copy of it counts. Ahead, a run that looks like a repeat is not measured (it is, here,
-    # should it count after all).
-    read: deque = deque()
-    ahead = Seen()
-
-    def sources():
-        for path, data in iter_sources([folder], **reading):
-            read.append((path, data))
-            yield None if isinstance(data, Exception) or ahead.is_repeat(data) else data
-
     held: list[Unit] = []
     current = dead = None
-    for measured in ordered(task, sources(), jobs):
-        path, data = read.popleft()
-        if isinstance(data, Exception):
-            seen.forget(path)
-        elif seen.is_repeat(data):
-            continue
+    for path, data, measured in sources_ahead(iter_sources([folder], **reading), task, jobs, seen):
         if path != current:
             yield from held
             held, current = [], path
@@ -253,8 +233,6 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
             yield path, data
             continue
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
-        if measured is None:
-            measured = task(data)
         if isinstance(measured, UserError):
             held, dead = [], path
             seen.forget(path)

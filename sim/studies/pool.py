@@ -83,6 +83,40 @@ def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "give
             stop_workers(pool)
 
 
+def sources_ahead(sources: Iterable[tuple], task: Callable, jobs: int, seen=None) -> Iterator[tuple]:
+    """``(path, workload or error, task's result)`` for each of ``sources`` (:func:`iter_sources`'s pairs, read
+    without ``seen``), the results computed ahead on ``jobs`` processes and given in the sources' order.
+
+    ``task`` returns what a unit gives, or the exception that fails its file, rather than raising it. With
+    ``seen`` (:class:`~prunesim.io.transcripts.identity.Seen`), a run met before is left out, and a file that
+    failed to import is forgotten by it, each decided in order, when the run's turn comes, as
+    ``iter_sources(..., seen=seen)`` decides them one run at a time: a consumer that forgets a file that
+    failed later (its ``discard``) does so before the next run is judged. A run that looked like a repeat
+    when it was read is not computed ahead; it is computed here should it count after all.
+    """
+    from prunesim.io.transcripts.identity import Seen
+
+    read: deque = deque()
+    guess = Seen() if seen is not None else None
+
+    def units():
+        for path, data in sources:
+            read.append((path, data))
+            skip = isinstance(data, Exception) or (guess is not None and guess.is_repeat(data))
+            yield None if skip else data
+
+    for result in ordered(lambda data: None if data is None else task(data), units(), jobs):
+        path, data = read.popleft()
+        if isinstance(data, Exception):
+            if seen is not None:
+                seen.forget(path)
+        elif seen is not None and seen.is_repeat(data):
+            continue
+        elif result is None:
+            result = task(data)
+        yield path, data, result
+
+
 def _start_methods() -> list[str]:
     import multiprocessing
 
