@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from prunesim.errors import UserError, from_os_error
 
-AHEAD = 2  # units handed out per worker before the first result is awaited: enough to keep each one busy
+AHEAD = 1  # units handed to each worker: one, so that what the parent holds stays the units in flight (flat memory)
 
 
 def default_jobs(jobs: int | None) -> int:
