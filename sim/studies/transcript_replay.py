@@ -112,7 +112,7 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
 def _cache_key(path: Path, tokenizer: str, calibration: str, sidechains: str) -> str:
     """The import cache's key for this file read this way ('' when the cache is off or the file unreadable:
     the import itself then says what is wrong with it)."""
-    if import_cache.folder() is None:
+    if import_cache.folder() is None or not path.is_file():  # a pipe or a device is read once, by the importer
         return ""
     try:
         content = path.read_bytes()
