@@ -107,3 +107,36 @@ def test_replay_dir_on_two_processes_gives_the_rows_of_one(tmp_path, extra):
     assert one[0] == 0 and one[3].count(b"\n") > 10, one[2]
     assert "broken.json" in one[2] and "same run as" in one[2] and "never acted" in one[2]
     assert two == one
+
+
+FAULTY = '''
+import sys
+from prunesim.policies import Policy
+
+
+class Faulty(Policy):
+    name = "faulty"
+    summary = "raises on its fourth turn"
+
+    def decide(self, view):
+        if view.turn == 4:
+            {statement}
+        return []
+'''
+
+
+@pytest.mark.parametrize("statement", ["raise ValueError('boom')", "sys.exit(0)"])
+@pytest.mark.parametrize("command", ["leaderboard", "replay-dir"])
+def test_a_users_policy_that_raises_in_a_worker_is_worded_as_in_one_process(tmp_path, monkeypatch, statement,
+                                                                             command):
+    (tmp_path / "mine.py").write_text(FAULTY.format(statement=statement))
+    monkeypatch.chdir(tmp_path)
+    folder = _folder(tmp_path)
+    said = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}"
+        argv = [command, folder, "--policies", "noop,mine.py:Faulty", "--jobs", jobs, "--out",
+                out.with_suffix(".csv") if command == "replay-dir" else out]
+        said.append(cli(*argv))
+    assert said[0][0] == 2 and "the policy raised" in said[0][2], said[0]
+    assert said[1] == said[0]

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import errno
 import os
+import traceback
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
 from prunesim.errors import UserError, from_os_error
+from prunesim.policies import user_policy_fault
 
 AHEAD = 1  # units handed to each worker: one, so that what the parent holds stays the units in flight (flat memory)
 
@@ -39,11 +41,42 @@ _TASK: Callable | None = None  # the task of the pool being forked: workers inhe
 
 
 def _run(item) -> tuple:
-    """In a worker: the task's result on ``item``, and the warnings it raised (said by the parent)."""
+    """In a worker: the task's result on ``item``, and the warnings it raised (said by the parent).
+
+    What a user's policy raised (``sys.exit()`` too) is worded here, where its frames are, as one process
+    words it: the parent gets a copy without them, and a SystemExit would end the command as if it were done.
+    """
+    global _in_worker
+    _in_worker = True
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")  # every one: the parent's filters decide which are shown
-        result = _TASK(item)
+        try:
+            result = _TASK(item)
+        except (Exception, SystemExit) as err:
+            fault = user_policy_fault(err)
+            if fault is None:
+                raise  # a bug: its traceback reaches the parent as the cause of its copy
+            raise fault from None
     return result, [(w.message, w.category, w.filename, w.lineno) for w in said]
+
+
+_in_worker = False
+
+
+class WorkerTraceback(Exception):
+    """Where an exception a worker hands back as a value was raised (its frames stay in the worker)."""
+
+
+def portable(err: BaseException) -> BaseException:
+    """``err`` as a result that may cross to the parent: in a worker, its traceback goes with it as its cause
+    (a crash report shows it), and a user's policy that raised is worded where its frames are. Here, as is."""
+    if not _in_worker:
+        return err
+    fault = user_policy_fault(err)
+    if fault is not None:
+        return fault
+    err.__cause__ = WorkerTraceback("".join(traceback.format_exception(err)))
+    return err
 
 
 _SHOWN: dict = {}  # the warnings registry of those said for workers (a warning shown once, as in one process)

@@ -292,6 +292,7 @@ class Failed:
 
 def caught(process):
     """``process``, returning what it raises on a run as :class:`Failed` (a failure of the machine is raised)."""
+    from prunesim.studies.pool import portable
 
     def run(data):
         try:
@@ -299,7 +300,7 @@ def caught(process):
         except (ResourceError, MemoryError):
             raise
         except Exception as caught:  # noqa: BLE001 - one file's failure, reported; the rest goes on
-            return Failed(caught)
+            return Failed(portable(caught))
 
     return run
 

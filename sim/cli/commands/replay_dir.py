@@ -44,7 +44,7 @@ from prunesim.policies import parse_names
 from prunesim.studies import observable
 from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.leaderboard import ACTIONS, uncached_bill
-from prunesim.studies.pool import default_jobs
+from prunesim.studies.pool import default_jobs, portable
 from prunesim.studies.sweep import metric_column, plan_sweep
 from prunesim.studies.transcript_replay import REPLAY_METRICS, TRANSCRIPT_SUFFIXES, expand, iter_sources, replay
 
@@ -183,7 +183,7 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
                 except (ResourceError, MemoryError):
                     raise
                 except Exception as err:  # noqa: BLE001 - the file's failure (Tally says it); its runs so far count
-                    return Failed(err, summaries)
+                    return Failed(portable(err), summaries)
                 rows.append(line)
                 summaries.append((policy, result.summary))
                 warnings.update(dict.fromkeys(result.warnings))
