@@ -8,6 +8,7 @@ rate of one 100,000-turn run with the full trace recorded.
 
 from __future__ import annotations
 
+import argparse
 import resource
 import time
 
@@ -16,7 +17,8 @@ from prunesim.runner import run_one  # noqa: E402
 from prunesim.studies.replay import get_replay  # noqa: E402
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: --help, or usage
     t0 = time.perf_counter()
     report = get_replay("oscillation").run(list(range(100)))
     t1 = time.perf_counter()

@@ -13,6 +13,7 @@ of each read (user + system), and whether the three gave the same workloads
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -53,7 +54,11 @@ def read(folder: Path, cache: str, off: bool) -> dict:
 
 
 def main() -> int:
-    folders = [Path(p) for p in sys.argv[1:]] or [ROOT.parent / "shared" / "traces" / "claude-code-dev"]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", nargs="*", type=Path, metavar="PATH",
+                    help="folders of transcripts (default: ../shared/traces/claude-code-dev)")
+    args = ap.parse_args()
+    folders = args.folders or [ROOT.parent / "shared" / "traces" / "claude-code-dev"]
     for folder in folders:
         with tempfile.TemporaryDirectory(prefix="prunesim-cache-") as cache:
             off, cold, warm = (read(folder, cache, off=True), read(folder, cache, off=False),

@@ -10,6 +10,7 @@ trace and ledger of a few runs (as a hash); the long session (needs,
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
@@ -54,14 +55,32 @@ def snapshot() -> dict:
     return out
 
 
-def main() -> int:
-    mode, path = sys.argv[1], Path(sys.argv[2])
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=("save", "check"),
+                    help="save: write the snapshot (on the old code); check: compare with a saved one (the new code)")
+    ap.add_argument("path", type=Path, help="the snapshot file (JSON)")
+    args = ap.parse_args(argv)
+    mode, path = args.mode, args.path
+    before = None
+    if mode == "check":  # read before the minutes of runs, not after
+        try:
+            before = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            ap.error(f"{path}: not a readable snapshot ({err.__class__.__name__}); 'save' makes one")
+        if not isinstance(before, dict):
+            ap.error(f"{path}: not a snapshot 'save' wrote")
+    elif not path.parent.is_dir():
+        ap.error(f"{path}: no folder {path.parent} to save into")
     snap = snapshot()
     if mode == "save":
-        path.write_text(json.dumps(snap, indent=1, sort_keys=True))
+        try:
+            path.write_text(json.dumps(snap, indent=1, sort_keys=True))
+        except OSError as err:  # a full disk, a folder gone since: one line, not a traceback
+            print(f"{ap.prog}: error: {path}: {err.strerror or err}", file=sys.stderr)
+            return 1
         print(f"saved {len(snap)} runs to {path}")
         return 0
-    before = json.loads(path.read_text())
     common = sorted(set(before) & set(snap))
     bad = [k for k in common if _held_in_both(before[k]) != _held_in_both(snap[k], before[k])]
     print(f"compared {len(common)} runs: {len(bad)} differ")

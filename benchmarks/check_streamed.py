@@ -11,6 +11,7 @@ on the first difference.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from collections import Counter
@@ -30,7 +31,8 @@ def files_of(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options: --help, or usage
     kinds: Counter = Counter()
     for name, turns in RUNS:
         scenario = scenario_files.load(name, {"turns": turns})

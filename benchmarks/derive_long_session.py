@@ -16,6 +16,7 @@ much they move between halves. The figures are recorded in
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import sys
@@ -78,11 +79,12 @@ def figures(runs: list) -> dict:
     return out
 
 
-def main() -> int:
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder", nargs="?", type=Path, default=DEFAULT, help=f"the transcripts (default: {DEFAULT})")
+    folder = ap.parse_args(argv).folder
     if not folder.exists():
-        print(f"no transcripts at {folder}")
-        return 1
+        ap.error(f"{folder}: no transcripts there")
     runs = []
     for path, data in iter_sources([folder]):
         if isinstance(data, Exception):

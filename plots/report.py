@@ -512,12 +512,15 @@ def recommend_section(path: Path, figures: _Figures) -> Section:
     figures.add(section, "dollars against noop, paired", paired_figure(paired),
                 f"{folder / RECOMMEND_FILE}: each policy's diff_vs_noop (diff_usd, interval)")
     section.tables.append(Table("ranking over draws of the units and the assumptions",
-                                ["policy", "p_best", "rank low", "rank high", "oracle_gap", "break-even turns"],
+                                ["policy", "p_best", "rank low", "rank high", "oracle_gap", "oracle_gap low",
+                                 "oracle_gap high", "break-even turns"],
                                 [[p["policy"], p["p_best"], p["rank_interval"][0], p["rank_interval"][1],
-                                  p.get("oracle_gap", ""), (p.get("break_even") or {}).get("turns", "")]
+                                  p.get("oracle_gap", ""), *(p.get("oracle_gap_interval") or ("", "")),
+                                  (p.get("break_even") or {}).get("turns", "")]
                                  for p in data["policies"]],
                                 "p_best: the share of draws in which the policy is the cheapest; oracle_gap: its "
-                                "share of the clairvoyant optimum's saving over noop"))
+                                "share of the clairvoyant optimum's saving over noop, with its 95% interval over "
+                                "the same draws"))
     section.tables.append(Table("assumptions", ["name", "value", "source", "range", "how", "basis"],
                                 [[a["name"], _fmt(a["value"]), a["source"],
                                   "" if a.get("range") is None else " to ".join(map(_fmt, a["range"])),

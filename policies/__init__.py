@@ -64,6 +64,9 @@ ENTRY_POINT_GROUP = "prunesim.policies"
 # and policies loaded from files by their spec. Loading a user's module twice would run its code twice.
 _entry_points: dict[str, type[Policy] | UserError] | None = None
 _files: dict[tuple[str, str], type[Policy]] = {}  # (spec, resolved file) -> class
+# resolved policy file -> the files of the modules its import brought in from its own folder (or one below it):
+# its code as much as the file itself, so that a result records them (prunesim.io.reproduce) beside it
+_companions: dict[str, tuple[str, ...]] = {}
 
 
 def entry_point_policies() -> dict[str, type[Policy] | UserError]:
@@ -119,11 +122,17 @@ def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
             raise UserError(where, spec, f"cannot import {file!r} as Python")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[module_name] = module  # dataclasses and pickling look their module up by name
+        before = set(sys.modules)
         try:
             module_spec.loader.exec_module(module)
         except (Exception, SystemExit) as err:  # SystemExit: a file that calls sys.exit() when imported
             del sys.modules[module_name]
             raise UserError(where, spec, f"cannot load {file}: {_one_line(err, resolved)}") from None
+        new = [sys.modules[m] for m in set(sys.modules) - before]
+        # and those imported before it (another policy file's, the same module): what its names come from
+        named = [v if isinstance(v, type(sys)) else sys.modules.get(getattr(v, "__module__", None) or "")
+                 for v in vars(module).values()]
+        _companions[str(resolved)] = _imported_beside(resolved, new + [m for m in named if m is not None])
     cls = getattr(module, class_name, None)
     if cls is None:
         defined = sorted(n for n, v in vars(module).items() if isinstance(v, type) and issubclass(v, Policy)
@@ -132,6 +141,26 @@ def load_file_policy(spec: str, where: str = "--policy") -> type[Policy]:
         raise UserError(where, spec, f"{file} has no class {class_name!r}{hint}")
     _files[key] = _check_class(cls, f"{where} {spec}")
     return cls
+
+
+def _imported_beside(file: Path, modules: list) -> tuple[str, ...]:
+    """The files of ``modules`` (those a policy file's import brought in) in the file's folder or below it."""
+    found = set()
+    for module in modules:
+        origin = getattr(module, "__file__", None)
+        if module.__name__.partition(".")[0] == "prunesim":  # prunesim's own (a checkout beside the file): versioned
+            continue
+        if origin:
+            real = Path(origin).resolve()
+            if real != file and real.is_relative_to(file.parent):
+                found.add(str(real))
+    return tuple(sorted(found))
+
+
+def companion_files(path: str | Path) -> tuple[str, ...]:
+    """The files (resolved) of the modules that the policy file ``path`` imported from its own folder or one below
+    it when it was loaded; () for any other file, or a policy file not loaded in this process."""
+    return _companions.get(str(Path(path).resolve()), ())
 
 
 def _check_class(cls, where: str) -> type[Policy]:

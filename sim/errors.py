@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 
 class OneLineError(Exception):
@@ -26,10 +27,23 @@ class OneLineError(Exception):
         self.key = key
         self.problem = problem
         shown = f"{visible(where)}: {visible(key)}: {problem}" if key else f"{visible(where)}: {problem}"
-        super().__init__(" ".join(shown.split()))
+        super().__init__(shortened(" ".join(shown.split())))
 
     def __reduce__(self):  # so that it crosses process boundaries (sweep workers) intact
         return (type(self), (self.where, self.key, self.problem))
+
+
+LONG_NUMBER = 24  # digits: a number longer than this is no figure a user reads, only its length
+LONG_WORD = 240  # characters of one word (a path, a value): more is shown by its ends and its length
+_NUMBER = re.compile(rf"\d{{{LONG_NUMBER + 1},}}")
+_WORD = re.compile(rf"\S{{{LONG_WORD + 1},}}")
+
+
+def shortened(line: str) -> str:
+    """``line`` with each overlong value cut to its ends and its length, so that a value a user typed (400 digits,
+    a megabyte of text) leaves the error one short line that still says which value it was."""
+    line = _NUMBER.sub(lambda m: f"{m[0][:6]}...{m[0][-2:]} ({len(m[0]):,} digits)", line)
+    return _WORD.sub(lambda m: f"{m[0][:80]}...{m[0][-40:]} ({len(m[0]):,} characters)", line)
 
 
 def visible(name) -> str:

@@ -46,6 +46,10 @@ NO_NONE = [
     ("compare", "oscillation-40", "--seeds", "0:2", "--set", "turns=15"),
     ("replay", "reentrancy", "--seeds", "0:3"), ("replay", "oscillation", "--seeds", "0:2"),
     ("run", "--workload", FIXTURES / "openai.json"),
+    ("agents",), ("agents", "--why"), ("agents", "--markdown"),
+    ("defaults", "--explain", "runtime"), ("defaults", "--explain", "pricing.model", "--transcript",
+                                           FIXTURES / "openai.json"),
+    ("replay", "reentrancy", "--seeds", "0:3", "--json"),
 ]
 
 

@@ -118,7 +118,8 @@ def test_the_docs_recipe_is_the_one_tested():
 
 
 # -- the rule, for any text -------------------------------------------------------------------------------
-NO_NUL = st.characters(blacklist_characters="\x00")  # no name holds one, and the readers refuse it
+# No name holds a NUL (the readers refuse it) or a lone surrogate (a name that is not UTF-8 reaches a table as \xff).
+NO_NUL = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
 TEXT = st.text(alphabet=st.sampled_from("=+-@\t\r' a1.,\"\ne"), max_size=8) | st.text(NO_NUL, max_size=8)
 
 

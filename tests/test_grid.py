@@ -79,7 +79,7 @@ def test_an_axis_given_twice_is_refused():
         ("workload.tool_output.meen=1,2", "workload.tool_output.meen: unknown scenario parameter"),
         ("workload=1", "workload: is a table or list"),
         ("seed=1,2", "seed: is set by the sweep itself; use --seeds"),
-        ("trigger=20000:25000:1000", "--grid point trigger=25000: trigger: 25000 is above the budget"),
+        ("trigger=20000:25000:1000", "--grid: trigger: 25000 is above the budget"),
         ("trigger=5:1:1", "trigger: 5:1:1 has no values"),
         ("budget_kind=hard,firm", "budget_kind: must be one of hard, soft"),
     ],

@@ -345,7 +345,7 @@ def test_engine_kernel_without_numba_is_one_line_before_any_run_and_writes_nothi
 
 
 @pytest.mark.parametrize("grid, words", [
-    ("budget=99999999999999", "--grid point budget=99999999999999: budget: 99999999999999 is out of range"),
+    ("budget=99999999999999", "--grid: budget: 99999999999999 is out of range"),
     ("trigger=16000:23500:0.5", "trigger: must be an integer, got a number 16000.5"),
     ("nopolicy:trigger=1,2", "names the policy 'nopolicy', which is not swept"),
     ("seed=1,2", "cannot be a leaderboard's axis"),
@@ -382,9 +382,9 @@ def test_fidelity_refuses_to_fit_on_a_folder_that_holds_a_run_it_judges(tmp_path
         (fit / "same-run.traj.json").symlink_to(judged / "mini.traj.json")
     code, out, err = cli("fidelity", judged, "--fit-on", fit)
     assert code == 2 and out == "" and err == (
-        f"prunesim: error: --fit-on: {fit}: shares 1 file(s) with {judged} (the first: {judged / 'mini.traj.json'}): "
-        "they would be judged by parameters fitted on them; give a folder apart, or leave --fit-on out to fit "
-        "leaving each run out\n"), err
+        f"prunesim: error: --fit-on: {fit}: holds 1 run(s) of {judged} (the first: {judged / 'mini.traj.json'}; the "
+        "same content): they would be judged by parameters fitted on them; give a folder apart, or leave --fit-on "
+        "out to fit leaving each run out\n"), err
 
 
 def test_a_bad_file_in_the_fit_on_folder_counts_as_a_bad_file(tmp_path):

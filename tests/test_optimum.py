@@ -98,3 +98,119 @@ def test_the_optimum_costs_no_more_than_any_policy_on_every_shipped_unit(path):
 
 def test_the_optimum_costs_no_more_than_any_policy_on_the_fixture_transcripts():
     assert sum(check_every_unit(FIXTURES / name) for name in ("mini.traj.json", "openai.json", "tiny.traj")) == 3
+
+
+# -- under an agent profile: the planner knows the needs the engine enforces -----------------------------------
+class Recording:
+    """Wraps an agent model's lookback needs: the items the engine finds needed before each work turn's call."""
+
+    def __init__(self, lookback):
+        self.lookback, self.drawn = lookback, {}
+
+    def needed(self, w):
+        items = self.lookback.needed(w)
+        for it in items:
+            self.drawn.setdefault((it.key, it.turn), []).append(w)
+        return items
+
+    def __getattr__(self, name):
+        return getattr(self.lookback, name)
+
+
+def engine_lookback_needs(data, scenario, seed):
+    """The lookback needs the engine itself draws in noop's run (every need held: nothing is fetched again)."""
+    from prunesim.io.transcripts import workload as wl
+    from prunesim.model.agent import build_agent
+    from prunesim.runner import run_one
+
+    workload = optimum._workload(data, scenario)
+    agent = build_agent(scenario, seed, workload)
+    agent.lookback = Recording(agent.lookback)
+    result = run_one(scenario, "noop", seed, trace="none", workload=wl.TranscriptWorkload(
+        wl.sized_as(data, scenario.replay.sizes), scenario.workload.reasoning_stale_after,
+        scenario.workload.output_stale_after), agent=agent)
+    assert result.summary["refetches"] == 0 and result.summary["redos"] == 0
+    return agent.lookback.drawn
+
+
+def profiled(profile: str):
+    return load_replay("transcript", {"agent.profile": profile}, every_policy())
+
+
+@pytest.mark.parametrize("profile", ["swe-agent", "openhands"])
+def test_the_planner_draws_the_lookback_needs_the_engine_draws(profile):
+    base = profiled(profile)
+    seen = 0
+    for data in iter_workloads(FIXTURES / "mini.traj.json"):
+        scenario = replay_scenario(base, data)
+        for seed in range(12):
+            needs = optimum.enforced_needs(data, scenario, seed)
+            assert needs.profile == profile and needs.resources == []
+            planned = {(n.key, n.turn): list(n.uses) for n in needs.lookback}
+            assert planned == engine_lookback_needs(data, scenario, seed)
+            seen += len(planned)
+    assert seen  # the openhands and swe-agent rates draw needs on this transcript
+
+
+def test_a_profile_without_the_resource_re_fetch_gives_the_planner_no_resource_needs():
+    base = load_replay("transcript", {}, every_policy())
+    data = next(iter_workloads(FIXTURES / "mini.traj.json"))
+    scenario = replay_scenario(base, data)
+    assert optimum.enforced_needs(data, scenario, 0).profile == "mini-swe-agent"
+    assert optimum.enforced_needs(data, scenario, 0).resources == []  # mini-swe-agent's resource reaction is off
+    none = replay_scenario(profiled("none"), data)
+    assert optimum.enforced_needs(data, none, 0) == optimum.Needs(optimum.needs_of(data, none, 0), [])
+
+
+def mini_units():
+    folder = TRACES / "mini-swe-agent-dev"
+    if not folder.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no transcripts in {folder}"))]
+    return expand([folder])[:12]
+
+
+@pytest.mark.parametrize("path", mini_units(), ids=lambda p: p.name[:30] if p else "none")
+def test_under_mini_swe_agents_profile_the_planner_predicts_the_engines_bill(path):
+    base = load_replay("transcript", {}, every_policy())  # auto: mini-swe-agent's profile
+    for data in iter_workloads(path):
+        scenario = replay_scenario(base, data)
+        plan = optimum.plan(data, base, None, scenario)
+        assert plan.chosen == "planned"
+        assert plan.predicted_usd == pytest.approx(plan.billed_usd, rel=1e-9)
+        s = plan.result.summary
+        assert s["agent_profile"] == "mini-swe-agent" and s["refetches"] == 0 and s["redos"] == 0
+
+
+def check_against_finished_runs(path: Path, profile: str) -> tuple[int, int]:
+    """The optimum against every policy under ``profile``: no more than any policy whose run did all of its work;
+    a policy below it stopped at the turn cap with work left (the agent thrashed). (units, capped runs below)"""
+    base = profiled(profile)
+    units = capped_below = 0
+    for data in iter_workloads(path):
+        scenario = replay_scenario(base, data)
+        plan = optimum.plan(data, base, None, scenario)
+        s = plan.result.summary
+        assert not s["capped"] and s["turns"] == scenario.turns  # the optimum's agent does all the work
+        for policy in every_policy():
+            run = replay(data, base, policy, None, trace="none", scenario=scenario)[0].summary
+            if run["cost_usd"] < plan.billed_usd:
+                assert run["capped"] and run["turns"] < scenario.turns, (data.name, policy, run["cost_usd"])
+                capped_below += 1
+        units += 1
+    return units, capped_below
+
+
+@pytest.mark.parametrize("profile", ["swe-agent", "openhands"])
+def test_under_other_profiles_the_optimum_costs_no_more_than_any_policy_that_finished(profile):
+    units = sum(check_against_finished_runs(FIXTURES / name, profile)[0]
+                for name in ("mini.traj.json", "openai.json", "tiny.traj"))
+    assert units == 3
+
+
+def test_a_policy_that_thrashes_to_the_cap_bills_less_than_the_optimum_for_less_work():
+    folder = TRACES / "codex"
+    if not folder.is_dir():
+        pytest.skip(f"no transcripts in {folder}")
+    counts = [check_against_finished_runs(path, "openhands") for path in expand([folder])]
+    units, capped_below = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    assert units == 2 and capped_below >= 1  # observation-masking:openhands stops at the cap on both sessions

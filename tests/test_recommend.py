@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from cli_capture import cli
 from prunesim.io.prices import pricing
-from prunesim.studies import aggregate
+from prunesim.studies import aggregate, reprice
 from prunesim.studies import recommend as rc
 from prunesim.studies.assumptions import CENTRE, REACTION, SUMMARY, Billing
 from prunesim.studies.recommend_units import Measured, UnitRuns, level_pairs, level_runs
@@ -27,6 +27,58 @@ def unit(name: str, costs: dict, acted: dict | None = None, turns: int = 10) -> 
         m = Measured(stream, (acted or {}).get(policy, policy != "noop"), 0, 0, turns, None)
         runs[policy] = {pair: m for pair in level_pairs(set())}
     return UnitRuns(name, Billing(FLAT.model, True, FLAT), runs)
+
+
+def with_optimum(u: UnitRuns, usd: float) -> UnitRuns:
+    """``u`` with a clairvoyant optimum billing ``usd``."""
+    stream = Stream(*(np.array([x], dtype=np.int64) for x in (round(usd * 1e6), 0, 0, 0)))
+    return dataclasses.replace(u, clairvoyant=Measured(stream, True, 0, 0, 10, None), predicted=usd)
+
+
+def test_the_oracle_gap_is_drawn_with_the_units_and_its_interval_holds_it():
+    rng = np.random.default_rng(3)
+    units = []
+    for i, b in enumerate(rng.lognormal(0, 0.5, 14)):
+        share = rng.uniform(0.1, 0.9)  # how much of the optimum's saving "varied" captures on this unit
+        units.append(with_optimum(unit(f"u{i}", {"noop": b, "half": 0.75 * b, "optimal": 0.5 * b,
+                                                 "varied": b - share * 0.5 * b}), 0.5 * b))
+    rec = rc.recommend(units, ["noop", "half", "optimal", "varied"], [], draws=400)
+    by = {p["policy"]: p for p in rec.policies}
+    # the same share on every unit: every resample gives it, whatever the units drawn
+    # (to a millionth: the streams bill whole micro-dollars)
+    assert by["half"]["oracle_gap_interval"] == pytest.approx([0.5, 0.5], abs=2e-6)
+    assert by["optimal"]["oracle_gap_interval"] == pytest.approx([1.0, 1.0], abs=2e-6)
+    assert by["noop"]["oracle_gap_interval"] == [0.0, 0.0]
+    low, high = by["varied"]["oracle_gap_interval"]
+    assert 0.1 < low < by["varied"]["oracle_gap"] < high < 0.9
+
+
+def test_the_oracle_gap_interval_follows_a_drawn_reuse():
+    """An implicit cache's reuse drawn over its range moves the optimum's bill as it moves the policies'."""
+    from prunesim.studies.assumptions import assumptions
+
+    gemini = pricing("gemini-3-pro-preview")
+    units = []
+    for i in range(12):
+        runs = {}
+        for name, prompt in (("noop", 100_000 + 5_000 * i), ("p", 80_000 + 4_000 * i)):
+            stream = Stream(*(np.array(x, dtype=np.int64) for x in ([prompt, prompt], [0, prompt], [prompt, prompt],
+                                                                      [200, 200])))
+            runs[name] = {pair: Measured(stream, name != "noop", 0, 0, 10, None) for pair in level_pairs(set())}
+        best = Stream(*(np.array(x, dtype=np.int64) for x in ([50_000, 50_000], [0, 50_000], [50_000, 50_000],
+                                                              [200, 200])))
+        units.append(UnitRuns(f"u{i}", Billing(gemini.model, True, gemini), runs,
+                              Measured(best, True, 0, 0, 10, None), None))
+    listed = assumptions(None, [u.billing for u in units], set(), False, False)
+    d = rc.Draws(units, listed, 200, 0)
+    drawn = d.optimum_costs(units, np.arange(200))
+    for i, u in enumerate(units):
+        assert np.array_equal(drawn[:, i], reprice.dollars(u.clairvoyant.stream, gemini, d.reuse[gemini.model],
+                                                           np.ones(200, dtype=bool)))
+    assert drawn[:, 0].std() > 0  # the reuse drawn moves the optimum's bill
+    rec = rc.recommend(units, ["noop", "p"], listed, draws=200)
+    p = next(r for r in rec.policies if r["policy"] == "p")
+    assert p["oracle_gap_interval"][0] <= p["oracle_gap"] <= p["oracle_gap_interval"][1]
 
 
 def null_dataset(rng, n: int) -> list[UnitRuns]:
@@ -195,19 +247,25 @@ def test_the_same_call_writes_the_same_bytes(tmp_path):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
-def test_the_json_holds_what_the_issue_asks_for(tmp_path):
-    # --agent none: the recorded agent, whose needs the optimum plans against (under mini-swe-agent's profile the
-    # agent also needs outputs back by age, which the planner does not know: on this one run it then saves nothing)
+@pytest.mark.parametrize("agent", [(), ("--agent", "none"), ("--agent", "openhands")])
+def test_the_json_holds_what_the_issue_asks_for(tmp_path, agent):
+    # The default is mini-swe-agent's profile, with its lookback needs: the optimum plans against them too, and its
+    # planner's prediction is the engine's bill whatever the profile on this run
     code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "observation-masking:swe-agent",
-                         "--draws", "100", "--json", "--agent", "none")
+                         "--draws", "100", "--json", *agent)
     assert code == 0, err
     data = json.loads(out)
     for key in ("recommendation", "assumptions", "draws", "policies", "sensitivity", "clairvoyant"):
         assert key in data
     assert data["draws"] == 100 and data["experimental"] is True
+    assert data["clairvoyant"]["predicted_usd"] == pytest.approx(data["clairvoyant"]["total_usd"], rel=1e-9)
+    assert data["clairvoyant"]["saving_usd"] > 0
     masking = next(p for p in data["policies"] if p["policy"] == "observation-masking:swe-agent")
-    for key in ("total_usd", "diff_vs_noop", "acted_share", "p_best", "rank_interval", "oracle_gap"):
+    for key in ("total_usd", "diff_vs_noop", "acted_share", "p_best", "rank_interval", "oracle_gap",
+                "oracle_gap_interval"):
         assert key in masking
+    low, high = masking["oracle_gap_interval"]
+    assert low <= masking["oracle_gap"] <= high
     assert {a["name"].split(" ")[0] for a in data["assumptions"]} >= {"pricing.model", "pricing.reuse"}
     assert all({"name", "value", "source", "range"} <= set(a) for a in data["assumptions"])
 
@@ -234,3 +292,70 @@ def test_an_out_that_is_a_file_is_refused_before_any_run_and_left_as_it_was(tmp_
 def test_a_missing_folder_is_one_line():
     code, _, err = cli("recommend", "no/such/folder")
     assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+# -- the agent model: dollars per solved task, the profile among the assumptions ------------------------------
+def test_dollars_per_solved_ranks_by_the_predicted_solved_share_end_to_end():
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "observation-masking:swe-agent",
+                         "--draws", "100", "--json", "--objective", "dollars-per-solved")
+    assert code == 0, err
+    data = json.loads(out)
+    for p in data["policies"]:
+        assert 0 < p["solved_share"] <= 1  # mini-swe-agent's profile borrows swe-agent's success model
+        assert p["objective_value"] == pytest.approx(p["total_usd"] / p["solved_share"], abs=1e-6)  # one unit
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "observation-masking:swe-agent",
+                         "--draws", "100", "--objective", "dollars-per-solved")
+    assert code == 0, err
+    head = next(line for line in out.splitlines() if line.startswith("policy "))
+    assert "$/solved" in head and "objective dollars-per-solved" in out
+
+
+@pytest.mark.parametrize("path, profile", [(FIXTURES / "claude-code" / "session.jsonl", "claude-code"),
+                                           (FIXTURES / "codex" / "rollout-later.jsonl", "codex")])
+def test_dollars_per_solved_is_refused_naming_a_profile_without_a_success_model(path, profile):
+    code, out, err = cli("recommend", path, "--policies", "recency", "--draws", "20", "--objective",
+                         "dollars-per-solved")
+    assert code == 2 and out == "" and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert f"the agent profile {profile} has no success model" in line and "--agent swe-agent" in line
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--scenario", "oscillation-40", "--seeds", "0:2", "--agent", "claude-code"], "the agent profile claude-code"),
+    (["--scenario", "oscillation-40", "--seeds", "0:2"], "no agent model"),
+    ([str(FIXTURES / "mini.traj.json"), "--agent", "none"], "no agent model"),
+])
+def test_a_known_profile_without_success_is_refused_before_any_run(argv, says):
+    code, out, err = cli("recommend", *argv, "--objective", "dollars-per-solved")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err
+
+
+def by_name(data):
+    return {a["name"]: a for a in data["assumptions"]}
+
+
+def test_the_agent_profile_and_its_parameters_are_assumptions_with_their_source():
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "recency", "--draws", "20",
+                         "--json")
+    assert code == 0, err
+    listed = by_name(json.loads(out))
+    assert listed["agent.profile"]["value"] == "mini-swe-agent" and listed["agent.profile"]["source"] == "recorded"
+    assert listed["agent.need_rate (mini-swe-agent)"]["source"] == "fitted"
+    assert listed["agent.need_horizon (mini-swe-agent)"]["source"] == "default"  # provisional, set by hand
+    assert listed["agent.cap (mini-swe-agent)"]["source"] == "documented"
+    assert "reaction.probability" not in listed  # mini-swe-agent's profile runs no resource re-fetch to draw
+    code, out, err = cli("recommend", FIXTURES / "mini.traj.json", "--policies", "recency", "--draws", "20",
+                         "--json", "--agent", "openhands", "--set", "agent.need_decay=5")
+    assert code == 0, err
+    listed = by_name(json.loads(out))
+    assert listed["agent.profile"]["value"] == "openhands" and listed["agent.profile"]["source"] == "user"
+    assert listed["agent.need_decay (openhands)"] == {**listed["agent.need_decay (openhands)"], "value": 5.0,
+                                                      "source": "user"}
+
+
+def test_a_synthetic_run_lists_its_profile_too():
+    code, out, err = cli("recommend", *CHEAP, "--seeds", "0:2", "--policies", "recency", "--draws", "20", "--json",
+                         "--agent", "swe-agent")
+    assert code == 0, err
+    listed = by_name(json.loads(out))
+    assert listed["agent.profile"]["value"] == "swe-agent" and listed["agent.base_rate (swe-agent)"]["value"] == 0.5

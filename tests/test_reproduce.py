@@ -256,3 +256,51 @@ def test_recommend_and_tune_folders_record_what_reproduces_them(tmp_path, argv):
     record = record_of(tmp_path / "o")
     assert record["command"] == ["prunesim", *full] and record["seeds"] == [0, 1, 2]
     assert list(record["inputs"]) == ["prunesim:scenarios/oscillation-40.toml"]
+
+
+# -- a policy file's own imports -----------------------------------------------------------------------------
+def _policy_with_helper(root: Path, monkeypatch) -> tuple[Path, Path]:
+    """A policy file that takes its number from a module beside it, in a folder on the path (as a user's folder
+    is when prunesim runs from it); the module's name is the folder's own, so that no other test's is reused."""
+    folder = root / "pol"
+    folder.mkdir(parents=True)
+    name = "helper_" + hashlib.sha256(str(root).encode()).hexdigest()[:10]
+    helper = folder / f"{name}.py"
+    helper.write_text(f"from {name}_parts.rule import KEEP\n")
+    (folder / f"{name}_parts").mkdir()
+    (folder / f"{name}_parts" / "__init__.py").write_text("")
+    (folder / f"{name}_parts" / "rule.py").write_text("KEEP = 2\n")
+    policy = folder / "mine.py"
+    policy.write_text(f"from {name} import KEEP\n" + evicting("KeepSome", "keep-some", "outputs[:-KEEP]"))
+    monkeypatch.syspath_prepend(str(folder))
+    return policy, helper
+
+
+def test_a_policy_files_own_imports_are_hashed_beside_it(tmp_path, monkeypatch):
+    policy, helper = _policy_with_helper(tmp_path, monkeypatch)
+    rule = helper.parent / f"{helper.stem}_parts" / "rule.py"
+    assert cli("run", "oscillation-40", "--policy", f"{policy}:KeepSome", "--set", "turns=12", "--out",
+               tmp_path / "r")[0] == 0
+    recorded = record_of(tmp_path / "r")["inputs"]
+    for path in (policy, helper, rule, rule.parent / "__init__.py"):
+        assert recorded[str(path)] == sha(path), path
+    assert not any("site-packages" in name or name.startswith("prunesim:policies") for name in recorded)
+
+
+@pytest.mark.parametrize("edit", ["helper", "rule"])
+def test_a_resume_after_a_policy_files_own_import_changed_refuses_naming_it(tmp_path, monkeypatch, edit):
+    policy, helper = _policy_with_helper(tmp_path, monkeypatch)
+    files = _inputs(tmp_path)
+    argv = ("sweep", files["scenario"], "--grid", "trigger=20000,22000", "--policies", f"naive,{policy}:KeepSome",
+            "--seeds", "0:3", "--jobs", "1", "--quiet", "--out", tmp_path / "out")
+    assert cli(*argv)[0] == 0
+    _stop(tmp_path / "out", 2)
+    before = (tmp_path / "out" / "runs.csv").read_bytes()
+    changed = helper if edit == "helper" else helper.parent / f"{helper.stem}_parts" / "rule.py"
+    changed.write_text(changed.read_text() + "# edited: the next import would run other code\n")
+    code, stdout, err = cli(*argv)
+    lines = [line for line in err.splitlines() if not line.startswith("note:")]
+    assert code == 2 and stdout == "" and len(lines) == 1, err
+    assert lines[0].startswith(f"prunesim: error: {tmp_path / 'out' / reproduce.FILE}: inputs: {changed} changed "
+                               "since these runs were made"), lines
+    assert (tmp_path / "out" / "runs.csv").read_bytes() == before

@@ -107,3 +107,46 @@ def test_without_optuna_the_command_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_optuna)
     code, _, err = cli("tune", *SYNTHETIC, "--seeds", "0:4", "--policy", "recency")
     assert code == 2 and "prunesim[tune]" in err and len(err.strip().splitlines()) == 1
+
+
+def per_solved(units_cost: float = 1.0):
+    """Dollars that rise with the threshold x, a solved share that rises faster: (1 + i)(1 + x) dollars, x solved.
+    The cheapest setting is the lowest x; the cheapest per solved task, (1 + x) / x, the highest."""
+    def bills(overrides, units):
+        x = overrides.get("llm_summary.threshold", 0.775)
+        return np.array([(1 + i) * (1 + x) for i in units]), np.array([x for _ in units])
+    return bills
+
+
+def test_dollars_per_solved_chooses_the_setting_that_is_cheapest_per_solved_task():
+    result = tn.tune("llm-summary:claude-code", NAMES, per_solved(), SPACE, trials=30, seed=3,
+                     objective="dollars-per-solved")
+    assert result.chosen["params"]["llm_summary.threshold"] > 0.9  # the cheapest per solved task, not in dollars
+    c = result.comparison
+    assert c["chosen_usd"] > c["documented_usd"]  # it costs more dollars on the held-out half ...
+    assert c["interval_per_solved"][1] < 0 < c["interval"][0]  # ... and less per solved task, both intervals say
+    assert result.verdict.startswith("the chosen setting pays") and "dollars per solved task" in result.verdict
+    dollars = tn.tune("llm-summary:claude-code", NAMES, lambda o, u: per_solved()(o, u)[0], SPACE, trials=30,
+                      seed=3)
+    assert dollars.chosen["params"]["llm_summary.threshold"] < 0.3
+
+
+def test_dollars_per_solved_end_to_end_under_a_profile_with_a_success_model():
+    code, out, err = cli("tune", *SYNTHETIC, "--seeds", "0:4", "--policy", "recency", "--trials", "3",
+                         "--agent", "swe-agent", "--objective", "dollars-per-solved", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    held = data["held_out"]
+    assert data["objective"] == "dollars-per-solved" and 0 < held["documented_solved"] <= held["units"]
+    assert held["documented_per_solved"] == pytest.approx(held["documented_usd"] / held["documented_solved"],
+                                                          rel=1e-6)
+
+
+def test_dollars_per_solved_is_refused_naming_the_profile_without_a_success_model():
+    from pathlib import Path
+
+    codex = Path(__file__).parent / "fixtures" / "codex"
+    code, out, err = cli("tune", codex, "--policy", "llm-summary:codex", "--trials", "2", "--objective",
+                         "dollars-per-solved")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert "the agent profile codex has no success model" in err.strip().splitlines()[-1]

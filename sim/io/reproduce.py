@@ -10,8 +10,10 @@ folder and a replay's ``replay.json`` record
   ``extends`` chain, transcripts and workload files, a user's policy files,
   calibration and targets files), each with the SHA-256 of its bytes. A file
   shipped with prunesim is named ``prunesim:scenarios/NAME.toml``; any other
-  by the path it was read under. Only the file a ``path.py:Class`` policy
-  names is hashed, not what it imports;
+  by the path it was read under. A ``path.py:Class`` policy's file is hashed
+  with the modules its import brought in from its own folder or one below it
+  (named by their path beside it); what it imports from anywhere else (an
+  installed package) is not;
 * ``seeds``: the seed of each run (a sweep's and a leaderboard's seeds; one
   seed for a run).
 
@@ -108,12 +110,22 @@ def sha256(path: str) -> str | None:
 
 def hashes() -> dict[str, str]:
     """Every file the running command has read, by :func:`name_of`, with its SHA-256 (sorted by name)."""
+    from prunesim.policies import companion_files
+
     out = {}
     for path in inputs.read_paths():
-        digest = sha256(path)
-        if digest is not None:
-            out[name_of(path)] = digest
+        for one in (path, *_beside(path, companion_files(path))):
+            digest = sha256(one)
+            if digest is not None:
+                out[name_of(one)] = digest
     return dict(sorted(out.items()))
+
+
+def _beside(path: str, companions: tuple[str, ...]) -> list[str]:
+    """A policy file's companions (resolved) named as the user named the file: ``pol/helper.py`` beside
+    ``pol/policy.py``."""
+    folder = Path(os.path.realpath(path)).parent
+    return [os.path.join(os.path.dirname(path), os.path.relpath(c, folder)) for c in companions]
 
 
 def record(seeds: list[int] | tuple[int, ...] | None) -> dict:

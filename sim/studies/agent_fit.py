@@ -27,10 +27,11 @@ from prunesim.io.outcomes import Arm, OutcomeFile
 from prunesim.studies import outcome_forecast as forecast
 from prunesim.studies import outcome_grid as grid
 from prunesim.studies.outcome_arms import COUNTING, Pair, figures, kind_of, pairs, scaffold_of
-from prunesim.studies.outcome_fit import Params, bootstrap, fit_scaffold
+from prunesim.studies.outcome_fit import SLOPE_TEST, Params, bootstrap, fit_scaffold, outcome_loglik
 from prunesim.studies.outcome_runs import PairRuns, pair_runs, summarizes
 from prunesim.studies.outcome_sims import instance_seed, setup, simulate
 from prunesim.studies.outcome_workload import base_tokens, fit_prices, instances
+from prunesim.studies.workers import refusal_in, refused
 
 FORMAT = 1
 REPLICATES = 100
@@ -76,7 +77,8 @@ class AgentFit:
             "outcomes": {name: {"fit": s.params.as_dict(), "arms": s.arms, "base_tokens": s.base,
                                 "replicates": [r.as_dict() for r in s.replicates]}
                          for name, s in sorted(self.scaffolds.items())},
-            "method": {"replicates": self.replicates, "seed": self.seed, "nodes": grid.NODES.tolist(),
+            "method": {"replicates": self.replicates, "seed": self.seed, "slope_test": SLOPE_TEST,
+                       "nodes": grid.NODES.tolist(),
                        "decays": grid.DECAYS.tolist(), "fidelities": grid.FIDELITIES.tolist(),
                        "turn_edges": grid.TURN_EDGES.tolist()},
             "notes": {name: f"fitted by {SCRIPT} on {len(s.arms)} arm(s) of "
@@ -153,8 +155,14 @@ def all_runs(found: list[Pair], jobs: int | None = None) -> list[PairRuns]:
     each = [base[p.kind.scaffold] for p in found]
     if jobs <= 1 or len(found) <= 1:
         return [pair_runs(p, b) for p, b in zip(found, each, strict=True)]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(found))) as pool:
-        return list(pool.map(pair_runs, found, each))
+    workers = min(jobs, len(found))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        try:
+            return list(pool.map(pair_runs, found, each))
+        except OSError as err:  # fork() refused a worker (workers.py): named as --jobs
+            if refusal_in(err) is None:
+                raise
+            raise refused(err, jobs, workers, len(pool._processes or {})) from None
 
 
 def fit_from_runs(runs: list[PairRuns], inputs: dict[str, str], replicates: int = REPLICATES,
@@ -257,6 +265,8 @@ def cross_validate(files: Sequence[OutcomeFile], replicates: int = REPLICATES, s
         for pr in held:
             row = validate.judge(pr.pair, forecast_from_runs(pr, sf, seed), others, seed)
             row["fit"] = sf.params.as_dict()
+            row["fitted_on"] = sf.arms  # never the held-out arm nor its twin (tests/test_outcome_validate.py)
+            row["outcome_loglik"] = outcome_loglik(pr, sf.params)
             rows.append(row)
     return {"rows": rows, "score": validate.score(rows), "replicates": replicates, "seed": seed,
             "inputs": {os.path.basename(f.path): f.sha256 for f in files}}

@@ -110,12 +110,54 @@ def _where(scenario, key: str) -> str:
         return ""
 
 
+def agent_assumptions(profiles: list, user: set[str], transcripts: bool) -> list[Assumption]:
+    """The agent profile each unit's runs took, and each parameter of it that is on, with where it came from.
+
+    ``profiles``: one per unit (:class:`prunesim.model.agent_profiles.Profile`, None: no agent model). None of them
+    is drawn: the fit (``sim/model/agent_fit.json``) gives each fitted value as a point, with no interval to draw it
+    over, and the others are documented or set by hand (docs/agent.md)."""
+    out: list[Assumption] = []
+    by_name: dict[str, list] = {}
+    for p in profiles:
+        by_name.setdefault(p.name if p is not None else "none", []).append(p)
+    for name, group in by_name.items():
+        units = f"{len(group)} unit(s)"
+        if "agent.profile" in user:
+            source, basis = "user", f"set with --agent or --set agent.profile ({units})"
+        elif transcripts:
+            source = "recorded"
+            basis = (f"the scaffold that recorded the transcripts, by their format ({units})" if name != "none"
+                     else f"their format has no profile: no agent model runs ({units})")
+        else:
+            source, basis = "default", f"a synthetic run under auto has no agent model ({units})"
+        out.append(Assumption("agent.profile", name, source, None, FIXED, basis))
+        p = group[0]
+        if p is None:
+            continue
+        for param, value in p.values.items():
+            if value is None:
+                continue
+            where = p.sources.get(param, "")
+            kind = ("user" if where == "user" else "fitted" if "fitted" in where else
+                    "documented" if "documented" in where else "default")
+            why = {"fitted": "a point of the fit, which gives no interval: not drawn",
+                   "default": "set by hand until a fit gives it (docs/agent.md): not drawn",
+                   "documented": "the scaffold's documented setting", "user": "set with --set"}[kind]
+            if param == "cap" and transcripts and value:
+                why += "; a recording longer than it runs to its own length"
+            if isinstance(value, float):
+                value = float(f"{value:.6g}")
+            out.append(Assumption(f"agent.{param} ({name})", value, kind, None, FIXED, f"{where}: {why}"))
+    return out
+
+
 def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, reacts: bool,
-                transcripts: bool = True) -> list[Assumption]:
+                transcripts: bool = True, profiles: list | None = None) -> list[Assumption]:
     """Every assumption of a recommendation over units billed as ``billings`` (module docstring).
 
     ``user``: the dotted keys the user set; ``summaries``: some policy writes a model summary; ``reacts``: the
-    closed loop re-fetches on some unit. Where a value came from is read from the resolved settings
+    closed loop re-fetches on some unit; ``profiles``: the agent profile of each unit (listed with
+    :func:`agent_assumptions`; None: not listed). Where a value came from is read from the resolved settings
     (:mod:`prunesim.io.settings`) where they say."""
     out: list[Assumption] = []
     by_model: dict[str, list[Billing]] = {}
@@ -170,4 +212,6 @@ def assumptions(base, billings: list[Billing], user: set[str], summaries: bool, 
             out.append(Assumption(REACTION, prob, "fitted", (levels["lo"], levels["hi"]), RESIMULATED,
                                   f"{where}: re-reads after a removal over the null; Jeffreys posteriors of both "
                                   "shares", levels))
+    if profiles is not None:
+        out.extend(agent_assumptions(profiles, user, transcripts))
     return out

@@ -12,6 +12,7 @@ side of one half that share is, with its Wilson 95% interval
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from prunesim.errors import UserError
 from prunesim.model.scenario import Scenario
@@ -85,8 +86,10 @@ def check_metrics(names: list[str], where: str = "--metrics") -> None:
             raise UserError(where, name, "unknown metric (prunesim metrics lists them)")
 
 
-def compare(scenario: Scenario, policies: list[str], seeds: list[int], metrics: list[str] | None = None) -> dict:
-    """Run ``scenario`` under each policy for each seed; the reduced metrics as plain dicts."""
+def compare(scenario: Scenario, policies: list[str], seeds: list[int], metrics: list[str] | None = None,
+            tick: Callable[[int], None] | None = None) -> dict:
+    """Run ``scenario`` under each policy for each seed; the reduced metrics as plain dicts. ``tick(1)`` after
+    each run (a long comparison's progress)."""
     for name in policies:
         get_policy(name, where="--policies")
     if metrics is not None:
@@ -98,7 +101,11 @@ def compare(scenario: Scenario, policies: list[str], seeds: list[int], metrics: 
         "metrics": {},
     }
     for name in policies:
-        summaries = [run_one(scenario, name, seed, trace="none").summary for seed in seeds]
+        summaries = []
+        for seed in seeds:
+            summaries.append(run_one(scenario, name, seed, trace="none").summary)
+            if tick is not None:
+                tick(1)
         result["metrics"][policy_name(name)] = reduce(summaries, metrics)
     return result
 

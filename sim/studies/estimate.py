@@ -86,3 +86,66 @@ def estimate(scenario: Scenario, policy: str | None, seed: int | None, trace: st
     per_turn = max(t1 - t0, 0.0) / (lengths[1] - lengths[0]) or t1 / lengths[1]
     return Estimate(turns, lengths, per_turn * turns, per_turn, int(m1), int(_linear(m0, m1, lengths, turns)),
                     int(_linear(d0, d1, lengths, turns)) if files else None)
+
+
+LARGE_STUDY_TURNS = 10 * LARGE_TURNS  # turns in all of a study's runs past which it says what it will take
+SAMPLE_SECONDS = 1.0  # a study of short runs is timed on its own first runs, for about this long
+
+
+@dataclass(frozen=True)
+class StudyEstimate:
+    runs: int
+    turns: int  # in all the runs
+    seconds: float  # for all the runs, one after the other (a caller with workers divides)
+    memory: int  # bytes the largest run holds at its peak (at most: the line through its pilots, when long)
+    sampled: int  # runs of the study timed, as it runs them (short runs)
+    piloted: int  # short runs of a long run timed in its place (2 per policy whose longest run is long)
+
+    def measured(self) -> str:
+        """What the figures were measured on, in words."""
+        said = [f"{self.sampled} of its runs"] if self.sampled else []
+        return " and ".join(said + ([f"{self.piloted} short runs of its longest"] if self.piloted else []))
+
+
+def study_turns(groups: list[tuple[Scenario, str | None, list[int]]]) -> int:
+    """Turns in all the runs of ``groups``: (scenario, policy, seeds) each."""
+    return sum(sc.turns * len(seeds) for sc, _, seeds in groups)
+
+
+def estimate_study(groups: list[tuple[Scenario, str | None, list[int]]]) -> StudyEstimate:
+    """Many runs, measured per policy on its group of the most turns: a run of :data:`LARGE_TURNS` turns or more
+    by :func:`estimate` (two short pilots), shorter runs by timing that group's first seeds for about
+    :data:`SAMPLE_SECONDS`; each group's runs take the seconds a turn took, times their turns."""
+    per_turn: dict[str | None, float] = {}
+    memory, sampled, piloted = 0, 0, 0
+    for policy in dict.fromkeys(p for _, p, _ in groups):
+        sc, _, seeds = max((g for g in groups if g[1] == policy), key=lambda g: g[0].turns)
+        if sc.turns >= LARGE_TURNS:
+            est = estimate(sc, policy, seeds[0])
+            per_turn[policy], peak = est.seconds_per_turn, est.memory
+            piloted += 2
+        else:
+            per_turn[policy], peak, n = _sample(sc, policy, seeds)
+            sampled += n
+        memory = max(memory, peak)
+    seconds = sum(per_turn[p] * sc.turns * len(seeds) for sc, p, seeds in groups)
+    return StudyEstimate(sum(len(s) for _, _, s in groups), study_turns(groups), seconds, memory, sampled, piloted)
+
+
+def _sample(scenario: Scenario, policy: str | None, seeds: list[int]) -> tuple[float, int, int]:
+    """(seconds a turn took, peak bytes of one run, runs timed): the first seeds, one after another, until
+    :data:`SAMPLE_SECONDS` have passed (their own seeds: the study's first runs, as it will run them)."""
+    started, n = time.perf_counter(), 0
+    for seed in seeds:
+        run_one(scenario, policy, seed, trace="none")
+        n += 1
+        if time.perf_counter() - started >= SAMPLE_SECONDS:
+            break
+    per_turn = (time.perf_counter() - started) / (n * max(scenario.turns, 1))
+    tracemalloc.start()
+    try:
+        run_one(scenario, policy, seeds[0], trace="none")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return per_turn, peak, n

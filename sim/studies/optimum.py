@@ -20,7 +20,19 @@ chosen:
   closed loop's needs, those the seed's draws turn into re-fetches) stays until
   its last use, unless fetching it again before its first use costs less than
   keeping it until then (priced at noop's prompts and cache); it may then go
-  like any span, and the copy the agent fetches stays until the last use.
+  like any span, and the copy the agent fetches stays until the last use;
+* under an agent profile with lookback needs (:mod:`prunesim.model.agent_needs`)
+  a tool output stays until the last work turn before whose call the agent
+  needs it. Those needs are drawn by counters of (seed, work turn, item), so the
+  planner draws them before the run with the very object the engine consults
+  (:func:`enforced_needs`: the agent model the engine builds for this run says
+  which mechanisms run). Such an output is never let go early: its re-fetch is a
+  turn of its own, which moves every later turn and so the schedule's batches.
+
+The agent model may also stop a run at its turn cap with its work undone; no
+schedule of this action space makes the agent reach for anything, so the
+optimum's run does all of its work. A policy that thrashes to the cap bills less
+for less work, and is not what the optimum is compared with (docs/recommend.md).
 
 **Method.** Which content may go at a batch does not depend on the earlier
 batches (what may go at one turn may go at every later one), so the window
@@ -65,6 +77,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from prunesim.io.transcripts import workload as wl
+from prunesim.model.agent import build_agent
+from prunesim.model.agent_needs import LookbackNeeds
 from prunesim.model.events import Observer
 from prunesim.model.reaction import draw, recorded_drop
 from prunesim.model.scenario import Scenario
@@ -159,6 +173,82 @@ class Need:
     tokens: int
     call_tokens: int
     uses: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the engine will make the agent fetch again for this run, read before it runs: the recorded needs of a
+    transcript's resources (:func:`needs_of`) and the agent model's lookback needs (:func:`lookback_needs`).
+
+    ``lookback`` needs are never let go early: a re-fetch of one is a turn of its own, which moves every later
+    turn of the run and so every batch of a schedule keyed by turn (the schedule could not follow it)."""
+
+    resources: list[Need]
+    lookback: list[Need]
+    profile: str = ""  # the agent profile the engine runs ('' without one)
+
+    @property
+    def every(self) -> list[Need]:
+        return [*self.resources, *self.lookback]
+
+
+def _workload(data: wl.WorkloadData, scenario: Scenario) -> wl.TranscriptWorkload:
+    """The plans as :func:`prunesim.studies.transcript_replay.replay` builds them (its sizes, not its clock)."""
+    return wl.TranscriptWorkload(wl.sized_as(data, scenario.replay.sizes), scenario.workload.reasoning_stale_after,
+                                 scenario.workload.output_stale_after)
+
+
+def enforced_needs(data: wl.WorkloadData, scenario: Scenario, seed: int) -> Needs:
+    """The needs the engine enforces on this run, decided as the engine decides them: the agent model
+    :func:`prunesim.model.agent.build_agent` builds for this scenario, seed and transcript says which mechanisms
+    run (a profile may turn the resource re-fetch off, and may add lookback needs)."""
+    agent = build_agent(scenario, seed, _workload(data, scenario))
+    if agent is None:
+        return Needs([], [])
+    profile = getattr(agent, "profile", None)
+    resources = needs_of(data, scenario, seed) if getattr(agent, "resources", None) is not None else []
+    lookback = getattr(agent, "lookback", None)
+    looked = lookback_needs(_workload(data, scenario), lookback) if lookback is not None else []
+    return Needs(resources, looked, profile.name if profile is not None else "")
+
+
+def lookback_needs(workload, lookback: LookbackNeeds) -> list[Need]:
+    """The agent model's lookback needs of a run that removes nothing, drawn by the very object the engine consults
+    (:class:`prunesim.model.agent_needs.LookbackNeeds`) and fed what the engine feeds it, in the same order: for
+    each work item, the work turns before whose call it is needed.
+
+    The draws are counter-based (seed, work turn, item), so the needs are the same whatever a schedule removes, as
+    long as no reach moves the turns (a schedule that keeps each item until its last need makes none) and every
+    item arrives whole (a window that cuts an output on arrival makes it no item: noop's run would then say so in
+    ``forced_truncations``, and the candidates' engine bills decide)."""
+    uses: dict[int, list[int]] = {}
+    items = {}
+    ids = iter(range(1, 1 << 62))
+    for plan in workload:
+        w = plan.turn
+        for item in lookback.needed(w):
+            if item.recorded_drop and item.recorded_drop <= w:
+                continue  # the replayed runtime dropped it itself: the agent model does not react (agent.py)
+            uses.setdefault(item.index, []).append(w)
+            items[item.index] = item
+        arrivals = [plan.tool_call, plan.tool_output, *plan.extra]
+        if plan.unit:  # a turn unit's call is inside its output: the engine tells the model of both on one span
+            output = _Arrived(next(ids), plan.tool_output.tokens)
+            lookback.saw(plan.tool_call, output, w)
+            lookback.saw(plan.tool_output, output, w)
+            arrivals = list(plan.extra)
+        for arrival in arrivals:
+            lookback.saw(arrival, _Arrived(next(ids), arrival.tokens), w)
+    return [Need(items[i].key, items[i].turn, items[i].tokens, items[i].call_tokens, tuple(u))
+            for i, u in sorted(uses.items())]
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrived:
+    """A span as :meth:`LookbackNeeds.saw` reads one: its id and the tokens it kept (all of them: noop's window)."""
+
+    id: int
+    tokens: int
 
 
 def needs_of(data: wl.WorkloadData, scenario: Scenario, seed: int) -> list[Need]:
@@ -424,7 +514,8 @@ def plan(data: wl.WorkloadData, base: Scenario, seed: int | None = None, scenari
     full = reprice.at_full_reuse(scenario)
     tap = Tap()
     noop, _ = replay(data, base, "noop", seed, trace="turns", scenario=full, observers=[tap])
-    needs = needs_of(data, scenario, seed)
+    enforced = enforced_needs(data, scenario, seed)
+    needs = enforced.every
     price = scenario.pricing
     one = lambda result: float(reprice.dollars(reprice.stream_of(result), price, [price.reuse], [True])[0])  # noqa: E731
     billed = {NONE: one(noop)}
@@ -433,7 +524,7 @@ def plan(data: wl.WorkloadData, base: Scenario, seed: int | None = None, scenari
     m = _model(tap, noop, rel, price)
     if not np.array_equal(m.prompt, _held(m)):
         raise AssertionError("the planner's tap does not add up to noop's prompts")  # a bug, not bad input
-    early = _choose_early(m, needs)
+    early = _choose_early(m, enforced.resources)
     for name, chosen in (("planned", early), ("keep-needed", set())):
         if name == "keep-needed" and not early:
             continue

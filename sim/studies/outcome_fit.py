@@ -37,6 +37,9 @@ from prunesim.studies.outcome_runs import PairRuns
 ROBUST = 0.02
 KAPPAS = np.linspace(0.05, 1.0, 20)  # discordance values searched
 SLOPES = np.array([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0])  # lengthening_slope values searched
+# The slope must gain this much twice-log-likelihood over none to enter a fit: the chi-squared 95th percentile
+# with one degree of freedom (its bootstrap interval spans 0 on both scaffolds of the study's files).
+SLOPE_TEST = 3.841
 MECHANISM = ("need_rate", "need_cv", "need_decay", "summary_fidelity")
 SUCCESS = ("cap_success_solved", "cap_success_unsolved", "discordance", "lengthening_slope")
 
@@ -143,36 +146,57 @@ def solve_probability(y_raw, base_rate: float, kappa, slope, cap_hit, length, ca
     return np.where(cap_hit, np.where(y_raw, cap_solved, cap_unsolved), np.clip(free, 0.0, 1.0))
 
 
+def instance_chances(pr: PairRuns, c: np.ndarray, mech: Params, kappas: np.ndarray,
+                     slopes: np.ndarray) -> np.ndarray:
+    """Each common instance's chance of solving under ``mech`` for every (discordance, slope): ``(K, S, n)``.
+
+    Each instance's chance is a node-weighted sum: its capped nodes (a fixed chance), its nodes not lengthened
+    (``L = 0``: the discordance alone) and the few nodes it lengthened, the only ones the slope reaches. The raw
+    arm's solve rate is that of the instances ``c`` weighs.
+    """
+    w = mech.weights()
+    d, f = mech.decay_index(), min(mech.fidelity_index(), pr.fidelities - 1)
+    kappa, slope = np.asarray(kappas)[:, None, None], np.asarray(slopes)[None, :, None]
+    hit, length = pr.sim_capped[:, d, f], pr.length[:, d, f]
+    base = float((c * pr.y_raw).sum() / c.sum())
+    y = pr.y_raw
+    fixed = (hit * w).sum(axis=1) * np.where(y, mech.cap_success_solved, mech.cap_success_unsolved)
+    w_flat = (((~hit) & (length <= 0)) * w).sum(axis=1)
+    p = fixed + w_flat * solve_probability(y, base, kappa, 0.0, False, 0.0, 0.0, 0.0)  # (K, 1, n)
+    rows, nodes = np.nonzero((~hit) & (length > 0))
+    k_n, s_n = kappa.shape[0], slope.shape[1]
+    if len(rows):
+        part = w[nodes] * solve_probability(y[rows], base, kappa, slope, False, length[rows, nodes], 0.0, 0.0)
+        from scipy.sparse import csr_matrix  # late: only a fit sums runs by instance
+
+        owner = csr_matrix((np.ones(len(rows)), (np.arange(len(rows)), rows)), shape=(len(rows), len(y)))
+        p = p + (owner.T @ part.reshape(-1, len(rows)).T).T.reshape(k_n, s_n, len(y))
+    return np.clip(np.broadcast_to(p, (k_n, s_n, len(y))), 1e-9, 1 - 1e-9)
+
+
+def outcome_loglik(pr: PairRuns, params: Params) -> float:
+    """The log-likelihood per run of the recorded outcomes of ``pr``'s common instances under ``params``: how well
+    a fit that never saw the arm predicts which of its runs solved (a proper score of the success model)."""
+    c = np.ones(len(pr.raw_idx))
+    p = instance_chances(pr, c, params, np.array([params.discordance]), np.array([params.lengthening_slope]))[0, 0]
+    return float(np.log(np.where(pr.y_pol, p, 1 - p)).mean())
+
+
 def fit_success(runs: list[PairRuns], counts: list[np.ndarray], mech: Params) -> tuple[float, float]:
     """Maximum-likelihood (discordance, lengthening_slope) on the recorded outcomes, given the mechanism.
 
-    Each instance's chance is a node-weighted sum: its capped nodes (a fixed chance), its nodes not lengthened
-    (``L = 0``: the discordance alone) and the few nodes it lengthened, the only ones the slope reaches.
+    The slope enters only when the outcomes identify it: unless twice the log-likelihood it gains over the best
+    fit with no slope exceeds :data:`SLOPE_TEST` (a likelihood-ratio test at 5%), the slope is 0 and the
+    discordance is the one fitted without it.
     """
-    w = mech.weights()
-    d, f0 = mech.decay_index(), mech.fidelity_index()
-    kappa = KAPPAS[:, None, None]
-    slope = SLOPES[None, :, None]
     ll = np.zeros((len(KAPPAS), len(SLOPES)))
     for pr, c in zip(runs, counts, strict=True):
-        f = min(f0, pr.fidelities - 1)
-        hit, length = pr.sim_capped[:, d, f], pr.length[:, d, f]
-        base = float((c * pr.y_raw).sum() / c.sum())
-        y = pr.y_raw
-        fixed = (hit * w).sum(axis=1) * np.where(y, mech.cap_success_solved, mech.cap_success_unsolved)
-        flat = (~hit) & (length <= 0)
-        w_flat = (flat * w).sum(axis=1)
-        p = fixed + w_flat * solve_probability(y, base, kappa, 0.0, False, 0.0, 0.0, 0.0)  # (K, 1, n)
-        rows, nodes = np.nonzero((~hit) & (length > 0))
-        if len(rows):
-            part = w[nodes] * solve_probability(y[rows], base, kappa, slope, False, length[rows, nodes], 0.0, 0.0)
-            from scipy.sparse import csr_matrix  # late: only a fit sums runs by instance
-
-            owner = csr_matrix((np.ones(len(rows)), (np.arange(len(rows)), rows)), shape=(len(rows), len(y)))
-            p = p + (owner.T @ part.reshape(-1, len(rows)).T).T.reshape(len(KAPPAS), len(SLOPES), len(y))
-        p = np.clip(np.broadcast_to(p, (len(KAPPAS), len(SLOPES), len(y))), 1e-9, 1 - 1e-9)
+        p = instance_chances(pr, c, mech, KAPPAS, SLOPES)
         ll += (np.log(np.where(pr.y_pol, p, 1 - p)) * c).sum(axis=-1)
     k, s_ = np.unravel_index(int(np.argmax(ll)), ll.shape)
+    flat = int(np.argmax(ll[:, 0]))  # SLOPES[0] is 0: no dependence on the lengthening
+    if 2 * (ll[k, s_] - ll[flat, 0]) <= SLOPE_TEST:
+        return float(KAPPAS[flat]), float(SLOPES[0])
     return float(KAPPAS[k]), float(SLOPES[s_])
 
 

@@ -31,7 +31,7 @@ from prunesim.studies import outcome_grid as grid
 from prunesim.studies.outcome_arms import FIGURES, weighted_median
 from prunesim.studies.outcome_fit import Params, solve_probability
 from prunesim.studies.outcome_runs import capped, counted_turns, lengthening
-from prunesim.studies.outcome_workload import Instances, Prices
+from prunesim.studies.outcome_workload import Instances, Prices, prompt_by_mean
 
 CACHE_READ = 0.25  # a cached prompt token's price over an uncached one's (Gemini 2.5's implicit cache: 75% off)
 LEVEL = 0.95
@@ -46,14 +46,23 @@ class Bills:
     list_price: float  # the cached bill's price of an uncached prompt token
     cache_read: float
 
+    def growth(self, rec: np.ndarray) -> np.ndarray:
+        """What the price's growth with the prompt adds: the agent's calls and the policy's, each at its own mean
+        prompt (0 where the raw arm's price does not grow)."""
+        g = self.prices.growth
+        if not g:
+            return np.zeros(rec.shape[:-1])
+        return g * (prompt_by_mean(rec[..., 6], rec[..., 0]) + prompt_by_mean(rec[..., 9], rec[..., 1]))
+
     def uncached(self, rec: np.ndarray) -> np.ndarray:
         p = self.prices
-        return self.scale * (p.input * (rec[..., 6] + rec[..., 9]) + p.output * (rec[..., 7] + rec[..., 10]))
+        return self.scale * (p.input * (rec[..., 6] + rec[..., 9]) + self.growth(rec)
+                             + p.output * (rec[..., 7] + rec[..., 10]))
 
     def cached(self, rec: np.ndarray) -> np.ndarray:
         p, r = self.prices, self.cache_read
         prompt = rec[..., 6] + rec[..., 9] - (1 - r) * (rec[..., 8] + rec[..., 11])
-        return self.scale * (self.list_price * prompt + p.output * (rec[..., 7] + rec[..., 10]))
+        return self.scale * (self.list_price * prompt + self.growth(rec) + p.output * (rec[..., 7] + rec[..., 10]))
 
     def as_dict(self) -> dict:
         return {**self.prices.as_dict(), "scale_to_recorded": self.scale, "cache_read": self.cache_read,
@@ -64,7 +73,7 @@ def bills(raw: Arm, noop: np.ndarray, prices: Prices, cache_read: float = CACHE_
     """Bills calibrated on the raw arm's runs simulated with no policy (``noop``: one record per row)."""
     ok = raw.started
     prompt, cached = noop[ok, 6].sum(), noop[ok, 8].sum()
-    modelled = prices.input * prompt + prices.output * noop[ok, 7].sum()
+    modelled = prices.prompt_cost(noop[ok, 6], noop[ok, 0]).sum() + prices.output * noop[ok, 7].sum()
     scale = float(raw.cost[ok].sum() / modelled) if modelled > 0 else 1.0
     reread = prompt - (1 - cache_read) * cached
     list_price = prices.input * prompt / reread if reread > 0 else prices.input

@@ -12,6 +12,9 @@ For every held-out arm, on each figure (:data:`prunesim.studies.outcome_arms.FIG
 * **direction**: on each recorded effect whose 95% interval excludes no effect (a paired percentile bootstrap of
   the arm against its raw arm over their common instances), whether the forecast's effect has its sign;
 * **coverage**: whether the recorded figure lies in the forecast's 95% interval.
+
+:func:`error_table` lays the errors out arm by arm, and :func:`excess` splits the forecast's mean error minus the
+better baseline's into each arm's share: the arms that decide whether the forecast beats its baselines.
 """
 
 from __future__ import annotations
@@ -93,6 +96,8 @@ def score(rows: list[dict]) -> dict:
     cached = [abs(r["forecast"]["total_cost_cached"] / r["raw"]["total_cost"]
                   - r["recorded"]["total_cost"] / r["raw"]["total_cost"]) for r in rows]
     out["forecast_cached_bill_total_cost"] = float(np.mean(cached)) if cached else float("nan")
+    if rows and all("outcome_loglik" in r for r in rows):
+        out["outcome_loglik"] = float(sum(r["outcome_loglik"] for r in rows))
     return out
 
 
@@ -102,6 +107,7 @@ def judge(held: Pair, forecast: dict, others: list[Pair], seed: int) -> dict:
     raw, rec = figures(held.raw, sc), figures(held.arm, sc)
     simple = {f: apply_effect(f, raw[f], simple_effect(held, others, f)) for f in FIGURES}
     row = {"experiment": held.arm.experiment, "raw_experiment": held.raw.experiment, "scaffold": sc,
+           "model": held.kind.model,
            "strategy": held.kind.strategy, "m": held.kind.m, "n": held.arm.n, "raw": raw, "recorded": rec,
            "forecast": forecast["arm"], "interval": forecast["interval"], "simple": simple,
            "error": {"forecast": {}, "null": {}, "simple": {}}, "significant": {}, "recorded_interval": {},
@@ -120,3 +126,29 @@ def judge(held: Pair, forecast: dict, others: list[Pair], seed: int) -> dict:
         lo_f, hi_f = forecast["interval"][f]
         row["covered"][f] = bool(lo_f <= rec[f] <= hi_f)
     return row
+
+
+WHO = ("forecast", "null", "simple")
+
+
+def error_table(rows: list[dict]) -> list[tuple[dict, dict]]:
+    """Each held-out row with its errors (``{who: {figure: error}}``), then ``({"label": "mean"}, the means)``: the
+    last entry is the mean absolute error :func:`score` reports."""
+    table = [(r, {who: dict(r["error"][who]) for who in WHO}) for r in rows]
+    means = {who: {f: float(np.mean([e[who][f] for _, e in table])) for f in FIGURES} for who in WHO}
+    return [*table, ({"label": "mean"}, means)]
+
+
+def better_baseline(rows: list[dict], figure: str) -> str:
+    """The baseline with the lower mean error on ``figure`` (the one a forecast must not lose to)."""
+    means = {who: float(np.mean([r["error"][who][figure] for r in rows])) for who in ("null", "simple")}
+    return min(means, key=lambda who: (means[who], who))
+
+
+def excess(rows: list[dict], figure: str) -> tuple[str, list[tuple[dict, float]]]:
+    """The better baseline on ``figure`` and each arm's share of the forecast's mean error minus that baseline's
+    (its error minus the baseline's, over the number of arms): the shares sum to the difference of the means,
+    and the largest say which arms make the forecast lose or win."""
+    best = better_baseline(rows, figure)
+    n = len(rows)
+    return best, [(r, (r["error"]["forecast"][figure] - r["error"][best][figure]) / n) for r in rows]

@@ -14,10 +14,14 @@ benchmark's), from raw rows only, and a fit keeps it: a raw arm of one model has
 it (SWE-agent's Qwen3-Coder arm has none under ten turns; its own 2nd percentile is 8.0k tokens where the
 scaffold's is 2.2k).
 
-Prices: the arm's ``cost`` regressed on each run's prompt tokens (``turns x mean prompt``) and output tokens
-(``turns x (mean completion + mean reasoning)``) by non-negative least squares, over started runs. The input
-price is the raw arm's *effective* price: whatever prompt cache the raw runs enjoyed is inside it
-(docs/outcomes.md, "The cache decides the sign").
+Prices: the arm's ``cost`` regressed on each run's prompt tokens (``turns x mean prompt``), its prompt tokens
+times its mean prompt (``turns x mean prompt^2``: a price per prompt token that grows with the prompt, as a
+local model's serving cost does) and its output tokens (``turns x (mean completion + mean reasoning)``) by
+non-negative least squares, over started runs. The growth term enters only when it is positive and an F-test
+against the flat price rejects at 5%: where the price per token is flat or falls with the prompt (a list price,
+a prompt cache that reads more of a longer prompt) it is 0. The input price is the raw
+arm's *effective* price: whatever prompt cache the raw runs enjoyed is inside it (docs/outcomes.md, "The cache
+decides the sign").
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from prunesim.io.outcomes import Arm
 from prunesim.model.workload import Arrival, TurnPlan
 
 BASE_QUANTILE = 2.0  # percent
+# The price's growth with the prompt enters when its F-test against a flat price rejects at this level.
+GROWTH_TEST = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,34 +102,63 @@ class InstanceWorkload:
 
 @dataclass(frozen=True)
 class Prices:
-    """Price per prompt and per output token, in the file's units, and how well they fit the arm's costs."""
+    """Price per prompt token (and its growth per token of the run's mean prompt) and per output token, in the
+    file's units, and how well they fit the arm's costs."""
 
     input: float
     output: float
     r2: float
     runs: int
+    growth: float = 0.0  # added to the input price per prompt token, per token of the run's mean prompt
+
+    def prompt_cost(self, prompt: np.ndarray, calls: np.ndarray) -> np.ndarray:
+        """The price of ``prompt`` tokens over ``calls`` calls (the growth term at their mean prompt)."""
+        return self.input * np.asarray(prompt, dtype=float) + self.growth * prompt_by_mean(prompt, calls)
 
     def as_dict(self) -> dict:
         return {"input_per_million": self.input * 1e6, "output_per_million": self.output * 1e6, "r2": self.r2,
-                "runs": self.runs}
+                "runs": self.runs, "input_growth_per_million_per_1k_prompt": self.growth * 1e9}
 
 
-def fit_prices(arm: Arm) -> Prices:
-    """Non-negative least squares of ``cost`` on prompt and output tokens over the arm's started runs."""
+def prompt_by_mean(prompt: np.ndarray, calls: np.ndarray) -> np.ndarray:
+    """Prompt tokens times their mean over the calls (``prompt^2 / calls``; 0 for no call)."""
+    prompt, calls = np.asarray(prompt, dtype=float), np.asarray(calls, dtype=float)
+    return np.where(calls > 0, prompt * prompt / np.maximum(calls, 1), 0.0)
+
+
+def _nnls(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Non-negative least squares on scaled columns: the coefficients and the residual sum of squares."""
     from scipy.optimize import nnls  # late: only a forecast prices a run
 
-    ok = arm.started & (arm.turns > 0)
-    if ok.sum() < 2:
-        raise UserError(arm.file, arm.experiment, "fewer than two started runs to fit its prices on")
-    x = np.column_stack([arm.turns[ok] * arm.prompt[ok], arm.turns[ok] * (arm.completion[ok] + arm.reasoning[ok])])
-    y = arm.cost[ok]
     scale = x.max(axis=0)
     scale[scale == 0] = 1.0
     coef, _ = nnls(x / scale, y)
     coef = coef / scale
-    resid = y - x @ coef
+    return coef, float(((y - x @ coef) ** 2).sum())
+
+
+def fit_prices(arm: Arm) -> Prices:
+    """Non-negative least squares of ``cost`` on prompt and output tokens over the arm's started runs, with the
+    price's growth with the prompt only where it earns its place (:data:`GROWTH_TEST`)."""
+    from scipy.stats import f as f_dist  # late: as above
+
+    ok = arm.started & (arm.turns > 0)
+    if ok.sum() < 2:
+        raise UserError(arm.file, arm.experiment, "fewer than two started runs to fit its prices on")
+    prompt = arm.turns[ok] * arm.prompt[ok]
+    output = arm.turns[ok] * (arm.completion[ok] + arm.reasoning[ok])
+    y = arm.cost[ok]
+    coef, rss = _nnls(np.column_stack([prompt, output]), y)
+    growth = 0.0
+    runs = int(ok.sum())
+    if runs > 3:
+        full, rss_full = _nnls(np.column_stack([prompt, output, prompt * arm.prompt[ok]]), y)
+        gain = rss - rss_full
+        if full[0] > 0 and full[2] > 0 and gain > 0 and (
+                rss_full <= 0 or gain / (rss_full / (runs - 3)) > f_dist.ppf(1 - GROWTH_TEST, 1, runs - 3)):
+            coef, rss, growth = full[:2], rss_full, float(full[2])
     total = ((y - y.mean()) ** 2).sum()
-    r2 = float(1 - (resid**2).sum() / total) if total > 0 else 1.0
+    r2 = float(1 - rss / total) if total > 0 else 1.0
     if coef[0] <= 0:
         raise UserError(arm.file, arm.experiment, "its costs do not grow with prompt tokens: no input price to fit")
-    return Prices(float(coef[0]), float(coef[1]), r2, int(ok.sum()))
+    return Prices(float(coef[0]), float(coef[1]), r2, runs, growth)

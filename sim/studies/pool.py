@@ -15,15 +15,15 @@ worker (past ``ulimit -u``, or out of memory) is one :class:`UserError` naming
 
 from __future__ import annotations
 
-import errno
 import os
 import traceback
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from prunesim.errors import UserError, from_os_error
+from prunesim.errors import UserError
 from prunesim.policies import user_policy_fault
+from prunesim.studies.workers import refused
 
 AHEAD = 1  # units handed to each worker: one, so that what the parent holds stays the units in flight (flat memory)
 
@@ -82,11 +82,11 @@ def portable(err: BaseException) -> BaseException:
 _SHOWN: dict = {}  # the warnings registry of those said for workers (a warning shown once, as in one process)
 
 
-def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "give fewer --jobs") -> Iterator:
+def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "") -> Iterator:
     """``task(item)`` for each of ``items``, in their order, computed on up to ``jobs`` processes.
 
     ``items`` is read as results are taken (at most ``AHEAD`` per worker ahead of the one awaited), so that a
-    long input is never held whole. ``fork_advice`` ends the error said when the system refuses a worker.
+    long input is never held whole. ``fork_advice`` says, when the system refuses a worker, what the user keeps.
     """
     if jobs <= 1 or "fork" not in _start_methods():
         yield from map(task, items)
@@ -168,21 +168,6 @@ def _take(future):
     for message, category, filename, lineno in said:
         warnings.warn_explicit(message, category, filename, lineno, registry=_SHOWN)
     return result
-
-
-def refused(err: OSError, jobs: int, workers: int, started: int, advice: str) -> Exception:
-    """fork() refused a worker: past the limit on this user's processes (``ulimit -u``), or out of memory for
-    one more. Named as --jobs, the flag that asked for them, not as the system's bare reason."""
-    if err.errno not in (errno.EAGAIN, errno.ENOMEM):
-        return from_os_error(err, "--jobs")
-    import resource
-
-    limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,}"
-    why = (f"past the limit on your processes (ulimit -u: {shown})" if err.errno == errno.EAGAIN
-           else "there is no memory for another process")
-    return UserError("--jobs", str(jobs), f"the system refused to start worker {started + 1} of {workers}: {why}; "
-                                          f"{advice}")
 
 
 def stop_workers(pool) -> None:

@@ -16,7 +16,10 @@ is a difference of at most 0.1% of noop's bill on that unit (:data:`TIE_SHARE`).
 ``break_even``: the shortest session length (turns) from which, over every unit
 at least that long, the policy's summed difference stays below zero; none when
 it never does. ``oracle_gap``: the share of the clairvoyant optimum's saving over
-noop (:mod:`prunesim.studies.optimum`) that the policy achieves, in totals.
+noop (:mod:`prunesim.studies.optimum`) that the policy achieves, in totals; its
+``oracle_gap_interval`` is recomputed in each draw of the ranking below (the
+units resampled, the optimum's run re-priced at the draw's assumptions as every
+policy's is), widened as the totals are.
 
 **The ranking under uncertainty.** Each of ``draws`` draws resamples the units
 (with replacement, every policy on the same resample) and draws every uncertain
@@ -109,6 +112,33 @@ def _centre(units: list[UnitRuns], policies: list[str]) -> tuple[np.ndarray, np.
     return cost, solved, acted
 
 
+def without_success(profiles: list[str]) -> str:
+    """Why ``--objective dollars-per-solved`` is refused when runs under ``profiles`` ('' for none) report no
+    predicted solved share (docs/agent.md: only profiles fitted on outcome data have a success model)."""
+    named = [p for p in profiles if p]
+    why = []
+    if named:
+        why.append(f"the agent profile {', '.join(named)} has no success model (no outcome data of that scaffold "
+                   "to fit one on: docs/agent.md)")
+    if "" in profiles or not profiles:
+        why.append("some runs have no agent model (--agent none, or a synthetic run under auto)")
+    return (f"needs each run's predicted solved share (task_success), and {'; '.join(why)}; --agent swe-agent or "
+            "--agent openhands predicts one, or use --objective dollars")
+
+
+def refuse_without_success(scenario, transcripts: bool) -> None:
+    """Refuse ``--objective dollars-per-solved`` before any run where the profile is known to have no success
+    model: one the user named (a transcript's ``auto`` profile is its format's, known only once it is read: the
+    runs' own refusal, :func:`without_success`, names those), or a synthetic run's."""
+    from prunesim.model.agent_profiles import AUTO, resolve
+
+    if transcripts and scenario.agent.profile == AUTO:
+        return
+    profile = resolve(scenario.agent)
+    if profile is None or not profile.success_on:
+        raise UserError("--objective", "dollars-per-solved", without_success([profile.name if profile else ""]))
+
+
 def _objective(cost: np.ndarray, solved: np.ndarray, objective: str, axis: int) -> np.ndarray:
     total = cost.sum(axis=axis)
     if objective == "dollars":
@@ -198,12 +228,30 @@ class Draws:
                     solved[ks, i, j] = np.nan if m.solved is None else m.solved
         return cost, solved
 
-    def totals(self, units: list[UnitRuns], policies: list[str], objective: str) -> np.ndarray:
+    def optimum_costs(self, units: list[UnitRuns], draws: np.ndarray) -> np.ndarray:
+        """The clairvoyant optimum's dollars per draw of ``draws`` and unit, its run re-priced at each draw's
+        ``reuse`` and cache as the policies' are (planned once, at the assumptions' values)."""
+        cost = np.zeros((len(draws), len(units)))
+        for i, u in enumerate(units):
+            p, model = u.billing.pricing, u.billing.model
+            reuse = self.reuse[model][draws] if model in self.reuse else np.full(len(draws), p.reuse)
+            cached = self.cached[model][draws] if model in self.cached else np.ones(len(draws), dtype=bool)
+            cost[:, i] = reprice.dollars(u.clairvoyant.stream, p, reuse, cached)
+        return cost
+
+    def totals(self, units: list[UnitRuns], policies: list[str], objective: str,
+               ref: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """The objective per draw and policy over the draw's resample of the units, its spread about the value
         over every unit once (at the draw's assumptions) widened as the paired intervals are
         (:func:`prunesim.studies.aggregate.expansion`): over a few units a plain resample is too sure. Priced
-        :data:`BLOCK` draws at a time, so that memory does not grow with the number of draws."""
+        :data:`BLOCK` draws at a time, so that memory does not grow with the number of draws.
+
+        With ``ref`` (noop's column) and an optimum on every unit, also each policy's ``oracle_gap`` per draw, in
+        dollars whatever the objective, widened the same way (NaN where the draw's optimum saves nothing)."""
         out = np.empty((self.count, len(policies)))
+        gaps = None
+        if ref is not None and units and all(u.clairvoyant is not None for u in units):
+            gaps = np.empty((self.count, len(policies)))
         widen = aggregate.expansion(len(units))
         for start in range(0, self.count, BLOCK):
             draws = np.arange(start, min(self.count, start + BLOCK))
@@ -213,7 +261,30 @@ class Draws:
             resampled = _objective(cost[rows, picked], solved[rows, picked], objective, axis=1)
             whole = _objective(cost, solved, objective, axis=1)
             out[draws] = whole + widen * (resampled - whole)
-        return out
+            if gaps is not None:
+                best = self.optimum_costs(units, draws)
+                gap_whole = oracle_gaps(cost.sum(axis=1), best.sum(axis=1), ref)
+                gap_drawn = oracle_gaps(cost[rows, picked].sum(axis=1), best[rows, picked].sum(axis=1), ref)
+                gaps[draws] = gap_whole + widen * (gap_drawn - gap_whole)
+        return out, gaps
+
+
+def oracle_gaps(totals: np.ndarray, optimum: np.ndarray, ref: int) -> np.ndarray:
+    """Each policy's share of the optimum's saving over noop (``totals``: draws x policies; ``optimum``: per draw);
+    NaN where the optimum saves nothing."""
+    saving = totals[:, ref] - optimum
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = (totals[:, ref][:, None] - totals) / saving[:, None]
+    return np.where(saving[:, None] > 0, gap, np.nan)
+
+
+def gap_interval(gaps: np.ndarray) -> list[float] | None:
+    """The 95% percentile interval of a policy's drawn gaps, over the draws where the optimum saved something."""
+    finite = gaps[np.isfinite(gaps)]
+    if not len(finite):
+        return None
+    low, high = aggregate.percentile_interval(finite)
+    return [round(low, 6), round(high, 6)]
 
 
 def sensitivity(units: list[UnitRuns], policies: list[str], assumptions: list[Assumption], objective: str,
@@ -267,12 +338,13 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
         raise UserError("recommend", None, "no unit to recommend from")
     cost, solved, acted = _centre(units, policies)
     if objective == "dollars-per-solved" and np.isnan(solved).any():
-        raise UserError("--objective", objective, "needs each run's predicted solved share (task_success, from the "
-                        "agent model), which no run here reports yet; use --objective dollars")
-    ref = policies.index(REFERENCE)
+        silent = sorted({m.profile for u in units for runs in u.runs.values() for m in runs.values()
+                         if m.solved is None})
+        raise UserError("--objective", objective, without_success(silent))
     turns = np.array([u.runs[REFERENCE][(CENTRE, CENTRE)].turns for u in units])
+    ref = policies.index(REFERENCE)
     d = Draws(units, assumptions, draws, seed)
-    totals = d.totals(units, policies, objective)
+    totals, gaps = d.totals(units, policies, objective, ref)
     chance = p_best(totals)
     ranks = _ranks(totals)
     bounds = np.array([aggregate.percentile_interval(ranks[:, j]) for j in range(len(policies))])
@@ -287,6 +359,7 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
         row = {"policy": name, "total_usd": vs["total_usd"], "objective_value": _num(centre_value[j]),
                "diff_vs_noop": {k: vs[k] for k in ("diff_usd", "interval", "median_diff", "mean_diff")},
                "acted_share": round(float(acted[:, j].mean()), 6), "p_best": round(float(chance[j]), 6),
+               "solved_share": None if np.isnan(solved[:, j]).any() else round(float(solved[:, j].mean()), 6),
                "rank_interval": [float(bounds[j, 0]), float(bounds[j, 1])]}
         missing = {}
         if acted[:, j].any():
@@ -297,6 +370,9 @@ def recommend(units: list[UnitRuns], policies: list[str], assumptions: list[Assu
             missing["wins"] = missing["losses"] = missing["ties"] = missing["break_even"] = why
         if clair is not None and clair["saving_usd"] > 0:
             row["oracle_gap"] = round(float((cost[:, ref].sum() - cost[:, j].sum()) / clair["saving_usd"]), 6)
+            interval = gap_interval(gaps[:, j]) if gaps is not None else None
+            if interval is not None:
+                row["oracle_gap_interval"] = interval
         else:
             missing["oracle_gap"] = ("the clairvoyant optimum plans from a transcript; these units are seeds"
                                      if clair is None else "the clairvoyant optimum saves nothing on these units")

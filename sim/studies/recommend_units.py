@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from prunesim.model.agent_profiles import resolve
 from prunesim.model.scenario import Scenario
 from prunesim.policies import get_policy
 from prunesim.runner import run_one, tables_read
@@ -48,6 +49,7 @@ class Measured:
     compactions: int
     turns: int
     solved: float | None
+    profile: str = ""  # the agent profile the run took ('' without an agent model)
 
 
 @dataclass
@@ -59,12 +61,14 @@ class UnitRuns:
     runs: dict[str, dict[tuple[str, str], Measured]]
     clairvoyant: Measured | None = None
     predicted: float | None = None  # the clairvoyant's bill as its planner predicted it
+    agent: object = None  # the agent profile its runs took (model.agent_profiles.Profile; None: no agent model)
+    reacts: bool = False  # the closed loop's re-fetch of a resource runs on it (its probability is read)
 
 
 def measured(result) -> Measured:
     s = result.summary
     return Measured(reprice.stream_of(result), any(s[a] for a in ACTIONS), s.get("refetches", 0),
-                    s.get("compactions", 0), s["turns"], s.get(SOLVED))
+                    s.get("compactions", 0), s["turns"], s.get(SOLVED), s.get("agent_profile") or "")
 
 
 def level_runs(run, values: dict[str, dict], pairs) -> dict[tuple[str, str], Measured]:
@@ -98,6 +102,8 @@ def level_runs(run, values: dict[str, dict], pairs) -> dict[tuple[str, str], Mea
         highest = raw(s, top)
         return highest if not highest.refetches else raw(s, r)
 
+    if probs is None:  # a run that reads no re-fetch probability is the same at its value, drawn or not (a
+        pairs = [*pairs, *((size, CENTRE) for size, _ in pairs)]  # profile may turn the re-fetch off everywhere)
     return {pair: at(*pair) for pair in dict.fromkeys(pairs)}
 
 
@@ -135,7 +141,10 @@ def transcript_measure(policies: list[str], resimulated: dict[str, Assumption], 
         base = entries[0].scenario
         scenario = replay_scenario(base, data)
         warnings = dict.fromkeys(data.warnings)
-        reacts = scenario.reaction.mode == "closed" and any("uses" in p for p in data.parts)
+        agent = resolve(scenario.agent, str(data.header.get("format") or ""))
+        # The re-fetch probability is read only where the resource re-fetch runs: a profile may turn it off
+        reacts = (scenario.reaction.mode == "closed" and any("uses" in p for p in data.parts)
+                  and (agent is None or bool(agent.resource_reaction)))
         runs = {}
         for policy in policies:
             def run(size, prob, policy=policy):
@@ -147,7 +156,7 @@ def transcript_measure(policies: list[str], resimulated: dict[str, Assumption], 
         name, named = recorded_model(data)
         billed = scenario.pricing.model
         unit = UnitRuns(data.name, Billing(billed, named and name == billed, scenario.pricing, name if named else ""),
-                        runs)
+                        runs, agent=agent, reacts=reacts)
         if clairvoyant:
             plan = optimum.plan(data, base, seed, scenario)
             unit.clairvoyant, unit.predicted = measured(plan.result), plan.predicted_usd
@@ -169,6 +178,7 @@ def synthetic_units(base: Scenario, policies: list[str], seeds: list[int],
                 return measured(run_one(levelled(base, size, prob), policy, seed, trace="turns"))
 
             runs[policy] = level_runs(run, values_for(policy, base, resimulated, False), pairs)
-        return UnitRuns(f"seed {seed}", Billing(base.pricing.model, True, base.pricing), runs)
+        return UnitRuns(f"seed {seed}", Billing(base.pricing.model, True, base.pricing), runs,
+                        agent=resolve(base.agent))
 
     yield from ordered(unit, seeds, jobs)

@@ -77,7 +77,8 @@ from prunesim.observe.recorder import csv_field, csv_line, number_row
 from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
-from prunesim.studies.pool import refused, stop_workers
+from prunesim.studies.pool import stop_workers
+from prunesim.studies.workers import refusal_in, refused
 
 TRACES_DIR = "traces"
 FORMAT = 1
@@ -230,7 +231,10 @@ def plan_sweep(
                 # Like --set: an absolute budget or trigger turns off sizing to each transcript.
                 data = scenario_mod.absolute_sizes_win(
                     scenario_mod.apply_overrides(base_dict, params, where="--grid"), params)
-                sc = scenario_mod.from_dict(data, where, ()) if point else base  # checked below, per policy
+                try:
+                    sc = scenario_mod.from_dict(data, where, ()) if point else base  # checked below, per policy
+                except UserError as err:
+                    raise _named_once(err, where, point, bool(overrides)) from None
                 index[key] = len(points)
                 points.append(point)
                 scenarios.append(sc)
@@ -253,6 +257,17 @@ def plan_sweep(
         for rid, seed in zip(run_ids(dicts[i], policy, seeds, plan.version), seeds, strict=True)
     ]
     return plan
+
+
+def _named_once(err: UserError, where: str, point: dict, overrides: bool) -> UserError:
+    """A grid point's value refused: named once, by its key, the point's other values beside it (the point's
+    name already held the value the error repeats)."""
+    axis = next((k for k in point if split_axis(k)[1] == err.key), None)
+    if err.where != where or axis is None or atomic.format_cell(point[axis]) not in err.problem:
+        return err
+    rest = " ".join(f"{k}={atomic.format_cell(v)}" for k, v in point.items() if k != axis)
+    return UserError(("--grid point " + rest if rest else "--grid") + (" (with --set)" if overrides else ""),
+                     err.key, err.problem)
 
 
 def _check_axis_name(name: str, base_dict: dict, overrides: dict, policies: list[str], axes: dict) -> None:
@@ -513,8 +528,7 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
             futures = [pool.submit(run_batch, sc, policy, items, traces_dir, engine)
                        for sc, policy, items, engine in batches]
         except OSError as err:  # the workers are started at the first submit: fork() refused
-            raise refused(err, jobs, workers, len(pool._processes or {}),
-                          "give fewer --jobs (the runs done are kept: run the sweep again)") from None
+            raise refused(err, jobs, workers, len(pool._processes or {}), KEPT) from None
         for fut in as_completed(futures):
             yield fut.result()
         finished = True
@@ -523,6 +537,9 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
             pool.shutdown(wait=True)
         else:  # SIGTERM, Ctrl-C, a failed run: the batches in flight are lost anyway (a resume re-runs them)
             stop_workers(pool)
+
+
+KEPT = "the runs done are kept: run the sweep again"  # what a refused --jobs leaves
 
 
 class DaskRunner:
@@ -543,9 +560,13 @@ class DaskRunner:
                     silence_logs=logging.CRITICAL,
                 )
                 self.client = Client(self.cluster)
-        except (OSError, TimeoutError, ValueError) as err:
+        except Exception as err:
             if self.cluster is not None:
                 self.cluster.close()
+            if (refusal := refusal_in(err)) is not None:  # a worker process the system refused: too many --jobs
+                raise refused(refusal, jobs, after=KEPT) from None
+            if not isinstance(err, (OSError, TimeoutError, ValueError)):
+                raise
             raise UserError("--scheduler" if scheduler else "--executor", scheduler or "dask",
                             f"cannot start or reach the Dask cluster: {err}") from None
 
@@ -655,7 +676,7 @@ def execute(
     executor: str = "local",
     scheduler: str | None = None,
     traces: bool = False,
-    progress: bool = True,
+    progress: bool | str = True,
     engine: str = "simpy",
 ) -> SweepStats:
     """Run every run of ``plan`` not yet in ``out/runs.csv``; resumable, locked, crash-safe.
@@ -874,7 +895,12 @@ class _NoBar:
         pass
 
 
-def _progress(total: int, initial: int, enabled: bool):
+def _progress(total: int, initial: int, enabled: bool | str):
+    """tqdm's bar on a terminal; ``enabled == "lines"`` (a sweep that said it is long): else a line at every tenth."""
+    if enabled == "lines":
+        from prunesim.studies.progress import Progress
+
+        return Progress(total, "run", "sweep", initial)
     if not enabled or not sys.stderr.isatty():
         return _NoBar()
     from tqdm import tqdm

@@ -39,6 +39,8 @@ TRIALS = 50
 MAX_TRIALS = 10_000
 JSON_FILE = "tune.json"
 TRIALS_FILE = "trials.csv"
+PER_SOLVED = "dollars-per-solved"
+OBJECTIVES = ("dollars", PER_SOLVED)
 TIE_SHARE = 0.001  # as recommend's: a held-out difference within 0.1% of the documented bill is a tie
 
 
@@ -135,9 +137,15 @@ def tune(policy: str, names: list[str], bills: Callable[[dict, list[int]], np.nd
     """Search on the training half, judge on the held-out half (module docstring).
 
     ``bills(overrides, units)``: the dollars of each listed unit with the policy at the setting ``overrides`` (an
-    empty dict: the documented setting); it raises :class:`UserError` for a setting a run refuses."""
-    if objective != "dollars":
-        raise UserError("--objective", objective, "tune minimizes dollars only until the runs report a solved share")
+    empty dict: the documented setting), and for ``dollars-per-solved`` also each run's predicted solved share
+    (a pair of arrays: :func:`replay_bills` and :func:`seed_bills` give it); it raises :class:`UserError` for a
+    setting a run refuses.
+
+    ``dollars-per-solved`` scores a setting by its dollars over the sum of its runs' solved shares; the held-out
+    comparison is then the difference of the two settings' dollars per solved task, with the paired bootstrap 95%
+    interval of that difference of ratios (:func:`paired_ratio_interval`)."""
+    if objective not in OBJECTIVES:
+        raise UserError("--objective", objective, f"unknown objective (known: {', '.join(OBJECTIVES)})")
     if not 1 <= trials <= MAX_TRIALS:
         raise UserError("--trials", str(trials), f"must be from 1 to {MAX_TRIALS:,}")
     if len(names) < 2:
@@ -154,7 +162,9 @@ def tune(policy: str, names: list[str], bills: Callable[[dict, list[int]], np.nd
         params = {d.key: (trial.suggest_int(d.key, int(d.low), int(d.high)) if d.integer
                           else trial.suggest_float(d.key, d.low, d.high)) for d in space}
         try:
-            value = float(bills(_overrides(space, params), train).sum())
+            value = _score(bills(_overrides(space, params), train), objective)
+        except SolvedShareMissing:
+            raise
         except UserError as err:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             log.append({"number": number, "state": "failed", "params": params, "train_usd": None,
@@ -168,6 +178,8 @@ def tune(policy: str, names: list[str], bills: Callable[[dict, list[int]], np.nd
     best = min(done, key=lambda t: (t["train_usd"], t["number"]))  # the earliest of equals: trial 0 when tied
     documented_held = bills({}, held)
     chosen_held = bills(_overrides(space, best["params"]), held)
+    if objective == PER_SOLVED:
+        (documented_held, documented_solved), (chosen_held, chosen_solved) = documented_held, chosen_held
     diff = chosen_held - documented_held
     low, high = aggregate.paired_total_interval(diff, ("tune", policy, seed))
     tol = TIE_SHARE * documented_held
@@ -175,10 +187,43 @@ def tune(policy: str, names: list[str], bills: Callable[[dict, list[int]], np.nd
                   "chosen_usd": round(float(chosen_held.sum()), 9), "diff_usd": round(float(diff.sum()), 9),
                   "interval": [round(low, 9), round(high, 9)], "wins": int((diff < -tol).sum()),
                   "losses": int((diff > tol).sum()), "ties": int((np.abs(diff) <= tol).sum())}
+    if objective == PER_SOLVED:
+        a = float(documented_held.sum() / documented_solved.sum())
+        b = float(chosen_held.sum() / chosen_solved.sum())
+        low, high = paired_ratio_interval(chosen_held, chosen_solved, documented_held, documented_solved,
+                                          ("tune", policy, seed, PER_SOLVED))
+        comparison.update({"documented_per_solved": round(a, 9), "chosen_per_solved": round(b, 9),
+                           "diff_per_solved": round(b - a, 9), "interval_per_solved": [round(low, 9),
+                                                                                       round(high, 9)],
+                           "documented_solved": round(float(documented_solved.sum()), 6),
+                           "chosen_solved": round(float(chosen_solved.sum()), 6)})
     documented = {"params": {d.key: d.documented for d in space}, "train_usd": log[0]["train_usd"]}
     chosen = {"params": best["params"], "train_usd": best["train_usd"], "trial": best["number"]}
     return TuneResult(policy, objective, space, log, [names[i] for i in train], [names[i] for i in held],
-                      documented, chosen, comparison, _verdict(best, comparison), seed)
+                      documented, chosen, comparison, _verdict(best, comparison, objective), seed)
+
+
+def _score(billed, objective: str) -> float:
+    """A trial's value: its total dollars, or those over the sum of its runs' solved shares."""
+    if objective == "dollars":
+        return float(np.asarray(billed).sum())
+    usd, solved = billed
+    return float(usd.sum() / solved.sum())
+
+
+def paired_ratio_interval(usd_a, solved_a, usd_b, solved_b, key: tuple) -> tuple[float, float]:
+    """Bootstrap 95% interval of sum(usd_a) / sum(solved_a) - sum(usd_b) / sum(solved_b) over the same units,
+    resampled whole (each unit's four values together), widened about the observed difference as
+    :func:`prunesim.studies.aggregate.paired_total_interval` widens a sum's."""
+    usd_a, solved_a, usd_b, solved_b = (np.asarray(x, dtype=float) for x in (usd_a, solved_a, usd_b, solved_b))
+    n = len(usd_a)
+    rng = aggregate._group_rng(aggregate.SEED, tuple(atomic.format_cell(k) for k in key))
+    picks = aggregate.resample_units(rng, n, aggregate.RESAMPLES)
+    observed = usd_a.sum() / solved_a.sum() - usd_b.sum() / solved_b.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        drawn = usd_a[picks].sum(1) / solved_a[picks].sum(1) - usd_b[picks].sum(1) / solved_b[picks].sum(1)
+    drawn = drawn[np.isfinite(drawn)]
+    return aggregate.percentile_interval(observed + aggregate.expansion(n) * (drawn - observed))
 
 
 def _overrides(space: list[Dimension], params: dict) -> dict:
@@ -189,15 +234,18 @@ def _overrides(space: list[Dimension], params: dict) -> dict:
     return out
 
 
-def _verdict(best: dict, comparison: dict) -> str:
+def _verdict(best: dict, comparison: dict, objective: str = "dollars") -> str:
     if best["number"] == 0:
         return "the documented setting is as good: no trial beat it on the training half"
-    low, high = comparison["interval"]
+    per = objective == PER_SOLVED
+    low, high = comparison["interval_per_solved" if per else "interval"]
+    diff, unit = (comparison["diff_per_solved"], "dollars per solved task") if per else (comparison["diff_usd"],
+                                                                                         "dollars")
     if high < 0:
-        return (f"the chosen setting pays on the held-out half: {comparison['diff_usd']:+.4f} dollars "
+        return (f"the chosen setting pays on the held-out half: {diff:+.4f} {unit} "
                 f"[{low:+.4f}, {high:+.4f}] against the documented setting")
     return (f"the documented setting is as good: on the held-out half the chosen setting's difference "
-            f"{comparison['diff_usd']:+.4f} dollars [{low:+.4f}, {high:+.4f}] does not lie below zero")
+            f"{diff:+.4f} {unit} [{low:+.4f}, {high:+.4f}] does not lie below zero")
 
 
 def _optuna():
@@ -222,24 +270,41 @@ def write(out, result: TuneResult) -> list:
     return [out / TRIALS_FILE, out / JSON_FILE]
 
 
-def replay_bills(datas: list, scenario_at: Callable[[dict], Scenario], policy: str, seed: int | None):
+def _billed(summaries: list[dict], objective: str):
+    """What :func:`tune` reads of the runs: their dollars, and for ``dollars-per-solved`` their solved shares."""
+    usd = np.array([s["cost_usd"] for s in summaries])
+    if objective == "dollars":
+        return usd
+    silent = sorted({s.get("agent_profile") or "" for s in summaries if s.get("task_success") is None})
+    if silent:
+        from prunesim.studies.recommend import without_success
+
+        raise SolvedShareMissing("--objective", objective, without_success(silent))
+    return usd, np.array([s["task_success"] for s in summaries])
+
+
+class SolvedShareMissing(UserError):
+    """No solved share to score by: a refusal of the whole tuning, never one trial's failure."""
+
+
+def replay_bills(datas: list, scenario_at: Callable[[dict], Scenario], policy: str, seed: int | None,
+                 objective: str = "dollars"):
     """``bills`` for :func:`tune` over transcripts: each unit replayed on its recorded runtime at the setting."""
     from prunesim.studies.transcript_replay import replay
 
-    def bills(overrides: dict, units: list[int]) -> np.ndarray:
+    def bills(overrides: dict, units: list[int]):
         scenario = scenario_at(overrides)
-        return np.array([replay(datas[i], scenario, policy, seed, trace="none")[0].summary["cost_usd"]
-                         for i in units])
+        return _billed([replay(datas[i], scenario, policy, seed, trace="none")[0].summary for i in units], objective)
 
     return bills
 
 
-def seed_bills(scenario_at: Callable[[dict], Scenario], policy: str, seeds: list[int]):
+def seed_bills(scenario_at: Callable[[dict], Scenario], policy: str, seeds: list[int], objective: str = "dollars"):
     """``bills`` for :func:`tune` over seeds of a synthetic scenario."""
     from prunesim.runner import run_one
 
-    def bills(overrides: dict, units: list[int]) -> np.ndarray:
+    def bills(overrides: dict, units: list[int]):
         scenario = scenario_at(overrides)
-        return np.array([run_one(scenario, policy, seeds[i], trace="none").summary["cost_usd"] for i in units])
+        return _billed([run_one(scenario, policy, seeds[i], trace="none").summary for i in units], objective)
 
     return bills

@@ -8,12 +8,14 @@ from pathlib import Path
 
 from prunesim import api
 from prunesim.cli.commands._common import add_agent, add_set, out_arg, parse_seeds, print_notes, scenario_sets
+from prunesim.cli.commands._long_run import announce_study
 from prunesim.errors import UserError
 from prunesim.io import atomic, output
 from prunesim.io.atomic import json_ready
 from prunesim.io.labels import policy_labels
-from prunesim.policies import parse_names
+from prunesim.policies import get_policy, parse_names
 from prunesim.studies.compare import STAT_COLUMNS, check_metrics, compare, rows
+from prunesim.studies.progress import Progress
 
 FORMATS = ("table", "csv", "json")
 
@@ -50,7 +52,15 @@ def main(args) -> int:
     if args.out is not None:  # after reading the scenario (its extends chain): an output onto any of it is refused
         output.check_file(args.out, "--out")
     print_notes(policies, scenario)
-    result = compare(scenario, policies, seeds, metrics)
+    for name in policies:  # an unknown name before any run or measurement of them
+        get_policy(name, where="--policies")
+    groups = [(scenario, name, seeds) for name in policies]
+    progress = Progress(len(policies) * len(seeds), "run", "compare") if announce_study("compare", groups) else None
+    try:
+        result = compare(scenario, policies, seeds, metrics, tick=progress.update if progress else None)
+    finally:
+        if progress:
+            progress.close()
     if fmt == "json":
         text = json.dumps(json_ready(result), indent=2, sort_keys=True) + "\n"
     elif fmt == "csv":

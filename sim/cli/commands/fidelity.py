@@ -21,7 +21,7 @@ from prunesim.cli.commands._common import (
     progress,
     report_line,
 )
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError
 from prunesim.io import inputs, output
 from prunesim.io.atomic import json_ready
 from prunesim.io.labels import fitted_names
@@ -125,22 +125,34 @@ def main(args) -> int:
 
 
 def _check_apart(judged: list[Path], fitted: list[Path], args) -> None:
-    """Refuse a --fit-on folder that holds any file of DIR (a link to it, or a copy): its runs would be judged
-    by a fit made on them."""
+    """Refuse a --fit-on folder that holds any run of DIR: a link to its file, a copy, or the same run in a file
+    of other bytes (reformatted, renamed, another line ending): its runs would be judged by a fit made on them."""
+    fitted_runs: set[str] = set()
+    for path in fitted:
+        fitted_runs |= _runs_of(path, args.sidechains)
+    shared = [p for p in judged if _runs_of(p, args.sidechains) & fitted_runs]
+    if shared:
+        raise UserError("--fit-on", str(args.fit_on), f"holds {len(shared)} run(s) of {args.dir} (the first: "
+                        f"{shared[0]}; the same content): they would be judged by parameters fitted on them; give "
+                        "a folder apart, or leave --fit-on out to fit leaving each run out")
+
+
+def _runs_of(path: Path, sidechains: str) -> set[str]:
+    """What a file holds, by content: each transcript's (identity.of_transcript: parsed, not sized, so cheap), a
+    workload file's bytes; nothing for a file that cannot be read (the readers name what is wrong with it)."""
     import hashlib
 
-    def key(path: Path) -> bytes | None:
-        try:
-            return hashlib.sha256(inputs.read_bytes(path, "transcript file")).digest()
-        except UserError:
-            return None  # the readers name what is wrong with it
+    from prunesim.io.transcripts import formats, identity
+    from prunesim.io.transcripts.workload import is_workload_file
 
-    fitted_keys = {key(p) for p in fitted} - {None}
-    shared = [p for p in judged if key(p) in fitted_keys]
-    if shared:
-        raise UserError("--fit-on", str(args.fit_on), f"shares {len(shared)} file(s) with {args.dir} (the first: "
-                        f"{shared[0]}): they would be judged by parameters fitted on them; give a folder apart, or "
-                        "leave --fit-on out to fit leaving each run out")
+    try:
+        if is_workload_file(path):
+            return {hashlib.sha256(inputs.read_bytes(path, "workload file")).hexdigest()}
+        return {identity.of_transcript(t) for t in formats.iter_transcripts(path, sidechains)}
+    except (ResourceError, MemoryError):
+        raise
+    except Exception:  # noqa: BLE001 - bad input or a bug: the readers that follow report it, once
+        return set()
 
 
 def _pct(x) -> str:

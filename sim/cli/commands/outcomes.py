@@ -46,6 +46,8 @@ def register(sub) -> None:
     v = verbs.add_parser("validate", help="leave each dev arm out, forecast it, judge against two baselines")
     v.add_argument("files", nargs="+", metavar="FILE", help="the dev outcome files (CSV) or folders of them")
     v.add_argument("--out", type=out_arg, help="write every arm's figures and the scores (JSON) here")
+    v.add_argument("--per-arm", action="store_true", help="also print every arm's errors beside the baselines' and "
+                   "which arms the forecast loses or wins on")
     _common(v)
     v.set_defaults(func=main_validate)
 
@@ -181,8 +183,11 @@ def format_predict(d: dict) -> str:
     sign = ("both bills put it " + ("above" if up_u else "below") + " the raw arm" if up_u == up_c else
             "the cache decides the sign: " + ("above" if up_u else "below") + " the raw arm uncached, "
             + ("above" if up_c else "below") + " cached")
+    growth = cb.get("input_growth_per_million_per_1k_prompt", 0.0)
+    grows = f" + {growth:.3g}/M per 1k tokens of the run's mean prompt" if growth else ""
     lines.append(f"cost in the file's units; uncached: every prompt token at the raw arm's price "
-                 f"({cb['input_per_million']:.4g}/M in, {cb['output_per_million']:.4g}/M out, R^2 {cb['r2']:.3f}); "
+                 f"({cb['input_per_million']:.4g}/M in{grows}, {cb['output_per_million']:.4g}/M out, "
+                 f"R^2 {cb['r2']:.3f}); "
                  f"cached: the unchanged prefix read at {cb['cache_read']:g} of the list price. {sign}")
     if d["failed_to_start"]:
         lines.append(f"{d['failed_to_start']} run(s) failed to start (cost 0, at most one turn): kept as recorded, "
@@ -208,7 +213,7 @@ def main_validate(args) -> int:
     files = _files(args.files)
     _check_out(args)
     result = agent_fit.cross_validate(files, _replicates(args), args.seed, args.jobs)
-    _emit(args, result, format_validate(result))
+    _emit(args, result, format_validate(result) + (format_per_arm(result) if args.per_arm else ""))
     return 0
 
 
@@ -219,8 +224,7 @@ def format_validate(r: dict) -> str:
              f"{'arm':60s} {'figure':16s} {'raw':>9s} {'recorded':>9s} {'forecast':>9s} {'interval':>21s} "
              f"{'simple':>9s}"]
     for row in r["rows"]:
-        name = f"{row['scaffold']} {row['strategy']}" + (f" M={row['m']}" if row["m"] else "") + \
-               f" n={row['n']}: {row['experiment']}"
+        name = f"{_arm_label(row)}: {row['experiment']}"
         for k in FIGURES:
             fmt = _fmt(k)
             lo, hi = row["interval"][k]
@@ -239,4 +243,47 @@ def format_validate(r: dict) -> str:
     lines.append(f"coverage of the forecast's 95% intervals: {cov['covered']}/{cov['figures']} "
                  f"({cov['share']:.0%})")
     lines.append(f"total cost with the cached bill: mean absolute error {s['forecast_cached_bill_total_cost']:.3f}")
+    if "outcome_loglik" in s:
+        lines.append(f"log-likelihood of the held-out arms' outcomes (per run, summed over the arms): "
+                     f"{s['outcome_loglik']:.4f}")
     return "\n".join(lines) + "\n"
+
+
+def _arm_label(row: dict) -> str:
+    return f"{row['scaffold']} {row['strategy']}" + (f" M={row['m']}" if row["m"] else "") + f" n={row['n']}"
+
+
+ERROR_FMT = {"solve_rate": "{:6.2f}", "median_turns": "{:6.3f}", "total_cost": "{:6.3f}", "capped_share": "{:6.2f}"}
+
+
+def format_per_arm(r: dict) -> str:
+    """Every arm's errors (forecast, null, simple) and each arm's share of the forecast's excess over the better
+    baseline (prunesim.studies.outcome_validate.error_table and excess)."""
+    from prunesim.studies.outcome_validate import error_table, excess
+
+    rows = r["rows"]
+    if not rows:
+        return ""
+    lines = ["errors per arm, forecast / null / simple (solve rate and share at the cap in points; turns and cost "
+             "as ratios to the raw arm):",
+             f"{'arm':44s} " + " ".join(f"{LABELS[k]:>20s}" for k in FIGURES)]
+    for row, errors in error_table(rows):
+        label = row.get("label") or _short_label(row)
+        lines.append(f"{label[:44]:44s} " + " ".join(
+            " ".join(ERROR_FMT[k].format(errors[who][k]) for who in ("forecast", "null", "simple")) for k in FIGURES))
+    lines.append("the forecast's mean error minus the better baseline's, split into the arms' shares (positive: "
+                 "the forecast loses there):")
+    for k in FIGURES:
+        best, shares = excess(rows, k)
+        fmt = ERROR_FMT[k].replace(":6", ":+")
+        lines.append(f"  {LABELS[k]} against {best}: {fmt.format(sum(v for _, v in shares))}")
+        ranked = sorted(shares, key=lambda item: -item[1])
+        for word, picked in (("loses most on", [x for x in ranked[:3] if x[1] > 0]),
+                             ("wins most on", [x for x in ranked[::-1][:3] if x[1] < 0])):
+            if picked:
+                lines.append(f"    {word}: " + ", ".join(f"{_short_label(a)} {fmt.format(v)}" for a, v in picked))
+    return "\n".join(lines) + "\n"
+
+
+def _short_label(row: dict) -> str:
+    return f"{_arm_label(row)} {row['model'][:16]}"

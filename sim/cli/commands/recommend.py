@@ -43,14 +43,6 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def solves(scenario) -> bool:
-    """The scenario's runs report a predicted solved share: its agent model has a success model (docs/agent.md)."""
-    from prunesim.model.agent_profiles import resolve
-
-    profile = resolve(scenario.agent)
-    return profile is not None and profile.success_on
-
-
 def main(args) -> int:
     if args.objective == "dollars-per-solved" and SOLVED not in {m.name for m in METRICS}:
         raise UserError("--objective", args.objective, f"needs each run's predicted solved share ({SOLVED}, from "
@@ -58,10 +50,8 @@ def main(args) -> int:
     if args.draws > rc.MAX_DRAWS:
         raise UserError("--draws", str(args.draws), f"at most {rc.MAX_DRAWS:,}")
     inputs = read_inputs(args, "recommend", OUTPUT_FILES)
-    if args.objective == "dollars-per-solved" and not inputs.transcripts and not solves(inputs.scenario):
-        raise UserError("--objective", args.objective, f"needs each run's predicted solved share ({SOLVED}), which "
-                        "only an agent model with a success model gives: the scenario runs none (--agent swe-agent "
-                        "or openhands gives one); or use --objective dollars")
+    if args.objective == "dollars-per-solved":
+        rc.refuse_without_success(inputs.scenario, inputs.transcripts)
     policies = lb.with_reference(inputs.policies)
     scenario, user = inputs.scenario, set(inputs.overrides)
     summaries = any(reads_summary(p) for p in policies)
@@ -81,7 +71,10 @@ def main(args) -> int:
     print_notes(policies, scenario, frozenset(tools) if inputs.transcripts else None)
     if partial(done, skipped, args.skip_bad, "recommend"):
         return 2
-    listed = assumptions(scenario, [u.billing for u in runs], user, summaries, reacts, inputs.transcripts)
+    if inputs.transcripts:  # a profile may turn the resource re-fetch off: then its probability is read nowhere
+        reacts = any(u.reacts for u in runs)
+    listed = assumptions(scenario, [u.billing for u in runs], user, summaries, reacts, inputs.transcripts,
+                         [u.agent for u in runs])
     source = str(args.dir) if inputs.transcripts else f"{scenario.name}, seeds {_seeds(inputs.seeds)}"
     meta = {"source": source, "scenario": args.scenario, "asked": inputs.policies, "overrides": inputs.overrides,
             "prices": args.prices,
@@ -152,8 +145,11 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
     def money(x: float) -> str:
         return _money(x, digits)
 
-    head = ("policy", "total", "vs noop [paired 95%]", "W/L/T acted", "acted", "p_best", "rank", "oracle_gap",
-            "pays from")
+    head = ("policy", "total", "vs noop [paired 95%]", "W/L/T acted", "acted", "p_best", "rank",
+            "oracle_gap [95%]", "pays from")
+    per_solved = rec.objective == "dollars-per-solved"
+    if per_solved:  # the ranking's own figure beside the dollars: the mean predicted solved share, and $/solved
+        head = (*head[:2], "solved", "$/solved", *head[2:])
     table = [head]
     for p in rec.policies:
         d = p["diff_vs_noop"]
@@ -161,27 +157,44 @@ def format_recommendation(rec: rc.Recommendation, source: str, transcripts: bool
                                                       f"{money(d['interval'][1])}]")
         wlt = f"{p['wins']}/{p['losses']}/{p['ties']}" if "wins" in p else "-"
         gap = f"{p['oracle_gap']:.3f}" if "oracle_gap" in p else "-"
+        if "oracle_gap_interval" in p:
+            gap += " [{:.3f}, {:.3f}]".format(*p["oracle_gap_interval"])
         be = p.get("break_even")
         pays = f"{be['turns']} turns ({be['units']})" if be else "-"
         low, high = p["rank_interval"]
-        table.append((label[p["policy"]], money(p["total_usd"]), vs, wlt, f"{p['acted_share']:.2f}",
-                      f"{p['p_best']:.3f}", f"[{low:g}, {high:g}]", gap, pays))
+        cells = (label[p["policy"]], money(p["total_usd"]), vs, wlt, f"{p['acted_share']:.2f}",
+                 f"{p['p_best']:.3f}", f"[{low:g}, {high:g}]", gap, pays)
+        if per_solved:
+            cells = (*cells[:2], f"{p['solved_share']:.3f}", _money(p["objective_value"], 4), *cells[2:])
+        table.append(cells)
     widths = [max(len(r[i]) for r in table) for i in range(len(head))]
     for r in table:
         lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths,
                                                                                                       strict=True))))
     lines.append("W/L/T: wins, losses and ties (within 0.1% of noop's bill) on the units where the policy acted; "
                  "pays from: the session length from which its summed difference stays below zero (units that long)")
+    if per_solved:
+        lines.append("solved: the mean predicted solved share (task_success) per unit; $/solved: the total over the "
+                     "sum of those shares, the figure ranked (p_best, rank); the other columns are in dollars")
     if rec.clairvoyant:
         c = rec.clairvoyant
         lines.append(f"clairvoyant optimum: {money(c['total_usd'])} ({money(c['saving_usd'])} below noop; its "
                      f"planner predicted {money(c['predicted_usd'])}); oracle_gap is each policy's share of that "
                      "saving")
     lines.append("assumptions:")
+    params: dict[str, list[str]] = {}  # an agent profile's parameters, one line per profile (the JSON has each)
     for a in rec.assumptions:
+        if a.name.startswith("agent.") and a.name != "agent.profile":
+            key, profile = a.name[len("agent."):].split(" ", 1)
+            value = f"{a.value:g}" if isinstance(a.value, float) else str(a.value).lower()
+            params.setdefault(profile.strip("()"), []).append(f"{key} {value} ({a.source})")
+            continue
         rng = "" if a.range is None else f", range {a.range[0]:g} to {a.range[1]:g}" if not isinstance(
             a.range[0], str) else f", {' or '.join(a.range)}"
         lines.append(f"  {a.name} = {a.value} ({a.source}, {a.how}{rng}): {a.basis}")
+    for profile, values in params.items():
+        lines.append(f"  agent parameters of {profile} (fixed: the fit gives points, not intervals; `prunesim agents "
+                     f"--why`): {', '.join(values)}")
     flips = [s for s in rec.sensitivity if s["changes_top"]]
     for s in flips:
         low, high = s["at_lo"], s["at_hi"]

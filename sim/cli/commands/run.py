@@ -18,7 +18,7 @@ from prunesim.cli.commands._common import (
     scenario_sets,
     seed_arg,
 )
-from prunesim.cli.commands._long_run import TurnProgress, announce
+from prunesim.cli.commands._long_run import TurnProgress, announce, announce_workload
 from prunesim.errors import UserError
 from prunesim.io import output
 from prunesim.io.atomic import json_ready
@@ -99,16 +99,21 @@ def _replay_workload(args, trace: str, out: Path | None):
         get_policy(args.policy)  # first: a policy from a file or a plugin may declare its own table
     # errors name --set
     base = load_replay(args.scenario or "transcript", scenario_sets(args), args.policy, prices=args.prices)
-    if out is None:
-        result = api.run(base, policy=args.policy, seed=args.seed, trace=trace, workload=args.workload,
-                         given_as="--set")
-    else:  # written as it goes, as a synthetic run: the ledger, events, calls and edit log whatever --trace keeps
-        data = one_workload(args.workload)
+    data = one_workload(args.workload)
+    progress = TurnProgress(data.turns, first=True) if announce_workload(data) else None
+    watched = [progress] if progress else []
+    try:
+        if out is None:
+            result = replay(data, base, args.policy, args.seed, trace=trace, observers=watched)[0]
+        else:  # written as it goes, as a synthetic run: the ledger, events, calls and edit log whatever --trace keeps
+            def run(recorder, edit_log):
+                return replay(data, base, args.policy, args.seed, trace=trace, recorder=recorder, edit_log=edit_log,
+                              observers=watched)[0]
 
-        def run(recorder, edit_log):
-            return replay(data, base, args.policy, args.seed, trace=trace, recorder=recorder, edit_log=edit_log)[0]
-
-        result, _ = stream_run(base, args.policy, args.seed, out, trace, run=run, record=True)
+            result, _ = stream_run(base, args.policy, args.seed, out, trace, run=run, record=True)
+    finally:
+        if progress:
+            progress.close()
     for warning in result.warnings:
         print(f"prunesim: warning: {warning}", file=sys.stderr)
     return result

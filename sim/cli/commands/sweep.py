@@ -16,6 +16,7 @@ from prunesim.cli.commands._common import (
     warn_kernel_memory,
     warn_memory,
 )
+from prunesim.cli.commands._long_run import announce_study
 from prunesim.errors import UserError
 from prunesim.kernel.choice import record_bytes
 from prunesim.policies import parse_names
@@ -87,6 +88,7 @@ def main(args) -> int:
             largest = max(on_kernel, key=record_bytes)
             kernel_runs = sum(engines.get((r.point, r.policy)) == "kernel" for r in plan.runs if r.run_id not in done)
             warn_kernel_memory(record_bytes(largest), largest.turns, min(jobs, kernel_runs))
+    announced = _announce(plan, args, jobs)
     stats = execute(
         plan,
         args.out,
@@ -94,7 +96,7 @@ def main(args) -> int:
         executor=args.executor,
         scheduler=args.scheduler,
         traces=args.traces,
-        progress=not args.quiet,
+        progress=("lines" if announced else True) if not args.quiet else False,
         engine=args.engine,
     )
     state = "complete" if stats.complete else "incomplete"
@@ -110,6 +112,22 @@ def main(args) -> int:
         f"{stats.seconds:.1f} s, {state}; rows in {args.out / RUNS_FILE}"
     )
     return 0
+
+
+def _announce(plan, args, jobs: int) -> bool:
+    """A sweep whose runs left are many or long says first what they will take (_long_run); its progress is then
+    written as lines when stderr is no terminal."""
+    if args.quiet:
+        return False
+    done = finished_runs(args.out)
+    left: dict[tuple[int, str], list[int]] = {}
+    for spec in plan.runs:
+        if spec.run_id not in done:
+            left.setdefault((spec.point, spec.policy), []).append(spec.seed)
+    groups = [(plan.scenarios[point], policy, seeds) for (point, policy), seeds in left.items()]
+    note = "" if args.engine == "simpy" else ", on the SimPy engine: runs the kernel takes are faster"
+    at_once = jobs if not args.scheduler else 1  # a --scheduler's workers are elsewhere, as many as it has
+    return announce_study("sweep", groups, at_once, note)
 
 
 def _out_dir(text: str) -> Path:

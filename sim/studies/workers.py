@@ -1,0 +1,43 @@
+"""A worker process the system refused, named as the ``--jobs`` that asked for it.
+
+fork() (or spawn) refuses a process past the limit on a user's processes (``ulimit -u``: EAGAIN) or without
+memory for one (ENOMEM). Every pool a ``--jobs`` starts (a sweep's, on this machine or on a local Dask cluster,
+and ``outcomes``') says so in one line naming the flag, not with the system's bare "Resource temporarily
+unavailable".
+"""
+
+from __future__ import annotations
+
+import errno
+
+from prunesim.errors import OneLineError, UserError, from_os_error
+
+REFUSALS = (errno.EAGAIN, errno.ENOMEM)
+
+
+def refusal_in(err: BaseException) -> OSError | None:
+    """The EAGAIN or ENOMEM ``OSError`` that ``err`` is, or that caused it (a cluster wraps what its workers met)."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in REFUSALS:
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def refused(err: OSError, jobs: int, workers: int | None = None, started: int | None = None,
+            after: str = "") -> OneLineError:
+    """One line for ``err``, met starting worker ``started + 1`` of ``workers`` for ``--jobs jobs`` (either unknown:
+    None); ``after`` says what the user keeps (a sweep's runs done)."""
+    if err.errno not in REFUSALS:
+        return from_os_error(err, "--jobs")
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    shown = "unlimited" if limit == resource.RLIM_INFINITY else f"{limit:,}"
+    why = (f"past the limit on your processes (ulimit -u: {shown})" if err.errno == errno.EAGAIN
+           else "there is no memory for another process")
+    which = "a worker" if started is None or workers is None else f"worker {started + 1} of {workers}"
+    return UserError("--jobs", str(jobs), f"the system refused to start {which}: {why}; give fewer --jobs"
+                     + (f" ({after})" if after else ""))
