@@ -14,6 +14,11 @@ first difference. CPU seconds are user + system time of the finished child
 (``RUSAGE_CHILDREN``), the steadier figure on a shared machine; wall seconds
 are printed beside them. The median of ``--repeat`` runs is given.
 
+After each command's runs, a fresh process of this install runs a bare SimPy
+loop of 1,000,000 timeouts three times (the fastest taken), and the command's
+median CPU time is given as a ratio to it, the figure issue 39's goals are set
+in (``replay long-session`` at most 12 times the loop).
+
 Goals (issue "speed where users wait", on 2 cores): ``replay long-session``
 under 15 s; ``leaderboard`` on the 42 runs of ``../shared/traces/mini-swe-agent-dev``
 at least a third faster than before; ``list`` under 0.3 s of CPU.
@@ -60,6 +65,33 @@ def run(python: str, args: list[str]) -> tuple[float, float, dict[str, bytes]]:
         return cpu, wall, outputs
 
 
+LOOP = 1_000_000
+LOOP_CODE = f"""
+import resource, simpy
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+best = None
+for _ in range(3):
+    env = simpy.Environment()
+    def proc(env=env):
+        for _ in range({LOOP}):
+            yield env.timeout(1.0)
+    env.process(proc())
+    start = cpu()
+    env.run()
+    took = cpu() - start
+    best = took if best is None else min(best, took)
+print(best)
+"""
+
+
+def loop_cpu(python: str) -> float:
+    """CPU seconds of the fastest of three bare SimPy loops of LOOP timeouts, in a fresh process."""
+    done = subprocess.run([python, "-c", LOOP_CODE], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(COMMANDS), help=f"comma-separated, of: {', '.join(COMMANDS)}")
@@ -72,8 +104,9 @@ def main() -> int:
         ap.error(f"--only: unknown {', '.join(unknown)}")
     pythons = {"after": sys.executable, **({"before": args.against} if args.against else {})}
     print("| command | goal | " + " | ".join(f"{k} CPU s | {k} wall s" for k in pythons)
-          + (" | after / before (CPU) | outputs |" if args.against else " |"))
-    print("| --- | --- |" + " ---: | ---: |" * len(pythons) + (" ---: | --- |" if args.against else ""))
+          + " | SimPy loop CPU s | after / loop" + (" | after / before (CPU) | outputs |" if args.against else " |"))
+    print("| --- | --- |" + " ---: | ---: |" * len(pythons) + " ---: | ---: |"
+          + (" ---: | --- |" if args.against else ""))
     for name in names:
         argv, goal = COMMANDS[name]
         times: dict[str, list[tuple[float, float]]] = {k: [] for k in pythons}
@@ -91,6 +124,8 @@ def main() -> int:
             medians[label] = cpu
             cells += [f"{cpu:.2f}", f"{wall:.2f}"]
         line = f"| {' '.join(argv[:2]) if name != 'leaderboard' else 'leaderboard mini-swe-agent-dev'} | {goal} | "
+        loop = loop_cpu(sys.executable)
+        cells += [f"{loop:.2f}", f"{medians['after'] / loop:.1f}x"]
         line += " | ".join(cells)
         if args.against:
             same = outputs["after"] == outputs["before"]

@@ -12,8 +12,9 @@ time, the loop's CPU time, and the ratio of the two CPU times. Issue 39's goals:
 recommend with every policy and at least 500 draws at most 60 times the loop,
 tune with 50 trials at most 120 times.
 
-``--check`` also reruns recommend with the same arguments and compares the two
-``recommend.json`` files byte for byte (same seed, same bytes).
+``--check`` also reruns recommend with the same arguments and ``--jobs 1`` and
+compares the two ``recommend.json`` files byte for byte (same seed, same bytes,
+whatever the number of processes). CPU time counts the pool's workers too.
 
 ``--null N`` instead runs the recommendation's statistics on N datasets where
 the answer is known (two policies with the same cost distribution on each of 16
@@ -46,8 +47,12 @@ LOOP = 1_000_000
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """CPU seconds of this process and of the workers it has waited for (recommend's pool, --jobs)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    return total
 
 
 def child(argv: list[str]) -> dict:
@@ -74,8 +79,11 @@ def child(argv: list[str]) -> dict:
 
 
 def measure(argv: list[str]) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(argv)], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    """One command in a fresh process, with an empty import cache (every transcript imported, as a first run)."""
+    with tempfile.TemporaryDirectory(prefix="prunesim-bench-cache-") as cache:
+        out = subprocess.run([sys.executable, __file__, "--child", json.dumps(argv)], capture_output=True,
+                             text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": "0", "PRUNESIM_CACHE_DIR": cache})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -86,6 +94,8 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=50)
     ap.add_argument("--policy", default="llm-summary:claude-code", help="the policy tune searches")
     ap.add_argument("--check", action="store_true", help="rerun recommend and compare its JSON byte for byte")
+    ap.add_argument("--jobs", help="recommend's --jobs (default: not given, every core); with --check the rerun "
+                    "takes --jobs 1, so that the two files compare one process with the pool")
     ap.add_argument("--optimum", nargs="+", metavar="FOLDER", help="report the optimum on these folders instead")
     ap.add_argument("--null", type=int, metavar="N", help="check the statistics on N null datasets instead")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -100,23 +110,23 @@ def main() -> None:
     if args.null:
         null_report(args.null)
         return
+    recommend = ["recommend", args.traces, "--policies", "all", "--draws", str(args.draws)]
     with tempfile.TemporaryDirectory() as tmp:
         runs = {
-            "recommend": ["recommend", args.traces, "--policies", "all", "--draws", str(args.draws),
-                          "--out", f"{tmp}/a"],
+            "recommend": [*recommend, *(["--jobs", args.jobs] if args.jobs else []), "--out", f"{tmp}/a"],
             "tune": ["tune", args.traces, "--policy", args.policy, "--trials", str(args.trials)],
         }
         for name, argv in runs.items():
             r = measure(argv)
             ratio = r["cpu_s"] / r["loop_cpu_s"]
-            print(f"{name:9s} {' '.join(argv[1:-2] if name == 'recommend' else argv[1:])}")
+            print(f"{name:9s} {' '.join(argv[1:-2] if name == 'recommend' else argv[1:])}")  # --out aside
             print(f"          cpu {r['cpu_s']:.1f} s, wall {r['wall_s']:.1f} s; bare SimPy loop of {LOOP:,} "
                   f"timeouts {r['loop_cpu_s']:.2f} s cpu; ratio {ratio:.1f}x (goal at most {GOALS[name]}x)"
                   + ("" if r["code"] == 0 else f"; EXIT CODE {r['code']}"))
         if args.check:
-            measure([*runs["recommend"][:-1], f"{tmp}/b"])
+            measure([*recommend, "--jobs", "1", "--out", f"{tmp}/b"])
             same = Path(f"{tmp}/a/recommend.json").read_bytes() == Path(f"{tmp}/b/recommend.json").read_bytes()
-            print(f"recommend.json twice: {'the same bytes' if same else 'DIFFERENT'}")
+            print(f"recommend.json again with --jobs 1: {'the same bytes' if same else 'DIFFERENT'}")
 
 
 def null_report(datasets: int, units: int = 16, seed: int = 2024) -> None:

@@ -37,6 +37,16 @@ def _crash_reports_in_a_temporary_folder(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("PRUNESIM_CRASH_DIR", str(tmp_path_factory.getbasetemp() / "crash-reports"))
 
 
+@pytest.fixture(autouse=True)
+def _imports_cached_in_a_temporary_folder(tmp_path_factory, monkeypatch):
+    """Each test keeps its imported transcripts in a folder of its own: never the user's cache, and never an
+    import another test made (a test that breaks the importer must meet it)."""
+    monkeypatch.setenv("PRUNESIM_CACHE_DIR", str(tmp_path_factory.mktemp("import-cache")))
+    from prunesim.io.transcripts import import_cache
+
+    import_cache.configure(enabled=True)
+
+
 # -- pytest-xdist: which worker runs what (addopts: -n auto --dist loadfile) ------------
 # A file's tests go to one worker, so that its module fixtures (a sweep, a replay over many seeds) are made once;
 # the files named here are long, independent commands each (every document's examples) and are spread out.

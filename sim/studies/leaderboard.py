@@ -53,6 +53,7 @@ from prunesim.observe.metrics.intervals import wilson
 from prunesim.runner import run_one
 from prunesim.studies import aggregate, observable
 from prunesim.studies.aggregate import describe
+from prunesim.studies.pool import ordered, sources_ahead
 from prunesim.studies.transcript_replay import iter_sources, replay, replay_scenario
 
 REFERENCE = "noop"  # every ratio is against this policy, at its documented setting, on the same unit
@@ -198,7 +199,7 @@ def recorded_bill(data, scenario: Scenario) -> float | None:
 
 
 def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools: set[str], measure=None,
-                     seen: Seen | None = None, **reading) -> Iterator[Unit | tuple[Path, UserError]]:
+                     seen: Seen | None = None, jobs: int = 1, **reading) -> Iterator[Unit | tuple[Path, UserError]]:
     """One unit per workload in ``folder`` (read one at a time), or (file, error) for a file that failed.
 
     A file's units are given once all its runs went through: a JSON-lines file with a bad run gives only
@@ -207,29 +208,37 @@ def transcript_units(folder: Path, entries: list[Entry], seed: int | None, tools
     ``measure(data, entries, seed)`` gives what a unit holds (by entry), its warnings and the rest of its
     :class:`Unit` as keywords: by default each entry's run summary (:func:`summarize_unit`); another study
     passes its own. A run whose content is another's (a copied file) is one unit: ``seen`` says so, by default
-    as a warning (the command line shows it as one line).
+    as a warning (the command line shows it as one line). ``jobs`` processes measure the units
+    (:func:`prunesim.studies.pool.ordered`); what is given, and in which order, is the same for any number.
     """
     seen = Seen(lambda line: warn(line, stacklevel=2)) if seen is None else seen
+    measure = measure or summarize_unit
+
+    def task(data):  # a unit's measures, or the UserError that fails its file
+        try:
+            return measure(data, entries, seed)
+        except UserError as err:  # the transcript's model or window: this file's error, the others go on
+            return err
+
     held: list[Unit] = []
     current = dead = None
-    for path, data in iter_sources([folder], seen=seen, **reading):
+    for path, data, measured in sources_ahead(iter_sources([folder], **reading), task, jobs, seen):
         if path != current:
             yield from held
             held, current = [], path
         if path == dead:
             continue
-        if isinstance(data, UserError):
+        if isinstance(data, Exception):
             held, dead = [], path
             yield path, data
             continue
         tools.update(p["tool"] for p in data.parts if p.get("tool"))
-        try:
-            summaries, warnings, extra = (measure or summarize_unit)(data, entries, seed)
-        except UserError as err:  # the transcript's model or window: this file's error, the others go on
+        if isinstance(measured, UserError):
             held, dead = [], path
             seen.forget(path)
-            yield path, err
+            yield path, measured
             continue
+        summaries, warnings, extra = measured
         held.append(Unit(data.name, summaries, tuple(warnings), **extra))
     yield from held
 
@@ -254,14 +263,17 @@ def summarize_unit(data, entries: list[Entry], seed: int | None) -> tuple[dict, 
     return summaries, list(warnings), {**extra, "prices": billed}
 
 
-def synthetic_units(entries: list[Entry], seeds: list[int]) -> Iterator[Unit]:
-    """One unit per seed: every entry on its scenario's workload for that seed."""
+def synthetic_units(entries: list[Entry], seeds: list[int], jobs: int = 1) -> Iterator[Unit]:
+    """One unit per seed: every entry on its scenario's workload for that seed (on ``jobs`` processes)."""
     reference = entries[0].scenario
     runtime, hidden = settings.of(reference).runtime(), observable.of_synthetic(reference)
     billed = {e.key: (e.scenario.pricing.input, e.scenario.pricing.output) for e in entries}
-    for seed in seeds:
-        yield Unit(f"seed {seed}", {e.key: run_one(e.scenario, e.policy, seed, trace="none").summary
-                                    for e in entries}, runtime=runtime, unobservable=hidden, prices=billed)
+
+    def unit(seed: int) -> Unit:
+        return Unit(f"seed {seed}", {e.key: run_one(e.scenario, e.policy, seed, trace="none").summary
+                                     for e in entries}, runtime=runtime, unobservable=hidden, prices=billed)
+
+    yield from ordered(unit, seeds, jobs)
 
 
 def unit_rows(unit: Unit, entries: list[Entry], transcripts: bool) -> list[dict]:

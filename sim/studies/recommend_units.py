@@ -23,6 +23,7 @@ from prunesim.runner import run_one, tables_read
 from prunesim.studies import optimum, reprice
 from prunesim.studies.assumptions import CENTRE, REACTION, STRATA, SUMMARY, Assumption, Billing
 from prunesim.studies.leaderboard import ACTIONS
+from prunesim.studies.pool import ordered
 from prunesim.studies.transcript_replay import recorded_model, replay, replay_scenario
 
 SOLVED = "task_success"  # a run's predicted solved share, once the agent model reports one
@@ -165,15 +166,19 @@ def transcript_measure(policies: list[str], resimulated: dict[str, Assumption], 
 
 
 def synthetic_units(base: Scenario, policies: list[str], seeds: list[int],
-                    resimulated: dict[str, Assumption]) -> Iterator[UnitRuns]:
-    """One unit per seed: every policy on the scenario's workload for that seed (no closed loop: nothing reacts)."""
+                    resimulated: dict[str, Assumption], jobs: int = 1) -> Iterator[UnitRuns]:
+    """One unit per seed: every policy on the scenario's workload for that seed (no closed loop: nothing reacts),
+    the seeds on ``jobs`` processes (:func:`prunesim.studies.pool.ordered`: the same units in the same order)."""
     pairs = level_pairs(resimulated)
-    for seed in seeds:
+
+    def unit(seed: int) -> UnitRuns:
         runs = {}
         for policy in policies:
-            def run(size, prob, policy=policy, seed=seed):
+            def run(size, prob, policy=policy):
                 return measured(run_one(levelled(base, size, prob), policy, seed, trace="turns"))
 
             runs[policy] = level_runs(run, values_for(policy, base, resimulated, False), pairs)
-        yield UnitRuns(f"seed {seed}", Billing(base.pricing.model, True, base.pricing), runs,
-                       agent=resolve(base.agent))
+        return UnitRuns(f"seed {seed}", Billing(base.pricing.model, True, base.pricing), runs,
+                        agent=resolve(base.agent))
+
+    yield from ordered(unit, seeds, jobs)

@@ -77,6 +77,7 @@ from prunesim.observe.recorder import csv_field, csv_line, number_row
 from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
+from prunesim.studies.pool import stop_workers
 from prunesim.studies.workers import refusal_in, refused
 
 TRACES_DIR = "traces"
@@ -535,30 +536,7 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
         if finished:
             pool.shutdown(wait=True)
         else:  # SIGTERM, Ctrl-C, a failed run: the batches in flight are lost anyway (a resume re-runs them)
-            _stop_workers(pool)
-
-
-def _stop_workers(pool) -> None:
-    """End a process pool's workers now, and wait until they have ended.
-
-    ``shutdown(cancel_futures=True)`` cancels the batches not started but waits
-    for the running ones, which may take minutes; the workers never see the
-    sweep's SIGTERM (it reaches the parent only). SIGTERM makes a worker die at
-    once (the handler in prunesim.cli re-raises it as the default action); one
-    that does not within a few seconds is killed, so this cannot hang.
-    """
-    if hasattr(pool, "terminate_workers"):  # Python 3.14+
-        pool.terminate_workers()
-        return
-    processes = list((pool._processes or {}).values())  # no public handle before 3.14; read before shutdown
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        proc.terminate()
-    for proc in processes:
-        proc.join(timeout=5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
+            stop_workers(pool)
 
 
 KEPT = "the runs done are kept: run the sweep again"  # what a refused --jobs leaves

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from prunesim.errors import ResourceError, UserError, from_os_error
 from prunesim.io import inputs, settings
-from prunesim.io.transcripts import formats
+from prunesim.io.transcripts import formats, import_cache
 from prunesim.io.transcripts import workload as wl
 from prunesim.io.transcripts.identity import Seen
 from prunesim.io.transcripts.tokens import DEFAULT, get_counter
@@ -85,11 +85,40 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
         yield data
         return
     get_counter(tokenizer)
+    name = _cache_key(path, tokenizer, calibration, sidechains)
+    kept = import_cache.load(name)
+    if kept is not None:  # the same file imported the same way before (prunesim.io.transcripts.import_cache)
+        for data in kept:
+            data.path = str(path)
+            yield data
+        return
+    held: list | None = [] if name else None  # each run as imported (a caller may add to what it is given)
+    parts = 0
     for t in formats.iter_transcripts(path, sidechains):
         data = wl.from_transcript(t, tokenizer, calibration)
         data.warnings[:0] = t.warnings
         data.path = str(path)
+        if held is not None:
+            parts += len(data.parts)
+            if parts <= import_cache.HELD_PARTS_MAX:
+                held.append(import_cache.frozen(data))
+            else:  # too large to hold: imported every time
+                held = None
         yield data
+    if held is not None:  # every run imported: the file is kept
+        import_cache.store(name, held)
+
+
+def _cache_key(path: Path, tokenizer: str, calibration: str, sidechains: str) -> str:
+    """The import cache's key for this file read this way ('' when the cache is off or the file unreadable:
+    the import itself then says what is wrong with it)."""
+    if import_cache.folder() is None or not path.is_file():  # a pipe or a device is read once, by the importer
+        return ""
+    try:
+        content = path.read_bytes()
+    except OSError:
+        return ""
+    return import_cache.key(path, content, tokenizer, calibration, sidechains)
 
 
 def one_workload(path: Path) -> wl.WorkloadData:

@@ -234,14 +234,20 @@ class Tally:
             return 70
         return 0 if self.complete() else 2
 
-    def per_file(self, sources, process, commit, discard=None, tick=None) -> None:
+    def per_file(self, sources, process, commit, discard=None, tick=None, jobs: int = 1, seen=None,
+                 kept=None) -> None:
         """Process ``(path, workload or error)`` pairs, committing each file's results only when all its runs
         went through: a JSON-lines file with a bad run in it contributes nothing, as a bad file of one run.
 
         ``process(data)`` returns a result or raises (a UserError is bad input, anything else a bug);
         ``commit(path, results)`` gives a file's results out; ``discard(path)`` drops what a failed file made;
-        ``tick()`` is called once per file, done or failed (a progress bar).
+        ``tick()`` is called once per file, done or failed (a progress bar). ``jobs`` processes run
+        ``process`` ahead (:func:`prunesim.studies.pool.sources_ahead`), which then must change nothing
+        outside what it returns (``kept(outcome)`` hears each result, or :class:`Failed`, in order); with
+        ``seen``, ``sources`` are read without it and repeats are left out here, in order.
         """
+        from prunesim.studies.pool import sources_ahead
+
         current, results, dead = None, [], None
 
         def close() -> None:
@@ -251,22 +257,21 @@ class Tally:
                 if tick is not None:
                     tick()
 
-        for path, data in sources:
+        for path, data, outcome in sources_ahead(sources, caught(process), jobs, seen):
             if path != current:
                 close()
                 current, results = path, []
             if path == dead:
                 continue
+            if kept is not None and not isinstance(data, Exception):
+                kept(outcome)
             if isinstance(data, Exception):
                 err = data
+            elif not isinstance(outcome, Failed):
+                results.append(outcome)
+                continue
             else:
-                try:
-                    results.append(process(data))
-                    continue
-                except (ResourceError, MemoryError):
-                    raise
-                except Exception as caught:  # noqa: BLE001 - one file's failure, reported; the rest goes on
-                    err = caught
+                err = outcome.error
             self.failed(path, err)
             dead, results = path, []
             if discard is not None:
@@ -274,6 +279,30 @@ class Tally:
             if tick is not None:
                 tick()
         close()
+
+
+class Failed:
+    """What ``process`` raised on one run (told apart from any result it may return), and what it had done by
+    then (``partial``: the process's own account, for ``kept``)."""
+
+    def __init__(self, error: Exception, partial=None):
+        self.error = error
+        self.partial = partial
+
+
+def caught(process):
+    """``process``, returning what it raises on a run as :class:`Failed` (a failure of the machine is raised)."""
+    from prunesim.studies.pool import portable
+
+    def run(data):
+        try:
+            return process(data)
+        except (ResourceError, MemoryError):
+            raise
+        except Exception as caught:  # noqa: BLE001 - one file's failure, reported; the rest goes on
+            return Failed(portable(caught))
+
+    return run
 
 
 # Memory a recorded trace takes per simulated turn: about 2.7 KB under naive on oscillation-40,
@@ -341,6 +370,10 @@ def add_transcript_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-bad", action="store_true",
                         help="leave out the files that cannot be read and write the result of the others "
                              "(default: a bad file means nothing is written and exit code 2)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="import every transcript afresh, and keep no import for the next command (default: "
+                             "imports are kept in $PRUNESIM_CACHE_DIR or $XDG_CACHE_HOME/prunesim, by the file's "
+                             "content and these settings; PRUNESIM_NO_CACHE=1 does the same)")
 
 
 def check_distinct(files: list) -> None:
@@ -367,8 +400,9 @@ def option_files(args) -> list[str]:
 
 
 def check_transcript_options(args) -> None:
-    from prunesim.io.transcripts import calibration, tokens
+    from prunesim.io.transcripts import calibration, import_cache, tokens
 
+    import_cache.configure(enabled=not getattr(args, "no_cache", False))
     tokens.get_counter(args.tokenizer)
     calibration.check_setting(args.calibration, args.tokenizer)
 

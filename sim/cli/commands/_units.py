@@ -26,11 +26,12 @@ from prunesim.io import output
 from prunesim.io.scenario_files import load, load_replay
 from prunesim.model.scenario import Scenario
 from prunesim.policies import parse_names
+from prunesim.studies.pool import default_jobs
 from prunesim.studies.transcript_replay import expand
 
 
-def add_unit_arguments(p, policies: bool = True) -> None:
-    """DIR, --policies, --scenario, --seeds, --seed, --set, --prices, --reaction and --agent."""
+def add_unit_arguments(p, policies: bool = True, jobs: bool = True) -> None:
+    """DIR, --policies, --scenario, --seeds, --seed, --set, --prices, --reaction, --agent and (``jobs``) --jobs."""
     p.add_argument("dir", type=Path, nargs="?", help="a folder of transcripts and/or workload files (searched "
                    "recursively), or one such file; without it, --scenario is run over --seeds")
     if policies:
@@ -44,6 +45,10 @@ def add_unit_arguments(p, policies: bool = True) -> None:
     add_prices(p)
     add_reaction(p)
     add_agent(p)
+    if not jobs:
+        return
+    p.add_argument("--jobs", type=int, default=None, help="processes that run the units, each transcript or seed "
+                   "on one (default: every core; 1: this process only); the output is the same for any number")
 
 
 @dataclass
@@ -53,12 +58,14 @@ class Inputs:
     overrides: dict
     transcripts: bool
     seeds: list[int] | None
+    jobs: int = 1  # processes that run the units (prunesim.studies.pool)
 
 
 def read_inputs(args, command: str, outputs: tuple[str, ...], policies: list[str] | None = None) -> Inputs:
     """Every check a study makes before its first run; ``outputs``: the files it writes in ``args.out`` (none
     when it writes nothing)."""
     policies = parse_names(args.policies) if policies is None else policies
+    jobs = default_jobs(args.jobs) if hasattr(args, "jobs") else 1
     out = getattr(args, "out", None)
     if out is not None:
         output.check_folder(out, "--out")
@@ -87,12 +94,12 @@ def read_inputs(args, command: str, outputs: tuple[str, ...], policies: list[str
                                     f"the {command}'s own {name} would replace it; give another folder") from None
         check_transcript_options(args)
         scenario = load_replay(args.scenario or "transcript", overrides, policies, prices=args.prices)
-        return Inputs(policies, scenario, overrides, True, None)
+        return Inputs(policies, scenario, overrides, True, None, jobs)
     if args.scenario is None:
         raise UserError(command, None, "give a folder or file of transcripts, or --scenario to run seeds "
                                        "of a synthetic scenario")
     return Inputs(policies, load(args.scenario, overrides, policies, prices=args.prices), overrides, False,
-                  parse_seeds(args.seeds or "0:20"))
+                  parse_seeds(args.seeds or "0:20"), jobs)
 
 
 def gather(units, keep=None) -> tuple[list, list[str]]:

@@ -57,10 +57,11 @@ def main(args) -> int:
     tools: set[str] = set()
     seen = Seen(lambda line: print(f"prunesim: warning: {line}", file=sys.stderr))
     if transcripts:
-        units = lb.transcript_units(args.dir, entries, args.seed, tools, seen=seen, tokenizer=args.tokenizer,
-                                    calibration=args.calibration, sidechains=args.sidechains)
+        units = lb.transcript_units(args.dir, entries, args.seed, tools, seen=seen, jobs=inputs.jobs,
+                                    tokenizer=args.tokenizer, calibration=args.calibration,
+                                    sidechains=args.sidechains)
     else:
-        units = lb.synthetic_units(entries, seeds)
+        units = lb.synthetic_units(entries, seeds, inputs.jobs)
 
     def rows_of(unit):  # its rows now; what it ran on kept, not its summaries
         rows.extend(lb.unit_rows(unit, shown, transcripts))

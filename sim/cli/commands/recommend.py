@@ -60,12 +60,13 @@ def main(args) -> int:
     tools: set[str] = set()
     if inputs.transcripts:
         units = lb.transcript_units(args.dir, lb.entries_of(scenario, policies), args.seed, tools,
-                                    measure=transcript_measure(policies, early), tokenizer=args.tokenizer,
+                                    measure=transcript_measure(policies, early), jobs=inputs.jobs,
+                                    tokenizer=args.tokenizer,
                                     calibration=args.calibration, sidechains=args.sidechains)
         done, skipped = gather(units)
         runs = [unit.summaries for unit in done]
     else:
-        runs, skipped = list(synthetic_units(scenario, policies, inputs.seeds, early)), []
+        runs, skipped = list(synthetic_units(scenario, policies, inputs.seeds, early, inputs.jobs)), []
         done = runs
     print_notes(policies, scenario, frozenset(tools) if inputs.transcripts else None)
     if partial(done, skipped, args.skip_bad, "recommend"):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prunesim.cli.commands._common import (
+    Failed,
     Tally,
     add_agent,
     add_prices,
@@ -29,7 +30,7 @@ from prunesim.cli.commands._common import (
     scenario_sets,
     seed_arg,
 )
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError
 from prunesim.io import output
 from prunesim.io.atomic import format_cell
 from prunesim.io.labels import policy_labels
@@ -43,6 +44,7 @@ from prunesim.policies import parse_names
 from prunesim.studies import observable
 from prunesim.studies.grid import inert_axes, parse_axes
 from prunesim.studies.leaderboard import ACTIONS, uncached_bill
+from prunesim.studies.pool import default_jobs, portable
 from prunesim.studies.sweep import metric_column, plan_sweep
 from prunesim.studies.transcript_replay import REPLAY_METRICS, TRANSCRIPT_SUFFIXES, expand, iter_sources, replay
 
@@ -72,6 +74,8 @@ def register(sub) -> None:
                    help="replay every transcript at each value (A:B:STEP or a,b,c; POLICY:NAME=VALUES for one "
                         "policy's runs only), as in prunesim sweep; repeatable: the cartesian product is replayed")
     p.add_argument("--seed", type=seed_arg, help="seed of the policies' random streams")
+    p.add_argument("--jobs", type=int, default=None, help="processes that replay the workloads, each on one "
+                   "(default: every core; 1: this process only); the rows are the same for any number")
     add_transcript_options(p)
     p.add_argument("--out", type=out_arg, help="CSV file (default: standard output)")
     p.set_defaults(func=main)
@@ -108,6 +112,7 @@ def main(args) -> int:
     if not args.dir.exists():
         raise UserError(str(args.dir), None, "does not exist")
     policies = parse_names(args.policies)
+    args.jobs = default_jobs(args.jobs)  # refused before any replay
     overrides = scenario_sets(args)
     # With --grid only its points run, each checked for the policies that run it (plan_sweep): a table the grid
     # moves (slack-gated:gate.lead) may be wrong in the base.
@@ -169,18 +174,28 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
     with progress(len(files)) as bar:
         tally = Tally(bar, args.skip_bad)
 
-        def process(data) -> tuple[list[str], list[str], set[str]]:
-            rows, warnings = [], dict.fromkeys(data.warnings)  # each of its replays' warnings once
+        def process(data) -> tuple[list[str], list[str], set[str], list]:
+            # On a worker when --jobs asks for several: it changes nothing here, and kept() counts its runs.
+            rows, warnings, summaries = [], dict.fromkeys(data.warnings), []  # each of its replays' warnings once
             for policy, scenario, point in grid.runs:
-                line, result = _row(data, scenario, policy, args.seed, grid, point)
+                try:
+                    line, result = _row(data, scenario, policy, args.seed, grid, point)
+                except (ResourceError, MemoryError):
+                    raise
+                except Exception as err:  # noqa: BLE001 - the file's failure (Tally says it); its runs so far count
+                    return Failed(portable(err), summaries)
                 rows.append(line)
-                idle[policy].add(result.summary)
+                summaries.append((policy, result.summary))
                 warnings.update(dict.fromkeys(result.warnings))
-            return rows, list(warnings), {p["tool"] for p in data.parts if p.get("tool")}
+            return rows, list(warnings), {p["tool"] for p in data.parts if p.get("tool")}, summaries
+
+        def kept(outcome) -> None:
+            for policy, summary in outcome.partial if isinstance(outcome, Failed) else outcome[3]:
+                idle[policy].add(summary)
 
         def commit(path, results) -> None:
-            lines = [line for rows, _, _ in results for line in rows]
-            for _, warnings, used in results:
+            lines = [line for rows, _, _, _ in results for line in rows]
+            for _, warnings, used, _ in results:
                 for w in warnings:
                     report_line(bar, "warning", w)
                 tools.update(used)
@@ -191,8 +206,9 @@ def _replay_all(args, base, policies, grid: Grid, out) -> tuple[int, bool]:
             written["workloads"] += len(results)
 
         seen = Seen(lambda line: report_line(bar, "warning", line))  # a copied transcript is one row per policy
-        sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files, seen=seen)
-        tally.per_file(sources, process, commit, discard=seen.forget, tick=bar.update)
+        sources = iter_sources([args.dir], args.tokenizer, args.calibration, args.sidechains, files=files)
+        tally.per_file(sources, process, commit, discard=seen.forget, tick=bar.update, jobs=args.jobs,
+                       seen=seen, kept=kept)
     print_notes(policies, base, frozenset(tools))
     if tally.says_more():  # else the one file's error line says it all
         print(f"replayed {written['rows']} row(s) from {written['workloads']} workload(s) in {len(files)} file(s); "

@@ -29,7 +29,7 @@ def register(sub) -> None:
         "other half beside the documented setting and give the paired bootstrap 95% interval of the difference. "
         "Needs the tune extra (pip install 'prunesim[tune]'). Experimental. See docs/tune.md.",
     )
-    add_unit_arguments(p, policies=False)
+    add_unit_arguments(p, policies=False, jobs=False)
     p.add_argument("--policy", required=True, help="the policy to tune (a name, a preset, or file.py:Class)")
     p.add_argument("--trials", type=positive_int, default=tn.TRIALS, help=f"trials (default {tn.TRIALS})")
     p.add_argument("--objective", default="dollars", choices=tn.OBJECTIVES,

@@ -24,6 +24,7 @@ import math
 from prunesim.model.events import Observer
 from prunesim.model.spans import SYSTEM_PROMPT
 from prunesim.observe.cache import PromptCache
+from prunesim.observe.removals import apply_burst
 
 from .definition import Metric
 
@@ -174,21 +175,8 @@ class CostMetrics(Observer):
 
     def _apply_removals(self) -> None:
         """Take the removals since the last call out of the window, in order, and tell the cache where they were."""
-        ids, tokens = self._ids, self._tokens
-        changes = []
-        for span_id, freed, source in self._pending:
-            try:
-                i = ids.index(span_id)
-            except ValueError:  # a span the window never held: it took nothing out
-                self._total += freed
-                continue
-            changes.append((sum(tokens[:i]), i, freed, source))
-            left = tokens[i] - freed
-            if left > 0:  # cut down: it stays, changed from its start on
-                tokens[i] = left
-            else:
-                del ids[i]
-                del tokens[i]
+        changes, unheld = apply_burst(self._ids, self._tokens, self._pending)
+        self._total += unheld  # spans the window never held took nothing out
         self._pending.clear()
         if changes:
             self.cache.edits(changes)
