@@ -15,6 +15,7 @@ worker (past ``ulimit -u``, or out of memory) is one :class:`UserError` naming
 
 from __future__ import annotations
 
+import itertools
 import os
 import traceback
 import warnings
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from prunesim.errors import UserError
 from prunesim.policies import user_policy_fault
-from prunesim.studies.workers import refused
+from prunesim.studies.workers import refused, worker_start
 
 AHEAD = 1  # units handed to each worker: one, so that what the parent holds stays the units in flight (flat memory)
 
@@ -86,24 +87,36 @@ def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "") -
     """``task(item)`` for each of ``items``, in their order, computed on up to ``jobs`` processes.
 
     ``items`` is read as results are taken (at most ``AHEAD`` per worker ahead of the one awaited), so that a
-    long input is never held whole. ``fork_advice`` says, when the system refuses a worker, what the user keeps.
+    long input is never held whole. No more workers start than there are units: the first ``jobs * AHEAD``
+    are read before any, so that a ``--jobs`` far above a folder's files forks no idle processes (nor asks
+    the system for a pool it cannot describe). ``fork_advice`` says, when the system refuses a worker, what
+    the user keeps.
     """
     if jobs <= 1 or "fork" not in _start_methods():
         yield from map(task, items)
+        return
+    source = iter(items)
+    first: deque = deque()
+    for item in source:
+        first.append(item)
+        if len(first) >= jobs * AHEAD:
+            break
+    workers = min(jobs, len(first))
+    if workers <= 1:  # one unit in all: computed here, as --jobs 1 would
+        yield from map(task, first)
         return
     global _TASK
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     pending: deque = deque()
-    source = iter(items)
     _TASK = task
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=worker_start)
     finished = False
     try:
-        for item in source:
-            pending.append(_submit(pool, item, jobs, fork_advice))
-            if len(pending) >= jobs * AHEAD:
+        for item in itertools.chain(_drain(first), source):
+            pending.append(_submit(pool, item, jobs, workers, fork_advice))
+            if len(pending) >= workers * AHEAD:
                 yield _take(pending.popleft())
         while pending:
             yield _take(pending.popleft())
@@ -114,6 +127,12 @@ def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "") -
             pool.shutdown(wait=True)
         else:  # the consumer stopped (an error, Ctrl-C): the units in flight are not wanted
             stop_workers(pool)
+
+
+def _drain(held: deque) -> Iterator:
+    """``held``'s items, each let go of as it is handed on (the parent holds the units in flight only)."""
+    while held:
+        yield held.popleft()
 
 
 def sources_ahead(sources: Iterable[tuple], task: Callable, jobs: int, seen=None) -> Iterator[tuple]:
@@ -156,11 +175,11 @@ def _start_methods() -> list[str]:
     return multiprocessing.get_all_start_methods()
 
 
-def _submit(pool, item, jobs: int, fork_advice: str):
+def _submit(pool, item, jobs: int, workers: int, fork_advice: str):
     try:
         return pool.submit(_run, item)
     except OSError as err:  # workers start at a submit: fork() refused
-        raise refused(err, jobs, jobs, len(pool._processes or {}), fork_advice) from None
+        raise refused(err, jobs, workers, len(pool._processes or {}), fork_advice) from None
 
 
 def _take(future):
