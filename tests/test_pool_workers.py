@@ -61,3 +61,31 @@ def test_jobs_past_the_units_gives_the_bytes_of_one_process(tmp_path, jobs):
     assert one[0] == 0, one[2]
     assert many == (one[0], one[1].replace(str(tmp_path / "one"), str(tmp_path / "many")), one[2])
     assert (tmp_path / "many" / "recommend.json").read_bytes() == (tmp_path / "one" / "recommend.json").read_bytes()
+
+
+ENDS = '''
+import os
+from prunesim.policies import Policy
+
+
+class Ends(Policy):
+    name = "ends"
+    summary = "ends its own process on its fourth turn"
+
+    def decide(self, view):
+        if view.turn == 4:
+            {statement}
+        return []
+'''
+
+
+@linux
+@pytest.mark.parametrize("statement", ["os._exit(3)", "os.kill(os.getpid(), 9)"])
+def test_a_worker_that_ends_without_its_result_is_one_line_and_writes_nothing(tmp_path, monkeypatch, statement):
+    (tmp_path / "ends.py").write_text(ENDS.format(statement=statement))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("recommend", "--scenario", "oscillation-40", "--seeds", "0:4", *SMALL, "--policies",
+                         "naive,ends.py:Ends", "--draws", "20", "--jobs", "2", "--out", tmp_path / "rec")
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("prunesim: error: --jobs: 2: a worker process ended before its unit was done")
+    assert "internal error" not in err and not (tmp_path / "rec").exists()

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import traceback
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from prunesim.errors import UserError
+from prunesim.errors import ResourceError, UserError
 from prunesim.policies import user_policy_fault
 from prunesim.studies.workers import refused, worker_start
 
@@ -108,19 +109,24 @@ def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "") -
     global _TASK
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     pending: deque = deque()
     _TASK = task
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=worker_start)
+    launched: list = []  # the workers, read once they are started (the pool forgets them when one dies)
     finished = False
     try:
         for item in itertools.chain(_drain(first), source):
             pending.append(_submit(pool, item, jobs, workers, fork_advice))
+            launched = launched or list((pool._processes or {}).values())
             if len(pending) >= workers * AHEAD:
                 yield _take(pending.popleft())
         while pending:
             yield _take(pending.popleft())
         finished = True
+    except BrokenProcessPool:
+        raise ended(launched, jobs) from None
     finally:
         _TASK = None
         if finished:
@@ -187,6 +193,19 @@ def _take(future):
     for message, category, filename, lineno in said:
         warnings.warn_explicit(message, category, filename, lineno, registry=_SHOWN)
     return result
+
+
+def ended(launched: list, jobs: int) -> ResourceError:
+    """One line for a worker that ended without handing its unit's result back: how it ended (a signal, an exit
+    code), and what ends a process so. Not a bug of prunesim's: the system's out-of-memory killer, or a user's
+    policy that ended its own process, as it would end the command on one process."""
+    gone = [p for p in launched if p.exitcode not in (None, -signal.SIGTERM)]  # the pool terminates the rest
+    code = gone[0].exitcode if gone else None
+    how = ("" if code is None else f" (killed by {signal.Signals(-code).name})" if code < 0
+           else f" (exit code {code})")
+    return ResourceError("--jobs", str(jobs), f"a worker process ended before its unit was done{how}: the "
+                         "system's out-of-memory killer ends one so, and so does a policy that ends its own "
+                         "process (os._exit, a signal); nothing is written; give fewer --jobs if memory is short")
 
 
 def stop_workers(pool) -> None:
