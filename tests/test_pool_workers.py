@@ -89,3 +89,35 @@ def test_a_worker_that_ends_without_its_result_is_one_line_and_writes_nothing(tm
     assert code == 1 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.startswith("prunesim: error: --jobs: 2: a worker process ended before its unit was done")
     assert "internal error" not in err and not (tmp_path / "rec").exists()
+
+
+RAISES = '''
+from prunesim.errors import UserError
+from prunesim.policies import Policy
+
+
+class Raises(Policy):
+    name = "raises"
+    summary = "raises on its fourth turn"
+
+    def decide(self, view):
+        if view.turn == 4:
+            {statement}
+        return []
+'''
+
+
+@pytest.mark.parametrize("statement", ["raise MemoryError", "open('/nonexistent/notes.txt')",
+                                       "raise OSError(28, 'No space left on device')",
+                                       "raise UserError('--set', 'x', 'the policy refuses it')"])
+def test_what_a_policy_raises_is_said_alike_for_any_jobs(tmp_path, monkeypatch, statement):
+    (tmp_path / "raises.py").write_text(RAISES.format(statement=statement))
+    monkeypatch.chdir(tmp_path)
+    said = []
+    for jobs in ("1", "2"):
+        said.append(cli("leaderboard", "--scenario", "oscillation-40", "--seeds", "0:3", *SMALL, "--policies",
+                        "noop,raises.py:Raises", "--jobs", jobs, "--out", tmp_path / f"out{jobs}"))
+        assert not (tmp_path / f"out{jobs}").exists()
+    assert said[0][0] != 0 and len(said[0][2].strip().splitlines()) == 1, said[0]
+    assert "internal error" not in said[0][2]
+    assert said[1] == said[0]

@@ -210,6 +210,10 @@ def _main(argv: list[str] | None) -> int:
         if err.errno == errno.EPIPE:
             _silence_stdout()
             return EXIT_OK
+        fault = user_policy_fault(err)  # a user's policy that failed to open its own file: the policy's, as a
+        if fault is not None:  # worker words it, and replay-dir for each file
+            _say(f"prunesim: error: {fault}")
+            return fault.exit_code
         one = from_os_error(err)
         _say(f"prunesim: error: {one}")
         return one.exit_code

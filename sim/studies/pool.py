@@ -23,7 +23,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from prunesim.errors import ResourceError, UserError
+from prunesim.errors import OneLineError, ResourceError, UserError
 from prunesim.policies import user_policy_fault
 from prunesim.studies.workers import refused, worker_start
 
@@ -54,6 +54,8 @@ def _run(item) -> tuple:
         warnings.simplefilter("always")  # every one: the parent's filters decide which are shown
         try:
             result = _TASK(item)
+        except (OneLineError, MemoryError):
+            raise  # the command words these before asking whether a policy raised them (prunesim.cli.main)
         except (Exception, SystemExit) as err:
             fault = user_policy_fault(err)
             if fault is None:
