@@ -27,7 +27,13 @@ class OneLineError(Exception):
         self.key = key
         self.problem = problem
         shown = f"{visible(where)}: {visible(key)}: {problem}" if key else f"{visible(where)}: {problem}"
-        super().__init__(shortened(" ".join(shown.split())))
+        self.line = shortened(" ".join(shown.split()))
+        # The arguments that make it again: SimPy re-raises a process's exception as type(err)(*err.args), so
+        # that one raised inside a run (a user's policy refusing a value) stays this one line.
+        super().__init__(where, key, problem)
+
+    def __str__(self) -> str:
+        return self.line
 
     def __reduce__(self):  # so that it crosses process boundaries (sweep workers) intact
         return (type(self), (self.where, self.key, self.problem))

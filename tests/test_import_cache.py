@@ -3,6 +3,7 @@ is imported again, and a damaged entry is imported again without a word."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from cli_capture import cli
 from prunesim.io.transcripts import formats, import_cache
+from prunesim.studies import transcript_replay
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -103,3 +105,57 @@ def test_the_environment_turns_it_off(tmp_path, folder, cache, monkeypatch):
 
 def _no_import(*args, **kwargs):
     raise AssertionError("imported, where the cache held the file")
+
+
+def _rotated(cache: Path) -> None:
+    """Each entry replaced by the next one's bytes: every entry whole, each another file's."""
+    entries = sorted(cache.iterdir())
+    blobs = [e.read_bytes() for e in entries]
+    for entry, blob in zip(entries, blobs[1:] + blobs[:1], strict=True):
+        entry.write_bytes(blob)
+
+
+def test_another_files_entry_in_its_place_is_imported_again(tmp_path, folder, cache):
+    first = leaderboard(tmp_path, folder)
+    _rotated(cache)
+    assert leaderboard(tmp_path, folder) == first
+    assert all(import_cache.load(e.name) is not None for e in cache.iterdir())  # each written again as its own
+
+
+@pytest.mark.parametrize("kind", ["link to another entry", "link to a device", "pipe", "folder"])
+def test_what_is_no_regular_entry_is_never_read(tmp_path, folder, cache, kind):
+    first = leaderboard(tmp_path, folder)
+    entries = sorted(cache.iterdir())
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for entry in entries:  # every entry copied aside before any is replaced (never through a link)
+        (kept / entry.name).write_bytes(entry.read_bytes())
+    for entry, other in zip(entries, entries[1:] + entries[:1], strict=True):
+        entry.unlink()
+        if kind == "link to another entry":
+            entry.symlink_to(kept / other.name)
+        elif kind == "link to a device":
+            entry.symlink_to("/dev/zero")  # read whole, it would never end
+        elif kind == "pipe":
+            os.mkfifo(entry)  # opened to read, it would block the command
+        else:
+            entry.mkdir()
+    assert leaderboard(tmp_path, folder) == first
+
+
+def test_a_file_changed_while_it_is_imported_is_not_kept(tmp_path, folder, cache, monkeypatch):
+    path = folder / "tiny.traj"
+    before = path.read_bytes()
+    real = formats.iter_transcripts
+
+    def written_meanwhile(*args, **kwargs):
+        yield from real(*args, **kwargs)
+        path.write_bytes(before.replace(b"a.py", b"b.py"))  # a session log appended to, a file saved again
+
+    monkeypatch.setattr(formats, "iter_transcripts", written_meanwhile)
+    list(transcript_replay.iter_workloads(path))
+    assert not cache.exists() or not list(cache.iterdir())  # neither the old bytes' key nor the new one's
+    monkeypatch.setattr(formats, "iter_transcripts", real)
+    path.write_bytes(before)
+    assert len(list(transcript_replay.iter_workloads(path))) == 1
+    assert len(list(cache.iterdir())) == 1  # read whole and unchanged: kept

@@ -174,6 +174,15 @@ def test_defaults_explain_prints_the_chain_and_refuses_an_unknown_key(capsys):
     assert err.count("\n") == 0 and "no.such.key" in err
 
 
+@pytest.mark.parametrize(("asked", "meant"), [("AGENT.CAP", "agent.cap"), ("agent.", "agent.profile"),
+                                              ("agent.profile.x", "agent.profile"), ("cap", "agent.cap"),
+                                              ("", "an empty key")])
+def test_defaults_explain_of_a_near_miss_names_the_key_meant(capsys, asked, meant):
+    assert main(["defaults", "--explain", asked]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and meant in err, err
+
+
 def test_defaults_explain_names_the_agent_models_values_and_their_sources(capsys):
     from prunesim.model.agent_profiles import PARAMETERS, resolve
     from prunesim.model.scenario import AgentParams

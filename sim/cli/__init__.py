@@ -145,6 +145,10 @@ def _names_as_typed(stream) -> None:
         pass
 
 
+def _nowhere():
+    return open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the stream of the whole command
+
+
 def main(argv: list[str] | None = None) -> int:
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -152,16 +156,23 @@ def main(argv: list[str] | None = None) -> int:
         _INSTALLED_BY[:] = [os.getpid()]
     except ValueError:  # not the main thread (an embedding program): leave its signals alone
         previous = None
-    real_stdout = sys.stdout
+    real_stdout, real_stderr = sys.stdout, sys.stderr
+    # A stream the command was started without (2>&-, a daemon's closed descriptors) is Python's None: what
+    # would go there goes nowhere, never into the other stream (print(file=None) writes to stdout).
+    opened = [_nowhere() for stream in (real_stdout, real_stderr) if stream is None]
+    sys.stderr = opened.pop() if real_stderr is None else real_stderr
     _names_as_typed(real_stdout)
-    sys.stdout = _Stdout(real_stdout)
+    sys.stdout = _Stdout(opened.pop() if real_stdout is None else real_stdout)
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warning
     try:
         return _main(argv)
     finally:
         warnings.showwarning = shown
-        sys.stdout = real_stdout
+        for stream, real in ((sys.stdout, real_stdout), (sys.stderr, real_stderr)):
+            if real is None:
+                getattr(stream, "_stream", stream).close()
+        sys.stdout, sys.stderr = real_stdout, real_stderr
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -210,6 +221,10 @@ def _main(argv: list[str] | None) -> int:
         if err.errno == errno.EPIPE:
             _silence_stdout()
             return EXIT_OK
+        fault = user_policy_fault(err)  # a user's policy that failed to open its own file: the policy's, as a
+        if fault is not None:  # worker words it, and replay-dir for each file
+            _say(f"prunesim: error: {fault}")
+            return fault.exit_code
         one = from_os_error(err)
         _say(f"prunesim: error: {one}")
         return one.exit_code

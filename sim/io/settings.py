@@ -98,8 +98,10 @@ class Settings:
 
     def chain(self, key: str) -> tuple[Setting, ...]:
         """Every value offered for ``key``, the one used first (a :class:`UserError` for an unknown key)."""
+        if not key.strip():
+            raise UserError("--explain", None, "an empty key (prunesim defaults lists every key)")
         if key not in self.chains:
-            near = [k for k in self.chains if k.endswith("." + key) or k.startswith(key + ".")][:8]
+            near = [k for k in self.chains if _near(k, key)][:8]
             raise UserError("--explain", key, "unknown key" + (f" (did you mean {', '.join(near)}?)" if near else
                                                                " (prunesim defaults lists every key)"))
         return self.chains[key]
@@ -143,6 +145,15 @@ class Settings:
         for i, s in enumerate(self.chain(key)):
             lines.append(f"{'used' if i == 0 else 'over':4s}  {_show(s.value):24s}  {s.source:8s}  {s.where}")
         return lines
+
+
+def _near(known: str, asked: str) -> bool:
+    """Whether ``known`` is what ``asked`` may have meant: the same key in other case, its last part
+    (``cap``), the keys under a table (``agent`` or ``agent.``), or a key that ``asked`` goes past
+    (``agent.profile.x``: a value has no keys under it)."""
+    folded = asked.casefold().rstrip(".")
+    return bool(folded) and (known.casefold() == folded or known.endswith("." + asked)
+                             or known.startswith(folded + ".") or folded.startswith(known.casefold() + "."))
 
 
 def agent_offers(scenario: Scenario, scaffold: str) -> dict[str, Setting]:

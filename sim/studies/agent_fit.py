@@ -31,7 +31,7 @@ from prunesim.studies.outcome_fit import SLOPE_TEST, Params, bootstrap, fit_scaf
 from prunesim.studies.outcome_runs import PairRuns, pair_runs, summarizes
 from prunesim.studies.outcome_sims import instance_seed, setup, simulate
 from prunesim.studies.outcome_workload import base_tokens, fit_prices, instances
-from prunesim.studies.workers import refusal_in, refused
+from prunesim.studies.workers import refusal_in, refused, worker_start
 
 FORMAT = 1
 REPLICATES = 100
@@ -156,7 +156,7 @@ def all_runs(found: list[Pair], jobs: int | None = None) -> list[PairRuns]:
     if jobs <= 1 or len(found) <= 1:
         return [pair_runs(p, b) for p, b in zip(found, each, strict=True)]
     workers = min(jobs, len(found))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=worker_start) as pool:
         try:
             return list(pool.map(pair_runs, found, each))
         except OSError as err:  # fork() refused a worker (workers.py): named as --jobs

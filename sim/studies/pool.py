@@ -15,15 +15,17 @@ worker (past ``ulimit -u``, or out of memory) is one :class:`UserError` naming
 
 from __future__ import annotations
 
+import itertools
 import os
+import signal
 import traceback
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from prunesim.errors import UserError
+from prunesim.errors import OneLineError, ResourceError, UserError
 from prunesim.policies import user_policy_fault
-from prunesim.studies.workers import refused
+from prunesim.studies.workers import refused, worker_start
 
 AHEAD = 1  # units handed to each worker: one, so that what the parent holds stays the units in flight (flat memory)
 
@@ -52,6 +54,8 @@ def _run(item) -> tuple:
         warnings.simplefilter("always")  # every one: the parent's filters decide which are shown
         try:
             result = _TASK(item)
+        except (OneLineError, MemoryError):
+            raise  # the command words these before asking whether a policy raised them (prunesim.cli.main)
         except (Exception, SystemExit) as err:
             fault = user_policy_fault(err)
             if fault is None:
@@ -86,34 +90,57 @@ def ordered(task: Callable, items: Iterable, jobs: int, fork_advice: str = "") -
     """``task(item)`` for each of ``items``, in their order, computed on up to ``jobs`` processes.
 
     ``items`` is read as results are taken (at most ``AHEAD`` per worker ahead of the one awaited), so that a
-    long input is never held whole. ``fork_advice`` says, when the system refuses a worker, what the user keeps.
+    long input is never held whole. No more workers start than there are units: the first ``jobs * AHEAD``
+    are read before any, so that a ``--jobs`` far above a folder's files forks no idle processes (nor asks
+    the system for a pool it cannot describe). ``fork_advice`` says, when the system refuses a worker, what
+    the user keeps.
     """
     if jobs <= 1 or "fork" not in _start_methods():
         yield from map(task, items)
         return
+    source = iter(items)
+    first: deque = deque()
+    for item in source:
+        first.append(item)
+        if len(first) >= jobs * AHEAD:
+            break
+    workers = min(jobs, len(first))
+    if workers <= 1:  # one unit in all: computed here, as --jobs 1 would
+        yield from map(task, first)
+        return
     global _TASK
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     pending: deque = deque()
-    source = iter(items)
     _TASK = task
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"), initializer=worker_start)
+    launched: list = []  # the workers, read once they are started (the pool forgets them when one dies)
     finished = False
     try:
-        for item in source:
-            pending.append(_submit(pool, item, jobs, fork_advice))
-            if len(pending) >= jobs * AHEAD:
+        for item in itertools.chain(_drain(first), source):
+            pending.append(_submit(pool, item, jobs, workers, fork_advice))
+            launched = launched or list((pool._processes or {}).values())
+            if len(pending) >= workers * AHEAD:
                 yield _take(pending.popleft())
         while pending:
             yield _take(pending.popleft())
         finished = True
+    except BrokenProcessPool:
+        raise ended(launched, jobs) from None
     finally:
         _TASK = None
         if finished:
             pool.shutdown(wait=True)
         else:  # the consumer stopped (an error, Ctrl-C): the units in flight are not wanted
             stop_workers(pool)
+
+
+def _drain(held: deque) -> Iterator:
+    """``held``'s items, each let go of as it is handed on (the parent holds the units in flight only)."""
+    while held:
+        yield held.popleft()
 
 
 def sources_ahead(sources: Iterable[tuple], task: Callable, jobs: int, seen=None) -> Iterator[tuple]:
@@ -156,11 +183,11 @@ def _start_methods() -> list[str]:
     return multiprocessing.get_all_start_methods()
 
 
-def _submit(pool, item, jobs: int, fork_advice: str):
+def _submit(pool, item, jobs: int, workers: int, fork_advice: str):
     try:
         return pool.submit(_run, item)
     except OSError as err:  # workers start at a submit: fork() refused
-        raise refused(err, jobs, jobs, len(pool._processes or {}), fork_advice) from None
+        raise refused(err, jobs, workers, len(pool._processes or {}), fork_advice) from None
 
 
 def _take(future):
@@ -168,6 +195,19 @@ def _take(future):
     for message, category, filename, lineno in said:
         warnings.warn_explicit(message, category, filename, lineno, registry=_SHOWN)
     return result
+
+
+def ended(launched: list, jobs: int) -> ResourceError:
+    """One line for a worker that ended without handing its unit's result back: how it ended (a signal, an exit
+    code), and what ends a process so. Not a bug of prunesim's: the system's out-of-memory killer, or a user's
+    policy that ended its own process, as it would end the command on one process."""
+    gone = [p for p in launched if p.exitcode not in (None, -signal.SIGTERM)]  # the pool terminates the rest
+    code = gone[0].exitcode if gone else None
+    how = ("" if code is None else f" (killed by {signal.Signals(-code).name})" if code < 0
+           else f" (exit code {code})")
+    return ResourceError("--jobs", str(jobs), f"a worker process ended before its unit was done{how}: the "
+                         "system's out-of-memory killer ends one so, and so does a policy that ends its own "
+                         "process (os._exit, a signal); nothing is written; give fewer --jobs if memory is short")
 
 
 def stop_workers(pool) -> None:

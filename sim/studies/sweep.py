@@ -78,7 +78,7 @@ from prunesim.policies import get_policy, user_policy_fault
 from prunesim.runner import check_tables, run_one
 from prunesim.studies.grid import axis_values, check_runs, expand_grid, split_axis
 from prunesim.studies.pool import stop_workers
-from prunesim.studies.workers import refusal_in, refused
+from prunesim.studies.workers import refusal_in, refused, worker_start
 
 TRACES_DIR = "traces"
 FORMAT = 1
@@ -497,15 +497,7 @@ def _batches(plan: SweepPlan, pending: list[RunSpec], jobs: int, engines: dict[P
 def _worker_init(lock_fd: int) -> None:
     """In a forked worker: let go of the sweep's lock, and die with the sweep."""
     os.close(lock_fd)  # the lock stays held by the sweep's own descriptor
-    try:  # Linux: SIGKILL this worker when its parent dies, so a killed sweep leaves no orphans
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the parent died before the line above
-            os._exit(1)
-    except (OSError, AttributeError):
-        pass
+    worker_start()
 
 
 def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock_fd: int) -> Iterator[list]:
@@ -521,7 +513,7 @@ def _local_results(batches: list[tuple], jobs: int, traces_dir: str | None, lock
         ctx = multiprocessing.get_context("fork")
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(lock_fd,))
     else:  # spawned workers inherit no descriptors
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=worker_start)
     finished = False
     try:
         try:

@@ -105,7 +105,9 @@ def iter_workloads(path: Path, tokenizer: str = DEFAULT, calibration: str = "aut
             else:  # too large to hold: imported every time
                 held = None
         yield data
-    if held is not None:  # every run imported: the file is kept
+    # Every run imported: the file is kept, unless it changed while it was read (a session log still being
+    # written): what was imported is then not what the key names, and would be given for those bytes later.
+    if held is not None and _cache_key(path, tokenizer, calibration, sidechains) == name:
         import_cache.store(name, held)
 
 

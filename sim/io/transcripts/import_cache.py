@@ -13,8 +13,10 @@ changes, is imported again.
 The folder is ``$PRUNESIM_CACHE_DIR``, else ``$XDG_CACHE_HOME/prunesim``
 (``~/.cache/prunesim``). ``PRUNESIM_NO_CACHE=1`` or a command's ``--no-cache``
 turns it off. An entry is written whole or not at all (a temporary file renamed
-into place) and carries a checksum of its contents: an entry that is cut,
-changed or unreadable is ignored and the file imported again. The cache never
+into place) and carries a checksum of its contents and of its own name: an
+entry that is cut, changed, unreadable or another file's (copied or linked over
+this one) is ignored and the file imported again; only a regular file is read
+as an entry (a link, a pipe or a device in its place is never followed). The cache never
 changes a result: a hit gives the workloads the import would give, and a
 cache that cannot be written is simply not written.
 """
@@ -24,12 +26,13 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-FORMAT = b"prunesim-import-cache 1\n"  # an entry's first line: what it is, and the layout of what follows
+FORMAT = b"prunesim-import-cache 2\n"  # an entry's first line: what it is, and the layout of what follows
 HELD_PARTS_MAX = 2_000_000  # a file of more parts than this is imported every time (its runs are not all held)
 
 _enabled = True
@@ -98,20 +101,39 @@ def frozen(run) -> bytes:
 
 
 def load(name: str) -> list | None:
-    """The workloads kept under ``name``, or None (a miss, or an entry that is cut, changed or unreadable)."""
+    """The workloads kept under ``name``, or None (a miss, or an entry that is cut, changed, unreadable or
+    not the one written under ``name``)."""
     where = folder()
     if where is None or not name:
         return None
-    try:
-        blob = (where / name).read_bytes()
-    except OSError:
+    blob = _read_regular(where / name)
+    if blob is None:
         return None
     head, digest, body = blob[:len(FORMAT)], blob[len(FORMAT):len(FORMAT) + 32], blob[len(FORMAT) + 32:]
-    if head != FORMAT or hashlib.sha256(body).digest() != digest:
+    if head != FORMAT or _checksum(name, body) != digest:
         return None
     try:
         return [pickle.loads(run) for run in pickle.loads(body)]
     except Exception:  # noqa: BLE001 - whatever a damaged entry raises: it is not used
+        return None
+
+
+def _checksum(name: str, body: bytes) -> bytes:
+    """The entry's body bound to its name: a whole entry of another file, renamed or linked here, fails it."""
+    return hashlib.sha256(name.encode("ascii") + b"\0" + body).digest()
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """``path``'s bytes if it is a regular file, opened without following a link (a pipe would block the
+    command, a device such as /dev/zero never ends); None otherwise or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            return f.read() if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else None
+    except OSError:
         return None
 
 
@@ -126,7 +148,7 @@ def store(name: str, runs: list[bytes]) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=where)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(FORMAT + hashlib.sha256(body).digest() + body)
+                f.write(FORMAT + _checksum(name, body) + body)
             os.replace(tmp, where / name)
         except BaseException:
             os.unlink(tmp)
