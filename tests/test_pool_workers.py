@@ -63,14 +63,15 @@ def test_jobs_past_the_units_gives_the_bytes_of_one_process(tmp_path, jobs):
     assert (tmp_path / "many" / "recommend.json").read_bytes() == (tmp_path / "one" / "recommend.json").read_bytes()
 
 
-ENDS = '''
+ON_TURN_FOUR = '''
 import os
+from prunesim.errors import UserError
 from prunesim.policies import Policy
 
 
-class Ends(Policy):
-    name = "ends"
-    summary = "ends its own process on its fourth turn"
+class {cls}(Policy):
+    name = "{name}"
+    summary = "{what} on its fourth turn"
 
     def decide(self, view):
         if view.turn == 4:
@@ -79,10 +80,15 @@ class Ends(Policy):
 '''
 
 
+def on_turn_four(cls: str, what: str, statement: str) -> str:
+    """A policy file whose policy ``cls`` runs ``statement`` on its fourth turn."""
+    return ON_TURN_FOUR.format(cls=cls, name=cls.lower(), what=what, statement=statement)
+
+
 @linux
 @pytest.mark.parametrize("statement", ["os._exit(3)", "os.kill(os.getpid(), 9)"])
 def test_a_worker_that_ends_without_its_result_is_one_line_and_writes_nothing(tmp_path, monkeypatch, statement):
-    (tmp_path / "ends.py").write_text(ENDS.format(statement=statement))
+    (tmp_path / "ends.py").write_text(on_turn_four("Ends", "ends its own process", statement))
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("recommend", "--scenario", "oscillation-40", "--seeds", "0:4", *SMALL, "--policies",
                          "naive,ends.py:Ends", "--draws", "20", "--jobs", "2", "--out", tmp_path / "rec")
@@ -91,27 +97,11 @@ def test_a_worker_that_ends_without_its_result_is_one_line_and_writes_nothing(tm
     assert "internal error" not in err and not (tmp_path / "rec").exists()
 
 
-RAISES = '''
-from prunesim.errors import UserError
-from prunesim.policies import Policy
-
-
-class Raises(Policy):
-    name = "raises"
-    summary = "raises on its fourth turn"
-
-    def decide(self, view):
-        if view.turn == 4:
-            {statement}
-        return []
-'''
-
-
 @pytest.mark.parametrize("statement", ["raise MemoryError", "open('/nonexistent/notes.txt')",
                                        "raise OSError(28, 'No space left on device')",
                                        "raise UserError('--set', 'x', 'the policy refuses it')"])
 def test_what_a_policy_raises_is_said_alike_for_any_jobs(tmp_path, monkeypatch, statement):
-    (tmp_path / "raises.py").write_text(RAISES.format(statement=statement))
+    (tmp_path / "raises.py").write_text(on_turn_four("Raises", "raises", statement))
     monkeypatch.chdir(tmp_path)
     said = []
     for jobs in ("1", "2"):
